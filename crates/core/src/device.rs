@@ -1,0 +1,124 @@
+//! The Device contract: the one interface through which the simulation engine, the real-time
+//! emulator and the co-simulation controller all drive a model.
+//!
+//! A device only computes timing. It never reads a clock, sleeps, does I/O or holds data; the
+//! driver tells it what time it is. The protocol is the co-simulation thesis' emulator server
+//! ("submit request", "get next response") without rollback: the driver never asks about an
+//! instant earlier than one it has already passed.
+
+use crate::request::{Completion, Request};
+use crate::time::SimTime;
+use std::fmt;
+
+/// Why a device refused a request. Refusal leaves the device's state unchanged.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceError {
+    /// The byte range is not inside the device.
+    OutOfRange { offset_bytes: u64, len_bytes: u64, capacity_bytes: u64 },
+    /// The device already holds `queue_depth()` requests; the driver must wait for a completion.
+    QueueFull { queue_depth: usize },
+    /// The request asked for something the model cannot do (for example a zero-length read).
+    Invalid { reason: String },
+}
+
+impl fmt::Display for DeviceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DeviceError::OutOfRange { offset_bytes, len_bytes, capacity_bytes } => write!(
+                f,
+                "request [{offset_bytes}, +{len_bytes}) bytes is past the end of the device \
+                 ({capacity_bytes} bytes)"
+            ),
+            DeviceError::QueueFull { queue_depth } => {
+                write!(f, "device queue is full ({queue_depth} requests outstanding)")
+            }
+            DeviceError::Invalid { reason } => write!(f, "invalid request: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for DeviceError {}
+
+/// A named model-specific statistic, reported under `device` in the results. Names are
+/// snake_case with their unit as a suffix (`busy_ns`, `sequential_requests`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceCounter {
+    pub name: String,
+    pub value: f64,
+}
+
+impl DeviceCounter {
+    pub fn new(name: impl Into<String>, value: f64) -> Self {
+        DeviceCounter { name: name.into(), value }
+    }
+}
+
+/// A storage device model.
+///
+/// Contract, which every model's conformance tests check:
+/// - `submit(now, r)` is called with non-decreasing `now`, `now >= r.arrival`;
+/// - every accepted request appears in exactly one `advance` output, with
+///   `arrival <= service_start <= finish` and `finish <= now` of that `advance` call;
+/// - `next_deadline()` is the earliest instant at which the device's state changes by itself
+///   (a completion, or internal work such as garbage collection), or `None` when idle;
+/// - a driver that advances to `next_deadline()` collects the completions due at that instant.
+pub trait Device {
+    /// The model's name as used in presets and results (`linear`, `table`, ...).
+    fn model_name(&self) -> &'static str;
+
+    /// Addressable bytes.
+    fn capacity_bytes(&self) -> u64;
+
+    /// How many requests the device accepts before `submit` refuses with `QueueFull`.
+    fn queue_depth(&self) -> usize;
+
+    /// Hands a request to the device at instant `now`.
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError>;
+
+    /// The earliest instant at which the device will change state on its own.
+    fn next_deadline(&self) -> Option<SimTime>;
+
+    /// Moves the device to `now` and appends every request finished by then to `done`, in
+    /// finishing order (ties in submission order).
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>);
+
+    /// Model-specific counters for the results, in a fixed order.
+    fn counters(&self) -> Vec<DeviceCounter>;
+}
+
+impl<D: Device + ?Sized> Device for Box<D> {
+    fn model_name(&self) -> &'static str {
+        (**self).model_name()
+    }
+    fn capacity_bytes(&self) -> u64 {
+        (**self).capacity_bytes()
+    }
+    fn queue_depth(&self) -> usize {
+        (**self).queue_depth()
+    }
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        (**self).submit(now, request)
+    }
+    fn next_deadline(&self) -> Option<SimTime> {
+        (**self).next_deadline()
+    }
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        (**self).advance(now, done)
+    }
+    fn counters(&self) -> Vec<DeviceCounter> {
+        (**self).counters()
+    }
+}
+
+/// Checks the range part of the contract; models call it first in `submit`.
+pub fn check_range(request: &Request, capacity_bytes: u64) -> Result<(), DeviceError> {
+    let end = request.offset_bytes.checked_add(request.len_bytes);
+    match end {
+        Some(end) if end <= capacity_bytes => Ok(()),
+        _ => Err(DeviceError::OutOfRange {
+            offset_bytes: request.offset_bytes,
+            len_bytes: request.len_bytes,
+            capacity_bytes,
+        }),
+    }
+}

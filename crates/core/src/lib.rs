@@ -1,0 +1,16 @@
+//! The vocabulary every other storsim crate speaks: simulated time, requests, completions, the
+//! [`Device`] contract, a bounded event queue ordered by (time, sequence) and a seeded PRNG.
+//!
+//! This crate has no dependencies, reads no clock and does no I/O.
+
+mod device;
+mod event_queue;
+mod prng;
+mod request;
+mod time;
+
+pub use device::{check_range, Device, DeviceCounter, DeviceError};
+pub use event_queue::{EventQueue, EventQueueFull};
+pub use prng::Prng;
+pub use request::{Completion, Op, Request, SECTOR_BYTES};
+pub use time::{SimDuration, SimTime};

@@ -1,0 +1,1 @@
+//! Synthetic workloads (filled in below).

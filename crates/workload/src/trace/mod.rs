@@ -1,0 +1,1 @@
+//! Trace formats (filled in below).
