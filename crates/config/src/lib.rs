@@ -1,1 +1,58 @@
-//! placeholder
+//! Device descriptions: presets and TOML files, validated into the plain parameter structs the
+//! models take. This is the only crate that knows the device-file format; models never see it.
+//!
+//! A device file names a `model` (or starts from a `preset`) and overrides what it needs:
+//!
+//! ```toml
+//! preset = "stec-zeus"
+//! capacity_bytes = 1_000_000_000
+//! [linear.sr]
+//! a_us = 100.0
+//! ```
+//! See docs/config.md.
+
+mod error;
+mod file;
+mod models;
+mod presets;
+
+pub use error::ConfigError;
+pub use file::{load_device, parse_device_toml};
+pub use presets::{preset, presets, PresetInfo};
+
+use storsim_blackbox::linear::{LinearDevice, LinearParams};
+use storsim_core::Device;
+
+/// A fully resolved device description: which model, with every parameter set.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DeviceSpec {
+    Linear(LinearParams),
+}
+
+impl DeviceSpec {
+    pub fn model_name(&self) -> &'static str {
+        match self {
+            DeviceSpec::Linear(_) => "linear",
+        }
+    }
+
+    pub fn capacity_bytes(&self) -> u64 {
+        match self {
+            DeviceSpec::Linear(p) => p.capacity_bytes,
+        }
+    }
+
+    /// Instantiates the model in its initial state.
+    pub fn build(&self) -> Box<dyn Device> {
+        match self {
+            DeviceSpec::Linear(p) => Box::new(LinearDevice::new(p.clone())),
+        }
+    }
+}
+
+/// A device description with the name the user knows it by (preset name or file path).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadedDevice {
+    pub name: String,
+    pub spec: DeviceSpec,
+}

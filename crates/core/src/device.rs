@@ -14,7 +14,11 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceError {
     /// The byte range is not inside the device.
-    OutOfRange { offset_bytes: u64, len_bytes: u64, capacity_bytes: u64 },
+    OutOfRange {
+        offset_bytes: u64,
+        len_bytes: u64,
+        capacity_bytes: u64,
+    },
     /// The device already holds `queue_depth()` requests; the driver must wait for a completion.
     QueueFull { queue_depth: usize },
     /// The request asked for something the model cannot do (for example a zero-length read).
@@ -24,13 +28,20 @@ pub enum DeviceError {
 impl fmt::Display for DeviceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DeviceError::OutOfRange { offset_bytes, len_bytes, capacity_bytes } => write!(
+            DeviceError::OutOfRange {
+                offset_bytes,
+                len_bytes,
+                capacity_bytes,
+            } => write!(
                 f,
                 "request [{offset_bytes}, +{len_bytes}) bytes is past the end of the device \
                  ({capacity_bytes} bytes)"
             ),
             DeviceError::QueueFull { queue_depth } => {
-                write!(f, "device queue is full ({queue_depth} requests outstanding)")
+                write!(
+                    f,
+                    "device queue is full ({queue_depth} requests outstanding)"
+                )
             }
             DeviceError::Invalid { reason } => write!(f, "invalid request: {reason}"),
         }
@@ -49,7 +60,10 @@ pub struct DeviceCounter {
 
 impl DeviceCounter {
     pub fn new(name: impl Into<String>, value: f64) -> Self {
-        DeviceCounter { name: name.into(), value }
+        DeviceCounter {
+            name: name.into(),
+            value,
+        }
     }
 }
 

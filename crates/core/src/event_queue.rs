@@ -27,7 +27,10 @@ impl<T> PartialOrd for Entry<T> {
 impl<T> Ord for Entry<T> {
     // BinaryHeap is a max-heap; reversing the comparison pops the earliest event first.
     fn cmp(&self, other: &Self) -> Ordering {
-        other.time.cmp(&self.time).then_with(|| other.seq.cmp(&self.seq))
+        other
+            .time
+            .cmp(&self.time)
+            .then_with(|| other.seq.cmp(&self.seq))
     }
 }
 
@@ -50,8 +53,15 @@ pub struct EventQueue<T> {
 
 impl<T> EventQueue<T> {
     pub fn with_capacity(capacity: usize) -> Self {
-        assert!(capacity > 0, "an event queue needs room for at least one event");
-        EventQueue { heap: BinaryHeap::with_capacity(capacity), next_seq: 0, capacity }
+        assert!(
+            capacity > 0,
+            "an event queue needs room for at least one event"
+        );
+        EventQueue {
+            heap: BinaryHeap::with_capacity(capacity),
+            next_seq: 0,
+            capacity,
+        }
     }
 
     pub fn push(&mut self, time: SimTime, payload: T) -> Result<(), EventQueueFull<T>> {
@@ -139,7 +149,10 @@ mod tests {
         let mut first = true;
         while let Some((t, i)) = q.pop() {
             if !first {
-                assert!(t > last.0 || (t == last.0 && i > last.1), "seed {seed}: order broken");
+                assert!(
+                    t > last.0 || (t == last.0 && i > last.1),
+                    "seed {seed}: order broken"
+                );
             }
             first = false;
             last = (t, i);

@@ -18,7 +18,12 @@ fn splitmix64(state: &mut u64) -> u64 {
 impl Prng {
     pub fn new(seed: u64) -> Self {
         let mut sm = seed;
-        let s = [splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm), splitmix64(&mut sm)];
+        let s = [
+            splitmix64(&mut sm),
+            splitmix64(&mut sm),
+            splitmix64(&mut sm),
+            splitmix64(&mut sm),
+        ];
         Prng { s }
     }
 
@@ -97,7 +102,10 @@ mod tests {
             counts[v as usize] += 1;
         }
         for c in counts {
-            assert!((9_000..11_000).contains(&c), "bucket count {c} is far from 10000");
+            assert!(
+                (9_000..11_000).contains(&c),
+                "bucket count {c} is far from 10000"
+            );
         }
     }
 

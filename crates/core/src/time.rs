@@ -67,7 +67,11 @@ impl SimDuration {
 impl Add<SimDuration> for SimTime {
     type Output = SimTime;
     fn add(self, d: SimDuration) -> SimTime {
-        SimTime(self.0.checked_add(d.0).expect("simulated time overflowed u64 nanoseconds"))
+        SimTime(
+            self.0
+                .checked_add(d.0)
+                .expect("simulated time overflowed u64 nanoseconds"),
+        )
     }
 }
 
@@ -80,7 +84,11 @@ impl AddAssign<SimDuration> for SimTime {
 impl Add for SimDuration {
     type Output = SimDuration;
     fn add(self, d: SimDuration) -> SimDuration {
-        SimDuration(self.0.checked_add(d.0).expect("duration overflowed u64 nanoseconds"))
+        SimDuration(
+            self.0
+                .checked_add(d.0)
+                .expect("duration overflowed u64 nanoseconds"),
+        )
     }
 }
 
@@ -99,7 +107,12 @@ impl Sub for SimTime {
 
 impl fmt::Display for SimTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{:09} s", self.0 / 1_000_000_000, self.0 % 1_000_000_000)
+        write!(
+            f,
+            "{}.{:09} s",
+            self.0 / 1_000_000_000,
+            self.0 % 1_000_000_000
+        )
     }
 }
 

@@ -1,0 +1,153 @@
+//! `[linear]`: the IBM linear model's parameters.
+
+use super::non_negative;
+use crate::ConfigError;
+use serde::Deserialize;
+use storsim_blackbox::linear::{LinearCost, LinearParams};
+use storsim_blackbox::{AccessPattern, SequentialDetect};
+use storsim_core::SimDuration;
+
+#[derive(Deserialize, Clone, Copy, Debug)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum SequentialName {
+    PreviousRequest,
+    PreviousSameDirection,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CostSection {
+    a_us: Option<f64>,
+    b_us_per_kib: Option<f64>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct LinearSection {
+    servers: Option<usize>,
+    sequential: Option<SequentialName>,
+    trim_latency_us: Option<f64>,
+    flush_latency_us: Option<f64>,
+    sr: Option<CostSection>,
+    sw: Option<CostSection>,
+    rr: Option<CostSection>,
+    rw: Option<CostSection>,
+}
+
+impl LinearSection {
+    fn cost_section(&self, pattern: AccessPattern) -> Option<&CostSection> {
+        match pattern {
+            AccessPattern::SequentialRead => self.sr.as_ref(),
+            AccessPattern::SequentialWrite => self.sw.as_ref(),
+            AccessPattern::RandomRead => self.rr.as_ref(),
+            AccessPattern::RandomWrite => self.rw.as_ref(),
+        }
+    }
+}
+
+/// Parameters for a file that states `model = "linear"` without a preset: all four patterns and
+/// the capacity must be given.
+pub(crate) fn from_scratch(
+    section: &LinearSection,
+    capacity_bytes: Option<u64>,
+    file: &str,
+) -> Result<LinearParams, ConfigError> {
+    let missing = |key: String| ConfigError::Invalid {
+        file: file.to_string(),
+        key,
+        message: "is required when the file does not start from a preset".to_string(),
+    };
+    let capacity_bytes = capacity_bytes.ok_or_else(|| missing("capacity_bytes".into()))?;
+    let mut costs = [LinearCost {
+        fixed: SimDuration::ZERO,
+        per_kib_ps: 0,
+    }; 4];
+    for pattern in AccessPattern::ALL {
+        let name = pattern.short_name();
+        let c = section
+            .cost_section(pattern)
+            .ok_or_else(|| missing(format!("linear.{name}")))?;
+        let a = c
+            .a_us
+            .ok_or_else(|| missing(format!("linear.{name}.a_us")))?;
+        let b = c
+            .b_us_per_kib
+            .ok_or_else(|| missing(format!("linear.{name}.b_us_per_kib")))?;
+        costs[pattern.index()] = LinearCost::from_us(
+            non_negative(file, &format!("linear.{name}.a_us"), a)?,
+            non_negative(file, &format!("linear.{name}.b_us_per_kib"), b)?,
+        );
+    }
+    Ok(LinearParams {
+        capacity_bytes,
+        costs,
+        trim: SimDuration::ZERO,
+        flush: SimDuration::ZERO,
+        sequential_detect: SequentialDetect::PreviousRequest,
+        servers: 1,
+        queue_depth: 32,
+    })
+}
+
+/// Overrides `params` with whatever the section states.
+pub(crate) fn apply(
+    section: &LinearSection,
+    params: &mut LinearParams,
+    file: &str,
+) -> Result<(), ConfigError> {
+    if let Some(s) = section.servers {
+        params.servers = s;
+    }
+    if let Some(s) = section.sequential {
+        params.sequential_detect = match s {
+            SequentialName::PreviousRequest => SequentialDetect::PreviousRequest,
+            SequentialName::PreviousSameDirection => SequentialDetect::PreviousSameDirection,
+        };
+    }
+    if let Some(us) = section.trim_latency_us {
+        params.trim = SimDuration::from_us_f64(non_negative(file, "linear.trim_latency_us", us)?);
+    }
+    if let Some(us) = section.flush_latency_us {
+        params.flush = SimDuration::from_us_f64(non_negative(file, "linear.flush_latency_us", us)?);
+    }
+    for pattern in AccessPattern::ALL {
+        let Some(c) = section.cost_section(pattern) else {
+            continue;
+        };
+        let name = pattern.short_name();
+        let cost = &mut params.costs[pattern.index()];
+        if let Some(a) = c.a_us {
+            let a = non_negative(file, &format!("linear.{name}.a_us"), a)?;
+            cost.fixed = SimDuration::from_us_f64(a);
+        }
+        if let Some(b) = c.b_us_per_kib {
+            let b = non_negative(file, &format!("linear.{name}.b_us_per_kib"), b)?;
+            cost.per_kib_ps = LinearCost::from_us(0.0, b).per_kib_ps;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the relations between parameters that single keys cannot.
+pub(crate) fn validate(params: &LinearParams, file: &str) -> Result<(), ConfigError> {
+    let invalid = |key: &str, message: String| {
+        Err(ConfigError::Invalid {
+            file: file.to_string(),
+            key: key.to_string(),
+            message,
+        })
+    };
+    if params.capacity_bytes == 0 {
+        return invalid("capacity_bytes", "must be greater than 0".into());
+    }
+    if params.servers == 0 {
+        return invalid("linear.servers", "must be at least 1".into());
+    }
+    if params.queue_depth == 0 || params.queue_depth > 65_536 {
+        return invalid(
+            "queue_depth",
+            format!("must be 1..=65536, got {}", params.queue_depth),
+        );
+    }
+    Ok(())
+}
