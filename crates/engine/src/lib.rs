@@ -1,1 +1,381 @@
-//! placeholder
+//! The simulation engine: drives a [`Device`] with a [`Workload`] in virtual time, as fast as
+//! the CPU allows, and hands every completion to a sink.
+//!
+//! The engine jumps from event to event: the next arrival or the device's next deadline,
+//! whichever comes first. It holds at most one pending record per free slot, so memory does not
+//! grow with the workload; requests that arrive while the device queue is full wait at the host
+//! and their wait counts as queueing.
+
+use std::fmt;
+use storsim_core::{Completion, Device, DeviceError, EventQueue, Request, SimTime};
+use storsim_workload::{Origin, Pacing, Record, Workload, WorkloadError};
+
+/// How records become requests.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Replay {
+    /// Each record arrives at its timestamp, rebased so the first arrives at 0 and multiplied by
+    /// `time_scale` (0.5 replays twice as fast, 2 half as fast).
+    Open { time_scale: f64 },
+    /// `depth` requests outstanding; each completion admits the next record after its think time.
+    Closed { depth: u32 },
+    /// Timestamps ignored; the device's queue is kept full (closed loop at its queue depth).
+    AsFastAsPossible,
+}
+
+impl Replay {
+    /// The replay a workload asks for when the user does not choose one.
+    pub fn natural(pacing: Pacing) -> Replay {
+        match pacing {
+            Pacing::Open => Replay::Open { time_scale: 1.0 },
+            Pacing::Closed { depth } => Replay::Closed { depth },
+        }
+    }
+}
+
+/// What to do with a request that reaches past the end of the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum OutOfRange {
+    /// Stop with an error naming the record.
+    #[default]
+    Error,
+    /// Fold the offset into the device (offset modulo capacity, pulled back to fit), counting it.
+    Wrap,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EngineOptions {
+    pub replay: Replay,
+    pub out_of_range: OutOfRange,
+    /// Stop issuing after this many records.
+    pub max_requests: Option<u64>,
+    /// Stop issuing requests that would arrive at or after this simulated instant.
+    pub duration_ns: Option<u64>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            replay: Replay::Open { time_scale: 1.0 },
+            out_of_range: OutOfRange::Error,
+            max_requests: None,
+            duration_ns: None,
+        }
+    }
+}
+
+/// Receives every completion, in completion order.
+pub trait CompletionSink {
+    fn completed(&mut self, completion: &Completion);
+}
+
+impl<F: FnMut(&Completion)> CompletionSink for F {
+    fn completed(&mut self, completion: &Completion) {
+        self(completion)
+    }
+}
+
+/// Facts about the run that are not per-request statistics.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunInfo {
+    pub requests_issued: u64,
+    pub requests_completed: u64,
+    /// Open-loop records whose timestamp was earlier than the previous record's; they were issued
+    /// at the previous record's time, since arrivals cannot go back in time.
+    pub out_of_order_records: u64,
+    /// Requests folded into the device by [`OutOfRange::Wrap`].
+    pub wrapped_requests: u64,
+    /// Zero-length reads and writes, which were dropped.
+    pub empty_requests: u64,
+    pub end_ns: u64,
+}
+
+#[derive(Debug)]
+pub enum EngineError {
+    Workload(WorkloadError),
+    /// The device refused a request: which record (`position`, e.g. "line 17") of `source`.
+    Device {
+        source: String,
+        position: String,
+        error: DeviceError,
+    },
+    Options {
+        message: String,
+    },
+}
+
+impl fmt::Display for EngineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineError::Workload(e) => write!(f, "{e}"),
+            EngineError::Device {
+                source,
+                position,
+                error,
+            } => {
+                write!(f, "{source}: {position}: {error}")?;
+                if matches!(error, DeviceError::OutOfRange { .. }) {
+                    write!(f, " (use --wrap to fold such requests into the device)")?;
+                }
+                Ok(())
+            }
+            EngineError::Options { message } => write!(f, "{message}"),
+        }
+    }
+}
+
+impl std::error::Error for EngineError {}
+
+impl From<WorkloadError> for EngineError {
+    fn from(e: WorkloadError) -> Self {
+        EngineError::Workload(e)
+    }
+}
+
+/// How often (in completions) the progress callback is called.
+pub const PROGRESS_INTERVAL: u64 = 1 << 16;
+
+/// Runs `workload` on `device` to completion.
+pub fn run<D: Device + ?Sized>(
+    device: &mut D,
+    workload: &mut Workload,
+    options: &EngineOptions,
+    sink: &mut dyn CompletionSink,
+    progress: &mut dyn FnMut(u64, SimTime),
+) -> Result<RunInfo, EngineError> {
+    let depth = match options.replay {
+        Replay::Open { time_scale } => {
+            if !(time_scale.is_finite() && time_scale > 0.0) {
+                return Err(EngineError::Options {
+                    message: format!("time scale must be a positive number, got {time_scale}"),
+                });
+            }
+            1
+        }
+        Replay::Closed { depth } => {
+            if depth == 0 {
+                return Err(EngineError::Options {
+                    message: "queue depth must be at least 1".into(),
+                });
+            }
+            depth as usize
+        }
+        Replay::AsFastAsPossible => device.queue_depth().max(1),
+    };
+    let device_depth = device.queue_depth().max(1);
+    let capacity = device.capacity_bytes();
+    let origin = workload.origin;
+
+    // Requests admitted by the workload but not yet submitted, ordered by arrival time. In open
+    // loop it holds the next record; in closed loop one entry per free slot.
+    let mut ready: EventQueue<(Request, u64)> = EventQueue::with_capacity(depth);
+    // Closed loop: slots in use (admitted, not yet completed).
+    let mut slots_used = 0usize;
+    let mut outstanding = 0usize;
+    let mut exhausted = false;
+    let mut info = RunInfo::default();
+    let mut first_timestamp: Option<u64> = None;
+    let mut last_arrival_ns = 0u64;
+    let mut next_id = 0u64;
+    let mut now = SimTime::ZERO;
+    let mut admit_base = SimTime::ZERO;
+    let mut done: Vec<Completion> = Vec::with_capacity(device_depth);
+
+    loop {
+        // Admit records while there is room for them.
+        while !exhausted && ready.len() < depth && (options.replay_is_open() || slots_used < depth)
+        {
+            if options.max_requests.is_some_and(|m| next_id >= m) {
+                exhausted = true;
+                break;
+            }
+            let Some(record) = workload.records.next() else {
+                exhausted = true;
+                break;
+            };
+            let record = record?;
+            let Some(record) = prepare(record, capacity, options.out_of_range, &mut info)
+                .map_err(|error| device_error(workload, origin, record.origin, error))?
+            else {
+                continue;
+            };
+            let arrival_ns = match options.replay {
+                Replay::Open { time_scale } => {
+                    let t0 = *first_timestamp.get_or_insert(record.timestamp_ns);
+                    let rel = record.timestamp_ns.saturating_sub(t0);
+                    let scaled = if time_scale == 1.0 {
+                        rel
+                    } else {
+                        (rel as f64 * time_scale).round() as u64
+                    };
+                    if scaled < last_arrival_ns {
+                        info.out_of_order_records += 1;
+                    }
+                    scaled.max(last_arrival_ns)
+                }
+                Replay::Closed { .. } | Replay::AsFastAsPossible => {
+                    let think = if matches!(options.replay, Replay::Closed { .. }) {
+                        record.think_ns
+                    } else {
+                        0
+                    };
+                    admit_base
+                        .as_ns()
+                        .checked_add(think)
+                        .ok_or_else(|| EngineError::Options {
+                            message: "think time overflows the simulated clock".into(),
+                        })?
+                }
+            };
+            if options.duration_ns.is_some_and(|d| arrival_ns >= d) {
+                exhausted = true;
+                break;
+            }
+            last_arrival_ns = arrival_ns;
+            let request = Request {
+                id: next_id,
+                op: record.op,
+                offset_bytes: record.offset_bytes,
+                len_bytes: record.len_bytes,
+                arrival: SimTime(arrival_ns),
+            };
+            next_id += 1;
+            slots_used += 1;
+            // `ready` has room: the loop condition checked its length.
+            let _ = ready.push(request.arrival, (request, record.origin));
+        }
+
+        // Submit what has arrived, while the device has room.
+        while outstanding < device_depth && ready.peek_time().is_some_and(|t| t <= now) {
+            let (_, (request, record_origin)) = ready.pop().expect("peeked");
+            match device.submit(now, request) {
+                Ok(()) => {
+                    outstanding += 1;
+                    info.requests_issued += 1;
+                }
+                Err(DeviceError::QueueFull { .. }) => {
+                    // The device has a tighter limit than it advertised; wait for a completion.
+                    ready
+                        .push(request.arrival, (request, record_origin))
+                        .map_err(|_| EngineError::Options {
+                            message: "internal: ready queue overflow".into(),
+                        })?;
+                    break;
+                }
+                Err(error) => return Err(device_error(workload, origin, record_origin, error)),
+            }
+        }
+
+        // Jump to the next event.
+        let next_arrival = if outstanding < device_depth {
+            ready.peek_time()
+        } else {
+            None
+        };
+        let next = match (next_arrival, device.next_deadline()) {
+            (Some(a), Some(d)) => a.min(d),
+            (Some(a), None) => a,
+            (None, Some(d)) => d,
+            (None, None) => {
+                if exhausted && ready.is_empty() {
+                    break;
+                }
+                if ready.is_empty() {
+                    continue;
+                }
+                // Requests are waiting but the device neither has room nor will change state.
+                return Err(EngineError::Options {
+                    message: format!(
+                        "device '{}' stalled with {outstanding} requests outstanding and no deadline",
+                        device.model_name()
+                    ),
+                });
+            }
+        };
+        assert!(
+            next >= now,
+            "the device's next deadline {next} is before now {now}"
+        );
+        now = next;
+        device.advance(now, &mut done);
+        for c in done.drain(..) {
+            assert!(
+                c.request.arrival <= c.service_start
+                    && c.service_start <= c.finish
+                    && c.finish <= now,
+                "device '{}' broke the completion contract for request {}",
+                device.model_name(),
+                c.request.id
+            );
+            outstanding -= 1;
+            slots_used -= 1;
+            info.requests_completed += 1;
+            sink.completed(&c);
+            if info.requests_completed % PROGRESS_INTERVAL == 0 {
+                progress(info.requests_completed, now);
+            }
+        }
+        admit_base = now;
+    }
+    assert_eq!(
+        outstanding, 0,
+        "requests left outstanding at the end of the run"
+    );
+    info.end_ns = now.as_ns();
+    Ok(info)
+}
+
+impl EngineOptions {
+    fn replay_is_open(&self) -> bool {
+        matches!(self.replay, Replay::Open { .. })
+    }
+}
+
+fn device_error(workload: &Workload, origin: Origin, at: u64, error: DeviceError) -> EngineError {
+    EngineError::Device {
+        source: workload.name.clone(),
+        position: origin.describe(at),
+        error,
+    }
+}
+
+/// Applies the out-of-range policy and drops empty reads and writes. `Ok(None)` = skip.
+fn prepare(
+    mut record: Record,
+    capacity: u64,
+    policy: OutOfRange,
+    info: &mut RunInfo,
+) -> Result<Option<Record>, DeviceError> {
+    use storsim_core::Op;
+    if record.len_bytes == 0 && matches!(record.op, Op::Read | Op::Write) {
+        info.empty_requests += 1;
+        return Ok(None);
+    }
+    let fits = record
+        .offset_bytes
+        .checked_add(record.len_bytes)
+        .is_some_and(|e| e <= capacity);
+    if fits || record.op == Op::Flush {
+        return Ok(Some(record));
+    }
+    let out_of_range = DeviceError::OutOfRange {
+        offset_bytes: record.offset_bytes,
+        len_bytes: record.len_bytes,
+        capacity_bytes: capacity,
+    };
+    match policy {
+        OutOfRange::Error => Err(out_of_range),
+        OutOfRange::Wrap => {
+            if record.len_bytes > capacity {
+                return Err(out_of_range);
+            }
+            let mut offset = record.offset_bytes % capacity;
+            if offset + record.len_bytes > capacity {
+                // Pull it back so it ends at the last whole sector that fits.
+                offset = (capacity - record.len_bytes) / 512 * 512;
+            }
+            record.offset_bytes = offset;
+            info.wrapped_requests += 1;
+            Ok(Some(record))
+        }
+    }
+}
