@@ -9,6 +9,8 @@
 pub mod linear;
 mod pattern;
 mod servers;
+pub mod step;
+pub mod table;
 
 pub use pattern::{AccessPattern, SequentialDetect, SequentialTracker};
 pub use servers::FifoServers;

@@ -1,7 +1,7 @@
 //! Reading a device argument: a preset name or the path of a TOML device file.
 
 use crate::models;
-use crate::{preset, ConfigError, DeviceSpec, LoadedDevice};
+use crate::{preset_spec, ConfigError, DeviceSpec, LoadedDevice};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -10,6 +10,27 @@ use std::path::Path;
 #[serde(rename_all = "kebab-case")]
 enum ModelName {
     Linear,
+    Table,
+    Step,
+}
+
+impl ModelName {
+    fn of(spec: &DeviceSpec) -> ModelName {
+        match spec {
+            DeviceSpec::Linear(_) => ModelName::Linear,
+            DeviceSpec::Table(_) => ModelName::Table,
+            DeviceSpec::Step(_) => ModelName::Step,
+        }
+    }
+
+    /// The name as written in files, which is also the name of the model's section.
+    fn name(self) -> &'static str {
+        match self {
+            ModelName::Linear => "linear",
+            ModelName::Table => "table",
+            ModelName::Step => "step",
+        }
+    }
 }
 
 /// The top level of a device file. Every field is optional because a file may start from a
@@ -22,14 +43,35 @@ struct DeviceFile {
     capacity_bytes: Option<u64>,
     queue_depth: Option<usize>,
     linear: Option<models::linear::LinearSection>,
+    table: Option<models::table::TableSection>,
+    step: Option<models::step::StepSection>,
 }
 
-/// Resolves a `--device` argument: a preset name, or a device file.
+impl DeviceFile {
+    /// The models whose sections the file contains.
+    fn sections(&self) -> impl Iterator<Item = ModelName> {
+        [
+            (ModelName::Linear, self.linear.is_some()),
+            (ModelName::Table, self.table.is_some()),
+            (ModelName::Step, self.step.is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(model, present)| present.then_some(model))
+    }
+}
+
+/// Resolves a `--device` argument: a preset name (optionally with a variant, as in
+/// `uhs1-sd:ch4-x2`), or a device file.
 pub fn load_device(arg: &str) -> Result<LoadedDevice, ConfigError> {
-    if let Some(p) = preset(arg) {
+    if let Some(spec) = preset_spec(arg) {
+        let spec = spec.map_err(|message| ConfigError::Invalid {
+            file: arg.to_string(),
+            key: "preset".to_string(),
+            message,
+        })?;
         return Ok(LoadedDevice {
-            name: p.name.to_string(),
-            spec: p.spec(),
+            name: arg.to_string(),
+            spec,
         });
     }
     let path = Path::new(arg);
@@ -50,28 +92,24 @@ pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigErr
         file: file.to_string(),
         message: e.to_string(),
     })?;
-    let invalid = |key: &str, message: String| ConfigError::Invalid {
-        file: file.to_string(),
-        key: key.to_string(),
-        message,
-    };
+    let invalid = |key: &str, message: String| models::invalid(file, key, message);
 
     let base = match &parsed.preset {
         Some(name) => Some(
-            preset(name)
+            preset_spec(name)
                 .ok_or_else(|| {
                     invalid(
                         "preset",
                         format!("unknown preset '{name}' (see `storsim presets`)"),
                     )
                 })?
-                .spec(),
+                .map_err(|message| invalid("preset", message))?,
         ),
         None => None,
     };
     let model = match (parsed.model, &base) {
         (Some(m), _) => m,
-        (None, Some(DeviceSpec::Linear(_))) => ModelName::Linear,
+        (None, Some(spec)) => ModelName::of(spec),
         (None, None) => {
             return Err(invalid(
                 "model",
@@ -79,21 +117,59 @@ pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigErr
             ))
         }
     };
+    // A section for another model is a mistake (a copied block, a wrong preset), and applying
+    // nothing from it silently would hide that.
+    if let Some(other) = parsed.sections().find(|&m| m != model) {
+        return Err(invalid(
+            other.name(),
+            format!(
+                "a [{}] section does not apply to a `{}` device",
+                other.name(),
+                model.name()
+            ),
+        ));
+    }
 
-    let mut spec = match (model, base) {
-        (ModelName::Linear, Some(DeviceSpec::Linear(p))) => DeviceSpec::Linear(p),
-        (ModelName::Linear, None) => {
-            let section = parsed.linear.as_ref().ok_or_else(|| {
+    let mut spec = match base {
+        Some(spec) if ModelName::of(&spec) == model => spec,
+        Some(spec) => {
+            return Err(invalid(
+                "model",
+                format!(
+                    "model `{}` does not match preset '{}', which is a `{}` device",
+                    model.name(),
+                    parsed.preset.as_deref().unwrap_or_default(),
+                    spec.model_name()
+                ),
+            ))
+        }
+        None => {
+            let no_section = || {
                 invalid(
-                    "linear",
-                    "model `linear` without a preset needs a [linear] section".into(),
+                    model.name(),
+                    format!(
+                        "model `{0}` without a preset needs a [{0}] section",
+                        model.name()
+                    ),
                 )
-            })?;
-            DeviceSpec::Linear(models::linear::from_scratch(
-                section,
-                parsed.capacity_bytes,
-                file,
-            )?)
+            };
+            match model {
+                ModelName::Linear => DeviceSpec::Linear(models::linear::from_scratch(
+                    parsed.linear.as_ref().ok_or_else(no_section)?,
+                    parsed.capacity_bytes,
+                    file,
+                )?),
+                ModelName::Table => DeviceSpec::Table(models::table::from_scratch(
+                    parsed.table.as_ref().ok_or_else(no_section)?,
+                    parsed.capacity_bytes,
+                    file,
+                )?),
+                ModelName::Step => DeviceSpec::Step(models::step::from_scratch(
+                    parsed.step.as_ref().ok_or_else(no_section)?,
+                    parsed.capacity_bytes,
+                    file,
+                )?),
+            }
         }
     };
 
@@ -109,6 +185,30 @@ pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigErr
                 models::linear::apply(section, p, file)?;
             }
             models::linear::validate(p, file)?;
+        }
+        DeviceSpec::Table(p) => {
+            if let Some(c) = parsed.capacity_bytes {
+                p.capacity_bytes = c;
+            }
+            if let Some(q) = parsed.queue_depth {
+                p.queue_depth = q;
+            }
+            if let Some(section) = &parsed.table {
+                models::table::apply(section, p, file)?;
+            }
+            models::table::validate(p, file)?;
+        }
+        DeviceSpec::Step(p) => {
+            if let Some(c) = parsed.capacity_bytes {
+                p.capacity_bytes = c;
+            }
+            if let Some(q) = parsed.queue_depth {
+                p.queue_depth = q;
+            }
+            if let Some(section) = &parsed.step {
+                models::step::apply(section, p, file)?;
+            }
+            models::step::validate(p, file)?;
         }
     }
     Ok(spec)

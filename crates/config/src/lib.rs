@@ -9,7 +9,7 @@
 //! [linear.sr]
 //! a_us = 100.0
 //! ```
-//! See docs/config.md.
+//! See docs/config.md; each model's section is described in docs/models/NAME.md.
 
 mod error;
 mod file;
@@ -18,27 +18,35 @@ mod presets;
 
 pub use error::ConfigError;
 pub use file::{load_device, parse_device_toml};
-pub use presets::{preset, presets, PresetInfo};
+pub use presets::{preset, preset_spec, presets, PresetInfo};
 
 use storsim_blackbox::linear::{LinearDevice, LinearParams};
+use storsim_blackbox::step::{StepDevice, StepParams};
+use storsim_blackbox::table::{TableDevice, TableParams};
 use storsim_core::Device;
 
 /// A fully resolved device description: which model, with every parameter set.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceSpec {
     Linear(LinearParams),
+    Table(TableParams),
+    Step(StepParams),
 }
 
 impl DeviceSpec {
     pub fn model_name(&self) -> &'static str {
         match self {
             DeviceSpec::Linear(_) => "linear",
+            DeviceSpec::Table(_) => "table",
+            DeviceSpec::Step(_) => "step",
         }
     }
 
     pub fn capacity_bytes(&self) -> u64 {
         match self {
             DeviceSpec::Linear(p) => p.capacity_bytes,
+            DeviceSpec::Table(p) => p.capacity_bytes,
+            DeviceSpec::Step(p) => p.capacity_bytes,
         }
     }
 
@@ -46,6 +54,8 @@ impl DeviceSpec {
     pub fn build(&self) -> Box<dyn Device> {
         match self {
             DeviceSpec::Linear(p) => Box::new(LinearDevice::new(p.clone())),
+            DeviceSpec::Table(p) => Box::new(TableDevice::new(p.clone())),
+            DeviceSpec::Step(p) => Box::new(StepDevice::new(p.clone())),
         }
     }
 }

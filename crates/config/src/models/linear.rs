@@ -1,18 +1,11 @@
 //! `[linear]`: the IBM linear model's parameters.
 
-use super::non_negative;
+use super::{delay_us, non_negative, SequentialName};
 use crate::ConfigError;
 use serde::Deserialize;
 use storsim_blackbox::linear::{LinearCost, LinearParams};
 use storsim_blackbox::{AccessPattern, SequentialDetect};
 use storsim_core::SimDuration;
-
-#[derive(Deserialize, Clone, Copy, Debug)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum SequentialName {
-    PreviousRequest,
-    PreviousSameDirection,
-}
 
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -73,10 +66,10 @@ pub(crate) fn from_scratch(
         let b = c
             .b_us_per_kib
             .ok_or_else(|| missing(format!("linear.{name}.b_us_per_kib")))?;
-        costs[pattern.index()] = LinearCost::from_us(
-            non_negative(file, &format!("linear.{name}.a_us"), a)?,
-            non_negative(file, &format!("linear.{name}.b_us_per_kib"), b)?,
-        );
+        costs[pattern.index()] = LinearCost {
+            fixed: delay_us(file, &format!("linear.{name}.a_us"), a)?,
+            per_kib_ps: per_kib_ps(file, &format!("linear.{name}.b_us_per_kib"), b)?,
+        };
     }
     Ok(LinearParams {
         capacity_bytes,
@@ -99,16 +92,13 @@ pub(crate) fn apply(
         params.servers = s;
     }
     if let Some(s) = section.sequential {
-        params.sequential_detect = match s {
-            SequentialName::PreviousRequest => SequentialDetect::PreviousRequest,
-            SequentialName::PreviousSameDirection => SequentialDetect::PreviousSameDirection,
-        };
+        params.sequential_detect = s.detect();
     }
     if let Some(us) = section.trim_latency_us {
-        params.trim = SimDuration::from_us_f64(non_negative(file, "linear.trim_latency_us", us)?);
+        params.trim = delay_us(file, "linear.trim_latency_us", us)?;
     }
     if let Some(us) = section.flush_latency_us {
-        params.flush = SimDuration::from_us_f64(non_negative(file, "linear.flush_latency_us", us)?);
+        params.flush = delay_us(file, "linear.flush_latency_us", us)?;
     }
     for pattern in AccessPattern::ALL {
         let Some(c) = section.cost_section(pattern) else {
@@ -117,12 +107,10 @@ pub(crate) fn apply(
         let name = pattern.short_name();
         let cost = &mut params.costs[pattern.index()];
         if let Some(a) = c.a_us {
-            let a = non_negative(file, &format!("linear.{name}.a_us"), a)?;
-            cost.fixed = SimDuration::from_us_f64(a);
+            cost.fixed = delay_us(file, &format!("linear.{name}.a_us"), a)?;
         }
         if let Some(b) = c.b_us_per_kib {
-            let b = non_negative(file, &format!("linear.{name}.b_us_per_kib"), b)?;
-            cost.per_kib_ps = LinearCost::from_us(0.0, b).per_kib_ps;
+            cost.per_kib_ps = per_kib_ps(file, &format!("linear.{name}.b_us_per_kib"), b)?;
         }
     }
     Ok(())
@@ -140,8 +128,11 @@ pub(crate) fn validate(params: &LinearParams, file: &str) -> Result<(), ConfigEr
     if params.capacity_bytes == 0 {
         return invalid("capacity_bytes", "must be greater than 0".into());
     }
-    if params.servers == 0 {
-        return invalid("linear.servers", "must be at least 1".into());
+    if params.servers == 0 || params.servers > 65_536 {
+        return invalid(
+            "linear.servers",
+            format!("must be 1..=65536, got {}", params.servers),
+        );
     }
     if params.queue_depth == 0 || params.queue_depth > 65_536 {
         return invalid(
@@ -150,4 +141,18 @@ pub(crate) fn validate(params: &LinearParams, file: &str) -> Result<(), ConfigEr
         );
     }
     Ok(())
+}
+
+/// B from a file, in µs per KiB: at most one second per KiB, which is already far slower than
+/// any device and keeps A + n·B of the largest request inside simulated time.
+fn per_kib_ps(file: &str, key: &str, b_us_per_kib: f64) -> Result<u64, ConfigError> {
+    let b = non_negative(file, key, b_us_per_kib)?;
+    if b > 1e6 {
+        return Err(super::invalid(
+            file,
+            key,
+            format!("must be at most 1e6 µs per KiB, got {b}"),
+        ));
+    }
+    Ok(LinearCost::from_us(0.0, b).per_kib_ps)
 }

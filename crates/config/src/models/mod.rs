@@ -1,18 +1,86 @@
 //! One module per model: its TOML section and how the section overrides the parameters.
 
 pub(crate) mod linear;
+pub(crate) mod step;
+pub(crate) mod table;
 
 use crate::ConfigError;
+use serde::Deserialize;
+use storsim_blackbox::SequentialDetect;
+use storsim_core::SimDuration;
+
+/// The `sequential` key shared by the black-box sections.
+#[derive(Deserialize, Clone, Copy, Debug)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum SequentialName {
+    PreviousRequest,
+    PreviousSameDirection,
+}
+
+impl SequentialName {
+    pub(crate) fn detect(self) -> SequentialDetect {
+        match self {
+            SequentialName::PreviousRequest => SequentialDetect::PreviousRequest,
+            SequentialName::PreviousSameDirection => SequentialDetect::PreviousSameDirection,
+        }
+    }
+}
 
 /// Checks that a time or rate read from a file is a finite, non-negative number.
 pub(crate) fn non_negative(file: &str, key: &str, value: f64) -> Result<f64, ConfigError> {
     if value.is_finite() && value >= 0.0 {
         Ok(value)
     } else {
-        Err(ConfigError::Invalid {
-            file: file.to_string(),
-            key: key.to_string(),
-            message: format!("must be a finite number >= 0, got {value}"),
-        })
+        Err(invalid(
+            file,
+            key,
+            format!("must be a finite number >= 0, got {value}"),
+        ))
     }
+}
+
+/// The longest single delay a table or step file may state: one hour. Anything longer is a
+/// unit mistake, and bounding it keeps every sum of delays far from overflowing simulated time.
+const DELAY_US_MAX: f64 = 3.6e9;
+
+/// A delay in µs from a file: finite, non-negative and at most an hour, rounded to the ns.
+pub(crate) fn delay_us(file: &str, key: &str, us: f64) -> Result<SimDuration, ConfigError> {
+    if us.is_finite() && (0.0..=DELAY_US_MAX).contains(&us) {
+        Ok(SimDuration::from_us_f64(us))
+    } else {
+        Err(invalid(
+            file,
+            key,
+            format!("must be a number of µs from 0 to {DELAY_US_MAX:.0} (one hour), got {us}"),
+        ))
+    }
+}
+
+pub(crate) fn invalid(file: &str, key: &str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        file: file.to_string(),
+        key: key.to_string(),
+        message,
+    }
+}
+
+/// The error for a key that a file without a preset must state.
+pub(crate) fn missing(file: &str, key: &str) -> ConfigError {
+    invalid(
+        file,
+        key,
+        "is required when the file does not start from a preset".to_string(),
+    )
+}
+
+/// The bound every model puts on `queue_depth`: the queue is allocated up front.
+pub(crate) fn check_queue_depth(file: &str, queue_depth: usize) -> Result<(), ConfigError> {
+    if queue_depth == 0 || queue_depth > 65_536 {
+        return Err(invalid(
+            file,
+            "queue_depth",
+            format!("must be 1..=65536, got {queue_depth}"),
+        ));
+    }
+    Ok(())
 }

@@ -1,0 +1,149 @@
+//! `[step]`, `[step.read]` and `[step.write]`: the Wisconsin emulator's step model.
+
+use super::{check_queue_depth, delay_us, invalid, missing, SequentialName};
+use crate::ConfigError;
+use serde::Deserialize;
+use storsim_blackbox::step::{StepDirection, StepParams};
+use storsim_blackbox::SequentialDetect;
+use storsim_core::SimDuration;
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct DirectionSection {
+    random_us: Option<f64>,
+    sequential_us: Option<f64>,
+    spike_us: Option<f64>,
+    step_interval_requests: Option<Vec<u64>>,
+    compensate_first_request: Option<bool>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StepSection {
+    sequential: Option<SequentialName>,
+    trim_latency_us: Option<f64>,
+    flush_latency_us: Option<f64>,
+    read: Option<DirectionSection>,
+    write: Option<DirectionSection>,
+}
+
+/// Both directions, with their key prefixes.
+fn directions<'a>(
+    section: &'a StepSection,
+    params: &'a mut StepParams,
+) -> [(
+    &'static str,
+    Option<&'a DirectionSection>,
+    &'a mut StepDirection,
+); 2] {
+    [
+        ("step.read", section.read.as_ref(), &mut params.read),
+        ("step.write", section.write.as_ref(), &mut params.write),
+    ]
+}
+
+/// Parameters for a file that states `model = "step"` without a preset: the capacity and every
+/// delay and schedule of both directions must be given. Compensation defaults to off, and
+/// sequential detection to each direction's own previous request, as in the seed.
+pub(crate) fn from_scratch(
+    section: &StepSection,
+    capacity_bytes: Option<u64>,
+    file: &str,
+) -> Result<StepParams, ConfigError> {
+    let capacity_bytes = capacity_bytes.ok_or_else(|| missing(file, "capacity_bytes"))?;
+    for (prefix, direction) in [("step.read", &section.read), ("step.write", &section.write)] {
+        let d = direction.as_ref().ok_or_else(|| missing(file, prefix))?;
+        let required = [
+            ("random_us", d.random_us.is_some()),
+            ("sequential_us", d.sequential_us.is_some()),
+            ("spike_us", d.spike_us.is_some()),
+            ("step_interval_requests", d.step_interval_requests.is_some()),
+        ];
+        if let Some((name, _)) = required.iter().find(|(_, present)| !present) {
+            return Err(missing(file, &format!("{prefix}.{name}")));
+        }
+    }
+    // Every value is overwritten by `apply` from the section checked above.
+    let placeholder = StepDirection {
+        random: SimDuration::ZERO,
+        sequential: SimDuration::ZERO,
+        spike: SimDuration::ZERO,
+        step_interval_requests: Vec::new(),
+        compensate_first_request: false,
+    };
+    Ok(StepParams {
+        capacity_bytes,
+        read: placeholder.clone(),
+        write: placeholder,
+        trim: SimDuration::ZERO,
+        flush: SimDuration::ZERO,
+        sequential_detect: SequentialDetect::PreviousSameDirection,
+        queue_depth: 32,
+    })
+}
+
+/// Overrides `params` with whatever the section states.
+pub(crate) fn apply(
+    section: &StepSection,
+    params: &mut StepParams,
+    file: &str,
+) -> Result<(), ConfigError> {
+    if let Some(s) = section.sequential {
+        params.sequential_detect = s.detect();
+    }
+    if let Some(us) = section.trim_latency_us {
+        params.trim = delay_us(file, "step.trim_latency_us", us)?;
+    }
+    if let Some(us) = section.flush_latency_us {
+        params.flush = delay_us(file, "step.flush_latency_us", us)?;
+    }
+    for (prefix, d, target) in directions(section, params) {
+        let Some(d) = d else { continue };
+        let time = |name: &str, us: f64| delay_us(file, &format!("{prefix}.{name}"), us);
+        if let Some(us) = d.random_us {
+            target.random = time("random_us", us)?;
+        }
+        if let Some(us) = d.sequential_us {
+            target.sequential = time("sequential_us", us)?;
+        }
+        if let Some(us) = d.spike_us {
+            target.spike = time("spike_us", us)?;
+        }
+        if let Some(schedule) = &d.step_interval_requests {
+            target.step_interval_requests = schedule.clone();
+        }
+        if let Some(c) = d.compensate_first_request {
+            target.compensate_first_request = c;
+        }
+    }
+    Ok(())
+}
+
+/// Checks the relations between parameters that single keys cannot.
+pub(crate) fn validate(params: &StepParams, file: &str) -> Result<(), ConfigError> {
+    if params.capacity_bytes == 0 {
+        return Err(invalid(
+            file,
+            "capacity_bytes",
+            "must be greater than 0".into(),
+        ));
+    }
+    for (prefix, d) in [("step.read", &params.read), ("step.write", &params.write)] {
+        let key = format!("{prefix}.step_interval_requests");
+        if d.step_interval_requests.is_empty() {
+            return Err(invalid(
+                file,
+                &key,
+                "needs at least one interval (the last one repeats)".into(),
+            ));
+        }
+        if let Some(i) = d.step_interval_requests.iter().position(|&k| k == 0) {
+            return Err(invalid(
+                file,
+                &format!("{key}[{i}]"),
+                "must be at least 1 request".into(),
+            ));
+        }
+    }
+    check_queue_depth(file, params.queue_depth)
+}
