@@ -1,1 +1,58 @@
-fn main() {}
+//! `storsim`: argument parsing and glue. Everything that computes lives in the library crates.
+
+mod args;
+mod inspect;
+mod progress;
+mod report;
+mod simulate;
+mod workload_arg;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit status for bad input (malformed trace, bad device file, bad option): the user can fix it.
+const EXIT_BAD_INPUT: u8 = 2;
+/// Exit status when something outside the input failed (for example writing an output file).
+const EXIT_FAILURE: u8 = 1;
+
+/// A failure with the exit status it maps to.
+pub struct CliError {
+    pub message: String,
+    pub status: u8,
+}
+
+impl CliError {
+    pub fn input(message: impl std::fmt::Display) -> Self {
+        CliError {
+            message: message.to_string(),
+            status: EXIT_BAD_INPUT,
+        }
+    }
+    pub fn failure(message: impl std::fmt::Display) -> Self {
+        CliError {
+            message: message.to_string(),
+            status: EXIT_FAILURE,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Simulate(a) => simulate::run(a),
+        args::Command::Inspect(a) => inspect::run(a),
+        args::Command::Presets => {
+            for p in storsim_config::presets() {
+                println!("{:<18} {:<8} {}", p.name, p.model, p.summary);
+            }
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("storsim: error: {}", e.message);
+            ExitCode::from(e.status)
+        }
+    }
+}

@@ -34,6 +34,7 @@ impl Prng {
         Prng::new(splitmix64(&mut sm))
     }
 
+    #[inline]
     pub fn next_u64(&mut self) -> u64 {
         let result = self.s[1].wrapping_mul(5).rotate_left(7).wrapping_mul(9);
         let t = self.s[1] << 17;
@@ -47,6 +48,7 @@ impl Prng {
     }
 
     /// Uniform in `[0, n)` without modulo bias (Lemire's multiply-and-reject). `n` must be > 0.
+    #[inline]
     pub fn below(&mut self, n: u64) -> u64 {
         assert!(n > 0, "Prng::below(0)");
         let mut m = (self.next_u64() as u128) * (n as u128);
@@ -60,11 +62,13 @@ impl Prng {
     }
 
     /// Uniform in `[0, 1)` with 53 random bits.
+    #[inline]
     pub fn next_f64(&mut self) -> f64 {
         (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Exponentially distributed with the given mean (for Poisson arrivals).
+    #[inline]
     pub fn exponential(&mut self, mean: f64) -> f64 {
         // 1 - u is in (0, 1], so the logarithm is finite.
         -mean * (1.0 - self.next_f64()).ln()

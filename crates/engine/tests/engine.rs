@@ -45,6 +45,8 @@ fn workload(records: Vec<Record>, pacing: Pacing) -> Workload {
         origin: Origin::Line,
         duration_ns: None,
         skipped: Rc::new(Cell::new(0)),
+        ignored: Rc::new(Cell::new(0)),
+        format: None,
         seed: None,
     }
 }

@@ -59,9 +59,16 @@ pub enum Pacing {
 #[derive(Debug)]
 pub enum WorkloadError {
     /// A record could not be parsed: `source` (file name), where in it, and what was expected.
-    Malformed { source: String, position: String, message: String },
+    Malformed {
+        source: String,
+        position: String,
+        message: String,
+    },
     /// The file could not be opened or read.
-    Io { source: String, error: std::io::Error },
+    Io {
+        source: String,
+        error: std::io::Error,
+    },
     /// A synthetic workload spec or a workload option is wrong.
     Spec { message: String },
 }
@@ -69,7 +76,11 @@ pub enum WorkloadError {
 impl fmt::Display for WorkloadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WorkloadError::Malformed { source, position, message } => {
+            WorkloadError::Malformed {
+                source,
+                position,
+                message,
+            } => {
                 write!(f, "{source}: {position}: {message}")
             }
             WorkloadError::Io { source, error } => write!(f, "{source}: {error}"),
@@ -93,6 +104,11 @@ pub struct Workload {
     /// Filled in by parsers run with `skip_bad`: how many malformed records were skipped. It is
     /// shared so that the caller can read it after the iterator has been consumed.
     pub skipped: std::rc::Rc<std::cell::Cell<u64>>,
+    /// Well-formed records that are not replayable block requests (SCSI commands other than
+    /// reads and writes, blkparse events without a range, ...), counted as they are consumed.
+    pub ignored: std::rc::Rc<std::cell::Cell<u64>>,
+    /// The trace format's name, or `None` for a generated workload.
+    pub format: Option<&'static str>,
     /// The seed that generated the workload, for synthetic workloads.
     pub seed: Option<u64>,
 }

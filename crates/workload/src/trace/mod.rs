@@ -1,1 +1,370 @@
-//! Trace formats (filled in below).
+//! Trace files: detection, streaming parsers for ten block-trace formats, multi-device layout and
+//! a streaming characterisation.
+//!
+//! [`open`] turns a file into a [`Workload`] whose records are read lazily from a buffered
+//! reader, so memory stays flat however long the trace is; [`open_reader`] does the same for a
+//! stream such as standard input. [`detect`] recognises the format from the content, and
+//! [`inspect`] summarises a workload in one pass. Gzip-compressed input (recognised by its magic
+//! bytes, not its name) is decompressed on the fly. Every parser reports a bad
+//! record as [`WorkloadError::Malformed`] naming the file, the line or byte offset and what was
+//! expected; with [`TraceOptions::skip_bad`] such records are counted in [`Workload::skipped`]
+//! instead.
+//!
+//! Some records are well formed but are not block requests that a device model can replay (a
+//! vscsi INQUIRY, a blkparse event without data and without a flush flag, a fio `wait` in a
+//! version 3 log). They are dropped and counted separately, in [`Workload::ignored`].
+//!
+//! The per-format pages in `docs/formats/` give each layout, its units and how detection
+//! recognises it.
+
+mod blkparse;
+mod detect;
+mod devices;
+mod disksim_ascii;
+mod fields;
+mod fio;
+mod fiu;
+mod hp_srt;
+mod input;
+mod inspect;
+mod mqsim;
+mod msr;
+mod spc;
+mod validate;
+mod vscsi;
+
+use crate::{Origin, Pacing, Record, Workload, WorkloadError};
+use std::cell::Cell;
+use std::fmt;
+use std::io::BufRead;
+use std::path::Path;
+use std::rc::Rc;
+
+pub use detect::detect;
+pub use inspect::{inspect, Characterisation, SIZE_BUCKET_UPPER_BOUNDS};
+pub use validate::validate_measured_access_us;
+
+/// The trace formats storsim reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum TraceFormat {
+    /// MSR Cambridge / SNIA CSV: `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`.
+    Msr,
+    /// UMass / SPC CSV: `ASU,LBA,Size,Opcode,Timestamp`.
+    Spc,
+    /// DiskSim's ASCII input: `time_ms devno blkno bcount flags`.
+    DiskSimAscii,
+    /// MQSim / SSDsim ASCII: `time_ns device lsn size_sectors type(1 = read)`.
+    MqsimAscii,
+    /// Default text output of `blkparse`.
+    Blkparse,
+    /// fio's `write_iolog` output, versions 2 and 3.
+    FioIolog,
+    /// FIU SRCMap / IODedup traces: `ts_ns pid process lba size R|W major minor md5`.
+    Fiu,
+    /// DiskSim's validation traces: `R|W Hit|Miss|Doub|Trip blkno bcount access_us think_us`.
+    Validate,
+    /// HP Labs SRT binary traces (`hpl`, and `hpl2` without the ASCII header).
+    HpSrt,
+    /// VMware vscsiStats binary traces (CloudPhysics), record versions 1 and 2.
+    Vscsi,
+}
+
+impl TraceFormat {
+    pub const ALL: [TraceFormat; 10] = [
+        TraceFormat::Msr,
+        TraceFormat::Spc,
+        TraceFormat::DiskSimAscii,
+        TraceFormat::MqsimAscii,
+        TraceFormat::Blkparse,
+        TraceFormat::FioIolog,
+        TraceFormat::Fiu,
+        TraceFormat::Validate,
+        TraceFormat::HpSrt,
+        TraceFormat::Vscsi,
+    ];
+
+    /// The name used on the command line and in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Msr => "msr",
+            TraceFormat::Spc => "spc",
+            TraceFormat::DiskSimAscii => "disksim-ascii",
+            TraceFormat::MqsimAscii => "mqsim",
+            TraceFormat::Blkparse => "blkparse",
+            TraceFormat::FioIolog => "fio-iolog",
+            TraceFormat::Fiu => "fiu",
+            TraceFormat::Validate => "validate",
+            TraceFormat::HpSrt => "hp-srt",
+            TraceFormat::Vscsi => "vscsi",
+        }
+    }
+
+    /// Looks a format up by [`name`](Self::name); `ssdsim` is accepted for [`MqsimAscii`]
+    /// because SSDsim reads the same layout. Matching ignores ASCII case.
+    ///
+    /// [`MqsimAscii`]: TraceFormat::MqsimAscii
+    pub fn from_name(s: &str) -> Option<Self> {
+        if s.eq_ignore_ascii_case("ssdsim") {
+            return Some(TraceFormat::MqsimAscii);
+        }
+        TraceFormat::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(s))
+    }
+
+    /// One line saying what the format is, for help text.
+    pub fn describe(self) -> &'static str {
+        match self {
+            TraceFormat::Msr => {
+                "MSR Cambridge / SNIA CSV: Timestamp(100 ns ticks),Hostname,DiskNumber,Type,Offset(B),Size(B),ResponseTime"
+            }
+            TraceFormat::Spc => "UMass / SPC CSV: ASU,LBA(512 B),Size(B),Opcode(r|w),Timestamp(s)",
+            TraceFormat::DiskSimAscii => {
+                "DiskSim ASCII: time(ms) devno blkno(512 B) bcount(512 B) flags(hex, bit 0 = read)"
+            }
+            TraceFormat::MqsimAscii => {
+                "MQSim / SSDsim ASCII: time(ns) device lsn(512 B) size(512 B) type(1 = read, 0 = write)"
+            }
+            TraceFormat::Blkparse => {
+                "blkparse default text output; D (dispatch) or Q (queue) events become requests"
+            }
+            TraceFormat::FioIolog => "fio iolog version 2 or 3 (write_iolog / read_iolog)",
+            TraceFormat::Fiu => {
+                "FIU trace: ts(ns) pid process lba(512 B) size(512 B) R|W major minor md5"
+            }
+            TraceFormat::Validate => {
+                "DiskSim validate: R|W Hit|Miss|Doub|Trip blkno bcount access(us) think(us), closed loop"
+            }
+            TraceFormat::HpSrt => "HP Labs SRT binary ($$TR_IOREC header, or hpl2 without it)",
+            TraceFormat::Vscsi => "VMware vscsiStats binary records (v1 32 B, v2 40 B), CloudPhysics",
+        }
+    }
+
+    /// Whether records carry a byte offset into the file rather than a line number.
+    fn is_binary(self) -> bool {
+        matches!(self, TraceFormat::HpSrt | TraceFormat::Vscsi)
+    }
+
+    /// Formats whose records always carry device 0, so that concatenation has nothing to do.
+    fn is_single_device(self) -> bool {
+        matches!(self, TraceFormat::Validate | TraceFormat::Vscsi)
+    }
+}
+
+impl fmt::Display for TraceFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How the devices (disks, ASUs, files) of a multi-device trace share one address space.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum DeviceSelection {
+    /// Lay the devices out one after another, ordered by device number, each in a region
+    /// rounded up to 1 MiB. Costs one extra pass over the file.
+    #[default]
+    Concat,
+    /// Keep every offset as it is, as MQSim and SSDsim do: devices overlap.
+    Overlay,
+    /// Keep only the records of this device and drop the rest.
+    Only(u32),
+}
+
+/// Which blkparse event becomes a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum BlkparseEvent {
+    /// `D`: the request was issued to the driver, after the scheduler merged and reordered.
+    #[default]
+    Dispatch,
+    /// `Q`: the bio was queued by the file system or application, before merging.
+    Queue,
+}
+
+/// How [`open`] reads a trace.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceOptions {
+    /// The format, or `None` to [`detect`] it from the file's content.
+    pub format: Option<TraceFormat>,
+    /// Skip malformed records (counting them in [`Workload::skipped`]) instead of failing.
+    pub skip_bad: bool,
+    pub devices: DeviceSelection,
+    pub blkparse_event: BlkparseEvent,
+}
+
+/// What every parser needs besides its input: the file name for messages, the bad-record policy
+/// and the shared counters.
+#[derive(Clone)]
+pub(crate) struct ParseContext {
+    pub source: Rc<str>,
+    pub skip_bad: bool,
+    pub skipped: Rc<Cell<u64>>,
+    pub ignored: Rc<Cell<u64>>,
+}
+
+impl ParseContext {
+    fn new(path: &Path, skip_bad: bool) -> Self {
+        ParseContext::named(&path.display().to_string(), skip_bad)
+    }
+
+    fn named(source: &str, skip_bad: bool) -> Self {
+        ParseContext {
+            source: Rc::from(source),
+            skip_bad,
+            skipped: Rc::new(Cell::new(0)),
+            ignored: Rc::new(Cell::new(0)),
+        }
+    }
+
+    pub fn malformed(&self, position: String, message: String) -> WorkloadError {
+        WorkloadError::Malformed {
+            source: self.source.to_string(),
+            position,
+            message,
+        }
+    }
+
+    pub fn io(&self, error: std::io::Error) -> WorkloadError {
+        WorkloadError::Io {
+            source: self.source.to_string(),
+            error,
+        }
+    }
+}
+
+pub(crate) type Records = Box<dyn Iterator<Item = Result<Record, WorkloadError>>>;
+
+/// Opens a trace as a streaming [`Workload`].
+///
+/// The format is `opts.format` or, when that is `None`, what [`detect`] finds. With
+/// [`DeviceSelection::Concat`] on a format that can hold several devices, the file is read once
+/// before this returns to size each device's region, so a malformed record may already be
+/// reported here.
+pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError> {
+    let format = match opts.format {
+        Some(format) => format,
+        None => detect(path)?,
+    };
+    let ctx = ParseContext::new(path, opts.skip_bad);
+    let records: Records = match opts.devices {
+        DeviceSelection::Concat if !format.is_single_device() => {
+            // The sizing pass gets its own counters so that nothing is counted twice.
+            let sizing = ParseContext::new(path, opts.skip_bad);
+            let layout = devices::ConcatLayout::measure(
+                parse(path, format, opts, &sizing)?,
+                format_origin(format),
+                ctx.source.clone(),
+            )?;
+            Box::new(layout.apply(parse(path, format, opts, &ctx)?, format_origin(format)))
+        }
+        DeviceSelection::Concat | DeviceSelection::Overlay => parse(path, format, opts, &ctx)?,
+        DeviceSelection::Only(dev) => {
+            Box::new(devices::only(parse(path, format, opts, &ctx)?, dev))
+        }
+    };
+    let pacing = format_pacing(format);
+    let name = path.display().to_string();
+    Ok(Workload {
+        name,
+        records,
+        pacing,
+        origin: format_origin(format),
+        duration_ns: None,
+        skipped: ctx.skipped.clone(),
+        ignored: ctx.ignored.clone(),
+        format: Some(format.name()),
+        seed: None,
+    })
+}
+
+/// Reads a trace from a stream (standard input, a pipe, a socket) rather than a file. `name`
+/// stands for the file name in the workload and in error messages.
+///
+/// A stream can be read only once, so `opts.format` must name the format (detection would
+/// consume the data) and [`DeviceSelection::Concat`] is refused for formats that can hold
+/// several devices (sizing the regions needs a pass of its own); use
+/// [`DeviceSelection::Overlay`] or [`DeviceSelection::Only`]. Gzip-compressed streams are
+/// decompressed as files are.
+pub fn open_reader(
+    reader: Box<dyn BufRead>,
+    name: &str,
+    opts: &TraceOptions,
+) -> Result<Workload, WorkloadError> {
+    let Some(format) = opts.format else {
+        return Err(WorkloadError::Spec {
+            message: format!("{name}: the trace format must be named to read a stream"),
+        });
+    };
+    if opts.devices == DeviceSelection::Concat && !format.is_single_device() {
+        return Err(WorkloadError::Spec {
+            message: format!(
+                "{name}: concatenating the devices of a {format} trace needs two passes, which a stream cannot give; overlay the devices or select one"
+            ),
+        });
+    }
+    let ctx = ParseContext::named(name, opts.skip_bad);
+    let reader = input::gunzip_if_compressed(reader, &ctx)?;
+    let records = parse_reader(reader, format, opts, &ctx);
+    let records: Records = match opts.devices {
+        DeviceSelection::Only(dev) => Box::new(devices::only(records, dev)),
+        DeviceSelection::Concat | DeviceSelection::Overlay => records,
+    };
+    Ok(Workload {
+        name: name.to_string(),
+        records,
+        pacing: format_pacing(format),
+        origin: format_origin(format),
+        duration_ns: None,
+        skipped: ctx.skipped.clone(),
+        ignored: ctx.ignored.clone(),
+        format: Some(format.name()),
+        seed: None,
+    })
+}
+
+fn format_pacing(format: TraceFormat) -> Pacing {
+    match format {
+        TraceFormat::Validate => Pacing::Closed { depth: 1 },
+        _ => Pacing::Open,
+    }
+}
+
+fn format_origin(format: TraceFormat) -> Origin {
+    if format.is_binary() {
+        Origin::ByteOffset
+    } else {
+        Origin::Line
+    }
+}
+
+/// Builds the record stream of one pass over the file.
+fn parse(
+    path: &Path,
+    format: TraceFormat,
+    opts: &TraceOptions,
+    ctx: &ParseContext,
+) -> Result<Records, WorkloadError> {
+    let reader = input::open_input(path, ctx)?;
+    Ok(parse_reader(reader, format, opts, ctx))
+}
+
+/// Builds the record stream of one pass over an opened input.
+fn parse_reader(
+    reader: Box<dyn BufRead>,
+    format: TraceFormat,
+    opts: &TraceOptions,
+    ctx: &ParseContext,
+) -> Records {
+    let ctx = ctx.clone();
+    match format {
+        TraceFormat::Msr => msr::records(reader, ctx),
+        TraceFormat::Spc => spc::records(reader, ctx),
+        TraceFormat::DiskSimAscii => disksim_ascii::records(reader, ctx),
+        TraceFormat::MqsimAscii => mqsim::records(reader, ctx),
+        TraceFormat::Blkparse => blkparse::records(reader, ctx, opts.blkparse_event),
+        TraceFormat::FioIolog => fio::records(reader, ctx),
+        TraceFormat::Fiu => fiu::records(reader, ctx),
+        TraceFormat::Validate => validate::records(reader, ctx),
+        TraceFormat::HpSrt => hp_srt::records(reader, ctx),
+        TraceFormat::Vscsi => vscsi::records(reader, ctx),
+    }
+}

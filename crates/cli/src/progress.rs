@@ -1,0 +1,55 @@
+//! A one-line progress display on stderr for long runs, silent when stderr is not a terminal.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+use storsim_core::SimTime;
+
+pub struct Progress {
+    enabled: bool,
+    total: Option<u64>,
+    started: Instant,
+    last_draw: Instant,
+    drawn: bool,
+}
+
+impl Progress {
+    pub fn new(quiet: bool, total: Option<u64>) -> Self {
+        let now = Instant::now();
+        Progress {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            total,
+            started: now,
+            last_draw: now,
+            drawn: false,
+        }
+    }
+
+    pub fn update(&mut self, completed: u64, sim_now: SimTime) {
+        if !self.enabled || self.last_draw.elapsed() < Duration::from_millis(200) {
+            return;
+        }
+        self.last_draw = Instant::now();
+        self.drawn = true;
+        let rate = completed as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
+        let share = match self.total {
+            Some(t) if t > 0 => format!(" ({:.0} %)", 100.0 * completed as f64 / t as f64),
+            _ => String::new(),
+        };
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r  {completed} requests{share}, simulated {:.3} s, {:.2} M requests/s   ",
+            sim_now.as_ns() as f64 / 1e9,
+            rate / 1e6
+        );
+        let _ = err.flush();
+    }
+
+    /// Clears the line so the summary starts on a clean one; returns the wall time of the run.
+    pub fn finish(&self) -> Duration {
+        if self.drawn {
+            eprint!("\r{:80}\r", "");
+        }
+        self.started.elapsed()
+    }
+}

@@ -1,0 +1,386 @@
+//! Writing results: the text summary, the JSON document and the per-request CSV. Only this
+//! module knows output formats; the numbers come as plain data from the stats crate.
+
+use crate::CliError;
+use serde_json::{json, Map, Value};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+use storsim_core::{Completion, Device, Op};
+use storsim_engine::{Replay, RunInfo};
+use storsim_stats::{Distribution, OpSummary, Summary};
+use storsim_workload::trace::Characterisation;
+use storsim_workload::Workload;
+
+pub struct SimulationResults<'a> {
+    pub seed: u64,
+    pub device_name: &'a str,
+    pub device: &'a dyn Device,
+    pub workload: &'a Workload,
+    pub replay: Replay,
+    pub info: &'a RunInfo,
+    pub summary: Summary,
+}
+
+/// Counters are f64 in the model interface; whole numbers are written as JSON integers so that
+/// counts read as counts.
+fn counter_json(value: f64) -> Value {
+    if value.fract() == 0.0 && value.abs() < 9.0e15 {
+        json!(value as i64)
+    } else {
+        json!(value)
+    }
+}
+
+fn replay_json(replay: Replay) -> Value {
+    match replay {
+        Replay::Open { time_scale } => json!({"mode": "open", "time_scale": time_scale}),
+        Replay::Closed { depth } => json!({"mode": "closed", "depth": depth}),
+        Replay::AsFastAsPossible => json!({"mode": "afap"}),
+    }
+}
+
+fn distribution_json(d: &Distribution) -> Value {
+    json!({
+        "mean": d.mean, "min": d.min, "p50": d.p50, "p90": d.p90,
+        "p99": d.p99, "p999": d.p999, "max": d.max,
+    })
+}
+
+fn op_json(s: &OpSummary) -> Value {
+    json!({
+        "requests": s.requests,
+        "bytes": s.bytes,
+        "iops": s.iops,
+        "bandwidth_bytes_per_s": s.bandwidth_bytes_per_s,
+        "latency_ns": distribution_json(&s.latency_ns),
+        "queueing_ns": distribution_json(&s.queueing_ns),
+        "service_ns": distribution_json(&s.service_ns),
+    })
+}
+
+/// The JSON document of a `simulate` run. Keys are sorted and nothing in it depends on the wall
+/// clock, so the same run always produces the same bytes.
+pub fn simulation_json(r: &SimulationResults) -> Value {
+    let s = &r.summary;
+    let mut summary = match op_json(&s.all) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    summary.insert("elapsed_ns".into(), json!(s.elapsed_ns));
+    summary.insert("read".into(), op_json(&s.read));
+    summary.insert("write".into(), op_json(&s.write));
+    summary.insert("trim".into(), op_json(&s.trim));
+    summary.insert("flush".into(), op_json(&s.flush));
+    summary.insert(
+        "latency_cdf".into(),
+        Value::Array(
+            s.latency_cdf
+                .iter()
+                .map(|p| json!({"latency_ns": p.latency_ns, "fraction": p.fraction}))
+                .collect(),
+        ),
+    );
+    let counters: Map<String, Value> = r
+        .device
+        .counters()
+        .into_iter()
+        .map(|c| (c.name, counter_json(c.value)))
+        .collect();
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "seed": r.seed,
+        "device": {
+            "name": r.device_name,
+            "model": r.device.model_name(),
+            "capacity_bytes": r.device.capacity_bytes(),
+            "queue_depth": r.device.queue_depth(),
+            "counters": counters,
+        },
+        "workload": {
+            "name": r.workload.name,
+            "seed": r.workload.seed,
+            "format": r.workload.format,
+            "skipped_records": r.workload.skipped.get(),
+            "ignored_records": r.workload.ignored.get(),
+            "replay": replay_json(r.replay),
+        },
+        "run": {
+            "requests_issued": r.info.requests_issued,
+            "requests_completed": r.info.requests_completed,
+            "out_of_order_records": r.info.out_of_order_records,
+            "wrapped_requests": r.info.wrapped_requests,
+            "empty_requests": r.info.empty_requests,
+            "end_ns": r.info.end_ns,
+        },
+        "summary": Value::Object(summary),
+    })
+}
+
+/// Writes `value` to `path`, or to standard output for `-`.
+pub fn write_json(path: &Path, value: &Value) -> Result<(), CliError> {
+    let mut text = serde_json::to_string_pretty(value).map_err(CliError::failure)?;
+    text.push('\n');
+    if path == Path::new("-") {
+        print!("{text}");
+        return Ok(());
+    }
+    std::fs::write(path, text)
+        .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))
+}
+
+fn us(ns: f64) -> String {
+    let v = ns / 1000.0;
+    if v >= 100.0 {
+        format!("{v:.0}")
+    } else if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+fn human_bytes(b: f64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = b;
+    let mut i = 0;
+    while v >= 1000.0 && i + 1 < UNITS.len() {
+        v /= 1000.0;
+        i += 1;
+    }
+    format!("{v:.1} {}", UNITS[i])
+}
+
+/// The human-readable summary printed after a run.
+pub fn simulation_text(r: &SimulationResults) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let replay = match r.replay {
+        Replay::Open { time_scale } if time_scale == 1.0 => "open loop".to_string(),
+        Replay::Open { time_scale } => format!("open loop, time scale {time_scale}"),
+        Replay::Closed { depth } => format!("closed loop, depth {depth}"),
+        Replay::AsFastAsPossible => "as fast as possible".to_string(),
+    };
+    out += &format!("storsim {}   seed {}\n", env!("CARGO_PKG_VERSION"), r.seed);
+    out += &format!(
+        "device    {} ({}, {})\n",
+        r.device_name,
+        r.device.model_name(),
+        human_bytes(r.device.capacity_bytes() as f64)
+    );
+    out += &format!("workload  {} ({replay})\n", r.workload.name);
+    let skipped = r.workload.skipped.get();
+    if skipped > 0 {
+        out += &format!("          {skipped} malformed records skipped\n");
+    }
+    if r.info.wrapped_requests > 0 {
+        out += &format!(
+            "          {} requests wrapped into the device\n",
+            r.info.wrapped_requests
+        );
+    }
+    if r.info.out_of_order_records > 0 {
+        out += &format!(
+            "          {} records earlier than their predecessor, issued at its time\n",
+            r.info.out_of_order_records
+        );
+    }
+    out += &format!(
+        "requests  {} (read {}, write {}, trim {}, flush {}) in {:.6} s simulated\n",
+        s.all.requests,
+        s.read.requests,
+        s.write.requests,
+        s.trim.requests,
+        s.flush.requests,
+        s.elapsed_ns as f64 / 1e9
+    );
+    out += &format!(
+        "rate      {:.1} IOPS, {}/s\n\n",
+        s.all.iops,
+        human_bytes(s.all.bandwidth_bytes_per_s)
+    );
+    out += &format!(
+        "{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n",
+        "latency (us)", "requests", "mean", "p50", "p90", "p99", "p99.9", "max"
+    );
+    let mut row = |name: &str, d: &Distribution, n: u64| {
+        if n == 0 {
+            return;
+        }
+        out += &format!(
+            "{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n",
+            name,
+            n,
+            us(d.mean),
+            us(d.p50 as f64),
+            us(d.p90 as f64),
+            us(d.p99 as f64),
+            us(d.p999 as f64),
+            us(d.max as f64)
+        );
+    };
+    row("all", &s.all.latency_ns, s.all.requests);
+    row("  read", &s.read.latency_ns, s.read.requests);
+    row("  write", &s.write.latency_ns, s.write.requests);
+    row("  trim", &s.trim.latency_ns, s.trim.requests);
+    row("  flush", &s.flush.latency_ns, s.flush.requests);
+    row("queueing", &s.all.queueing_ns, s.all.requests);
+    row("service", &s.all.service_ns, s.all.requests);
+    let counters = r.device.counters();
+    if !counters.is_empty() {
+        out += "\ndevice counters\n";
+        for c in counters {
+            out += &format!("  {:<28}{}\n", c.name, c.value);
+        }
+    }
+    out
+}
+
+/// One CSV line per completed request, in completion order.
+pub struct RequestsCsv {
+    out: BufWriter<File>,
+}
+
+impl RequestsCsv {
+    pub fn create(path: &Path) -> Result<Self, CliError> {
+        let file = File::create(path)
+            .map_err(|e| CliError::failure(format!("creating {}: {e}", path.display())))?;
+        let mut out = BufWriter::with_capacity(1 << 20, file);
+        writeln!(
+            out,
+            "id,op,offset_bytes,len_bytes,arrival_ns,service_start_ns,finish_ns,queueing_ns,service_ns,latency_ns"
+        )
+        .map_err(CliError::failure)?;
+        Ok(RequestsCsv { out })
+    }
+
+    pub fn write(&mut self, c: &Completion) -> std::io::Result<()> {
+        let r = &c.request;
+        writeln!(
+            self.out,
+            "{},{},{},{},{},{},{},{},{},{}",
+            r.id,
+            r.op,
+            r.offset_bytes,
+            r.len_bytes,
+            r.arrival.as_ns(),
+            c.service_start.as_ns(),
+            c.finish.as_ns(),
+            c.queueing().as_ns(),
+            c.service().as_ns(),
+            c.latency().as_ns()
+        )
+    }
+
+    pub fn finish(mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
+fn size_label(upper: u64) -> String {
+    if upper == u64::MAX {
+        return "> 1 MiB".to_string();
+    }
+    if upper >= 1 << 20 {
+        format!("<= {} MiB", upper >> 20)
+    } else if upper >= 1 << 10 {
+        format!("<= {} KiB", upper >> 10)
+    } else {
+        format!("<= {upper} B")
+    }
+}
+
+/// The JSON document of `storsim inspect`.
+pub fn inspect_json(name: &str, c: &Characterisation) -> Value {
+    let per_op: Map<String, Value> = Op::ALL
+        .iter()
+        .map(|op| (op.name().to_string(), json!(c.count(*op))))
+        .collect();
+    let per_device: Map<String, Value> = c
+        .per_device
+        .iter()
+        .map(|(d, n)| (d.to_string(), json!(n)))
+        .collect();
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "trace": name,
+        "requests": c.requests,
+        "per_op": per_op,
+        "read_percent": c.read_percent,
+        "size_histogram": c.size_histogram.iter().map(|(upper, n)| json!({
+            "upper_bound_bytes": if *upper == u64::MAX { Value::Null } else { json!(upper) },
+            "requests": n,
+        })).collect::<Vec<_>>(),
+        "sequential_fraction": c.sequential_fraction,
+        "mean_interarrival_ns": c.mean_interarrival_ns,
+        "span_ns": c.span_ns,
+        "address_range_bytes": c.address_range.map(|(lo, hi)| json!({"min_offset": lo, "max_end": hi})),
+        "bytes_read": c.bytes_read,
+        "bytes_written": c.bytes_written,
+        "per_device": per_device,
+    })
+}
+
+/// The human-readable characterisation printed by `storsim inspect`.
+pub fn inspect_text(name: &str, c: &Characterisation) -> String {
+    let mut out = String::new();
+    let opt = |v: Option<f64>, scale: f64, unit: &str| match v {
+        Some(x) => format!("{:.2}{unit}", x * scale),
+        None => "n/a".to_string(),
+    };
+    out += &format!("trace          {name}\n");
+    out += &format!(
+        "requests       {} (read {}, write {}, trim {}, flush {})\n",
+        c.requests,
+        c.count(Op::Read),
+        c.count(Op::Write),
+        c.count(Op::Trim),
+        c.count(Op::Flush)
+    );
+    out += &format!(
+        "read           {} of reads + writes\n",
+        opt(c.read_percent, 1.0, " %")
+    );
+    out += &format!(
+        "sequential     {} (starts where the same device's previous request ended)\n",
+        opt(c.sequential_fraction, 100.0, " %")
+    );
+    out += &format!(
+        "inter-arrival  {} mean\n",
+        opt(c.mean_interarrival_ns, 1e-3, " us")
+    );
+    out += &format!("time span      {:.6} s\n", c.span_ns as f64 / 1e9);
+    match c.address_range {
+        Some((lo, hi)) => {
+            out += &format!(
+                "addresses      [{lo}, {hi}) bytes ({})\n",
+                human_bytes((hi - lo) as f64)
+            )
+        }
+        None => out += "addresses      n/a\n",
+    }
+    out += &format!(
+        "data           {} read, {} written\n",
+        human_bytes(c.bytes_read as f64),
+        human_bytes(c.bytes_written as f64)
+    );
+    out += "request sizes\n";
+    let with_data: u64 = c.size_histogram.iter().map(|(_, n)| n).sum();
+    for (upper, n) in &c.size_histogram {
+        if *n > 0 {
+            out += &format!(
+                "  {:<12}{:>12}  {:5.1} %\n",
+                size_label(*upper),
+                n,
+                100.0 * *n as f64 / with_data.max(1) as f64
+            );
+        }
+    }
+    if c.per_device.len() > 1 {
+        out += "devices\n";
+        for (d, n) in &c.per_device {
+            out += &format!("  {d:<12}{n:>12}\n");
+        }
+    }
+    out
+}

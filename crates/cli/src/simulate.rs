@@ -1,0 +1,108 @@
+//! `storsim simulate`.
+
+use crate::args::{ReplayArg, SimulateArgs};
+use crate::progress::Progress;
+use crate::report::{self, RequestsCsv};
+use crate::{workload_arg, CliError};
+use storsim_core::Completion;
+use storsim_engine::{EngineOptions, OutOfRange, Replay};
+use storsim_stats::Collector;
+
+pub fn run(args: SimulateArgs) -> Result<(), CliError> {
+    let device_desc = storsim_config::load_device(&args.device).map_err(CliError::input)?;
+    let mut device = device_desc.spec.build();
+    let mut workload = workload_arg::open(
+        &args.workload,
+        &args.trace,
+        device_desc.spec.capacity_bytes(),
+        args.seed,
+    )?;
+
+    let replay = match (args.replay, args.iodepth) {
+        (None, None) => Replay::natural(workload.pacing),
+        (None | Some(ReplayArg::Closed), Some(depth)) => Replay::Closed { depth },
+        (Some(ReplayArg::Closed), None) => {
+            return Err(CliError::input("--replay closed needs --iodepth N"));
+        }
+        (Some(ReplayArg::Open), None) => Replay::Open {
+            time_scale: args.time_scale,
+        },
+        (Some(ReplayArg::Afap), None) => Replay::AsFastAsPossible,
+        (Some(_), Some(_)) => {
+            return Err(CliError::input("--iodepth goes with --replay closed only"));
+        }
+    };
+    let replay = match replay {
+        Replay::Open { .. } => Replay::Open {
+            time_scale: args.time_scale,
+        },
+        other => other,
+    };
+    let options = EngineOptions {
+        replay,
+        out_of_range: if args.wrap {
+            OutOfRange::Wrap
+        } else {
+            OutOfRange::Error
+        },
+        max_requests: args.max_requests,
+        duration_ns: workload.duration_ns,
+    };
+
+    let mut collector = Collector::new();
+    let mut csv = match &args.requests_csv {
+        Some(path) => Some(RequestsCsv::create(path)?),
+        None => None,
+    };
+    let mut csv_error: Option<std::io::Error> = None;
+    let mut sink = |c: &Completion| {
+        collector.record(c);
+        if let Some(w) = csv.as_mut() {
+            if csv_error.is_none() {
+                if let Err(e) = w.write(c) {
+                    csv_error = Some(e);
+                }
+            }
+        }
+    };
+    let mut progress = Progress::new(args.quiet, args.max_requests);
+    let info = storsim_engine::run(
+        &mut device,
+        &mut workload,
+        &options,
+        &mut sink,
+        &mut |n, t| progress.update(n, t),
+    )
+    .map_err(CliError::input)?;
+    let wall = progress.finish();
+
+    if let Some(e) = csv_error {
+        return Err(CliError::failure(format!("writing the requests CSV: {e}")));
+    }
+    if let Some(w) = csv {
+        w.finish()
+            .map_err(|e| CliError::failure(format!("writing the requests CSV: {e}")))?;
+    }
+
+    let results = report::SimulationResults {
+        seed: args.seed,
+        device_name: &device_desc.name,
+        device: device.as_ref(),
+        workload: &workload,
+        replay,
+        info: &info,
+        summary: collector.summary(),
+    };
+    if let Some(path) = &args.json {
+        report::write_json(path, &report::simulation_json(&results))?;
+    }
+    if !args.quiet && args.json.as_deref() != Some(std::path::Path::new("-")) {
+        print!("{}", report::simulation_text(&results));
+        eprintln!(
+            "storsim: simulated {} requests in {:.3} s of wall time",
+            info.requests_completed,
+            wall.as_secs_f64()
+        );
+    }
+    Ok(())
+}

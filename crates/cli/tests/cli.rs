@@ -1,0 +1,383 @@
+//! The `storsim` binary end to end: the quick-start command, determinism, the JSON schema users
+//! script against, and the exit status and message for bad input.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn storsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("the storsim binary runs")
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("storsim-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn simulate_json(device: &str, workload: &str, extra: &[&str]) -> (Value, String) {
+    let dir = temp_dir("json");
+    let out = dir.join(format!("{}.json", workload.len() + extra.len()));
+    let out_s = out.to_str().unwrap();
+    let mut args = vec![
+        "simulate",
+        "--device",
+        device,
+        "--workload",
+        workload,
+        "--json",
+        out_s,
+        "--quiet",
+    ];
+    args.extend_from_slice(extra);
+    let o = storsim(&args);
+    assert!(o.status.success(), "storsim failed: {}", stderr(&o));
+    let text = std::fs::read_to_string(&out).unwrap();
+    (serde_json::from_str(&text).unwrap(), text)
+}
+
+#[test]
+fn quick_start_runs_the_bundled_example() {
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        "examples/oltp-sample.msr.csv",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.contains("requests  5000 (read"), "{text}");
+    assert!(text.contains("seed 1"), "the seed must be printed: {text}");
+}
+
+#[test]
+fn same_command_gives_byte_identical_json() {
+    for workload in [
+        "examples/oltp-sample.msr.csv",
+        "synthetic:rw=randrw,bs=4k-64k,iodepth=16,requests=20000,dist=zipf:1.1",
+        "synthetic:rw=randwrite,bs=8k,iops=5000,requests=20000",
+    ] {
+        let (_, a) = simulate_json("stec-zeus", workload, &["--seed", "7"]);
+        let (_, b) = simulate_json("stec-zeus", workload, &["--seed", "7"]);
+        assert_eq!(a, b, "{workload}");
+    }
+    let (_, a) = simulate_json(
+        "stec-zeus",
+        "synthetic:rw=randrw,bs=4k,iodepth=4,requests=5000",
+        &["--seed", "1"],
+    );
+    let (_, b) = simulate_json(
+        "stec-zeus",
+        "synthetic:rw=randrw,bs=4k,iodepth=4,requests=5000",
+        &["--seed", "2"],
+    );
+    assert_ne!(
+        a, b,
+        "a different seed must change a random workload's results"
+    );
+}
+
+#[test]
+fn json_has_the_documented_fields() {
+    let (v, _) = simulate_json(
+        "stec-zeus",
+        "synthetic:rw=randrw,bs=4k,iodepth=2,requests=3000",
+        &["--seed", "5"],
+    );
+    assert_eq!(v["seed"], 5);
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    let s = &v["summary"];
+    assert_eq!(s["requests"], 3000);
+    for key in ["iops", "bandwidth_bytes_per_s"] {
+        assert!(s[key].as_f64().unwrap() > 0.0, "{key}");
+    }
+    for part in [
+        &s["latency_ns"],
+        &s["read"]["latency_ns"],
+        &s["write"]["latency_ns"],
+    ] {
+        let get = |k: &str| part[k].as_f64().unwrap_or_else(|| panic!("missing {k}"));
+        assert!(get("p50") <= get("p90") && get("p90") <= get("p99"));
+        assert!(get("p99") <= get("p999") && get("p999") <= get("max"));
+        assert!(get("mean") > 0.0);
+    }
+    let reads = s["read"]["requests"].as_u64().unwrap();
+    let writes = s["write"]["requests"].as_u64().unwrap();
+    assert_eq!(reads + writes, 3000);
+    let cdf = s["latency_cdf"].as_array().unwrap();
+    assert!(cdf.len() > 10);
+    let fractions: Vec<f64> = cdf
+        .iter()
+        .map(|p| p["fraction"].as_f64().unwrap())
+        .collect();
+    assert!(fractions.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(*fractions.last().unwrap(), 1.0);
+    assert_eq!(v["device"]["model"], "linear");
+    let c = &v["device"]["counters"];
+    assert_eq!(
+        c["rr_requests"].as_u64().unwrap() + c["sr_requests"].as_u64().unwrap(),
+        reads
+    );
+}
+
+#[test]
+fn requests_csv_has_one_line_per_request_with_consistent_times() {
+    let dir = temp_dir("csv");
+    let csv = dir.join("requests.csv");
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        "examples/oltp-sample.msr.csv",
+        "--requests-csv",
+        csv.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header[4], "arrival_ns");
+    let mut n = 0;
+    for line in lines {
+        let f: Vec<u64> = line.split(',').filter_map(|x| x.parse().ok()).collect();
+        // id, offset, len, arrival, start, finish, queueing, service, latency (op is text).
+        let (arrival, start, finish) = (f[3], f[4], f[5]);
+        assert!(arrival <= start && start <= finish, "{line}");
+        assert_eq!(f[6], start - arrival);
+        assert_eq!(f[7], finish - start);
+        assert_eq!(f[8], finish - arrival);
+        n += 1;
+    }
+    assert_eq!(n, 5000);
+}
+
+#[test]
+fn malformed_trace_names_file_and_line_and_exits_2() {
+    let dir = temp_dir("bad");
+    let trace = dir.join("bad.msr.csv");
+    std::fs::write(
+        &trace,
+        "128166385295514663,hm,0,Write,9056014336,2048,2833\n128166385295514878,hm,0,Write,notanumber,512,2617\n",
+    )
+    .unwrap();
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        trace.to_str().unwrap(),
+        "--format",
+        "msr",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("bad.msr.csv") && err.contains("line 2"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        trace.to_str().unwrap(),
+        "--format",
+        "msr",
+        "--skip-bad",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("1 malformed records skipped"));
+}
+
+#[test]
+fn unknown_device_key_names_key_and_file_and_exits_2() {
+    let dir = temp_dir("cfg");
+    let file = dir.join("dev.toml");
+    std::fs::write(
+        &file,
+        "preset = \"stec-zeus\"\n[linear]\nservers = 1\nlatency = 3\n",
+    )
+    .unwrap();
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        file.to_str().unwrap(),
+        "--workload",
+        "examples/oltp-sample.msr.csv",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("dev.toml") && err.contains("latency") && err.contains("line 4"),
+        "{err}"
+    );
+}
+
+#[test]
+fn requests_past_the_device_end_fail_clearly_or_wrap() {
+    let dir = temp_dir("range");
+    let trace = dir.join("far.msr.csv");
+    // 100 GB offset on a 400 MiB device.
+    std::fs::write(&trace, "128166385295514663,hm,0,Read,100000000000,4096,1\n").unwrap();
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "uhs1-sd",
+        "--workload",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(
+        err.contains("far.msr.csv") && err.contains("line 1") && err.contains("past the end"),
+        "{err}"
+    );
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "uhs1-sd",
+        "--workload",
+        trace.to_str().unwrap(),
+        "--wrap",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_options_exit_2_without_panicking() {
+    for args in [
+        vec![
+            "simulate",
+            "--device",
+            "no-such-device",
+            "--workload",
+            "examples/oltp-sample.msr.csv",
+        ],
+        vec![
+            "simulate",
+            "--device",
+            "stec-zeus",
+            "--workload",
+            "synthetic:rw=sideways",
+        ],
+        vec![
+            "simulate",
+            "--device",
+            "stec-zeus",
+            "--workload",
+            "/nonexistent/trace.csv",
+        ],
+        vec![
+            "simulate",
+            "--device",
+            "stec-zeus",
+            "--workload",
+            "examples/oltp-sample.msr.csv",
+            "--format",
+            "nope",
+        ],
+        vec![
+            "simulate",
+            "--device",
+            "stec-zeus",
+            "--workload",
+            "examples/oltp-sample.msr.csv",
+            "--time-scale",
+            "-1",
+        ],
+        vec![
+            "simulate",
+            "--device",
+            "stec-zeus",
+            "--workload",
+            "examples/oltp-sample.msr.csv",
+            "--replay",
+            "closed",
+        ],
+        vec!["inspect", "/nonexistent/trace.csv"],
+    ] {
+        let o = storsim(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("error"), "{args:?}");
+        assert!(!stderr(&o).contains("panicked"), "{args:?}");
+    }
+}
+
+#[test]
+fn closed_loop_replay_of_a_trace_overrides_its_timestamps() {
+    let (v, _) = simulate_json(
+        "stec-zeus",
+        "examples/oltp-sample.msr.csv",
+        &["--replay", "closed", "--iodepth", "1"],
+    );
+    let s = &v["summary"];
+    // At depth 1 nothing ever waits, so latency equals service.
+    assert_eq!(s["queueing_ns"]["max"], 0);
+    assert_eq!(v["workload"]["replay"]["mode"], "closed");
+    let busy = v["device"]["counters"]["busy_ns"].as_f64().unwrap();
+    assert_eq!(
+        s["elapsed_ns"].as_f64().unwrap(),
+        busy,
+        "back-to-back service fills the run"
+    );
+}
+
+#[test]
+fn inspect_reports_the_characterisation_as_json() {
+    let dir = temp_dir("inspect");
+    let out = dir.join("c.json");
+    let o = storsim(&[
+        "inspect",
+        "examples/oltp-sample.msr.csv",
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(v["requests"], 5000);
+    let reads = v["per_op"]["read"].as_u64().unwrap();
+    let writes = v["per_op"]["write"].as_u64().unwrap();
+    assert_eq!(reads + writes, 5000);
+    let pct = v["read_percent"].as_f64().unwrap();
+    assert!((pct - 100.0 * reads as f64 / 5000.0).abs() < 1e-9);
+    let hist: u64 = v["size_histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(hist, 5000);
+}
+
+#[test]
+fn presets_lists_every_builtin_device() {
+    let o = storsim(&["presets"]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    for name in ["stec-zeus", "uhs1-sd", "wisconsin-usb"] {
+        assert!(
+            text.lines().any(|l| l.starts_with(name)),
+            "{name} missing from:\n{text}"
+        );
+    }
+}

@@ -1,0 +1,300 @@
+//! Recognising a trace's format from its first bytes and lines, never from its name.
+//!
+//! Binary formats are recognised by their magic or by fields at fixed offsets. For text, the
+//! first data line (blank and `#` lines skipped, and an MSR column header) is checked against
+//! each format's grammar in turn; a file whose later lines are malformed is still recognised, so
+//! that the parser can report them precisely. DiskSim's and MQSim's ASCII formats share a
+//! layout, so the values of the first data lines (up to [`SAMPLE_LINES`] of them) decide:
+//! fractional times, tab separators or flags other than 0 and 1 mean DiskSim; all-integer times
+//! that advance by 1000 or more per request (the median of non-zero steps) mean MQSim's
+//! nanoseconds; smaller steps mean DiskSim's milliseconds.
+//!
+//! Two renderings of traces in the shared test data are recognised only to explain that they
+//! are not supported: libCacheSim's CSV rendering of a vscsi trace and a pandas dump of an FIU
+//! trace. Both lose information that their native forms keep.
+
+use super::fields::{
+    parse_decimal_scaled, parse_hex_u64, parse_u64, split_on, split_whitespace, trim,
+};
+use super::input::read_head;
+use super::{blkparse, fio, hp_srt, msr, validate, vscsi, ParseContext, TraceFormat};
+use crate::WorkloadError;
+use std::path::Path;
+
+/// A test of whether one line fits a format's grammar.
+type LineCheck = fn(&[u8]) -> bool;
+
+/// How much of the (decompressed) file detection reads.
+const HEAD_BYTES: usize = 64 * 1024;
+
+/// How many data lines detection checks.
+pub(crate) const SAMPLE_LINES: usize = 32;
+
+/// Recognises the format of the trace at `path` from its content. A gzip-compressed file is
+/// recognised by its magic bytes and its decompressed content is examined.
+pub fn detect(path: &Path) -> Result<TraceFormat, WorkloadError> {
+    let ctx = ParseContext::new(path, false);
+    let head = read_head(path, &ctx, HEAD_BYTES)?;
+    detect_bytes(&head).map_err(|(position, message)| ctx.malformed(position, message))
+}
+
+/// Detection on the first bytes of a file. The error is a position and a message.
+fn detect_bytes(head: &[u8]) -> Result<TraceFormat, (String, String)> {
+    if head.is_empty() {
+        return Err(("byte 0".to_string(), "the file is empty".to_string()));
+    }
+    if head.starts_with(hp_srt::HEADER_MAGIC) || hp_srt::looks_like_record(head) {
+        return Ok(TraceFormat::HpSrt);
+    }
+    if vscsi::record_version(head).is_some() && !is_text(head) {
+        return Ok(TraceFormat::Vscsi);
+    }
+    if !is_text(head) {
+        return Err((
+            "byte 0".to_string(),
+            format!(
+                "the file is binary but is neither an HP SRT trace (\"$$TR_IOREC\" header or big-endian records) nor a vscsi trace (version byte 0x01 at offset 15 or 0x02 at offset 3); {}",
+                name_it()
+            ),
+        ));
+    }
+    detect_text(head)
+}
+
+/// Text has no NUL bytes and few control characters besides tab, CR, LF and form feed.
+fn is_text(head: &[u8]) -> bool {
+    let sample = &head[..head.len().min(4096)];
+    let odd = sample
+        .iter()
+        .filter(|&&b| b == 0 || (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r' | 0x0C)))
+        .count();
+    !sample.contains(&0) && odd * 100 <= sample.len()
+}
+
+fn name_it() -> String {
+    let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
+    format!("name the format explicitly (one of {})", names.join(", "))
+}
+
+/// The data lines of the head: numbered from 1, without terminators, blank and comment lines
+/// dropped. The last line is dropped if the head cut it short.
+fn data_lines(head: &[u8]) -> Vec<(usize, &[u8])> {
+    let complete = match head.iter().rposition(|&b| b == b'\n') {
+        Some(i) if head.len() == HEAD_BYTES => &head[..i],
+        _ => head,
+    };
+    let complete = complete.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(complete);
+    complete
+        .split(|&b| b == b'\n')
+        .enumerate()
+        .map(|(i, line)| (i + 1, line.strip_suffix(b"\r").unwrap_or(line)))
+        .filter(|(_, line)| {
+            let t = trim(line);
+            !t.is_empty() && t[0] != b'#'
+        })
+        .take(SAMPLE_LINES + 1)
+        .collect()
+}
+
+fn detect_text(head: &[u8]) -> Result<TraceFormat, (String, String)> {
+    let lines = data_lines(head);
+    let Some(&(first_no, first)) = lines.first() else {
+        return Err((
+            "line 1".to_string(),
+            "the file has no data lines".to_string(),
+        ));
+    };
+    let position = format!("line {first_no}");
+    let first_trimmed = trim(first);
+    if first_trimmed.starts_with(fio::HEADER_V2) || first_trimmed.starts_with(fio::HEADER_V3) {
+        return Ok(TraceFormat::FioIolog);
+    }
+    if first_trimmed.eq_ignore_ascii_case(b"version,time,op,size,lbn") {
+        return Err((
+            position,
+            "this is libCacheSim's CSV rendering of a vscsi trace (version,time,op,size,lbn), which keeps only whole seconds; read the binary .vscsi file instead".to_string(),
+        ));
+    }
+    if is_pandas_header(first) {
+        return Err((
+            position,
+            "this looks like a pandas dump (a header row of column numbers and a leading index column), not a trace; write the original columns out without the index, e.g. as an FIU trace".to_string(),
+        ));
+    }
+    let mut data = &lines[..];
+    if msr::is_header(first) {
+        data = &data[1..];
+    }
+    let sample = &data[..data.len().min(SAMPLE_LINES)];
+    if sample.is_empty() {
+        return Err((
+            position,
+            "the file has a header but no data lines".to_string(),
+        ));
+    }
+    // blkparse interleaves message lines with events and ends with a summary, so only its first
+    // line has to be an event; blkparse never writes anything else first.
+    if is_blkparse_event(first) {
+        return Ok(TraceFormat::Blkparse);
+    }
+    let candidates: [(TraceFormat, LineCheck); 5] = [
+        (TraceFormat::Validate, is_validate),
+        (TraceFormat::Msr, is_msr),
+        (TraceFormat::Spc, is_spc),
+        (TraceFormat::Fiu, is_fiu),
+        (TraceFormat::MqsimAscii, is_five_column),
+    ];
+    let (_, first_data) = sample[0];
+    for (format, check) in candidates {
+        if check(first_data) {
+            return Ok(match format {
+                TraceFormat::MqsimAscii => five_column_convention(sample),
+                other => other,
+            });
+        }
+    }
+    Err((
+        position,
+        format!(
+            "cannot recognise the trace format from the first lines (the first is {}); {}",
+            super::fields::show(first),
+            name_it()
+        ),
+    ))
+}
+
+fn is_pandas_header(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 4];
+    let n = split_on(line, b'\t', &mut f);
+    n >= 3 && f[0].is_empty() && f[1] == b"0" && f[2] == b"1"
+}
+
+fn is_validate(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 6];
+    split_whitespace(line, &mut f) == 6
+        && (f[0] == b"R" || f[0] == b"W")
+        && validate::BUFFER_ACTIONS.contains(&f[1])
+        && parse_u64(f[2]).is_some()
+        && parse_u64(f[3]).is_some()
+        && parse_decimal_scaled(f[4], 3).is_some()
+        && parse_decimal_scaled(f[5], 3).is_some()
+}
+
+fn is_blkparse_event(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 7];
+    split_whitespace(line, &mut f) >= 7
+        && blkparse::parse_device(f[0]).is_some()
+        && parse_u64(f[1]).is_some()
+        && parse_u64(f[2]).is_some()
+        && f[3].contains(&b'.')
+        && parse_decimal_scaled(f[3], 9).is_some()
+}
+
+fn is_msr(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 7];
+    split_on(line, b',', &mut f) == 7
+        && parse_u64(f[0]).is_some()
+        && parse_u64(f[2]).is_some()
+        && (f[3].eq_ignore_ascii_case(b"read") || f[3].eq_ignore_ascii_case(b"write"))
+        && parse_u64(f[4]).is_some()
+        && parse_u64(f[5]).is_some()
+}
+
+fn is_spc(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 5];
+    split_on(line, b',', &mut f) >= 5
+        && parse_u64(f[0]).is_some()
+        && parse_u64(f[1]).is_some()
+        && parse_u64(f[2]).is_some()
+        && matches!(f[3], b"r" | b"R" | b"w" | b"W")
+        && parse_decimal_scaled(f[4], 9).is_some()
+}
+
+fn is_fiu(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 24];
+    let n = split_whitespace(line, &mut f);
+    (9..=24).contains(&n)
+        && parse_u64(f[0]).is_some()
+        && parse_u64(f[1]).is_some()
+        && parse_u64(f[n - 6]).is_some()
+        && parse_u64(f[n - 5]).is_some()
+        && matches!(f[n - 4], b"R" | b"W" | b"r" | b"w")
+        && parse_u64(f[n - 3]).is_some()
+        && parse_u64(f[n - 2]).is_some()
+        && f[n - 1].len() == 32
+        && f[n - 1].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// Five numeric columns in either convention.
+fn is_five_column(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 5];
+    split_whitespace(line, &mut f) == 5
+        && parse_decimal_scaled(f[0], 6).is_some()
+        && parse_u64(f[1]).is_some()
+        && parse_u64(f[2]).is_some()
+        && parse_u64(f[3]).is_some()
+        && parse_hex_u64(f[4]).is_some()
+}
+
+/// Tells DiskSim's milliseconds-and-flags convention from MQSim's nanoseconds-and-type one.
+fn five_column_convention(sample: &[(usize, &[u8])]) -> TraceFormat {
+    let mut times = Vec::with_capacity(sample.len());
+    for (_, line) in sample.iter().filter(|(_, line)| is_five_column(line)) {
+        let mut f = [&b""[..]; 5];
+        split_whitespace(line, &mut f);
+        if f[0].contains(&b'.') || line.contains(&b'\t') || !matches!(f[4], b"0" | b"1") {
+            return TraceFormat::DiskSimAscii;
+        }
+        times.push(parse_u64(f[0]).unwrap_or(0));
+    }
+    let mut steps: Vec<u64> = times
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .filter(|&step| step > 0)
+        .collect();
+    if steps.is_empty() {
+        return TraceFormat::MqsimAscii;
+    }
+    steps.sort_unstable();
+    if steps[steps.len() / 2] >= 1000 {
+        TraceFormat::MqsimAscii
+    } else {
+        TraceFormat::DiskSimAscii
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_column_conventions() {
+        let mqsim = b"0 0 303567 7 0\n0 1 55590 6 0\n26214000 0 303574 7 0\n78643005 1 55596 6 1\n";
+        assert_eq!(detect_bytes(mqsim), Ok(TraceFormat::MqsimAscii));
+        let disksim_fraction = b"13.191135 30 0 5 1\n17.829285 20 576560 6 1\n";
+        assert_eq!(
+            detect_bytes(disksim_fraction),
+            Ok(TraceFormat::DiskSimAscii)
+        );
+        let disksim_integer_ms = b"10 0 0 8 1\n12 0 8 8 1\n15 0 16 8 0\n";
+        assert_eq!(
+            detect_bytes(disksim_integer_ms),
+            Ok(TraceFormat::DiskSimAscii)
+        );
+        let disksim_flags = b"0 0 0 8 3\n";
+        assert_eq!(detect_bytes(disksim_flags), Ok(TraceFormat::DiskSimAscii));
+    }
+
+    #[test]
+    fn unknown_text_names_the_choices() {
+        let err = detect_bytes(b"hello world\n").unwrap_err();
+        assert_eq!(err.0, "line 1");
+        assert!(err.1.contains("disksim-ascii"), "{}", err.1);
+    }
+
+    #[test]
+    fn binary_garbage_is_not_guessed() {
+        let err = detect_bytes(&[0u8, 1, 2, 3, 0, 0, 0, 0]).unwrap_err();
+        assert!(err.1.contains("binary"), "{}", err.1);
+    }
+}

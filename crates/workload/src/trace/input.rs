@@ -1,0 +1,234 @@
+//! Opening a trace file (transparently gunzipping it) and the line-by-line driver that all text
+//! formats share.
+//!
+//! The driver owns one line buffer that it reuses for every line, counts lines, drops blank and
+//! comment lines, applies the bad-record policy and stops after the first error it returns. A
+//! format only supplies a [`LineParser`] that turns one line into a record.
+
+use super::ParseContext;
+use crate::{Record, WorkloadError};
+use flate2::bufread::MultiGzDecoder;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+
+/// Read buffer size: large enough that the per-read overhead disappears, small enough to be
+/// irrelevant next to anything else in memory.
+const BUFFER_BYTES: usize = 256 * 1024;
+
+/// Longest line accepted. Real records are under 200 bytes; the bound stops a file without
+/// newlines from growing the line buffer without limit.
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// Opens `path` for buffered reading, decompressing it when it starts with the gzip magic bytes.
+pub(crate) fn open_input(
+    path: &Path,
+    ctx: &ParseContext,
+) -> Result<Box<dyn BufRead>, WorkloadError> {
+    let file = File::open(path).map_err(|e| ctx.io(e))?;
+    gunzip_if_compressed(Box::new(BufReader::with_capacity(BUFFER_BYTES, file)), ctx)
+}
+
+/// Wraps `reader` in a gzip decoder when its first bytes are the gzip magic. Concatenated gzip
+/// members (as `cat a.gz b.gz` makes) are read one after another.
+pub(crate) fn gunzip_if_compressed(
+    mut reader: Box<dyn BufRead>,
+    ctx: &ParseContext,
+) -> Result<Box<dyn BufRead>, WorkloadError> {
+    let head = reader.fill_buf().map_err(|e| ctx.io(e))?;
+    // A first read may return a single byte; the magic needs two.
+    let compressed = if head.len() >= GZIP_MAGIC.len() {
+        head.starts_with(&GZIP_MAGIC)
+    } else {
+        head.first() == Some(&GZIP_MAGIC[0])
+    };
+    if compressed {
+        Ok(Box::new(BufReader::with_capacity(
+            BUFFER_BYTES,
+            MultiGzDecoder::new(reader),
+        )))
+    } else {
+        Ok(reader)
+    }
+}
+
+/// Reads up to `limit` bytes from the start of the (decompressed) file, for format detection.
+pub(crate) fn read_head(
+    path: &Path,
+    ctx: &ParseContext,
+    limit: usize,
+) -> Result<Vec<u8>, WorkloadError> {
+    let reader = open_input(path, ctx)?;
+    let mut head = Vec::with_capacity(limit);
+    reader
+        .take(limit as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| ctx.io(e))?;
+    Ok(head)
+}
+
+/// What one line of a text trace turned out to be.
+pub(crate) enum Parsed<T> {
+    /// A request (or, for helpers, whatever the parser extracts).
+    Item(T),
+    /// A header, metadata or an event the caller did not ask for: dropped silently.
+    Skip,
+    /// A well-formed record that is not a replayable request: dropped and counted.
+    Ignore,
+}
+
+/// Turns one line into a record. `line` has no line terminator and is neither blank nor a
+/// comment. An `Err` carries the message of a [`WorkloadError::Malformed`].
+pub(crate) trait LineParser {
+    type Item;
+    fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Self::Item>, String>;
+}
+
+/// Streams the items of a text trace, one line at a time.
+pub(crate) struct TextRecords<P> {
+    reader: Box<dyn BufRead>,
+    line: Vec<u8>,
+    line_no: u64,
+    parser: P,
+    ctx: ParseContext,
+    done: bool,
+}
+
+impl<P: LineParser> TextRecords<P> {
+    pub fn new(reader: Box<dyn BufRead>, parser: P, ctx: ParseContext) -> Self {
+        TextRecords {
+            reader,
+            line: Vec::with_capacity(256),
+            line_no: 0,
+            parser,
+            ctx,
+            done: false,
+        }
+    }
+
+    /// Reads the next line into `self.line` without its terminator. Returns `None` at the end of
+    /// the file, otherwise whether the line exceeded [`MAX_LINE_BYTES`] (its remainder has then
+    /// been discarded so that reading resumes at the next line).
+    fn read_line(&mut self) -> std::io::Result<Option<bool>> {
+        self.line.clear();
+        let limit = MAX_LINE_BYTES as u64 + 1;
+        let n = (&mut self.reader)
+            .take(limit)
+            .read_until(b'\n', &mut self.line)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let ended = self.line.last() == Some(&b'\n');
+        if ended {
+            self.line.pop();
+        }
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        if self.line.len() > MAX_LINE_BYTES {
+            if !ended {
+                self.discard_rest_of_line()?;
+            }
+            return Ok(Some(true));
+        }
+        Ok(Some(false))
+    }
+
+    fn discard_rest_of_line(&mut self) -> std::io::Result<()> {
+        loop {
+            let buf = self.reader.fill_buf()?;
+            if buf.is_empty() {
+                return Ok(());
+            }
+            match buf.iter().position(|&b| b == b'\n') {
+                Some(i) => {
+                    self.reader.consume(i + 1);
+                    return Ok(());
+                }
+                None => {
+                    let len = buf.len();
+                    self.reader.consume(len);
+                }
+            }
+        }
+    }
+}
+
+impl<P: LineParser> Iterator for TextRecords<P> {
+    type Item = Result<P::Item, WorkloadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            let too_long = match self.read_line() {
+                Ok(Some(too_long)) => too_long,
+                Ok(None) => {
+                    self.done = true;
+                    return None;
+                }
+                Err(e) => {
+                    self.done = true;
+                    return Some(Err(self.ctx.io(e)));
+                }
+            };
+            self.line_no += 1;
+            let outcome = if too_long {
+                Err(format!("line is longer than {MAX_LINE_BYTES} bytes"))
+            } else {
+                let mut line = &self.line[..];
+                // A UTF-8 byte order mark, as spreadsheet exports write, is not part of the data.
+                if self.line_no == 1 {
+                    line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+                }
+                let content = super::fields::trim(line);
+                if content.is_empty() || content[0] == b'#' {
+                    continue;
+                }
+                self.parser.parse_line(line, self.line_no)
+            };
+            match outcome {
+                Ok(Parsed::Item(item)) => return Some(Ok(item)),
+                Ok(Parsed::Skip) => {}
+                Ok(Parsed::Ignore) => self.ctx.ignored.set(self.ctx.ignored.get() + 1),
+                Err(message) => {
+                    if self.ctx.skip_bad {
+                        self.ctx.skipped.set(self.ctx.skipped.get() + 1);
+                    } else {
+                        self.done = true;
+                        let position = format!("line {}", self.line_no);
+                        return Some(Err(self.ctx.malformed(position, message)));
+                    }
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Shorthand for the common case: a parser of records boxed as the workload's iterator.
+pub(crate) fn text_records<P>(
+    reader: Box<dyn BufRead>,
+    parser: P,
+    ctx: ParseContext,
+) -> super::Records
+where
+    P: LineParser<Item = Record> + 'static,
+{
+    Box::new(TextRecords::new(reader, parser, ctx))
+}
+
+/// Reads exactly `buf.len()` bytes, or reports how many were available before the end of the
+/// input. Binary parsers use it to tell a clean end from a truncated record.
+pub(crate) fn read_full(reader: &mut dyn BufRead, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match reader.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}

@@ -1,0 +1,146 @@
+//! A one-pass summary of a workload: how many requests of which kinds and sizes, how sequential,
+//! how fast, over which addresses. Memory is constant apart from two numbers per device.
+
+use super::devices::MAX_DEVICES;
+use crate::{Workload, WorkloadError};
+use std::collections::BTreeMap;
+use storsim_core::Op;
+
+/// Upper bounds (inclusive) of the request-size histogram buckets: powers of two from 512 bytes
+/// to 1 MiB, then everything larger (`u64::MAX`).
+pub const SIZE_BUCKET_UPPER_BOUNDS: [u64; 13] = [
+    512,
+    1 << 10,
+    2 << 10,
+    4 << 10,
+    8 << 10,
+    16 << 10,
+    32 << 10,
+    64 << 10,
+    128 << 10,
+    256 << 10,
+    512 << 10,
+    1 << 20,
+    u64::MAX,
+];
+
+/// What [`inspect`] found. Quantities that are undefined for the workload (a mean of nothing)
+/// are `None`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Characterisation {
+    pub requests: u64,
+    /// Requests per operation, indexed by [`Op::index`].
+    pub per_op: [u64; 4],
+    /// Reads as a percentage of reads plus writes.
+    pub read_percent: Option<f64>,
+    /// `(upper_bound_bytes, count)` for each bucket of [`SIZE_BUCKET_UPPER_BOUNDS`], counting
+    /// the requests that carry data (flushes have no size and are left out).
+    pub size_histogram: Vec<(u64, u64)>,
+    /// Of the requests that follow an earlier request on the same device, the fraction that
+    /// start exactly where that device's previous request ended, whatever the operations.
+    /// Tracking each device separately keeps interleaved devices from hiding each other's
+    /// sequential runs. Flushes carry no range: they are neither counted nor move the end.
+    pub sequential_fraction: Option<f64>,
+    /// Mean time between consecutive requests' timestamps: the span over one less than the
+    /// number of requests.
+    pub mean_interarrival_ns: Option<f64>,
+    /// Last timestamp minus first (0 if the last is earlier).
+    pub span_ns: u64,
+    /// Lowest offset and highest end over the requests that carry data.
+    pub address_range: Option<(u64, u64)>,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Requests per device number as the records give it. With
+    /// [`DeviceSelection::Concat`](super::DeviceSelection::Concat) offsets are moved but device
+    /// numbers are not, so this still counts the original devices.
+    pub per_device: BTreeMap<u32, u64>,
+}
+
+impl Characterisation {
+    /// The number of requests of one operation.
+    pub fn count(&self, op: Op) -> u64 {
+        self.per_op[op.index()]
+    }
+}
+
+/// Reads every record of `workload` once and summarises them. Stops at the first error, and
+/// refuses workloads with more than 65,536 distinct devices, since it keeps numbers per device.
+pub fn inspect(mut workload: Workload) -> Result<Characterisation, WorkloadError> {
+    let mut requests: u64 = 0;
+    let mut per_op = [0u64; 4];
+    let mut buckets = [0u64; SIZE_BUCKET_UPPER_BOUNDS.len()];
+    let mut sequential: u64 = 0;
+    let mut with_predecessor: u64 = 0;
+    let mut previous_end: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut first_ts: Option<u64> = None;
+    let mut last_ts: u64 = 0;
+    let mut range: Option<(u64, u64)> = None;
+    let mut bytes_read: u64 = 0;
+    let mut bytes_written: u64 = 0;
+    let mut per_device: BTreeMap<u32, u64> = BTreeMap::new();
+
+    for item in workload.records.by_ref() {
+        let record = item?;
+        requests += 1;
+        per_op[record.op.index()] += 1;
+        if !per_device.contains_key(&record.dev) && per_device.len() >= MAX_DEVICES {
+            return Err(WorkloadError::Spec {
+                message: format!(
+                    "{}: {}: device {} is more than the {MAX_DEVICES} devices a characterisation counts separately",
+                    workload.name,
+                    workload.origin.describe(record.origin),
+                    record.dev
+                ),
+            });
+        }
+        *per_device.entry(record.dev).or_insert(0) += 1;
+        first_ts.get_or_insert(record.timestamp_ns);
+        last_ts = record.timestamp_ns;
+        match record.op {
+            Op::Read => bytes_read = bytes_read.saturating_add(record.len_bytes),
+            Op::Write => bytes_written = bytes_written.saturating_add(record.len_bytes),
+            Op::Trim | Op::Flush => {}
+        }
+        if record.op == Op::Flush {
+            continue;
+        }
+        let end = record.offset_bytes.saturating_add(record.len_bytes);
+        if let Some(previous) = previous_end.insert(record.dev, end) {
+            with_predecessor += 1;
+            if previous == record.offset_bytes {
+                sequential += 1;
+            }
+        }
+        let bucket = SIZE_BUCKET_UPPER_BOUNDS
+            .iter()
+            .position(|&bound| record.len_bytes <= bound)
+            .unwrap_or(SIZE_BUCKET_UPPER_BOUNDS.len() - 1);
+        buckets[bucket] += 1;
+        range = Some(match range {
+            None => (record.offset_bytes, end),
+            Some((low, high)) => (low.min(record.offset_bytes), high.max(end)),
+        });
+    }
+
+    let reads = per_op[Op::Read.index()];
+    let writes = per_op[Op::Write.index()];
+    let span_ns = first_ts.map_or(0, |first| last_ts.saturating_sub(first));
+    Ok(Characterisation {
+        requests,
+        per_op,
+        read_percent: (reads + writes > 0).then(|| 100.0 * reads as f64 / (reads + writes) as f64),
+        size_histogram: SIZE_BUCKET_UPPER_BOUNDS
+            .iter()
+            .copied()
+            .zip(buckets)
+            .collect(),
+        sequential_fraction: (with_predecessor > 0)
+            .then(|| sequential as f64 / with_predecessor as f64),
+        mean_interarrival_ns: (requests > 1).then(|| span_ns as f64 / (requests - 1) as f64),
+        span_ns,
+        address_range: range,
+        bytes_read,
+        bytes_written,
+        per_device,
+    })
+}

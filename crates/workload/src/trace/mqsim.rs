@@ -1,0 +1,69 @@
+//! MQSim and SSDsim ASCII traces: `arrival_ns device start_sector size_sectors type`.
+//!
+//! All five fields are integers: the arrival time in nanoseconds, the device number, the start
+//! and size in 512-byte sectors, and the type, 1 for a read and 0 for a write. This is DiskSim's
+//! column order with different units, which is why detection has to look at the values.
+
+use super::fields::{
+    bad_field, blocks_to_bytes, check_end, parse_u32, parse_u64, split_whitespace,
+};
+use super::input::{text_records, LineParser, Parsed};
+use super::{ParseContext, Records};
+use crate::Record;
+use std::io::BufRead;
+use storsim_core::{Op, SECTOR_BYTES};
+
+const LAYOUT: &str = "arrival_ns device start_sector size_sectors type";
+
+pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
+    text_records(reader, MqsimParser, ctx)
+}
+
+struct MqsimParser;
+
+impl LineParser for MqsimParser {
+    type Item = Record;
+
+    fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Record>, String> {
+        let mut f = [&b""[..]; 5];
+        let n = split_whitespace(line, &mut f);
+        if n != 5 {
+            return Err(format!(
+                "expected 5 whitespace-separated fields ({LAYOUT}), found {n}"
+            ));
+        }
+        let timestamp_ns = parse_u64(f[0])
+            .ok_or_else(|| bad_field(1, "arrival_ns", "an integer number of nanoseconds", f[0]))?;
+        let dev = parse_u32(f[1]).ok_or_else(|| bad_field(2, "device", "a device number", f[1]))?;
+        let start =
+            parse_u64(f[2]).ok_or_else(|| bad_field(3, "start_sector", "a sector number", f[2]))?;
+        let size = match parse_u64(f[3]) {
+            Some(0) | None => {
+                return Err(bad_field(
+                    4,
+                    "size_sectors",
+                    "a positive number of sectors",
+                    f[3],
+                ))
+            }
+            Some(size) => size,
+        };
+        let op = match f[4] {
+            b"1" => Op::Read,
+            b"0" => Op::Write,
+            other => return Err(bad_field(5, "type", "1 (read) or 0 (write)", other)),
+        };
+        let offset_bytes = blocks_to_bytes(start, SECTOR_BYTES, 3, "start_sector")?;
+        let len_bytes = blocks_to_bytes(size, SECTOR_BYTES, 4, "size_sectors")?;
+        check_end(offset_bytes, len_bytes)?;
+        Ok(Parsed::Item(Record {
+            timestamp_ns,
+            op,
+            offset_bytes,
+            len_bytes,
+            dev,
+            think_ns: 0,
+            origin: line_no,
+        }))
+    }
+}

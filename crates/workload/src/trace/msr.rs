@@ -1,0 +1,91 @@
+//! MSR Cambridge / SNIA block traces:
+//! `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`.
+//!
+//! Timestamps are Windows FILETIME values (100 ns ticks since 1601), offsets and sizes are
+//! bytes, the response time is in ticks too. The device is the disk number. An optional header
+//! line naming the columns is skipped.
+
+use super::fields::{bad_field, check_end, parse_u32, parse_u64, split_on};
+use super::input::{text_records, LineParser, Parsed};
+use super::{ParseContext, Records};
+use crate::Record;
+use std::io::BufRead;
+use storsim_core::Op;
+
+const LAYOUT: &str = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime";
+
+/// Nanoseconds per FILETIME tick.
+const TICK_NS: u64 = 100;
+
+pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
+    text_records(reader, MsrParser { seen_data: false }, ctx)
+}
+
+struct MsrParser {
+    /// A header is only recognised before the first record.
+    seen_data: bool,
+}
+
+/// Whether a line is the optional column header (its first field names the timestamp column).
+pub(crate) fn is_header(line: &[u8]) -> bool {
+    let first = line.split(|&b| b == b',').next().unwrap_or(&[]);
+    super::fields::trim(first).eq_ignore_ascii_case(b"timestamp")
+}
+
+impl LineParser for MsrParser {
+    type Item = Record;
+
+    fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Record>, String> {
+        if !self.seen_data && is_header(line) {
+            return Ok(Parsed::Skip);
+        }
+        self.seen_data = true;
+        let mut f = [&b""[..]; 7];
+        let n = split_on(line, b',', &mut f);
+        if n != 7 {
+            return Err(format!(
+                "expected 7 comma-separated fields ({LAYOUT}), found {n}"
+            ));
+        }
+        let ticks = parse_u64(f[0])
+            .ok_or_else(|| bad_field(1, "Timestamp", "an integer count of 100 ns ticks", f[0]))?;
+        let timestamp_ns = ticks.checked_mul(TICK_NS).ok_or_else(|| {
+            format!(
+                "field 1 (Timestamp): {ticks} ticks of 100 ns overflow a 64-bit nanosecond clock"
+            )
+        })?;
+        if f[1].is_empty() {
+            return Err(bad_field(2, "Hostname", "a host name", f[1]));
+        }
+        let dev =
+            parse_u32(f[2]).ok_or_else(|| bad_field(3, "DiskNumber", "a disk number", f[2]))?;
+        let op = if f[3].eq_ignore_ascii_case(b"read") {
+            Op::Read
+        } else if f[3].eq_ignore_ascii_case(b"write") {
+            Op::Write
+        } else {
+            return Err(bad_field(4, "Type", "Read or Write", f[3]));
+        };
+        let offset_bytes =
+            parse_u64(f[4]).ok_or_else(|| bad_field(5, "Offset", "a byte offset", f[4]))?;
+        let len_bytes = match parse_u64(f[5]) {
+            Some(0) | None => {
+                return Err(bad_field(6, "Size", "a positive number of bytes", f[5]));
+            }
+            Some(len) => len,
+        };
+        check_end(offset_bytes, len_bytes)?;
+        parse_u64(f[6]).ok_or_else(|| {
+            bad_field(7, "ResponseTime", "an integer count of 100 ns ticks", f[6])
+        })?;
+        Ok(Parsed::Item(Record {
+            timestamp_ns,
+            op,
+            offset_bytes,
+            len_bytes,
+            dev,
+            think_ns: 0,
+            origin: line_no,
+        }))
+    }
+}

@@ -1,0 +1,170 @@
+//! Format detection on hand-written samples: content decides, never the file name.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use storsim_workload::trace::{detect, open_reader, TraceFormat, TraceOptions};
+use storsim_workload::WorkloadError;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn write_temp(name: &str, bytes: &[u8]) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!(
+        "storsim-trace-detect-{}-{n}-{name}",
+        std::process::id()
+    ));
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+fn detect_text(text: &str) -> Result<TraceFormat, WorkloadError> {
+    let path = write_temp("sample", text.as_bytes());
+    let result = detect(&path);
+    std::fs::remove_file(path).unwrap();
+    result
+}
+
+#[test]
+fn every_sample_is_recognised() {
+    for (file, format) in [
+        ("msr_sample.csv", TraceFormat::Msr),
+        ("msr_bad.csv", TraceFormat::Msr),
+        ("spc_sample.spc", TraceFormat::Spc),
+        ("disksim_ascii_sample.trace", TraceFormat::DiskSimAscii),
+        ("mqsim_sample.trace", TraceFormat::MqsimAscii),
+        ("blkparse_sample.txt", TraceFormat::Blkparse),
+        ("blkparse_bad.txt", TraceFormat::Blkparse),
+        ("fio_v2_sample.log", TraceFormat::FioIolog),
+        ("fio_v3_sample.log", TraceFormat::FioIolog),
+        ("fiu_sample.blkparse", TraceFormat::Fiu),
+        ("validate_sample.trace", TraceFormat::Validate),
+    ] {
+        assert_eq!(
+            detect(&data(file)).unwrap_or_else(|e| panic!("{e}")),
+            format,
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn the_file_name_does_not_matter() {
+    let text = std::fs::read(data("msr_sample.csv")).unwrap();
+    let path = write_temp("looks-like.spc", &text);
+    assert_eq!(detect(&path).unwrap(), TraceFormat::Msr);
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn disksim_and_mqsim_ascii_are_told_apart_by_their_values() {
+    // Integer nanoseconds advancing by thousands: MQSim.
+    assert_eq!(
+        detect_text("938513000 4 264719034 16 0\n938828000 3 197570570 16 1\n").unwrap(),
+        TraceFormat::MqsimAscii
+    );
+    // All arrivals at the same instant: nothing says milliseconds, so MQSim.
+    assert_eq!(
+        detect_text("0 0 303567 7 0\n0 1 55590 6 0\n").unwrap(),
+        TraceFormat::MqsimAscii
+    );
+    // Fractional times, tabs, or flags other than 0 and 1: DiskSim.
+    assert_eq!(
+        detect_text("13.191135 30 0 5 1\n").unwrap(),
+        TraceFormat::DiskSimAscii
+    );
+    assert_eq!(
+        detect_text("13\t30\t0\t5\t1\n").unwrap(),
+        TraceFormat::DiskSimAscii
+    );
+    assert_eq!(
+        detect_text("0 0 0 8 0\n4 0 8 8 9\n").unwrap(),
+        TraceFormat::DiskSimAscii
+    );
+    // Integer times a few units apart: DiskSim's milliseconds.
+    assert_eq!(
+        detect_text("10 0 0 8 1\n12 0 8 8 0\n17 0 16 8 1\n").unwrap(),
+        TraceFormat::DiskSimAscii
+    );
+}
+
+#[test]
+fn headers_and_comments_are_looked_past() {
+    assert_eq!(
+        detect_text("# exported\n\nTimestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime\n1,h,0,Read,0,512,1\n").unwrap(),
+        TraceFormat::Msr
+    );
+    assert_eq!(
+        detect_text("\u{feff}0,1,512,r,0.5\r\n").unwrap(),
+        TraceFormat::Spc
+    );
+}
+
+#[test]
+fn unrecognised_content_is_a_clear_error() {
+    match detect_text("\n\nhello world\n") {
+        Err(WorkloadError::Malformed {
+            source,
+            position,
+            message,
+        }) => {
+            assert!(source.contains("storsim-trace-detect"));
+            assert_eq!(position, "line 3");
+            assert!(
+                message.starts_with("cannot recognise the trace format"),
+                "{message}"
+            );
+            assert!(message.contains("msr, spc, disksim-ascii, mqsim, blkparse, fio-iolog, fiu, validate, hp-srt, vscsi"), "{message}");
+        }
+        other => panic!("expected a detection error, got {other:?}"),
+    }
+    let err = detect_text("").unwrap_err().to_string();
+    assert!(err.ends_with("byte 0: the file is empty"), "{err}");
+    let path = write_temp(
+        "binary",
+        &[0u8, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0],
+    );
+    let err = detect(&path).unwrap_err().to_string();
+    assert!(err.contains("binary"), "{err}");
+    std::fs::remove_file(path).unwrap();
+    let err = detect(Path::new("/nonexistent/trace")).unwrap_err();
+    assert!(matches!(err, WorkloadError::Io { .. }), "{err:?}");
+}
+
+#[test]
+fn format_names_round_trip() {
+    for format in TraceFormat::ALL {
+        assert_eq!(TraceFormat::from_name(format.name()), Some(format));
+        assert_eq!(
+            TraceFormat::from_name(&format.name().to_uppercase()),
+            Some(format)
+        );
+        assert_eq!(format.to_string(), format.name());
+        assert!(!format.describe().is_empty() && !format.describe().contains('\n'));
+    }
+    assert_eq!(
+        TraceFormat::from_name("ssdsim"),
+        Some(TraceFormat::MqsimAscii)
+    );
+    assert_eq!(TraceFormat::from_name("csv"), None);
+}
+
+#[test]
+fn a_stream_needs_its_format_named() {
+    let reader = Box::new(std::io::Cursor::new(b"0 0 1 1 1\n".to_vec()));
+    let err = open_reader(reader, "stdin", &TraceOptions::default())
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("must be named"), "{err}");
+    let reader = Box::new(std::io::Cursor::new(b"0 0 1 1 1\n".to_vec()));
+    let opts = TraceOptions {
+        format: Some(TraceFormat::MqsimAscii),
+        ..TraceOptions::default()
+    };
+    let err = open_reader(reader, "stdin", &opts).err().unwrap();
+    assert!(err.to_string().contains("two passes"), "{err}");
+}

@@ -1,0 +1,144 @@
+//! Multi-device traces: concatenation, overlay and selecting one device.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use storsim_core::Op;
+use storsim_workload::trace::{open, DeviceSelection, TraceFormat, TraceOptions};
+use storsim_workload::{Record, WorkloadError};
+
+const MIB: u64 = 1 << 20;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+fn write_temp(text: &str) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let path =
+        std::env::temp_dir().join(format!("storsim-trace-devices-{}-{n}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn read(path: &Path, devices: DeviceSelection) -> Vec<Record> {
+    let opts = TraceOptions {
+        devices,
+        ..TraceOptions::default()
+    };
+    open(path, &opts)
+        .unwrap()
+        .records
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn offsets(records: &[Record]) -> Vec<(u32, u64)> {
+    records.iter().map(|r| (r.dev, r.offset_bytes)).collect()
+}
+
+/// Device 0 ends at sector 303574 (148.2 MiB, so a 149 MiB region), device 1 at sector 55596
+/// (27.1 MiB, a 28 MiB region); device 21 follows them.
+#[test]
+fn concat_lays_devices_out_in_number_order() {
+    let path = data("mqsim_sample.trace");
+    let base_1 = 149 * MIB;
+    let base_21 = base_1 + 28 * MIB;
+    assert_eq!(
+        offsets(&read(&path, DeviceSelection::Concat)),
+        vec![
+            (0, 303_567 * 512),
+            (1, base_1 + 55_590 * 512),
+            (21, base_21 + 55_596 * 512)
+        ]
+    );
+    assert_eq!(
+        offsets(&read(&path, DeviceSelection::Overlay)),
+        vec![(0, 303_567 * 512), (1, 55_590 * 512), (21, 55_596 * 512)]
+    );
+    assert_eq!(
+        offsets(&read(&path, DeviceSelection::Only(21))),
+        vec![(21, 55_596 * 512)]
+    );
+    assert!(read(&path, DeviceSelection::Only(7)).is_empty());
+}
+
+#[test]
+fn concat_does_not_depend_on_record_order() {
+    let text = std::fs::read_to_string(data("mqsim_sample.trace")).unwrap();
+    let reversed: Vec<&str> = text.lines().rev().collect();
+    let path = write_temp(&reversed.join("\n"));
+    let mut forward = offsets(&read(&data("mqsim_sample.trace"), DeviceSelection::Concat));
+    let mut backward = offsets(&read(&path, DeviceSelection::Concat));
+    forward.sort_unstable();
+    backward.sort_unstable();
+    assert_eq!(forward, backward);
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn flushes_keep_no_range_when_concatenated() {
+    let records = read(&data("fio_v2_sample.log"), DeviceSelection::Concat);
+    let flush = records.iter().find(|r| r.op == Op::Flush).unwrap();
+    assert_eq!((flush.dev, flush.offset_bytes, flush.len_bytes), (1, 0, 0));
+    // /dev/sdb (device 0) ends at 69632 bytes: one 1 MiB region before /dev/sdc.
+    let read_on_sdc = records
+        .iter()
+        .find(|r| r.dev == 1 && r.op == Op::Read)
+        .unwrap();
+    assert_eq!(read_on_sdc.offset_bytes, MIB + 8192);
+}
+
+#[test]
+fn concat_reports_bad_records_when_opening() {
+    let opts = TraceOptions {
+        format: Some(TraceFormat::MqsimAscii),
+        ..TraceOptions::default()
+    };
+    match open(&data("mqsim_bad.trace"), &opts) {
+        Err(WorkloadError::Malformed { position, .. }) => assert_eq!(position, "line 2"),
+        Err(other) => panic!("expected a malformed-record error, got {other:?}"),
+        Ok(_) => panic!("expected the sizing pass to fail"),
+    }
+    // With skip_bad the sizing pass skips them too, and only the real pass counts them.
+    let opts = TraceOptions {
+        skip_bad: true,
+        ..opts
+    };
+    let workload = open(&data("mqsim_bad.trace"), &opts).unwrap();
+    let skipped = workload.skipped.clone();
+    assert_eq!(workload.records.count(), 2);
+    assert_eq!(skipped.get(), 5);
+}
+
+#[test]
+fn too_many_devices_to_concatenate_is_an_error() {
+    let mut text = String::new();
+    for dev in 0..=65_536u32 {
+        text.push_str(&format!("0 {dev} 0 1 0\n"));
+    }
+    let path = write_temp(&text);
+    let opts = TraceOptions {
+        format: Some(TraceFormat::MqsimAscii),
+        ..TraceOptions::default()
+    };
+    match open(&path, &opts) {
+        Err(WorkloadError::Malformed {
+            position, message, ..
+        }) => {
+            assert_eq!(position, "line 65537");
+            assert!(message.contains("65536 devices"), "{message}");
+        }
+        Err(other) => panic!("expected a device-count error, got {other:?}"),
+        Ok(_) => panic!("expected a device-count error"),
+    }
+    // Overlaying needs no per-device state, so any number of devices is fine.
+    let opts = TraceOptions {
+        devices: DeviceSelection::Overlay,
+        ..opts
+    };
+    assert_eq!(open(&path, &opts).unwrap().records.count(), 65_537);
+    std::fs::remove_file(path).unwrap();
+}

@@ -1,0 +1,111 @@
+//! The streaming characterisation, checked against numbers worked out by hand.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use storsim_core::Op;
+use storsim_workload::trace::{
+    inspect, open, DeviceSelection, TraceOptions, SIZE_BUCKET_UPPER_BOUNDS,
+};
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+#[test]
+fn small_trace_is_characterised_exactly() {
+    // MQSim: time_ns dev sector sectors type(1 = read).
+    let text = "0 0 0 8 1\n1000 0 8 8 0\n3000 1 0 16 1\n6000 0 100 2048 0\n10000 1 16 4096 1\n";
+    let path = std::env::temp_dir().join(format!("storsim-trace-inspect-{}", std::process::id()));
+    std::fs::write(&path, text).unwrap();
+    let opts = TraceOptions {
+        devices: DeviceSelection::Overlay,
+        ..TraceOptions::default()
+    };
+    let c = inspect(open(&path, &opts).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+
+    assert_eq!(c.requests, 5);
+    assert_eq!(c.per_op, [3, 2, 0, 0]);
+    assert_eq!((c.count(Op::Read), c.count(Op::Write)), (3, 2));
+    assert_eq!(c.read_percent, Some(60.0));
+    let mut histogram: Vec<(u64, u64)> = SIZE_BUCKET_UPPER_BOUNDS.iter().map(|&b| (b, 0)).collect();
+    histogram[3].1 = 2; // two 4 KiB requests
+    histogram[4].1 = 1; // 8 KiB
+    histogram[11].1 = 1; // exactly 1 MiB
+    histogram[12].1 = 1; // 2 MiB, beyond the last power of two
+    assert_eq!(c.size_histogram, histogram);
+    // Per device: the second request on device 0 follows the first, the second on device 1
+    // follows its first; the third on device 0 does not. Three requests have a predecessor.
+    assert_eq!(c.sequential_fraction, Some(2.0 / 3.0));
+    assert_eq!(c.mean_interarrival_ns, Some(2500.0));
+    assert_eq!(c.span_ns, 10_000);
+    assert_eq!(c.address_range, Some((0, 8192 + 2 * 1024 * 1024)));
+    assert_eq!(c.bytes_read, 4096 + 8192 + 2 * 1024 * 1024);
+    assert_eq!(c.bytes_written, 4096 + 1024 * 1024);
+    assert_eq!(c.per_device, BTreeMap::from([(0, 3), (1, 2)]));
+}
+
+#[test]
+fn flushes_and_trims_are_counted_but_carry_no_size() {
+    let c = inspect(open(&data("fio_v2_sample.log"), &TraceOptions::default()).unwrap()).unwrap();
+    assert_eq!(c.per_op, [2, 1, 1, 1]);
+    assert_eq!(c.read_percent, Some(200.0 / 3.0));
+    // The flush is not in the histogram; the trim is.
+    assert_eq!(c.size_histogram.iter().map(|&(_, n)| n).sum::<u64>(), 4);
+    assert_eq!(c.bytes_read, 4096 + 512);
+    assert_eq!(c.bytes_written, 4096);
+    assert_eq!(c.span_ns, 5_000_000);
+}
+
+#[test]
+fn an_empty_trace_has_no_means() {
+    let path = std::env::temp_dir().join(format!(
+        "storsim-trace-inspect-empty-{}",
+        std::process::id()
+    ));
+    std::fs::write(&path, "# nothing here\n").unwrap();
+    let opts = TraceOptions {
+        format: Some(storsim_workload::trace::TraceFormat::MqsimAscii),
+        ..TraceOptions::default()
+    };
+    let c = inspect(open(&path, &opts).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(c.requests, 0);
+    assert_eq!(
+        (
+            c.read_percent,
+            c.sequential_fraction,
+            c.mean_interarrival_ns
+        ),
+        (None, None, None)
+    );
+    assert_eq!((c.span_ns, c.address_range), (0, None));
+}
+
+#[test]
+fn too_many_devices_to_count_is_an_error() {
+    let mut text = String::new();
+    for dev in 0..=65_536u32 {
+        text.push_str(&format!("0 {dev} 0 1 0\n"));
+    }
+    let path = std::env::temp_dir().join(format!(
+        "storsim-trace-inspect-devices-{}",
+        std::process::id()
+    ));
+    std::fs::write(&path, text).unwrap();
+    let opts = TraceOptions {
+        format: Some(storsim_workload::trace::TraceFormat::MqsimAscii),
+        devices: DeviceSelection::Overlay,
+        ..TraceOptions::default()
+    };
+    let err = inspect(open(&path, &opts).unwrap())
+        .unwrap_err()
+        .to_string();
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        err.contains("line 65537: device 65536 is more than the 65536 devices"),
+        "{err}"
+    );
+}

@@ -1,0 +1,115 @@
+//! Parsing streams: the heap stays flat however many lines pass through.
+//!
+//! A reader generates an MQSim trace on the fly, so no trace is ever held in memory or on disk,
+//! and a counting allocator records the peak of live heap bytes while the records are consumed.
+//! Parsing a hundred times more lines must not raise that peak. This file holds a single test
+//! so that no other test allocates while it measures.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::{BufReader, Read};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use storsim_workload::trace::{open_reader, DeviceSelection, TraceFormat, TraceOptions};
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let ptr = unsafe { System.alloc(layout) };
+        if !ptr.is_null() {
+            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
+            PEAK.fetch_max(live, Ordering::Relaxed);
+        }
+        ptr
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Generates `lines` lines of an MQSim trace, a chunk at a time.
+struct Generator {
+    lines: u64,
+    next: u64,
+    pending: Vec<u8>,
+    at: usize,
+}
+
+impl Generator {
+    fn new(lines: u64) -> Self {
+        Generator {
+            lines,
+            next: 0,
+            pending: Vec::with_capacity(64),
+            at: 0,
+        }
+    }
+}
+
+impl Read for Generator {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.at == self.pending.len() {
+            if self.next == self.lines {
+                return Ok(0);
+            }
+            let i = self.next;
+            self.next += 1;
+            self.pending.clear();
+            let line = format!(
+                "{} {} {} {} {}\n",
+                i * 1000,
+                i % 4,
+                (i * 7919) % 1_000_000,
+                8,
+                i % 2
+            );
+            self.pending.extend_from_slice(line.as_bytes());
+            self.at = 0;
+        }
+        let n = buf.len().min(self.pending.len() - self.at);
+        buf[..n].copy_from_slice(&self.pending[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
+    }
+}
+
+/// Parses `lines` generated lines and returns the growth of the heap's peak above the live heap
+/// before opening, in bytes.
+fn peak_growth(lines: u64) -> usize {
+    let opts = TraceOptions {
+        format: Some(TraceFormat::MqsimAscii),
+        devices: DeviceSelection::Overlay,
+        ..TraceOptions::default()
+    };
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let reader = BufReader::with_capacity(64 * 1024, Generator::new(lines));
+    let workload = open_reader(Box::new(reader), "generated", &opts).unwrap();
+    let mut count = 0u64;
+    for record in workload.records {
+        record.unwrap();
+        count += 1;
+    }
+    assert_eq!(count, lines);
+    PEAK.load(Ordering::Relaxed) - before
+}
+
+#[test]
+fn memory_does_not_grow_with_trace_length() {
+    let small = peak_growth(10_000);
+    let large = peak_growth(1_000_000);
+    eprintln!("peak heap growth: {small} bytes for 10k lines, {large} bytes for 1M lines");
+    // The buffers are fixed; a few kilobytes of slack covers allocator noise.
+    assert!(large <= small + 16 * 1024, "{large} > {small} + 16 KiB");
+    assert!(
+        large < 2 * 1024 * 1024,
+        "{large} bytes is more than the read buffers need"
+    );
+}
