@@ -1,94 +1,16 @@
 //! blkparse text output: a hand-written sample, a malformed sample and the bad-record policy.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{data, error_for, expect_malformed, options, read_all, record};
+use std::path::Path;
 use storsim_core::Op;
-use storsim_workload::trace::{detect, open, DeviceSelection, TraceFormat, TraceOptions};
-use storsim_workload::{Origin, Pacing, Record, WorkloadError};
+use storsim_workload::trace::{
+    detect, open, BlkparseEvent, DeviceSelection, TraceFormat, TraceOptions,
+};
+use storsim_workload::{Origin, Pacing, Record};
 
 const FORMAT: TraceFormat = TraceFormat::Blkparse;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn options(skip_bad: bool) -> TraceOptions {
-    TraceOptions {
-        format: Some(FORMAT),
-        skip_bad,
-        devices: DeviceSelection::Overlay,
-        ..TraceOptions::default()
-    }
-}
-
-fn read_all(path: &Path, opts: &TraceOptions) -> (Vec<Result<Record, WorkloadError>>, u64) {
-    let workload = open(path, opts).unwrap();
-    let skipped = workload.skipped.clone();
-    let items = workload.records.collect();
-    (items, skipped.get())
-}
-
-fn record(
-    timestamp_ns: u64,
-    op: Op,
-    offset_bytes: u64,
-    len_bytes: u64,
-    dev: u32,
-    origin: u64,
-) -> Record {
-    Record {
-        timestamp_ns,
-        op,
-        offset_bytes,
-        len_bytes,
-        dev,
-        think_ns: 0,
-        origin,
-    }
-}
-
-/// The position and message of the error that a trace holding `text` produces.
-fn error_for(text: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path =
-        std::env::temp_dir().join(format!("storsim-trace-blkparse-{}-{n}", std::process::id()));
-    std::fs::write(&path, text).unwrap();
-    let item = open(&path, &options(false))
-        .unwrap()
-        .records
-        .find(Result::is_err);
-    std::fs::remove_file(&path).unwrap();
-    match item {
-        Some(Err(WorkloadError::Malformed {
-            position, message, ..
-        })) => format!("{position}: {message}"),
-        other => panic!("expected a malformed-record error, got {other:?}"),
-    }
-}
-
-fn expect_malformed(
-    item: &Result<Record, WorkloadError>,
-    path: &Path,
-    position: &str,
-    message: &str,
-) {
-    match item {
-        Err(WorkloadError::Malformed {
-            source,
-            position: p,
-            message: m,
-        }) => {
-            assert_eq!(source, &path.display().to_string());
-            assert_eq!(p, position);
-            assert_eq!(m, message);
-        }
-        other => panic!("expected a malformed-record error, got {other:?}"),
-    }
-}
-use storsim_workload::trace::BlkparseEvent;
 
 /// Reads a whole trace and returns the records and the ignored count.
 fn read_ignored(path: &Path, opts: &TraceOptions) -> (Vec<Record>, u64) {
@@ -104,12 +26,12 @@ const SECTOR: u64 = 512;
 fn dispatch_events_become_requests() {
     let path = data("blkparse_sample.txt");
     assert_eq!(detect(&path).unwrap(), FORMAT);
-    let workload = open(&path, &options(false)).unwrap();
+    let workload = open(&path, &options(FORMAT, false)).unwrap();
     assert_eq!(
         (workload.pacing, workload.origin),
         (Pacing::Open, Origin::Line)
     );
-    let (records, ignored) = read_ignored(&path, &options(false));
+    let (records, ignored) = read_ignored(&path, &options(FORMAT, false));
     // 8,16 appears first (device 0), then 8,0 (device 1). FWS without sectors is a flush, the
     // discard a trim. The N event without data and the SCSI pass-through event are ignored;
     // A, Q, G, C and m lines and the summary block are skipped.
@@ -129,7 +51,7 @@ fn dispatch_events_become_requests() {
 fn queue_events_can_be_selected() {
     let opts = TraceOptions {
         blkparse_event: BlkparseEvent::Queue,
-        ..options(false)
+        ..options(FORMAT, false)
     };
     let (records, ignored) = read_ignored(&data("blkparse_sample.txt"), &opts);
     assert_eq!(
@@ -146,7 +68,7 @@ fn queue_events_can_be_selected() {
 fn one_device_can_be_selected() {
     let opts = TraceOptions {
         devices: DeviceSelection::Only(1),
-        ..options(false)
+        ..options(FORMAT, false)
     };
     let (records, _) = read_ignored(&data("blkparse_sample.txt"), &opts);
     assert_eq!(
@@ -158,7 +80,7 @@ fn one_device_can_be_selected() {
 #[test]
 fn malformed_record_names_file_line_and_expectation() {
     let path = data("blkparse_bad.txt");
-    let (items, _) = read_all(&path, &options(false));
+    let (items, _) = read_all(&path, &options(FORMAT, false));
     assert_eq!(items.len(), 2);
     expect_malformed(
         &items[1],
@@ -170,7 +92,7 @@ fn malformed_record_names_file_line_and_expectation() {
 
 #[test]
 fn skip_bad_counts_every_bad_line() {
-    let (items, skipped) = read_all(&data("blkparse_bad.txt"), &options(true));
+    let (items, skipped) = read_all(&data("blkparse_bad.txt"), &options(FORMAT, true));
     let origins: Vec<u64> = items.into_iter().map(|r| r.unwrap().origin).collect();
     assert_eq!(origins, vec![1, 6]);
     assert_eq!(skipped, 4);
@@ -179,15 +101,15 @@ fn skip_bad_counts_every_bad_line() {
 #[test]
 fn field_errors_say_what_was_expected_and_found() {
     assert_eq!(
-        error_for("8,0 1 1 0.5x 1 D R 0 + 8 [p]"),
+        error_for(FORMAT, "8,0 1 1 0.5x 1 D R 0 + 8 [p]"),
         "line 1: field 4 (time): expected seconds with a fraction such as 0.000031865, found \"0.5x\""
     );
     assert_eq!(
-        error_for("8,0 1 1 0.5 1 D R 0 + y [p]"),
+        error_for(FORMAT, "8,0 1 1 0.5 1 D R 0 + y [p]"),
         "line 1: field 10 (sectors): expected a number of sectors, found \"y\""
     );
     assert_eq!(
-        error_for("8,0 1 1"),
+        error_for(FORMAT, "8,0 1 1"),
         "line 1: expected at least 7 whitespace-separated fields (maj,min cpu sequence time pid action rwbs), found 3"
     );
 }

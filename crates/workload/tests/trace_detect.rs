@@ -1,29 +1,14 @@
 //! Format detection on hand-written samples: content decides, never the file name.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{data, write_temp};
+use std::path::Path;
 use storsim_workload::trace::{detect, open_reader, TraceFormat, TraceOptions};
 use storsim_workload::WorkloadError;
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn write_temp(name: &str, bytes: &[u8]) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!(
-        "storsim-trace-detect-{}-{n}-{name}",
-        std::process::id()
-    ));
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
-
 fn detect_text(text: &str) -> Result<TraceFormat, WorkloadError> {
-    let path = write_temp("sample", text.as_bytes());
+    let path = write_temp("detect", "-sample", text.as_bytes());
     let result = detect(&path);
     std::fs::remove_file(path).unwrap();
     result
@@ -55,7 +40,7 @@ fn every_sample_is_recognised() {
 #[test]
 fn the_file_name_does_not_matter() {
     let text = std::fs::read(data("msr_sample.csv")).unwrap();
-    let path = write_temp("looks-like.spc", &text);
+    let path = write_temp("detect", "-looks-like.spc", &text);
     assert_eq!(detect(&path).unwrap(), TraceFormat::Msr);
     std::fs::remove_file(path).unwrap();
 }
@@ -125,7 +110,8 @@ fn unrecognised_content_is_a_clear_error() {
     let err = detect_text("").unwrap_err().to_string();
     assert!(err.ends_with("byte 0: the file is empty"), "{err}");
     let path = write_temp(
-        "binary",
+        "detect",
+        "-binary",
         &[0u8, 1, 2, 3, 4, 5, 6, 7, 0, 0, 0, 0, 0, 0, 0, 0],
     );
     let err = detect(&path).unwrap_err().to_string();

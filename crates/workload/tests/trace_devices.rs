@@ -1,27 +1,14 @@
 //! Multi-device traces: concatenation, overlay and selecting one device.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{data, write_temp};
+use std::path::Path;
 use storsim_core::Op;
 use storsim_workload::trace::{open, DeviceSelection, TraceFormat, TraceOptions};
 use storsim_workload::{Record, WorkloadError};
 
 const MIB: u64 = 1 << 20;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn write_temp(text: &str) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path =
-        std::env::temp_dir().join(format!("storsim-trace-devices-{}-{n}", std::process::id()));
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 fn read(path: &Path, devices: DeviceSelection) -> Vec<Record> {
     let opts = TraceOptions {
@@ -69,7 +56,7 @@ fn concat_lays_devices_out_in_number_order() {
 fn concat_does_not_depend_on_record_order() {
     let text = std::fs::read_to_string(data("mqsim_sample.trace")).unwrap();
     let reversed: Vec<&str> = text.lines().rev().collect();
-    let path = write_temp(&reversed.join("\n"));
+    let path = write_temp("devices", "", reversed.join("\n").as_bytes());
     let mut forward = offsets(&read(&data("mqsim_sample.trace"), DeviceSelection::Concat));
     let mut backward = offsets(&read(&path, DeviceSelection::Concat));
     forward.sort_unstable();
@@ -119,7 +106,7 @@ fn too_many_devices_to_concatenate_is_an_error() {
     for dev in 0..=65_536u32 {
         text.push_str(&format!("0 {dev} 0 1 0\n"));
     }
-    let path = write_temp(&text);
+    let path = write_temp("devices", "", text.as_bytes());
     let opts = TraceOptions {
         format: Some(TraceFormat::MqsimAscii),
         ..TraceOptions::default()

@@ -1,98 +1,19 @@
 //! FIU traces: a hand-written sample, a malformed sample and the bad-record policy.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{data, error_for, expect_malformed, options, read_all, record};
 use storsim_core::Op;
-use storsim_workload::trace::{detect, open, DeviceSelection, TraceFormat, TraceOptions};
-use storsim_workload::{Origin, Pacing, Record, WorkloadError};
+use storsim_workload::trace::{detect, open, TraceFormat};
+use storsim_workload::{Origin, Pacing, Record};
 
 const FORMAT: TraceFormat = TraceFormat::Fiu;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn options(skip_bad: bool) -> TraceOptions {
-    TraceOptions {
-        format: Some(FORMAT),
-        skip_bad,
-        devices: DeviceSelection::Overlay,
-        ..TraceOptions::default()
-    }
-}
-
-fn read_all(path: &Path, opts: &TraceOptions) -> (Vec<Result<Record, WorkloadError>>, u64) {
-    let workload = open(path, opts).unwrap();
-    let skipped = workload.skipped.clone();
-    let items = workload.records.collect();
-    (items, skipped.get())
-}
-
-fn record(
-    timestamp_ns: u64,
-    op: Op,
-    offset_bytes: u64,
-    len_bytes: u64,
-    dev: u32,
-    origin: u64,
-) -> Record {
-    Record {
-        timestamp_ns,
-        op,
-        offset_bytes,
-        len_bytes,
-        dev,
-        think_ns: 0,
-        origin,
-    }
-}
-
-/// The position and message of the error that a trace holding `text` produces.
-fn error_for(text: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!("storsim-trace-fiu-{}-{n}", std::process::id()));
-    std::fs::write(&path, text).unwrap();
-    let item = open(&path, &options(false))
-        .unwrap()
-        .records
-        .find(Result::is_err);
-    std::fs::remove_file(&path).unwrap();
-    match item {
-        Some(Err(WorkloadError::Malformed {
-            position, message, ..
-        })) => format!("{position}: {message}"),
-        other => panic!("expected a malformed-record error, got {other:?}"),
-    }
-}
-
-fn expect_malformed(
-    item: &Result<Record, WorkloadError>,
-    path: &Path,
-    position: &str,
-    message: &str,
-) {
-    match item {
-        Err(WorkloadError::Malformed {
-            source,
-            position: p,
-            message: m,
-        }) => {
-            assert_eq!(source, &path.display().to_string());
-            assert_eq!(p, position);
-            assert_eq!(m, message);
-        }
-        other => panic!("expected a malformed-record error, got {other:?}"),
-    }
-}
 
 #[test]
 fn sample_parses_to_exact_records() {
     let path = data("fiu_sample.blkparse");
     assert_eq!(detect(&path).unwrap(), FORMAT);
-    let workload = open(&path, &options(false)).unwrap();
+    let workload = open(&path, &options(FORMAT, false)).unwrap();
     assert_eq!(
         (workload.pacing, workload.origin),
         (Pacing::Open, Origin::Line)
@@ -113,7 +34,7 @@ fn sample_parses_to_exact_records() {
 #[test]
 fn malformed_record_names_file_line_and_expectation() {
     let path = data("fiu_bad.blkparse");
-    let (items, _) = read_all(&path, &options(false));
+    let (items, _) = read_all(&path, &options(FORMAT, false));
     assert_eq!(items.len(), 2);
     expect_malformed(
         &items[1],
@@ -125,7 +46,7 @@ fn malformed_record_names_file_line_and_expectation() {
 
 #[test]
 fn skip_bad_counts_every_bad_line() {
-    let (items, skipped) = read_all(&data("fiu_bad.blkparse"), &options(true));
+    let (items, skipped) = read_all(&data("fiu_bad.blkparse"), &options(FORMAT, true));
     let records: Vec<Record> = items.into_iter().map(Result::unwrap).collect();
     assert_eq!(
         records
@@ -140,15 +61,15 @@ fn skip_bad_counts_every_bad_line() {
 #[test]
 fn field_errors_say_what_was_expected_and_found() {
     assert_eq!(
-        error_for("1 2 nfsd 3 8 W 6 0"),
+        error_for(FORMAT, "1 2 nfsd 3 8 W 6 0"),
         "line 1: expected 9 whitespace-separated fields (ts_ns pid process lba size R|W major minor md5), found 8"
     );
     assert_eq!(
-        error_for("1 2 nfsd 3 0 W 6 0 ab"),
+        error_for(FORMAT, "1 2 nfsd 3 0 W 6 0 ab"),
         "line 1: field 5 (size): expected a positive number of sectors, found \"0\""
     );
     assert_eq!(
-        error_for("x 2 nfsd 3 8 W 6 0 ab"),
+        error_for(FORMAT, "x 2 nfsd 3 8 W 6 0 ab"),
         "line 1: field 1 (ts): expected an integer number of nanoseconds, found \"x\""
     );
 }

@@ -4,17 +4,14 @@
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use std::io::Write;
+mod common;
+
+use common::data;
 use std::path::{Path, PathBuf};
 use storsim_workload::trace::{
     detect, open, open_reader, DeviceSelection, TraceFormat, TraceOptions,
 };
 use storsim_workload::Record;
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut encoder = GzEncoder::new(Vec::new(), Compression::default());

@@ -4,15 +4,14 @@
 //! The inputs come from a seeded generator; the seed is printed so that a failure can be
 //! reproduced.
 
+mod common;
+
+use common::data_dir;
 use std::path::{Path, PathBuf};
 use storsim_core::Prng;
 use storsim_workload::trace::{detect, inspect, open, DeviceSelection, TraceFormat, TraceOptions};
 
 const SEED: u64 = 0x5eed_7ace;
-
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data")
-}
 
 /// Reads `path` as every format, with every bad-record policy and device selection, to the end.
 fn read_every_way(path: &Path) {

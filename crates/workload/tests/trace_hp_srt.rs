@@ -1,11 +1,14 @@
 //! HP SRT binary traces: hand-built records with and without the ASCII header, malformed
 //! records and the bad-record policy. The samples are built here byte by byte.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{expect_malformed, options, write_temp};
 use storsim_core::Op;
-use storsim_workload::trace::{detect, open, DeviceSelection, TraceFormat, TraceOptions};
-use storsim_workload::{Origin, Pacing, Record, WorkloadError};
+use storsim_workload::trace::{detect, open, TraceFormat};
+use storsim_workload::{Origin, Pacing, Record};
+
+const FORMAT: TraceFormat = TraceFormat::HpSrt;
 
 const HEADER: &[u8] =
     b"$$TR_IOREC-1.3 (test)\x00\nversion = 1.3;\ntracedate = \"Sat May 30 00:03:06 1992\";\n\x0c";
@@ -64,24 +67,6 @@ fn io(version: u32, kind: u32, bytes: u32, sector: u32, device: u32, flags: u32)
     }
 }
 
-fn write_temp(bytes: &[u8]) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path =
-        std::env::temp_dir().join(format!("storsim-trace-hp-{}-{n}.srt", std::process::id()));
-    std::fs::write(&path, bytes).unwrap();
-    path
-}
-
-fn options(skip_bad: bool) -> TraceOptions {
-    TraceOptions {
-        format: Some(TraceFormat::HpSrt),
-        skip_bad,
-        devices: DeviceSelection::Overlay,
-        ..TraceOptions::default()
-    }
-}
-
 fn records_body() -> Vec<u8> {
     [
         encode(&Io {
@@ -120,9 +105,9 @@ fn expected(base: u64) -> Vec<Record> {
 
 #[test]
 fn sample_with_header_parses_to_exact_records() {
-    let path = write_temp(&[HEADER, &records_body()].concat());
+    let path = write_temp("hp", ".srt", &[HEADER, &records_body()].concat());
     assert_eq!(detect(&path).unwrap(), TraceFormat::HpSrt);
-    let workload = open(&path, &options(false)).unwrap();
+    let workload = open(&path, &options(FORMAT, false)).unwrap();
     let ignored = workload.ignored.clone();
     assert_eq!(
         (workload.pacing, workload.origin),
@@ -137,9 +122,9 @@ fn sample_with_header_parses_to_exact_records() {
 
 #[test]
 fn headerless_hpl2_sample_parses_to_exact_records() {
-    let path = write_temp(&records_body());
+    let path = write_temp("hp", ".srt", &records_body());
     assert_eq!(detect(&path).unwrap(), TraceFormat::HpSrt);
-    let records: Vec<Record> = open(&path, &options(false))
+    let records: Vec<Record> = open(&path, &options(FORMAT, false))
         .unwrap()
         .records
         .map(Result::unwrap)
@@ -161,31 +146,25 @@ fn bad_body() -> Vec<u8> {
 
 #[test]
 fn malformed_record_names_file_byte_and_expectation() {
-    let path = write_temp(&bad_body());
-    let items: Vec<_> = open(&path, &options(false)).unwrap().records.collect();
+    let path = write_temp("hp", ".srt", &bad_body());
+    let items: Vec<_> = open(&path, &options(FORMAT, false))
+        .unwrap()
+        .records
+        .collect();
     assert_eq!(items.len(), 2);
-    match &items[1] {
-        Err(WorkloadError::Malformed {
-            source,
-            position,
-            message,
-        }) => {
-            assert_eq!(source, &path.display().to_string());
-            assert_eq!(position, "byte 52");
-            assert_eq!(
-                message,
-                "expected a positive request size that is a multiple of 512 bytes, found 1000"
-            );
-        }
-        other => panic!("expected a malformed-record error, got {other:?}"),
-    }
+    expect_malformed(
+        &items[1],
+        &path,
+        "byte 52",
+        "expected a positive request size that is a multiple of 512 bytes, found 1000",
+    );
     std::fs::remove_file(path).unwrap();
 }
 
 #[test]
 fn skip_bad_counts_every_bad_record() {
-    let path = write_temp(&bad_body());
-    let workload = open(&path, &options(true)).unwrap();
+    let path = write_temp("hp", ".srt", &bad_body());
+    let workload = open(&path, &options(FORMAT, true)).unwrap();
     let skipped = workload.skipped.clone();
     let origins: Vec<u64> = workload.records.map(|r| r.unwrap().origin).collect();
     // A size that is not a multiple of 512, an unknown record type and a negative sector.
@@ -198,8 +177,11 @@ fn skip_bad_counts_every_bad_record() {
 fn unbelievable_sizes_and_unterminated_headers_are_reported() {
     let mut garbage = encode(&io(1, SHORT_IO, 4096, 1, 0x0800_0008, 1));
     garbage.extend_from_slice(&[0xff; 16]);
-    let path = write_temp(&garbage);
-    let items: Vec<_> = open(&path, &options(true)).unwrap().records.collect();
+    let path = write_temp("hp", ".srt", &garbage);
+    let items: Vec<_> = open(&path, &options(FORMAT, true))
+        .unwrap()
+        .records
+        .collect();
     assert!(items[0].is_ok());
     let err = items[1].as_ref().unwrap_err().to_string();
     assert!(
@@ -209,8 +191,8 @@ fn unbelievable_sizes_and_unterminated_headers_are_reported() {
     assert!(err.contains("cannot be found"), "{err}");
     std::fs::remove_file(path).unwrap();
 
-    let path = write_temp(b"$$TR_IOREC-1.3 no end");
-    let err = open(&path, &options(false))
+    let path = write_temp("hp", ".srt", b"$$TR_IOREC-1.3 no end");
+    let err = open(&path, &options(FORMAT, false))
         .unwrap()
         .records
         .next()

@@ -1,17 +1,13 @@
 //! The streaming characterisation, checked against numbers worked out by hand.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::data;
 use storsim_core::Op;
 use storsim_workload::trace::{
     inspect, open, DeviceSelection, TraceOptions, SIZE_BUCKET_UPPER_BOUNDS,
 };
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
 
 #[test]
 fn small_trace_is_characterised_exactly() {

@@ -1,38 +1,19 @@
 //! MSR Cambridge CSV: a hand-written sample, a malformed sample and the bad-record policy.
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{data, error_for, expect_malformed, options, read_all};
 use storsim_core::Op;
-use storsim_workload::trace::{detect, open, DeviceSelection, TraceFormat, TraceOptions};
-use storsim_workload::{Origin, Pacing, Record, WorkloadError};
+use storsim_workload::trace::{detect, open, TraceFormat};
+use storsim_workload::{Origin, Pacing, Record};
 
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
-
-fn options(skip_bad: bool) -> TraceOptions {
-    TraceOptions {
-        format: Some(TraceFormat::Msr),
-        skip_bad,
-        devices: DeviceSelection::Overlay,
-        ..TraceOptions::default()
-    }
-}
-
-fn read_all(path: &Path, opts: &TraceOptions) -> (Vec<Result<Record, WorkloadError>>, u64) {
-    let workload = open(path, opts).unwrap();
-    let skipped = workload.skipped.clone();
-    let items = workload.records.collect();
-    (items, skipped.get())
-}
+const FORMAT: TraceFormat = TraceFormat::Msr;
 
 #[test]
 fn sample_parses_to_exact_records() {
     let path = data("msr_sample.csv");
     assert_eq!(detect(&path).unwrap(), TraceFormat::Msr);
-    let workload = open(&path, &options(false)).unwrap();
+    let workload = open(&path, &options(FORMAT, false)).unwrap();
     assert_eq!(workload.name, path.display().to_string());
     assert_eq!(workload.pacing, Pacing::Open);
     assert_eq!(workload.origin, Origin::Line);
@@ -74,72 +55,46 @@ fn sample_parses_to_exact_records() {
 #[test]
 fn malformed_record_names_file_line_and_expectation() {
     let path = data("msr_bad.csv");
-    let (items, _) = read_all(&path, &options(false));
+    let (items, _) = read_all(&path, &options(FORMAT, false));
     assert_eq!(items.len(), 2, "the stream stops at the first error");
     assert_eq!(items[0].as_ref().unwrap().origin, 1);
-    match &items[1] {
-        Err(WorkloadError::Malformed {
-            source,
-            position,
-            message,
-        }) => {
-            assert_eq!(source, &path.display().to_string());
-            assert_eq!(position, "line 2");
-            assert_eq!(
-                message,
-                "expected 7 comma-separated fields (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime), found 4"
-            );
-        }
-        other => panic!("expected a malformed-record error, got {other:?}"),
-    }
+    expect_malformed(
+        &items[1],
+        &path,
+        "line 2",
+        "expected 7 comma-separated fields (Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime), found 4",
+    );
 }
 
 #[test]
 fn skip_bad_counts_every_bad_line() {
-    let (items, skipped) = read_all(&data("msr_bad.csv"), &options(true));
+    let (items, skipped) = read_all(&data("msr_bad.csv"), &options(FORMAT, true));
     let origins: Vec<u64> = items.into_iter().map(|r| r.unwrap().origin).collect();
     // Line 2 is short, 3 has an unknown type, 4 a zero size, 5 a timestamp that overflows.
     assert_eq!(origins, vec![1, 6]);
     assert_eq!(skipped, 4);
 }
 
-/// The message of the error that a one-line trace holding `line` produces.
-fn error_for(line: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path =
-        std::env::temp_dir().join(format!("storsim-trace-msr-{}-{n}.csv", std::process::id()));
-    std::fs::write(&path, line).unwrap();
-    let item = open(&path, &options(false)).unwrap().records.next();
-    std::fs::remove_file(&path).unwrap();
-    match item {
-        Some(Err(WorkloadError::Malformed {
-            position, message, ..
-        })) => format!("{position}: {message}"),
-        other => panic!("expected a malformed-record error, got {other:?}"),
-    }
-}
-
 #[test]
 fn field_errors_say_what_was_expected_and_found() {
     assert_eq!(
-        error_for("1,hm,1,Erase,0,512,1"),
+        error_for(FORMAT, "1,hm,1,Erase,0,512,1"),
         "line 1: field 4 (Type): expected Read or Write, found \"Erase\""
     );
     assert_eq!(
-        error_for("1,hm,1,Read,0,0,1"),
+        error_for(FORMAT, "1,hm,1,Read,0,0,1"),
         "line 1: field 6 (Size): expected a positive number of bytes, found \"0\""
     );
     assert_eq!(
-        error_for("999999999999999999,hm,1,Read,0,512,1"),
+        error_for(FORMAT, "999999999999999999,hm,1,Read,0,512,1"),
         "line 1: field 1 (Timestamp): 999999999999999999 ticks of 100 ns overflow a 64-bit nanosecond clock"
     );
     assert_eq!(
-        error_for("1,hm,1,Read,18446744073709551615,512,1"),
+        error_for(FORMAT, "1,hm,1,Read,18446744073709551615,512,1"),
         "line 1: the request at byte offset 18446744073709551615 with length 512 ends beyond 2^64 bytes"
     );
     assert_eq!(
-        error_for("1,hm,x,Read,0,512,1"),
+        error_for(FORMAT, "1,hm,x,Read,0,512,1"),
         "line 1: field 3 (DiskNumber): expected a disk number, found \"x\""
     );
 }

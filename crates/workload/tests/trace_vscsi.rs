@@ -1,11 +1,12 @@
 //! vscsi binary traces: hand-built version 1 and version 2 records, malformed records and the
 //! bad-record policy. The samples are built here byte by byte rather than checked in.
 
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use common::{expect_malformed, write_temp};
 use storsim_core::Op;
 use storsim_workload::trace::{detect, open, DeviceSelection, TraceFormat, TraceOptions};
-use storsim_workload::{Origin, Pacing, Record, WorkloadError};
+use storsim_workload::{Origin, Pacing, Record};
 
 const READ_10: u16 = 0x28;
 const WRITE_16: u16 = 0x8a;
@@ -37,17 +38,6 @@ fn v2(opcode: u16, len_bytes: u32, lbn: u64, ts_us: u64) -> Vec<u8> {
     r.extend_from_slice(&ts_us.to_le_bytes());
     r.extend_from_slice(&250u64.to_le_bytes());
     r
-}
-
-fn write_temp(bytes: &[u8]) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!(
-        "storsim-trace-vscsi-{}-{n}.vscsi",
-        std::process::id()
-    ));
-    std::fs::write(&path, bytes).unwrap();
-    path
 }
 
 fn options(skip_bad: bool) -> TraceOptions {
@@ -82,7 +72,7 @@ fn sample(build: fn(u16, u32, u64, u64) -> Vec<u8>) -> Vec<u8> {
 
 #[test]
 fn version_1_sample_parses_to_exact_records() {
-    let path = write_temp(&sample(v1));
+    let path = write_temp("vscsi", ".vscsi", &sample(v1));
     assert_eq!(detect(&path).unwrap(), TraceFormat::Vscsi);
     let workload = open(&path, &options(false)).unwrap();
     let ignored = workload.ignored.clone();
@@ -105,7 +95,7 @@ fn version_1_sample_parses_to_exact_records() {
 
 #[test]
 fn version_2_sample_parses_to_exact_records() {
-    let path = write_temp(&sample(v2));
+    let path = write_temp("vscsi", ".vscsi", &sample(v2));
     assert_eq!(detect(&path).unwrap(), TraceFormat::Vscsi);
     let workload = open(&path, &options(false)).unwrap();
     let ignored = workload.ignored.clone();
@@ -136,30 +126,21 @@ fn bad_sample() -> Vec<u8> {
 
 #[test]
 fn malformed_record_names_file_byte_and_expectation() {
-    let path = write_temp(&bad_sample());
+    let path = write_temp("vscsi", ".vscsi", &bad_sample());
     let items: Vec<_> = open(&path, &options(false)).unwrap().records.collect();
     assert_eq!(items.len(), 2);
-    match &items[1] {
-        Err(WorkloadError::Malformed {
-            source,
-            position,
-            message,
-        }) => {
-            assert_eq!(source, &path.display().to_string());
-            assert_eq!(position, "byte 32");
-            assert_eq!(
-                message,
-                "expected a version 1 record (version field 0x01xx) like the first record, found version field 0x0200"
-            );
-        }
-        other => panic!("expected a malformed-record error, got {other:?}"),
-    }
+    expect_malformed(
+        &items[1],
+        &path,
+        "byte 32",
+        "expected a version 1 record (version field 0x01xx) like the first record, found version field 0x0200",
+    );
     std::fs::remove_file(path).unwrap();
 }
 
 #[test]
 fn skip_bad_counts_every_bad_record() {
-    let path = write_temp(&bad_sample());
+    let path = write_temp("vscsi", ".vscsi", &bad_sample());
     let workload = open(&path, &options(true)).unwrap();
     let skipped = workload.skipped.clone();
     let origins: Vec<u64> = workload.records.map(|r| r.unwrap().origin).collect();
@@ -172,6 +153,8 @@ fn skip_bad_counts_every_bad_record() {
 #[test]
 fn overflow_and_truncation_are_reported() {
     let path = write_temp(
+        "vscsi",
+        ".vscsi",
         &[
             v1(READ_10, 512, u64::MAX, 3),
             v1(READ_10, 512, 1, 1)[..20].to_vec(),
@@ -196,6 +179,8 @@ fn overflow_and_truncation_are_reported() {
     std::fs::remove_file(&path).unwrap();
 
     let path = write_temp(
+        "vscsi",
+        ".vscsi",
         &[
             v1(READ_10, 512, 1, 1),
             v1(READ_10, 512, 1, 1)[..20].to_vec(),
