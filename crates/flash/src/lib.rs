@@ -1,0 +1,14 @@
+//! NAND flash as a mechanism: how the array is laid out ([`Geometry`]), how long operations take
+//! ([`Timing`]), what state the cells are in ([`NandArray`]) and when each operation can run on
+//! its channel and die ([`Scheduler`]). Policy (which page to write, when to collect garbage)
+//! belongs to the FTL crate; this crate never decides anything.
+
+mod geometry;
+mod nand;
+mod scheduler;
+mod timing;
+
+pub use geometry::{BlockId, Geometry, GeometryError, Ppa};
+pub use nand::{NandArray, NandError};
+pub use scheduler::{FlashOpKind, Scheduler, Utilisation};
+pub use timing::{CellType, Timing};

@@ -1,0 +1,209 @@
+//! The state of the cells: which pages hold data, how often each block was erased, which blocks
+//! are worn out. It enforces NAND's rules (a page is programmed once between erases, a worn-out
+//! block accepts nothing) so that an FTL bug shows up as an error instead of silent corruption.
+//!
+//! Memory: one bit per page plus 12 bytes per block.
+
+use crate::{BlockId, Geometry, Ppa};
+use std::fmt;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NandError {
+    /// Programming a page that was already programmed since its block's last erase.
+    ProgramNotErased {
+        ppa: Ppa,
+    },
+    /// Reading a page that holds no data.
+    ReadErased {
+        ppa: Ppa,
+    },
+    /// The block reached its endurance limit and was retired.
+    BlockRetired {
+        block: BlockId,
+    },
+    OutOfRange {
+        ppa: Ppa,
+    },
+}
+
+impl fmt::Display for NandError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NandError::ProgramNotErased { ppa } => {
+                write!(f, "page {} programmed twice without an erase", ppa.0)
+            }
+            NandError::ReadErased { ppa } => write!(f, "page {} read while erased", ppa.0),
+            NandError::BlockRetired { block } => write!(f, "block {} is retired", block.0),
+            NandError::OutOfRange { ppa } => write!(f, "page {} is outside the array", ppa.0),
+        }
+    }
+}
+
+impl std::error::Error for NandError {}
+
+#[derive(Clone, Debug)]
+pub struct NandArray {
+    geometry: Geometry,
+    programmed: Vec<u64>,
+    erase_counts: Vec<u32>,
+    programmed_in_block: Vec<u32>,
+    retired: Vec<bool>,
+    endurance: u32,
+    retired_blocks: u32,
+}
+
+impl NandArray {
+    /// A fresh array: every page erased, every erase count 0. `endurance` erase cycles retire a
+    /// block.
+    pub fn new(geometry: Geometry, endurance: u32) -> Self {
+        let pages = geometry.pages() as usize;
+        let blocks = geometry.blocks() as usize;
+        NandArray {
+            geometry,
+            programmed: vec![0; pages.div_ceil(64)],
+            erase_counts: vec![0; blocks],
+            programmed_in_block: vec![0; blocks],
+            retired: vec![false; blocks],
+            endurance,
+            retired_blocks: 0,
+        }
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
+    }
+
+    pub fn is_programmed(&self, ppa: Ppa) -> bool {
+        let i = ppa.0 as usize;
+        self.programmed[i / 64] >> (i % 64) & 1 == 1
+    }
+
+    pub fn program(&mut self, ppa: Ppa) -> Result<(), NandError> {
+        if ppa.0 >= self.geometry.pages() {
+            return Err(NandError::OutOfRange { ppa });
+        }
+        let block = self.geometry.block_of(ppa);
+        if self.retired[block.0 as usize] {
+            return Err(NandError::BlockRetired { block });
+        }
+        if self.is_programmed(ppa) {
+            return Err(NandError::ProgramNotErased { ppa });
+        }
+        let i = ppa.0 as usize;
+        self.programmed[i / 64] |= 1 << (i % 64);
+        self.programmed_in_block[block.0 as usize] += 1;
+        Ok(())
+    }
+
+    pub fn check_read(&self, ppa: Ppa) -> Result<(), NandError> {
+        if ppa.0 >= self.geometry.pages() {
+            return Err(NandError::OutOfRange { ppa });
+        }
+        if !self.is_programmed(ppa) {
+            return Err(NandError::ReadErased { ppa });
+        }
+        Ok(())
+    }
+
+    /// Erases a block; when this erase reaches the endurance limit the block is retired and
+    /// accepts no more programs. Returns whether it was retired.
+    pub fn erase(&mut self, block: BlockId) -> Result<bool, NandError> {
+        let b = block.0 as usize;
+        if b >= self.erase_counts.len() {
+            return Err(NandError::OutOfRange {
+                ppa: self.geometry.ppa(BlockId(0), 0),
+            });
+        }
+        if self.retired[b] {
+            return Err(NandError::BlockRetired { block });
+        }
+        let first = self.geometry.ppa(block, 0).0 as usize;
+        for i in first..first + self.geometry.pages_per_block as usize {
+            self.programmed[i / 64] &= !(1 << (i % 64));
+        }
+        self.programmed_in_block[b] = 0;
+        self.erase_counts[b] += 1;
+        if self.erase_counts[b] >= self.endurance {
+            self.retired[b] = true;
+            self.retired_blocks += 1;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    pub fn erase_count(&self, block: BlockId) -> u32 {
+        self.erase_counts[block.0 as usize]
+    }
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.erase_counts
+    }
+    pub fn programmed_pages(&self, block: BlockId) -> u32 {
+        self.programmed_in_block[block.0 as usize]
+    }
+    pub fn is_retired(&self, block: BlockId) -> bool {
+        self.retired[block.0 as usize]
+    }
+    pub fn retired_blocks(&self) -> u32 {
+        self.retired_blocks
+    }
+    pub fn endurance(&self) -> u32 {
+        self.endurance
+    }
+    pub fn total_erases(&self) -> u64 {
+        self.erase_counts.iter().map(|&c| c as u64).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn array(endurance: u32) -> NandArray {
+        NandArray::new(
+            Geometry {
+                channels: 1,
+                chips_per_channel: 1,
+                dies_per_chip: 1,
+                planes_per_die: 1,
+                blocks_per_plane: 4,
+                pages_per_block: 4,
+                page_bytes: 2048,
+                oob_bytes: 64,
+            },
+            endurance,
+        )
+    }
+
+    #[test]
+    fn program_once_then_erase() {
+        let mut a = array(10);
+        a.program(Ppa(5)).unwrap();
+        assert_eq!(
+            a.program(Ppa(5)),
+            Err(NandError::ProgramNotErased { ppa: Ppa(5) })
+        );
+        assert_eq!(
+            a.check_read(Ppa(6)),
+            Err(NandError::ReadErased { ppa: Ppa(6) })
+        );
+        assert_eq!(a.programmed_pages(BlockId(1)), 1);
+        a.erase(BlockId(1)).unwrap();
+        assert!(!a.is_programmed(Ppa(5)));
+        a.program(Ppa(5)).unwrap();
+        assert_eq!(a.erase_count(BlockId(1)), 1);
+        assert_eq!(a.total_erases(), 1);
+    }
+
+    #[test]
+    fn blocks_retire_at_the_endurance_limit() {
+        let mut a = array(2);
+        assert_eq!(a.erase(BlockId(0)), Ok(false));
+        assert_eq!(a.erase(BlockId(0)), Ok(true));
+        assert!(a.is_retired(BlockId(0)));
+        assert_eq!(
+            a.program(Ppa(0)),
+            Err(NandError::BlockRetired { block: BlockId(0) })
+        );
+        assert_eq!(a.retired_blocks(), 1);
+    }
+}

@@ -1,0 +1,129 @@
+//! How long each NAND operation takes.
+
+use storsim_core::SimDuration;
+
+/// Bits per cell. Multi-level cells store several logical pages per word line; their pages
+/// differ in speed (LSB pages program fast, MSB pages slowly).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CellType {
+    Slc,
+    Mlc,
+    Tlc,
+}
+
+impl CellType {
+    pub fn bits(self) -> u32 {
+        match self {
+            CellType::Slc => 1,
+            CellType::Mlc => 2,
+            CellType::Tlc => 3,
+        }
+    }
+    /// Erase cycles a block of this type survives by default.
+    pub fn default_endurance(self) -> u32 {
+        match self {
+            CellType::Slc => 100_000,
+            CellType::Mlc => 10_000,
+            CellType::Tlc => 3_000,
+        }
+    }
+}
+
+/// Operation latencies. Page `p` of a block is of level `p % bits` (0 = LSB), a simple and
+/// common approximation of the real LSB/CSB/MSB word-line pairing; SLC has level 0 only.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Timing {
+    pub cell: CellType,
+    /// Array read time (tR) per page level.
+    pub read: [SimDuration; 3],
+    /// Array program time (tPROG) per page level.
+    pub program: [SimDuration; 3],
+    /// Block erase time (tBERS).
+    pub erase: SimDuration,
+    /// Command and address cycles on the channel, per operation.
+    pub command: SimDuration,
+    /// Channel data rate in mega-transfers per second.
+    pub channel_mts: u32,
+    /// Bytes per transfer (bus width).
+    pub channel_width_bytes: u32,
+}
+
+impl Timing {
+    /// One latency for every page level.
+    pub fn uniform(
+        cell: CellType,
+        read: SimDuration,
+        program: SimDuration,
+        erase: SimDuration,
+        command: SimDuration,
+        channel_mts: u32,
+        channel_width_bytes: u32,
+    ) -> Self {
+        Timing {
+            cell,
+            read: [read; 3],
+            program: [program; 3],
+            erase,
+            command,
+            channel_mts,
+            channel_width_bytes,
+        }
+    }
+
+    fn level(&self, page_in_block: u32) -> usize {
+        (page_in_block % self.cell.bits()) as usize
+    }
+
+    pub fn read_of(&self, page_in_block: u32) -> SimDuration {
+        self.read[self.level(page_in_block)]
+    }
+
+    pub fn program_of(&self, page_in_block: u32) -> SimDuration {
+        self.program[self.level(page_in_block)]
+    }
+
+    /// Time to move `bytes` over the channel, rounded up to the nanosecond.
+    pub fn transfer(&self, bytes: u32) -> SimDuration {
+        // channel_mts × width bytes move per microsecond.
+        let per_us = self.channel_mts as u64 * self.channel_width_bytes as u64;
+        assert!(per_us > 0, "channel rate must be positive");
+        SimDuration((bytes as u64 * 1000).div_ceil(per_us))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transfer_time_follows_the_channel_rate() {
+        let t = Timing::uniform(
+            CellType::Slc,
+            SimDuration(1),
+            SimDuration(1),
+            SimDuration(1),
+            SimDuration(0),
+            333,
+            1,
+        );
+        // 4096 bytes at 333 bytes/µs = 12.3003 µs, rounded up.
+        assert_eq!(t.transfer(4096).as_ns(), 12_301);
+    }
+
+    #[test]
+    fn mlc_pages_alternate_levels() {
+        let mut t = Timing::uniform(
+            CellType::Mlc,
+            SimDuration(50),
+            SimDuration(500),
+            SimDuration(3000),
+            SimDuration(0),
+            100,
+            1,
+        );
+        t.program = [SimDuration(300), SimDuration(900), SimDuration(0)];
+        assert_eq!(t.program_of(0).as_ns(), 300);
+        assert_eq!(t.program_of(1).as_ns(), 900);
+        assert_eq!(t.program_of(2).as_ns(), 300);
+    }
+}
