@@ -10,13 +10,12 @@ use storsim_stats::Collector;
 
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let device_desc = storsim_config::load_device(&args.device).map_err(CliError::input)?;
-    let mut device = device_desc.spec.build();
-    let mut workload = workload_arg::open(
-        &args.workload,
-        &args.trace,
-        device_desc.spec.capacity_bytes(),
-        args.seed,
-    )?;
+    let mut device = device_desc
+        .spec
+        .build()
+        .map_err(|e| CliError::input(format!("{}: {e}", device_desc.name)))?;
+    let mut workload =
+        workload_arg::open(&args.workload, &args.trace, device.capacity_bytes(), args.seed)?;
 
     let replay = match (args.replay, args.iodepth) {
         (None, None) => Replay::natural(workload.pacing),

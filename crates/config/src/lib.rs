@@ -50,13 +50,14 @@ impl DeviceSpec {
         }
     }
 
-    /// Instantiates the model in its initial state.
-    pub fn build(&self) -> Box<dyn Device> {
-        match self {
+    /// Instantiates the model in its initial state. Building can fail for models that do work
+    /// up front (an SSD's preconditioning can wear the device out); the message says why.
+    pub fn build(&self) -> Result<Box<dyn Device>, String> {
+        Ok(match self {
             DeviceSpec::Linear(p) => Box::new(LinearDevice::new(p.clone())),
             DeviceSpec::Table(p) => Box::new(TableDevice::new(p.clone())),
             DeviceSpec::Step(p) => Box::new(StepDevice::new(p.clone())),
-        }
+        })
     }
 }
 

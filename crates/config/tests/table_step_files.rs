@@ -32,7 +32,7 @@ fn invalid_key(text: &str) -> String {
 fn uhs1_sd_loads_by_name_and_builds() {
     let loaded = load_device("uhs1-sd").unwrap();
     assert_eq!(loaded.spec.model_name(), "table");
-    assert_eq!(loaded.spec.build().model_name(), "table");
+    assert_eq!(loaded.spec.build().unwrap().model_name(), "table");
     let p = table(loaded.spec);
     assert_eq!(p.capacity_bytes, 400 << 20);
     assert_eq!((p.channels, p.speedup_milli), (1, 1000));
@@ -156,7 +156,7 @@ sr_us = 2.7
 sw_us = 11.5
 "#;
     let spec = parse_device_toml(text, "scratch.toml").unwrap();
-    assert_eq!(spec.build().model_name(), "table");
+    assert_eq!(spec.build().unwrap().model_name(), "table");
     let p = table(spec);
     assert_eq!((p.channels, p.speedup_milli, p.queue_depth), (2, 1000, 32));
     assert_eq!(p.sequential_detect, SequentialDetect::PreviousRequest);
@@ -260,7 +260,7 @@ fn unknown_keys_in_the_new_sections_are_syntax_errors() {
 #[test]
 fn wisconsin_usb_loads_by_name_and_a_file_overrides_it() {
     let loaded = load_device("wisconsin-usb").unwrap();
-    assert_eq!(loaded.spec.build().model_name(), "step");
+    assert_eq!(loaded.spec.build().unwrap().model_name(), "step");
     let p = step(loaded.spec);
     assert_eq!(p.capacity_bytes, 32 << 20);
     assert_eq!(p.read.step_interval_requests, [32, 64, 128, 256]);
@@ -308,7 +308,7 @@ step_interval_requests = [195, 256]
 compensate_first_request = true
 "#;
     let spec = parse_device_toml(text, "scratch.toml").unwrap();
-    assert_eq!(spec.build().model_name(), "step");
+    assert_eq!(spec.build().unwrap().model_name(), "step");
     let p = step(spec);
     assert_eq!(p.queue_depth, 1);
     assert_eq!(p.sequential_detect, SequentialDetect::PreviousSameDirection);
