@@ -1,0 +1,327 @@
+//! The conformance suite every FTL passes: a seeded random mix of writes, reads and trims,
+//! checked after every call against a shadow map of what the host wrote and a mirror of what
+//! the emitted operations did to the flash.
+//!
+//! What it checks:
+//! - a read maps to the location of the latest write of that page, and that location holds the
+//!   data of that write, as moved by the FTL's own copy operations (GC, merges);
+//! - trimmed and never-written pages have no location;
+//! - the operations obey NAND (no program of a programmed page, no read of an erased one) and
+//!   their dependencies (a copy follows the read of its source; an erase follows the reads out
+//!   of its block);
+//! - valid data pages equal the pages with data, erase counts add up to the erases emitted,
+//!   the NAND array the FTL kept matches the mirror, and write amplification is at least 1.
+//!
+//! It is public so that each FTL's own test file runs it on its own configurations, and so that
+//! users who write an FTL can run it too.
+
+use crate::{Cause, Dep, FlashOp, Ftl};
+use std::collections::HashMap;
+use storsim_core::Prng;
+use storsim_flash::{FlashOpKind, Ppa};
+
+/// How the random workload is drawn.
+#[derive(Clone, Copy, Debug)]
+pub struct Mix {
+    pub steps: u64,
+    /// Percentages of writes, reads and trims (the rest of 100 after writes and reads is trims).
+    pub write_percent: u32,
+    pub read_percent: u32,
+    /// Fraction of the logical space used: smaller spans stress overwrites and GC more.
+    pub span_fraction: f64,
+    /// Percentage of requests that continue sequentially from the previous one (merge paths of
+    /// the block-mapped FTLs).
+    pub sequential_percent: u32,
+    /// Run the full consistency check every this many steps (and at the end).
+    pub full_check_every: u64,
+}
+
+impl Default for Mix {
+    fn default() -> Self {
+        Mix {
+            steps: 20_000,
+            write_percent: 60,
+            read_percent: 30,
+            span_fraction: 1.0,
+            sequential_percent: 30,
+            full_check_every: 1_000,
+        }
+    }
+}
+
+/// What a passing run did, for the caller's own assertions.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    pub host_writes: u64,
+    pub host_reads: u64,
+    pub trims: u64,
+    /// Programs by cause, indexed by [`Cause::index`].
+    pub programs: [u64; 5],
+    pub reads: [u64; 5],
+    pub erases: [u64; 5],
+}
+
+impl Report {
+    pub fn total_programs(&self) -> u64 {
+        self.programs.iter().sum()
+    }
+    pub fn total_erases(&self) -> u64 {
+        self.erases.iter().sum()
+    }
+    /// Flash programs per host page written.
+    pub fn write_amplification(&self) -> f64 {
+        if self.host_writes == 0 {
+            0.0
+        } else {
+            self.total_programs() as f64 / self.host_writes as f64
+        }
+    }
+}
+
+/// Data identity: (logical page, version of the write that produced it).
+type Content = (u64, u64);
+
+struct Mirror {
+    pages_per_block: u32,
+    programmed: Vec<bool>,
+    content: Vec<Option<Content>>,
+}
+
+impl Mirror {
+    fn erase_block(&mut self, ppa: Ppa) {
+        let first = (ppa.0 / self.pages_per_block * self.pages_per_block) as usize;
+        for i in first..first + self.pages_per_block as usize {
+            self.programmed[i] = false;
+            self.content[i] = None;
+        }
+    }
+}
+
+/// Runs the suite; the error names the seed, the step and what broke.
+pub fn check(ftl: &mut dyn Ftl, seed: u64, mix: Mix) -> Result<Report, String> {
+    let geometry = *ftl.nand().geometry();
+    let pages = geometry.pages() as usize;
+    let logical = ftl.logical_pages();
+    if logical == 0 {
+        return Err(format!("{}: no logical pages", ftl.name()));
+    }
+    let span = ((logical as f64 * mix.span_fraction) as u64).clamp(1, logical);
+    let mut rng = Prng::new(seed);
+    let mut shadow: Vec<Option<u64>> = vec![None; logical as usize];
+    let mut mirror = Mirror {
+        pages_per_block: geometry.pages_per_block,
+        programmed: (0..pages)
+            .map(|i| ftl.nand().is_programmed(Ppa(i as u32)))
+            .collect(),
+        content: vec![None; pages],
+    };
+    let initial_erases = ftl.nand().total_erases();
+    let mut report = Report::default();
+    let mut ops: Vec<FlashOp> = Vec::new();
+    let mut version = 0u64;
+    let mut last_lpn = 0u64;
+    let name = ftl.name();
+
+    for step in 0..mix.steps {
+        let fail = |what: String| format!("{name}: seed {seed}, step {step}: {what}");
+        let lpn = if rng.below(100) < mix.sequential_percent as u64 {
+            (last_lpn + 1) % span
+        } else {
+            rng.below(span)
+        };
+        last_lpn = lpn;
+        let dice = rng.below(100) as u32;
+        ops.clear();
+        let kind = if dice < mix.write_percent {
+            version += 1;
+            ftl.write(lpn, &mut ops)
+                .map_err(|e| fail(format!("write of page {lpn}: {e}")))?;
+            report.host_writes += 1;
+            shadow[lpn as usize] = Some(version);
+            'w'
+        } else if dice < mix.write_percent + mix.read_percent {
+            ftl.read(lpn, &mut ops)
+                .map_err(|e| fail(format!("read of page {lpn}: {e}")))?;
+            report.host_reads += 1;
+            'r'
+        } else {
+            ftl.trim(lpn, &mut ops)
+                .map_err(|e| fail(format!("trim of page {lpn}: {e}")))?;
+            report.trims += 1;
+            shadow[lpn as usize] = None;
+            't'
+        };
+
+        let target = ftl.lookup(lpn);
+        apply(&ops, &mut mirror, &mut report, kind, lpn, version, target).map_err(&fail)?;
+
+        match (shadow[lpn as usize], target) {
+            (Some(v), Some(p)) => {
+                let held = mirror.content.get(p.0 as usize).copied().flatten();
+                if held != Some((lpn, v)) {
+                    return Err(fail(format!(
+                        "page {lpn} maps to {p:?}, which holds {held:?}, not version {v}"
+                    )));
+                }
+                if kind == 'r'
+                    && !ops.iter().any(|o| {
+                        o.kind == FlashOpKind::Read && o.ppa == p && o.cause == Cause::Host
+                    })
+                {
+                    return Err(fail(format!("read of page {lpn} did not read {p:?}")));
+                }
+            }
+            (None, Some(p)) => {
+                return Err(fail(format!("page {lpn} has no data but maps to {p:?}")));
+            }
+            (Some(v), None) => {
+                return Err(fail(format!("page {lpn} (version {v}) has no location")));
+            }
+            (None, None) => {}
+        }
+
+        if (step + 1) % mix.full_check_every == 0 || step + 1 == mix.steps {
+            full_check(ftl, &shadow, &mirror, &report, initial_erases).map_err(&fail)?;
+        }
+    }
+    if report.host_writes > 0 && report.write_amplification() < 1.0 {
+        return Err(format!(
+            "{name}: seed {seed}: write amplification {} < 1",
+            report.write_amplification()
+        ));
+    }
+    Ok(report)
+}
+
+/// Replays one call's operations on the mirror, checking NAND rules and dependencies.
+fn apply(
+    ops: &[FlashOp],
+    mirror: &mut Mirror,
+    report: &mut Report,
+    kind: char,
+    lpn: u64,
+    version: u64,
+    target: Option<Ppa>,
+) -> Result<(), String> {
+    let mut buffer: HashMap<Ppa, Option<Content>> = HashMap::new();
+    let mut host_programs = 0;
+    for (i, op) in ops.iter().enumerate() {
+        let p = op.ppa.0 as usize;
+        if p >= mirror.programmed.len() {
+            return Err(format!("op {i} {op:?} is outside the array"));
+        }
+        let c = op.cause.index();
+        match op.kind {
+            FlashOpKind::Read => {
+                if !mirror.programmed[p] {
+                    return Err(format!("op {i} reads erased page {:?}", op.ppa));
+                }
+                buffer.insert(op.ppa, mirror.content[p]);
+                report.reads[c] += 1;
+            }
+            FlashOpKind::Program => {
+                if mirror.programmed[p] {
+                    return Err(format!("op {i} programs page {:?} twice", op.ppa));
+                }
+                let content = match op.data_from {
+                    Some(src) => {
+                        let Some(data) = buffer.get(&src) else {
+                            return Err(format!(
+                                "op {i} copies from {src:?}, which this call did not read"
+                            ));
+                        };
+                        if op.dep == Dep::None {
+                            return Err(format!("op {i} copies without waiting for its read"));
+                        }
+                        *data
+                    }
+                    // The host's new data need not land where the page ends up: an FTL may
+                    // move it later in the same call (the log-block FTL programs the last page
+                    // of a log block, then merges that block). The check after the call
+                    // follows the data through the copies to the page's final location.
+                    None if kind == 'w' && op.cause == Cause::Host => {
+                        host_programs += 1;
+                        Some((lpn, version))
+                    }
+                    None => None,
+                };
+                mirror.programmed[p] = true;
+                mirror.content[p] = content;
+                report.programs[c] += 1;
+            }
+            FlashOpKind::Erase => {
+                let block = op.ppa.0 / mirror.pages_per_block;
+                let read_from_block = ops[..i].iter().any(|o| {
+                    o.kind == FlashOpKind::Read && o.ppa.0 / mirror.pages_per_block == block
+                });
+                if read_from_block && op.dep != Dep::All {
+                    return Err(format!(
+                        "op {i} erases block {block} before its reads finish"
+                    ));
+                }
+                mirror.erase_block(op.ppa);
+                report.erases[c] += 1;
+            }
+            FlashOpKind::CopyBack => {
+                return Err(format!(
+                    "op {i}: FTLs emit copies as read + program, not copy-back"
+                ));
+            }
+        }
+    }
+    if kind == 'w' && host_programs != 1 {
+        return Err(format!(
+            "write of page {lpn} made {host_programs} host programs of its data at {target:?}"
+        ));
+    }
+    Ok(())
+}
+
+fn full_check(
+    ftl: &dyn Ftl,
+    shadow: &[Option<u64>],
+    mirror: &Mirror,
+    report: &Report,
+    initial_erases: u64,
+) -> Result<(), String> {
+    let mut seen: HashMap<Ppa, u64> = HashMap::new();
+    let mut with_data = 0u64;
+    for (lpn, v) in shadow.iter().enumerate() {
+        let lpn = lpn as u64;
+        match (v, ftl.lookup(lpn)) {
+            (Some(v), Some(p)) => {
+                with_data += 1;
+                if let Some(other) = seen.insert(p, lpn) {
+                    return Err(format!("pages {other} and {lpn} both map to {p:?}"));
+                }
+                if mirror.content[p.0 as usize] != Some((lpn, *v)) {
+                    return Err(format!("page {lpn} at {p:?} lost version {v}"));
+                }
+            }
+            (None, None) => {}
+            (v, p) => return Err(format!("page {lpn}: shadow {v:?} but location {p:?}")),
+        }
+    }
+    if ftl.valid_data_pages() != with_data {
+        return Err(format!(
+            "{} valid data pages reported, {with_data} logical pages have data",
+            ftl.valid_data_pages()
+        ));
+    }
+    let nand = ftl.nand();
+    if nand.total_erases() - initial_erases != report.total_erases() {
+        return Err(format!(
+            "the array counts {} erases, the operations {}",
+            nand.total_erases() - initial_erases,
+            report.total_erases()
+        ));
+    }
+    for (i, &m) in mirror.programmed.iter().enumerate() {
+        if nand.is_programmed(Ppa(i as u32)) != m {
+            return Err(format!(
+                "page {i}: the FTL's array and its operations disagree"
+            ));
+        }
+    }
+    Ok(())
+}

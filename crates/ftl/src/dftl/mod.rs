@@ -1,0 +1,401 @@
+//! The `dftl` FTL: demand-based page mapping (Gupta, Kim and Urgaonkar, ASPLOS 2009). See
+//! docs/models/ftl-dftl.md.
+//!
+//! The full page map lives on flash in *translation pages* (each holds `page_bytes / 4`
+//! entries), located through the global translation directory (GTD) kept in controller memory.
+//! Only a cached mapping table (CMT) of recently used entries is in memory, with LRU
+//! replacement. A CMT miss reads the entry's translation page before the data operation;
+//! evicting a dirty entry rewrites its translation page (read, modify, program) and with it
+//! every other dirty cached entry of that page (DFTL's batch update).
+//!
+//! The data side is the `page` FTL's core (striped allocation, garbage collection, wear
+//! levelling); translation pages live in blocks of their own in the same pools and are
+//! collected by the same garbage collector. When collecting a data block moves pages, their
+//! entries are updated in the CMT (made dirty) if cached, otherwise in their translation
+//! pages, one rewrite per translation page touched. Those rewrites are emitted right after
+//! the garbage collection of the call is complete (after the host's program in a write), so
+//! that a collection never has to open a translation block half-way.
+//!
+//! What is modelled and what is kept: the simulator keeps the authoritative logical→physical
+//! map in memory (the core's map) to answer [`Ftl::lookup`] and to know where moved data
+//! went; the CMT and GTD decide only what each request *costs* in flash operations. The CMT
+//! therefore stores which entries are cached and dirty, not their values.
+
+use crate::page::core::{base_logical_pages, Core, Hooks, NONE};
+use crate::page::{self};
+use crate::{FlashOp, Ftl, FtlError};
+use std::collections::BTreeSet;
+use storsim_core::DeviceCounter;
+use storsim_flash::{Geometry, NandArray, Ppa};
+
+/// Parameters of the `dftl` FTL.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// The data side: over-provisioning, garbage collection and wear levelling, as in `page`.
+    pub page: page::Params,
+    /// Mapping entries the cached mapping table holds. At 8 bytes an entry (logical and
+    /// physical page number) the default 4096 entries is 32 KiB of controller SRAM.
+    pub cmt_entries: u32,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            page: page::Params::default(),
+            cmt_entries: 4096,
+        }
+    }
+}
+
+/// Builds the FTL over a fresh array.
+pub fn new(geometry: Geometry, endurance: u32, params: &Params) -> Result<Box<dyn Ftl>, FtlError> {
+    if params.cmt_entries == 0 {
+        return Err(FtlError::Rejected {
+            reason: "cmt_entries must be at least 1".into(),
+        });
+    }
+    let per_page = geometry.page_bytes / 4;
+    if per_page == 0 {
+        return Err(FtlError::Rejected {
+            reason: format!(
+                "page_bytes {} cannot hold one 4-byte mapping entry",
+                geometry.page_bytes
+            ),
+        });
+    }
+    // The translation pages take physical space too: take them out of the logical capacity
+    // so that data plus translation pages fit what over-provisioning leaves.
+    let base = base_logical_pages(&geometry, &params.page);
+    let logical = base - base.div_ceil(per_page as u64);
+    let translation_pages = logical.div_ceil(per_page as u64);
+    let core = Core::new(
+        geometry,
+        endurance,
+        &params.page,
+        logical,
+        translation_pages,
+    )?;
+    let cmt = Cmt::new(
+        params.cmt_entries,
+        per_page,
+        logical as u32,
+        translation_pages as u32,
+    );
+    Ok(Box::new(Dftl { core, cmt }))
+}
+
+struct Dftl {
+    core: Core,
+    cmt: Cmt,
+}
+
+/// One cached entry, in an LRU list threaded through the slot array.
+#[derive(Clone, Copy)]
+struct Slot {
+    lpn: u32,
+    prev: u32,
+    next: u32,
+    dirty: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+struct CmtCounters {
+    hits: u64,
+    misses: u64,
+    translation_page_reads: u64,
+    translation_page_writes: u64,
+    dirty_evictions: u64,
+    gc_translation_page_writes: u64,
+}
+
+/// The cached mapping table and the bookkeeping that prices translation traffic.
+struct Cmt {
+    capacity: u32,
+    entries_per_page: u32,
+    logical_pages: u32,
+    /// Logical page → its slot, or [`NONE`] when not cached.
+    slot_of: Vec<u32>,
+    slots: Vec<Slot>,
+    /// Most recently used slot.
+    head: u32,
+    /// Least recently used slot: the next eviction.
+    tail: u32,
+    /// Per translation page, how many of its entries are cached and dirty.
+    dirty_in_page: Vec<u32>,
+    /// Translation pages that collections made stale (entries of moved data that were not
+    /// cached), to rewrite before the call returns; ordered, so rewrites are deterministic.
+    pending: BTreeSet<u32>,
+    counters: CmtCounters,
+}
+
+impl Cmt {
+    fn new(
+        capacity: u32,
+        entries_per_page: u32,
+        logical_pages: u32,
+        translation_pages: u32,
+    ) -> Self {
+        Cmt {
+            capacity,
+            entries_per_page,
+            logical_pages,
+            slot_of: vec![NONE; logical_pages as usize],
+            slots: Vec::with_capacity(capacity.min(logical_pages) as usize),
+            head: NONE,
+            tail: NONE,
+            dirty_in_page: vec![0; translation_pages as usize],
+            pending: BTreeSet::new(),
+            counters: CmtCounters::default(),
+        }
+    }
+
+    fn unlink(&mut self, s: u32) {
+        let Slot { prev, next, .. } = self.slots[s as usize];
+        if prev == NONE {
+            self.head = next;
+        } else {
+            self.slots[prev as usize].next = next;
+        }
+        if next == NONE {
+            self.tail = prev;
+        } else {
+            self.slots[next as usize].prev = prev;
+        }
+    }
+
+    fn push_front(&mut self, s: u32) {
+        self.slots[s as usize].prev = NONE;
+        self.slots[s as usize].next = self.head;
+        if self.head != NONE {
+            self.slots[self.head as usize].prev = s;
+        } else {
+            self.tail = s;
+        }
+        self.head = s;
+    }
+
+    /// Makes `lpn`'s entry resident and most recently used: a hit costs nothing; a miss first
+    /// evicts the least recently used entry (rewriting its translation page if dirty), then
+    /// reads the translation page of `lpn` (if that page was ever written).
+    fn ensure_cached(
+        &mut self,
+        core: &mut Core,
+        lpn: u32,
+        ops: &mut Vec<FlashOp>,
+    ) -> Result<(), FtlError> {
+        let s = self.slot_of[lpn as usize];
+        if s != NONE {
+            self.counters.hits += 1;
+            if self.head != s {
+                self.unlink(s);
+                self.push_front(s);
+            }
+            return Ok(());
+        }
+        self.counters.misses += 1;
+        let slot = if (self.slots.len() as u32) < self.capacity {
+            self.slots.push(Slot {
+                lpn,
+                prev: NONE,
+                next: NONE,
+                dirty: false,
+            });
+            self.slots.len() as u32 - 1
+        } else {
+            let victim = self.tail;
+            self.unlink(victim);
+            let old = self.slots[victim as usize];
+            self.slot_of[old.lpn as usize] = NONE;
+            if old.dirty {
+                let t = old.lpn / self.entries_per_page;
+                self.dirty_in_page[t as usize] -= 1;
+                self.counters.dirty_evictions += 1;
+                core.ensure_meta_room(ops, self)?;
+                self.write_back(core, t, ops)?;
+            }
+            self.slots[victim as usize] = Slot {
+                lpn,
+                prev: NONE,
+                next: NONE,
+                dirty: false,
+            };
+            victim
+        };
+        let t = lpn / self.entries_per_page;
+        if core.read_meta(t, ops)? {
+            self.counters.translation_page_reads += 1;
+        }
+        self.slot_of[lpn as usize] = slot;
+        self.push_front(slot);
+        Ok(())
+    }
+
+    /// Marks `lpn`'s cached entry as changed since its translation page was written.
+    fn mark_dirty(&mut self, lpn: u32) {
+        let s = self.slot_of[lpn as usize];
+        assert!(s != NONE, "marking an uncached entry dirty (page {lpn})");
+        let slot = &mut self.slots[s as usize];
+        if !slot.dirty {
+            slot.dirty = true;
+            self.dirty_in_page[(lpn / self.entries_per_page) as usize] += 1;
+        }
+    }
+
+    /// Rewrites translation page `t` and, since it now holds their current values, marks every
+    /// cached entry of `t` clean (the batch update).
+    fn write_back(
+        &mut self,
+        core: &mut Core,
+        t: u32,
+        ops: &mut Vec<FlashOp>,
+    ) -> Result<(), FtlError> {
+        let reads = core.rewrite_meta(t, ops)?;
+        self.counters.translation_page_reads += reads;
+        self.counters.translation_page_writes += 1;
+        if self.dirty_in_page[t as usize] > 0 {
+            let first = t * self.entries_per_page;
+            let end = (first + self.entries_per_page).min(self.logical_pages);
+            for lpn in first..end {
+                let s = self.slot_of[lpn as usize];
+                if s != NONE {
+                    self.slots[s as usize].dirty = false;
+                }
+            }
+            self.dirty_in_page[t as usize] = 0;
+        }
+        Ok(())
+    }
+}
+
+impl Hooks for Cmt {
+    const WANTS_MOVES: bool = true;
+
+    /// Collection moved data pages: cached entries become dirty; the translation pages of the
+    /// others are noted for a rewrite, one per page however many of its entries moved.
+    fn data_moved(&mut self, lpns: &[u32]) {
+        for &lpn in lpns {
+            if self.slot_of[lpn as usize] != NONE {
+                self.mark_dirty(lpn);
+            } else {
+                self.pending.insert(lpn / self.entries_per_page);
+            }
+        }
+    }
+}
+
+/// Rewrites the translation pages that were pending when it was called. Making room for a
+/// rewrite may collect garbage and make more pages pending: those wait for the next call, so
+/// one call's work stays bounded (by the number of translation pages) even on a device so
+/// full that collections keep moving data whose entries are not cached.
+fn flush(core: &mut Core, cmt: &mut Cmt, ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
+    for _ in 0..cmt.pending.len() {
+        let Some(t) = cmt.pending.pop_first() else {
+            break;
+        };
+        core.ensure_meta_room(ops, cmt)?;
+        cmt.write_back(core, t, ops)?;
+        cmt.counters.gc_translation_page_writes += 1;
+    }
+    Ok(())
+}
+
+impl Ftl for Dftl {
+    fn name(&self) -> &'static str {
+        "dftl"
+    }
+
+    fn logical_pages(&self) -> u64 {
+        self.core.logical_pages()
+    }
+
+    fn nand(&self) -> &NandArray {
+        &self.core.nand
+    }
+
+    fn read(&mut self, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
+        let lpn = self.core.check_lpn(lpn)?;
+        let start = ops.len();
+        self.cmt.ensure_cached(&mut self.core, lpn, ops)?;
+        // Collections this call caused may move data: their translation updates come before
+        // the host's read, which then reads the data where it finally is.
+        flush(&mut self.core, &mut self.cmt, ops)?;
+        self.core.host_read(lpn, ops, start)
+    }
+
+    fn write(&mut self, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
+        let lpn = self.core.check_lpn(lpn)?;
+        self.core.check_not_worn_out()?;
+        let start = ops.len();
+        self.cmt.ensure_cached(&mut self.core, lpn, ops)?;
+        // The translation updates of this call's collections come before the host's program,
+        // which waits for them. When writing them took the chosen plane's room, the plane is
+        // chosen again (collecting as needed); the translation updates of those collections
+        // wait for the next call.
+        let core = &mut self.core;
+        let cmt = &mut self.cmt;
+        flush(core, cmt, ops)?;
+        let mut plane = core.prepare_host_write(ops, cmt)?;
+        flush(core, cmt, ops)?;
+        if !core.can_host(plane) {
+            plane = core.host_plane(ops, cmt)?;
+        }
+        core.finish_host_write(plane, lpn, ops, start)?;
+        cmt.mark_dirty(lpn);
+        Ok(())
+    }
+
+    fn trim(&mut self, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
+        let lpn = self.core.check_lpn(lpn)?;
+        self.cmt.ensure_cached(&mut self.core, lpn, ops)?;
+        if self.core.host_trim(lpn) {
+            self.cmt.mark_dirty(lpn);
+        }
+        flush(&mut self.core, &mut self.cmt, ops)
+    }
+
+    fn lookup(&self, lpn: u64) -> Option<Ppa> {
+        self.core.lookup(lpn)
+    }
+
+    fn valid_data_pages(&self) -> u64 {
+        self.core.valid_data_pages()
+    }
+
+    fn idle(&mut self, ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
+        let worked = self.core.idle(ops, &mut self.cmt)?;
+        flush(&mut self.core, &mut self.cmt, ops)?;
+        Ok(worked)
+    }
+
+    fn counters(&self) -> Vec<DeviceCounter> {
+        let mut out = Vec::with_capacity(20);
+        self.core.push_counters(&mut out);
+        let c = &self.cmt.counters;
+        let lookups = c.hits + c.misses;
+        let hit_rate = if lookups == 0 {
+            0.0
+        } else {
+            c.hits as f64 / lookups as f64
+        };
+        let on_flash = (0..self.cmt.dirty_in_page.len() as u32)
+            .filter(|&t| self.core.meta_location(t).is_some())
+            .count();
+        for (name, value) in [
+            ("cmt_entries", self.cmt.capacity as f64),
+            ("cmt_hits", c.hits as f64),
+            ("cmt_misses", c.misses as f64),
+            ("cmt_hit_rate", hit_rate),
+            ("cmt_dirty_evictions", c.dirty_evictions as f64),
+            ("translation_page_reads", c.translation_page_reads as f64),
+            ("translation_page_writes", c.translation_page_writes as f64),
+            (
+                "gc_translation_page_writes",
+                c.gc_translation_page_writes as f64,
+            ),
+            ("translation_pages_on_flash", on_flash as f64),
+        ] {
+            out.push(DeviceCounter::new(name, value));
+        }
+        out
+    }
+}

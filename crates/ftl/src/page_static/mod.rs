@@ -1,0 +1,254 @@
+//! The `page-static` FTL: the hybrid-disk thesis' page-level FTL without wear levelling
+//! (Konanki, Fig. 4.1). Logical page `i` lives at physical page `i` forever. A write to an erased
+//! page programs it; a write to a programmed page reads the block's other live pages, erases the
+//! block and programs them back together with the new data. Nothing moves, so a hot page wears
+//! its block out while the rest of the device stays new: the baseline the thesis compares the
+//! other FTLs against. See docs/models/ftl-page-static.md.
+
+use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use storsim_core::{DeviceCounter, Prng};
+use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
+
+/// Parameters of the `page-static` FTL.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// Fraction of pages (0.0 ..= 1.0) that start out programmed, for the thesis' "non-clean"
+    /// start: each page is programmed independently with this probability when the FTL is
+    /// built. Those pages hold data that predates the simulation, so the FTL keeps them across
+    /// erases like live data, but they are no host data (`lookup` gives `None`).
+    pub prewrite_probability: f64,
+    /// Seed of the draw that picks the prewritten pages.
+    pub prewrite_seed: u64,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            prewrite_probability: 0.0,
+            prewrite_seed: 1,
+        }
+    }
+}
+
+/// What a physical page holds, beyond NAND's own programmed bit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Content {
+    /// Nothing worth keeping: the page is erased, or it was trimmed and waits for its block's
+    /// next erase.
+    Nothing,
+    /// The host's data.
+    Host,
+    /// Data from before the simulation (prewrite): kept, never looked up.
+    Prewritten,
+}
+
+struct PageStatic {
+    nand: NandArray,
+    content: Vec<Content>,
+    valid_pages: u64,
+    prewritten_pages: u64,
+    block_rewrites: u64,
+    rewrite_copied_pages: u64,
+}
+
+/// Builds the FTL over a fresh array, prewriting pages if the parameters ask for it.
+pub fn new(geometry: Geometry, endurance: u32, params: &Params) -> Result<Box<dyn Ftl>, FtlError> {
+    geometry.validate().map_err(|e| FtlError::Rejected {
+        reason: format!("page-static: {e}"),
+    })?;
+    let p = params.prewrite_probability;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(FtlError::Rejected {
+            reason: format!("page-static: prewrite_probability {p} is outside 0.0 ..= 1.0"),
+        });
+    }
+    let mut nand = NandArray::new(geometry, endurance);
+    let pages = geometry.pages() as usize;
+    let mut content = vec![Content::Nothing; pages];
+    let mut prewritten_pages = 0;
+    if p > 0.0 {
+        let mut rng = Prng::new(params.prewrite_seed);
+        for (i, c) in content.iter_mut().enumerate() {
+            if rng.next_f64() < p {
+                nand.program(Ppa(i as u32))?;
+                *c = Content::Prewritten;
+                prewritten_pages += 1;
+            }
+        }
+    }
+    Ok(Box::new(PageStatic {
+        nand,
+        content,
+        valid_pages: 0,
+        prewritten_pages,
+        block_rewrites: 0,
+        rewrite_copied_pages: 0,
+    }))
+}
+
+impl PageStatic {
+    fn check(&self, lpn: u64) -> Result<usize, FtlError> {
+        let logical_pages = self.logical_pages();
+        if lpn >= logical_pages {
+            return Err(FtlError::OutOfRange { lpn, logical_pages });
+        }
+        Ok(lpn as usize)
+    }
+}
+
+impl Ftl for PageStatic {
+    fn name(&self) -> &'static str {
+        "page-static"
+    }
+
+    fn logical_pages(&self) -> u64 {
+        self.content.len() as u64
+    }
+
+    fn nand(&self) -> &NandArray {
+        &self.nand
+    }
+
+    fn read(&mut self, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
+        let i = self.check(lpn)?;
+        // A prewritten page is read too: on a non-clean device it holds data a real host would
+        // get back, and the thesis charges the read.
+        if self.content[i] != Content::Nothing {
+            ops.push(FlashOp::read(Ppa(i as u32), Cause::Host, Dep::None));
+        }
+        Ok(())
+    }
+
+    fn write(&mut self, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
+        let i = self.check(lpn)?;
+        let ppa = Ppa(i as u32);
+        if !self.nand.is_programmed(ppa) {
+            self.nand.program(ppa)?;
+            ops.push(FlashOp::program(ppa, Cause::Host, Dep::None));
+        } else {
+            let geometry = *self.nand.geometry();
+            let block = geometry.block_of(ppa);
+            if erase_retires(&self.nand, block) {
+                // This erase would retire the block, and its pages have nowhere else to go:
+                // refusing keeps the data readable. The count includes the block refused.
+                return Err(FtlError::WornOut {
+                    retired_blocks: self.nand.retired_blocks() + 1,
+                });
+            }
+            let first = geometry.ppa(block, 0).0 as usize;
+            let content = &self.content;
+            let copied = rewrite_block(
+                &mut self.nand,
+                ops,
+                block,
+                block,
+                |page| content[first + page as usize] != Content::Nothing,
+                geometry.page_in_block(ppa),
+                Cause::Merge,
+            )?;
+            // The erase dropped the trimmed pages (their content is already `Nothing`); the
+            // live and prewritten ones were programmed back and keep their content.
+            self.block_rewrites += 1;
+            self.rewrite_copied_pages += copied;
+        }
+        if self.content[i] != Content::Host {
+            if self.content[i] == Content::Prewritten {
+                self.prewritten_pages -= 1;
+            }
+            self.content[i] = Content::Host;
+            self.valid_pages += 1;
+        }
+        Ok(())
+    }
+
+    fn trim(&mut self, lpn: u64, _ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
+        let i = self.check(lpn)?;
+        // The page stays programmed until its block is next erased; the rewrite then drops it
+        // instead of copying it back.
+        match self.content[i] {
+            Content::Host => self.valid_pages -= 1,
+            Content::Prewritten => self.prewritten_pages -= 1,
+            Content::Nothing => {}
+        }
+        self.content[i] = Content::Nothing;
+        Ok(())
+    }
+
+    fn lookup(&self, lpn: u64) -> Option<Ppa> {
+        match self.content.get(lpn as usize) {
+            Some(Content::Host) => Some(Ppa(lpn as u32)),
+            _ => None,
+        }
+    }
+
+    fn valid_data_pages(&self) -> u64 {
+        self.valid_pages
+    }
+
+    fn counters(&self) -> Vec<DeviceCounter> {
+        vec![
+            DeviceCounter::new("block_rewrites", self.block_rewrites as f64),
+            DeviceCounter::new("rewrite_copied_pages", self.rewrite_copied_pages as f64),
+            DeviceCounter::new("prewritten_pages", self.prewritten_pages as f64),
+        ]
+    }
+}
+
+/// Whether the next erase of `block` reaches its endurance limit and retires it.
+pub(crate) fn erase_retires(nand: &NandArray, block: BlockId) -> bool {
+    nand.erase_count(block).saturating_add(1) >= nand.endurance()
+}
+
+/// The read-modify-write cycle of Fig. 4.1, which ANAND and FMAX also use for a chain of one
+/// unit: reads the pages of `src` that `keep` selects (except `new_page`, which the host
+/// replaces), erases `src`, and programs the kept pages and the host's new page into `dst` in
+/// page order. `dst` is `src` for a rewrite in place, or an erased block when `src` must not be
+/// reused (its erase retires it); then the copies come first and the erase last. Returns the
+/// pages copied. The caller must not pass a `src` whose erase retires it as `dst`.
+pub(crate) fn rewrite_block(
+    nand: &mut NandArray,
+    ops: &mut Vec<FlashOp>,
+    src: BlockId,
+    dst: BlockId,
+    keep: impl Fn(u32) -> bool,
+    new_page: u32,
+    cause: Cause,
+) -> Result<u64, FtlError> {
+    let geometry = *nand.geometry();
+    let ppb = geometry.pages_per_block;
+    let kept: Vec<u32> = (0..ppb)
+        .filter(|&page| page != new_page && keep(page))
+        .collect();
+    for &page in &kept {
+        let from = geometry.ppa(src, page);
+        nand.check_read(from)?;
+        ops.push(FlashOp::read(from, cause, Dep::None));
+    }
+    let in_place = src == dst;
+    if in_place {
+        assert!(
+            !nand.erase(src)?,
+            "rewrite_block: an in-place rewrite retired its block"
+        );
+        ops.push(FlashOp::erase(geometry.ppa(src, 0), cause, Dep::All));
+    }
+    // Programs go in page order, as NAND wants within a block; each waits for everything before
+    // it (the reads that fetched its data, and in place the erase).
+    let mut next = kept.iter().peekable();
+    for page in 0..ppb {
+        let to = geometry.ppa(dst, page);
+        if page == new_page {
+            nand.program(to)?;
+            ops.push(FlashOp::program(to, Cause::Host, Dep::All));
+        } else if next.peek() == Some(&&page) {
+            next.next();
+            nand.program(to)?;
+            ops.push(FlashOp::copy(geometry.ppa(src, page), to, cause, Dep::All));
+        }
+    }
+    if !in_place {
+        nand.erase(src)?;
+        ops.push(FlashOp::erase(geometry.ppa(src, 0), cause, Dep::All));
+    }
+    Ok(kept.len() as u64)
+}

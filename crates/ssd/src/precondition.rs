@@ -1,0 +1,82 @@
+//! Bringing a fresh device into the state a measurement should start from. Preconditioning
+//! drives the FTL directly, without timing: only the FTL's and the array's state matter, so it
+//! runs at the FTL's own speed (users of other simulators wait hours for this).
+
+use crate::Precondition;
+use storsim_core::Prng;
+use storsim_flash::FlashOpKind;
+use storsim_ftl::{FlashOp, Ftl, FtlError};
+
+/// What preconditioning did, reported with the run's results.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PreconditionReport {
+    pub host_writes: u64,
+    pub flash_programs: u64,
+    pub erases: u64,
+    /// Write amplification of the last random-overwrite window (steady state only).
+    pub steady_state_waf: Option<f64>,
+}
+
+/// Writes with the operations discarded; returns the programs they caused.
+fn write(ftl: &mut dyn Ftl, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<u64, FtlError> {
+    ops.clear();
+    ftl.write(lpn, ops)?;
+    Ok(ops
+        .iter()
+        .filter(|o| o.kind == FlashOpKind::Program)
+        .count() as u64)
+}
+
+pub fn run(
+    ftl: &mut dyn Ftl,
+    how: &Precondition,
+    seed: u64,
+) -> Result<PreconditionReport, FtlError> {
+    let logical = ftl.logical_pages();
+    let erases_before = ftl.nand().total_erases();
+    let mut report = PreconditionReport::default();
+    let mut ops = Vec::with_capacity(1024);
+    let fill = match *how {
+        Precondition::Clean => 0,
+        Precondition::SequentialFill { fraction } => {
+            assert!(
+                (0.0..=1.0).contains(&fraction),
+                "fill fraction {fraction} outside [0, 1]"
+            );
+            (logical as f64 * fraction) as u64
+        }
+        Precondition::SteadyState { .. } => logical,
+    };
+    for lpn in 0..fill {
+        report.flash_programs += write(ftl, lpn, &mut ops)?;
+        report.host_writes += 1;
+    }
+    if let Precondition::SteadyState {
+        max_overwrite_factor,
+    } = *how
+    {
+        let mut rng = Prng::new(seed ^ 0x5354_4541_4459); // "STEADY": its own stream
+        let window = (logical / 4).max(1_000);
+        let budget = (logical as f64 * max_overwrite_factor) as u64;
+        let mut written = 0u64;
+        let mut previous: Option<f64> = None;
+        while written < budget {
+            let mut programs = 0u64;
+            let n = window.min(budget - written);
+            for _ in 0..n {
+                programs += write(ftl, rng.below(logical), &mut ops)?;
+            }
+            written += n;
+            report.host_writes += n;
+            report.flash_programs += programs;
+            let waf = programs as f64 / n as f64;
+            report.steady_state_waf = Some(waf);
+            if previous.is_some_and(|p: f64| (waf - p).abs() <= 0.01 * p) {
+                break;
+            }
+            previous = Some(waf);
+        }
+    }
+    report.erases = ftl.nand().total_erases() - erases_before;
+    Ok(report)
+}

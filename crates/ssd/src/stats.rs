@@ -1,0 +1,175 @@
+//! The SSD's counters: host and flash traffic by cause, write amplification, erase-count
+//! distribution, energy, utilisation, wear-out projection.
+
+use crate::SsdDevice;
+use storsim_core::{DeviceCounter, SimDuration};
+use storsim_flash::FlashOpKind;
+use storsim_ftl::Cause;
+
+/// Flash operations by kind (read, program, erase) and cause.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct OpCounts {
+    pub reads: [u64; 5],
+    pub programs: [u64; 5],
+    pub erases: [u64; 5],
+    pub host_read_pages: u64,
+    pub host_write_pages: u64,
+    pub trim_pages: u64,
+}
+
+impl OpCounts {
+    #[inline]
+    pub fn add(&mut self, kind: FlashOpKind, cause: Cause) {
+        let c = cause.index();
+        match kind {
+            FlashOpKind::Read => self.reads[c] += 1,
+            FlashOpKind::Program => self.programs[c] += 1,
+            FlashOpKind::Erase => self.erases[c] += 1,
+            // A copy-back reads and programs inside the die.
+            FlashOpKind::CopyBack => {
+                self.reads[c] += 1;
+                self.programs[c] += 1;
+            }
+        }
+    }
+}
+
+/// Upper bounds of the erase-count histogram buckets: 0, 1, 2-3, 4-7, ... powers of two.
+fn erase_bucket_label(i: usize) -> String {
+    match i {
+        0 => "erase_count_hist_0".to_string(),
+        1 => "erase_count_hist_1".to_string(),
+        _ => format!("erase_count_hist_{}_{}", 1u64 << (i - 1), (1u64 << i) - 1),
+    }
+}
+
+fn erase_bucket(count: u32) -> usize {
+    if count == 0 {
+        0
+    } else {
+        (32 - count.leading_zeros()) as usize
+    }
+}
+
+pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
+    let mut out = Vec::new();
+    let mut push = |name: String, value: f64| out.push(DeviceCounter::new(name, value));
+    let c = &d.counts;
+    push("host_read_pages".into(), c.host_read_pages as f64);
+    push("host_write_pages".into(), c.host_write_pages as f64);
+    push("host_trim_pages".into(), c.trim_pages as f64);
+    for cause in Cause::ALL {
+        let i = cause.index();
+        push(format!("flash_reads_{}", cause.name()), c.reads[i] as f64);
+        push(
+            format!("flash_programs_{}", cause.name()),
+            c.programs[i] as f64,
+        );
+        push(format!("flash_erases_{}", cause.name()), c.erases[i] as f64);
+    }
+    let programs: u64 = c.programs.iter().sum();
+    let reads: u64 = c.reads.iter().sum();
+    let erases: u64 = c.erases.iter().sum();
+    push("flash_reads".into(), reads as f64);
+    push("flash_programs".into(), programs as f64);
+    push("flash_erases".into(), erases as f64);
+    let waf = if c.host_write_pages == 0 {
+        0.0
+    } else {
+        programs as f64 / c.host_write_pages as f64
+    };
+    push("write_amplification".into(), waf);
+
+    // Erase counts over the whole life of the array, preconditioning included.
+    let nand = d.ftl.nand();
+    let counts = nand.erase_counts();
+    let n = counts.len().max(1) as f64;
+    let mean = counts.iter().map(|&x| x as f64).sum::<f64>() / n;
+    let var = counts
+        .iter()
+        .map(|&x| (x as f64 - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    push(
+        "erase_count_min".into(),
+        counts.iter().copied().min().unwrap_or(0) as f64,
+    );
+    push("erase_count_mean".into(), mean);
+    push(
+        "erase_count_max".into(),
+        counts.iter().copied().max().unwrap_or(0) as f64,
+    );
+    push("erase_count_stddev".into(), var.sqrt());
+    let mut hist = [0u64; 33];
+    for &x in counts {
+        hist[erase_bucket(x)] += 1;
+    }
+    let top = hist.iter().rposition(|&h| h > 0).unwrap_or(0);
+    for (i, &h) in hist.iter().enumerate().take(top + 1) {
+        push(erase_bucket_label(i), h as f64);
+    }
+    push("retired_blocks".into(), nand.retired_blocks() as f64);
+
+    // Energy by operation type and by cause.
+    let e = &d.params.energy;
+    let elapsed = d.last_host_finish.as_ns();
+    let read_uj = reads as f64 * e.read_uj;
+    let program_uj = programs as f64 * e.program_uj;
+    let erase_uj = erases as f64 * e.erase_uj;
+    let idle_uj = e.idle_power_w * elapsed as f64 / 1e9 * 1e6;
+    push("energy_read_uj".into(), read_uj);
+    push("energy_program_uj".into(), program_uj);
+    push("energy_erase_uj".into(), erase_uj);
+    push("energy_idle_uj".into(), idle_uj);
+    for cause in Cause::ALL {
+        let i = cause.index();
+        let uj = c.reads[i] as f64 * e.read_uj
+            + c.programs[i] as f64 * e.program_uj
+            + c.erases[i] as f64 * e.erase_uj;
+        push(format!("energy_{}_uj", cause.name()), uj);
+    }
+    push(
+        "energy_total_uj".into(),
+        read_uj + program_uj + erase_uj + idle_uj,
+    );
+
+    // When would the device wear out at this workload's erase rate?
+    let budget = nand.endurance() as f64 * counts.len() as f64;
+    let used = nand.total_erases() as f64;
+    if erases > 0 && elapsed > 0 {
+        let rate_per_s = erases as f64 / (elapsed as f64 / 1e9);
+        push(
+            "projected_wearout_s".into(),
+            (budget - used).max(0.0) / rate_per_s,
+        );
+        let host_bytes = c.host_write_pages as f64 * d.page_bytes as f64;
+        push(
+            "projected_wearout_host_bytes".into(),
+            (budget - used).max(0.0) / erases as f64 * host_bytes,
+        );
+    }
+
+    let p = &d.precondition;
+    push("precondition_host_writes".into(), p.host_writes as f64);
+    push(
+        "precondition_flash_programs".into(),
+        p.flash_programs as f64,
+    );
+    push("precondition_erases".into(), p.erases as f64);
+    if let Some(w) = p.steady_state_waf {
+        push("precondition_steady_state_waf".into(), w);
+    }
+    push("background_gc_units".into(), d.idle_gc_units as f64);
+
+    let u = d.scheduler.utilisation(SimDuration(elapsed));
+    for (i, x) in u.channel.iter().enumerate() {
+        push(format!("channel_{i}_utilisation"), *x);
+    }
+    for (i, x) in u.die.iter().enumerate() {
+        push(format!("die_{i}_utilisation"), *x);
+    }
+    for fc in d.ftl.counters() {
+        push(format!("ftl_{}", fc.name), fc.value);
+    }
+    out
+}

@@ -1,0 +1,287 @@
+//! The SSD model end to end: channel interleaving, the completion contract, the write buffer,
+//! flushes, energy and determinism.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use storsim_core::{Completion, Device, Op, Prng, Request, SimTime};
+use storsim_engine::{run, EngineOptions, Replay};
+use storsim_flash::{CellType, Geometry, Timing};
+use storsim_ftl::FtlConfig;
+use storsim_ssd::{presets, Precondition, SsdDevice, SsdParams, WriteBuffer};
+use storsim_workload::{Origin, Pacing, Record, Workload};
+
+fn small(channels: u32, dies_per_channel: u32) -> SsdParams {
+    let mut p = presets::flashsim_2009(FtlConfig::default_for("page").unwrap());
+    p.geometry = Geometry {
+        channels,
+        chips_per_channel: dies_per_channel,
+        dies_per_chip: 1,
+        planes_per_die: 1,
+        blocks_per_plane: 64,
+        pages_per_block: 32,
+        page_bytes: 4096,
+        oob_bytes: 0,
+    };
+    p.timing = Timing::uniform(
+        CellType::Slc,
+        storsim_core::SimDuration(50_000),
+        storsim_core::SimDuration(500_000),
+        storsim_core::SimDuration(2_000_000),
+        storsim_core::SimDuration(1_000),
+        400,
+        1,
+    );
+    p
+}
+
+fn workload(records: Vec<Record>) -> Workload {
+    Workload {
+        name: "test".into(),
+        records: Box::new(records.into_iter().map(Ok)),
+        pacing: Pacing::Open,
+        origin: Origin::Index,
+        duration_ns: None,
+        skipped: Rc::new(Cell::new(0)),
+        ignored: Rc::new(Cell::new(0)),
+        format: None,
+        seed: None,
+    }
+}
+
+fn rec(i: u64, op: Op, page: u64, pages: u64) -> Record {
+    Record {
+        timestamp_ns: 0,
+        op,
+        offset_bytes: page * 4096,
+        len_bytes: pages * 4096,
+        dev: 0,
+        think_ns: 0,
+        origin: i,
+    }
+}
+
+fn run_closed(device: &mut SsdDevice, records: Vec<Record>, depth: u32) -> Vec<Completion> {
+    let mut w = workload(records);
+    let mut out = Vec::new();
+    let opts = EngineOptions {
+        replay: Replay::Closed { depth },
+        ..Default::default()
+    };
+    run(
+        device,
+        &mut w,
+        &opts,
+        &mut |c: &Completion| out.push(*c),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    out
+}
+
+#[test]
+fn read_throughput_scales_with_channels_exactly_as_timing_implies() {
+    // One die per channel: each read holds its die for command + tR + command + transfer.
+    let per_read_ns = 1_000 + 50_000 + 1_000 + 10_240; // 4096 B at 400 B/µs = 10.24 µs
+    for channels in [1u32, 2, 4, 8] {
+        let mut p = small(channels, 1);
+        p.precondition = Precondition::SequentialFill { fraction: 1.0 };
+        let mut d = SsdDevice::new(p).unwrap();
+        // The sequential fill striped consecutive pages over the channels.
+        let g = *d.ftl().nand().geometry();
+        for lpn in 0..channels as u64 * 4 {
+            let ppa = d.ftl().lookup(lpn).unwrap();
+            assert_eq!(
+                g.channel_of(g.block_of(ppa)),
+                (lpn % channels as u64) as u32
+            );
+        }
+        let n = 64 * channels as u64;
+        let reads: Vec<Record> = (0..n).map(|i| rec(i, Op::Read, i, 1)).collect();
+        let done = run_closed(&mut d, reads, 2 * channels);
+        let makespan = done.iter().map(|c| c.finish.as_ns()).max().unwrap();
+        assert_eq!(
+            makespan,
+            (n / channels as u64) * per_read_ns,
+            "{channels} channels"
+        );
+    }
+}
+
+#[test]
+fn every_request_completes_once_and_never_before_its_physical_minimum() {
+    let seed = 77;
+    let mut p = small(2, 2);
+    p.precondition = Precondition::SequentialFill { fraction: 0.5 };
+    let mut d = SsdDevice::new(p).unwrap();
+    let logical_pages = d.capacity_bytes() / 4096;
+    let mut rng = Prng::new(seed);
+    let mut records = Vec::new();
+    for i in 0..20_000u64 {
+        let op = match rng.below(10) {
+            0..=5 => Op::Write,
+            6..=8 => Op::Read,
+            _ => Op::Trim,
+        };
+        let pages = 1 + rng.below(4);
+        records.push(rec(i, op, rng.below(logical_pages - pages), pages));
+    }
+    let done = run_closed(&mut d, records, 8);
+    let mut seen = vec![false; 20_000];
+    let min_read = 1_000 + 50_000 + 1_000 + 10_240;
+    let min_write = 1_000 + 10_240 + 500_000;
+    for c in &done {
+        let id = c.request.id as usize;
+        assert!(!seen[id], "seed {seed}: request {id} completed twice");
+        seen[id] = true;
+        let service = c.finish.as_ns() - c.request.arrival.as_ns();
+        if c.request.op == Op::Write {
+            assert!(
+                service >= min_write,
+                "seed {seed}: write {id} took {service} ns"
+            );
+        }
+        // A read of a page that holds data takes at least one flash read.
+        let _ = min_read;
+    }
+    assert!(
+        seen.iter().all(|&s| s),
+        "seed {seed}: some request never completed"
+    );
+    let counters = d.counters();
+    let get = |n: &str| {
+        counters
+            .iter()
+            .find(|c| c.name == n)
+            .map(|c| c.value)
+            .unwrap()
+    };
+    assert!(get("write_amplification") >= 1.0);
+    assert!(
+        get("flash_erases_gc") > 0.0,
+        "the workload must have driven GC"
+    );
+}
+
+#[test]
+fn reads_of_written_pages_take_at_least_one_flash_read() {
+    let mut d = SsdDevice::new(small(1, 1)).unwrap();
+    let done = run_closed(
+        &mut d,
+        vec![
+            rec(0, Op::Write, 5, 1),
+            rec(1, Op::Read, 5, 1),
+            rec(2, Op::Read, 6, 1),
+        ],
+        1,
+    );
+    let lat = |i: usize| done[i].finish.as_ns() - done[i].request.arrival.as_ns();
+    assert_eq!(lat(0), 1_000 + 10_240 + 500_000);
+    assert_eq!(lat(1), 1_000 + 50_000 + 1_000 + 10_240);
+    assert_eq!(lat(2), 0, "an unwritten page needs no flash access");
+}
+
+#[test]
+fn write_buffer_hides_program_time_until_it_is_full() {
+    let mut p = small(1, 1);
+    p.write_buffer = Some(WriteBuffer {
+        capacity_bytes: 4 * 4096,
+        latency: storsim_core::SimDuration(2_000),
+    });
+    let mut d = SsdDevice::new(p).unwrap();
+    let writes: Vec<Record> = (0..8).map(|i| rec(i, Op::Write, i, 1)).collect();
+    let done = run_closed(&mut d, writes, 8);
+    let mut finishes: Vec<u64> = done.iter().map(|c| c.finish.as_ns()).collect();
+    finishes.sort_unstable();
+    // The first four fit in DRAM at once.
+    assert_eq!(&finishes[..4], &[2_000; 4]);
+    // The fifth waits for the first program to finish and free a page.
+    let first_program = 1_000 + 10_240 + 500_000;
+    assert_eq!(finishes[4], first_program + 2_000);
+}
+
+#[test]
+fn flush_waits_for_buffered_programs() {
+    let mut p = small(1, 1);
+    p.write_buffer = Some(WriteBuffer {
+        capacity_bytes: 64 * 4096,
+        latency: storsim_core::SimDuration(0),
+    });
+    let mut d = SsdDevice::new(p).unwrap();
+    let mut r = vec![rec(0, Op::Write, 0, 2)];
+    r.push(Record {
+        op: Op::Flush,
+        len_bytes: 0,
+        offset_bytes: 0,
+        ..rec(1, Op::Flush, 0, 0)
+    });
+    let done = run_closed(&mut d, r, 2);
+    let write = done.iter().find(|c| c.request.op == Op::Write).unwrap();
+    let flush = done.iter().find(|c| c.request.op == Op::Flush).unwrap();
+    assert_eq!(write.finish.as_ns(), 0);
+    // Two programs on one die: the second starts after the first.
+    assert_eq!(flush.finish.as_ns(), 2 * (1_000 + 10_240 + 500_000));
+}
+
+#[test]
+fn energy_is_operations_times_per_operation_energy() {
+    let mut d = SsdDevice::new(small(2, 1)).unwrap();
+    let records: Vec<Record> = (0..100)
+        .map(|i| rec(i, if i % 3 == 0 { Op::Read } else { Op::Write }, i % 40, 1))
+        .collect();
+    run_closed(&mut d, records, 4);
+    let c = d.counters();
+    let get = |n: &str| c.iter().find(|x| x.name == n).map(|x| x.value).unwrap();
+    let e = storsim_ssd::Energy::default();
+    assert!((get("energy_read_uj") - get("flash_reads") * e.read_uj).abs() < 1e-6);
+    assert!((get("energy_program_uj") - get("flash_programs") * e.program_uj).abs() < 1e-6);
+    assert!((get("energy_erase_uj") - get("flash_erases") * e.erase_uj).abs() < 1e-6);
+    let by_cause: f64 = ["host", "gc", "merge", "mapping", "wear_level"]
+        .iter()
+        .map(|k| get(&format!("energy_{k}_uj")))
+        .sum();
+    let by_type = get("energy_read_uj") + get("energy_program_uj") + get("energy_erase_uj");
+    assert!((by_cause - by_type).abs() < 1e-6);
+}
+
+#[test]
+fn out_of_range_and_full_queue_are_refused() {
+    let mut p = small(1, 1);
+    p.queue_depth = 1;
+    let mut d = SsdDevice::new(p).unwrap();
+    let cap = d.capacity_bytes();
+    let r = Request {
+        id: 0,
+        op: Op::Read,
+        offset_bytes: cap,
+        len_bytes: 4096,
+        arrival: SimTime::ZERO,
+    };
+    assert!(d.submit(SimTime::ZERO, r).is_err());
+    let ok = Request {
+        offset_bytes: 0,
+        ..r
+    };
+    d.submit(SimTime::ZERO, ok).unwrap();
+    assert!(matches!(
+        d.submit(SimTime::ZERO, ok),
+        Err(storsim_core::DeviceError::QueueFull { .. })
+    ));
+}
+
+#[test]
+fn steady_state_preconditioning_settles_write_amplification() {
+    let mut p = small(2, 2);
+    p.precondition = Precondition::SteadyState {
+        max_overwrite_factor: 8.0,
+    };
+    let d = SsdDevice::new(p).unwrap();
+    let c = d.counters();
+    let get = |n: &str| c.iter().find(|x| x.name == n).map(|x| x.value).unwrap();
+    assert!(
+        get("precondition_steady_state_waf") > 1.0,
+        "random overwrites of a full device need GC"
+    );
+    assert!(get("precondition_erases") > 0.0);
+    // The measured run starts from zero.
+    assert_eq!(get("flash_programs"), 0.0);
+}
