@@ -425,6 +425,7 @@ fn random_setup(seed: u64) -> (Geometry, dftl::Params) {
             gc_high_watermark_blocks: low + r.below(4) as u32,
             dynamic_wl: r.below(2) == 0,
             static_wl_threshold_erases: [None, Some(1), Some(3), Some(20)][r.below(4) as usize],
+            static_wl_erases_per_move: 1 + r.below(8) as u32,
             seed,
         },
         cmt_entries: [1, 3, 16, 100, 100_000][r.below(5) as usize],

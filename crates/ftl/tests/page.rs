@@ -513,32 +513,42 @@ fn spread(nand: &NandArray) -> u32 {
 #[test]
 fn static_wear_levelling_moves_cold_data_and_narrows_the_spread() {
     let g = geometry(2, 1, 1, 32, 4);
+    let seed = 32;
+    // (threshold, erases per move): off, unpaced, and the default pacing.
     let mut spreads = Vec::new();
-    for threshold in [None, Some(10)] {
+    for (threshold, per_move) in [(None, 8), (Some(10), 1), (Some(10), 8)] {
         let mut ftl = build(
             g,
             &Params {
                 over_provisioning_fraction: 0.25,
                 static_wl_threshold_erases: threshold,
+                static_wl_erases_per_move: per_move,
                 ..Params::default()
             },
         );
         let mut mirror = BlockMirror::new(g, 100_000);
-        let seed = 32;
         skewed_writes(ftl.as_mut(), &mut mirror, seed, 60_000);
         let s = spread(ftl.nand());
         let moves = counter(ftl.as_ref(), "wear_level_moves");
-        println!("seed {seed}: static threshold {threshold:?}: spread {s}, moves {moves}");
-        if let Some(t) = threshold {
-            assert!(moves > 0.0);
-            assert!(s <= t + 2, "spread {s} with threshold {t}");
-        } else {
-            assert_eq!(moves, 0.0);
+        let erases = ftl.nand().total_erases() as f64;
+        println!(
+            "seed {seed}: threshold {threshold:?}, {per_move} erases per move: spread {s}, \
+             {moves} moves in {erases} erases"
+        );
+        match threshold {
+            None => assert_eq!(moves, 0.0),
+            Some(t) => {
+                assert!(moves > 0.0);
+                assert!(moves <= erases / per_move as f64 + 1.0, "pacing");
+                if per_move == 1 {
+                    assert!(s <= t + 2, "spread {s} with threshold {t}");
+                }
+            }
         }
         spreads.push(s);
     }
     assert!(
-        spreads[1] * 3 < spreads[0],
+        spreads[1] * 3 < spreads[0] && spreads[2] < spreads[0],
         "static WL must narrow the spread: {spreads:?}"
     );
 }
@@ -707,6 +717,7 @@ pub fn random_setup(seed: u64) -> (Geometry, Params) {
         gc_high_watermark_blocks: low + r.below(4) as u32,
         dynamic_wl: r.below(2) == 0,
         static_wl_threshold_erases: [None, Some(1), Some(3), Some(20)][r.below(4) as usize],
+        static_wl_erases_per_move: 1 + r.below(8) as u32,
         seed,
     };
     (g, params)

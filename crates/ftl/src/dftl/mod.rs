@@ -176,7 +176,8 @@ impl Cmt {
 
     /// Makes `lpn`'s entry resident and most recently used: a hit costs nothing; a miss first
     /// evicts the least recently used entry (rewriting its translation page if dirty), then
-    /// reads the translation page of `lpn` (if that page was ever written).
+    /// reads the translation page of `lpn` (if that page was ever written, and unless the
+    /// eviction just rewrote that same page).
     fn ensure_cached(
         &mut self,
         core: &mut Core,
@@ -193,6 +194,9 @@ impl Cmt {
             return Ok(());
         }
         self.counters.misses += 1;
+        let t = lpn / self.entries_per_page;
+        // A translation page just rewritten for the eviction is in the controller already.
+        let mut fetched = false;
         let slot = if (self.slots.len() as u32) < self.capacity {
             self.slots.push(Slot {
                 lpn,
@@ -207,11 +211,12 @@ impl Cmt {
             let old = self.slots[victim as usize];
             self.slot_of[old.lpn as usize] = NONE;
             if old.dirty {
-                let t = old.lpn / self.entries_per_page;
-                self.dirty_in_page[t as usize] -= 1;
+                let old_t = old.lpn / self.entries_per_page;
+                self.dirty_in_page[old_t as usize] -= 1;
                 self.counters.dirty_evictions += 1;
                 core.ensure_meta_room(ops, self)?;
-                self.write_back(core, t, ops)?;
+                self.write_back(core, old_t, ops)?;
+                fetched = old_t == t;
             }
             self.slots[victim as usize] = Slot {
                 lpn,
@@ -221,8 +226,7 @@ impl Cmt {
             };
             victim
         };
-        let t = lpn / self.entries_per_page;
-        if core.read_meta(t, ops)? {
+        if !fetched && core.read_meta(t, ops)? {
             self.counters.translation_page_reads += 1;
         }
         self.slot_of[lpn as usize] = slot;

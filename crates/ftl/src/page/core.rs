@@ -196,6 +196,11 @@ impl Core {
                 "static_wl_threshold_erases must be at least 1 (or off)".into(),
             ));
         }
+        if params.static_wl_erases_per_move == 0 {
+            return Err(rejected(
+                "static_wl_erases_per_move must be at least 1".into(),
+            ));
+        }
         if endurance == 0 {
             return Err(rejected("block endurance must be at least 1 erase".into()));
         }
@@ -260,7 +265,11 @@ impl Core {
             meta_cursor: 0,
             background_cursor: 0,
             victims: VictimIndex::new(params.gc_policy, planes, geometry.blocks_per_plane, ppb),
-            wear: StaticWl::new(params.static_wl_threshold_erases, blocks),
+            wear: StaticWl::new(
+                params.static_wl_threshold_erases,
+                params.static_wl_erases_per_move,
+                blocks,
+            ),
             rng: Prng::new(params.seed),
             seal_seq: 0,
             data_valid: 0,
@@ -508,6 +517,8 @@ impl Core {
         if !self.room_for(b) {
             return Ok(false);
         }
+        // Reset the pacing first, so that the move's own erase counts towards the next move.
+        self.wear.moved();
         self.collect(b, Cause::WearLevel, ops, hooks)?;
         self.counters.wear_level_moves += 1;
         Ok(true)

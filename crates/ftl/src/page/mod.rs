@@ -38,6 +38,9 @@ pub struct Params {
     /// Static wear levelling: when the most- and least-worn live blocks differ by more than
     /// this many erases, move the data out of a cold block. `None` is off. Default 100.
     pub static_wl_threshold_erases: Option<u32>,
+    /// Static wear levelling moves at most one block per this many erases (of any cause), so
+    /// that it costs at most about 1 / this of the erases. Default 8.
+    pub static_wl_erases_per_move: u32,
     /// Seed of the random choices (the random and d-choices victim policies).
     pub seed: u64,
 }
@@ -52,6 +55,7 @@ impl Default for Params {
             gc_high_watermark_blocks: 8,
             dynamic_wl: true,
             static_wl_threshold_erases: Some(100),
+            static_wl_erases_per_move: 8,
             seed: 0,
         }
     }

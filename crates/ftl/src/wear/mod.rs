@@ -6,7 +6,10 @@
 //! - *Static* wear levelling notices when the most- and least-worn live blocks drift more than
 //!   a threshold apart, and moves the data out of a cold full block (one whose erase count
 //!   lags the maximum by more than the threshold) so that the block is erased and reused.
-//!   Without it, blocks holding data that is never rewritten are never erased.
+//!   Without it, blocks holding data that is never rewritten are never erased. Moves are
+//!   paced: at most one per a given number of erases, so that wear levelling cannot become
+//!   most of the device's work, nor feed itself (a move erases a block, and in DFTL rewrites
+//!   translation pages, which erases more blocks and widens the spread it tries to close).
 //!
 //! Retired blocks (the NAND array retires a block on the erase that reaches its endurance)
 //! leave both structures for good. See docs/models/wear.md.
@@ -71,12 +74,17 @@ pub(crate) struct StaticWl {
     /// A full sweep found no movable cold block while the maximum was this; do not sweep again
     /// until the maximum grows.
     blocked_at_max: Option<u32>,
-    /// Whether the spread exceeds the threshold (kept current on every erase).
+    /// Erases (of any cause) between two moves, at least.
+    erases_per_move: u32,
+    /// Erases since the last move.
+    since_move: u32,
+    /// Whether the spread exceeds the threshold and the pacing allows a move (kept current on
+    /// every erase).
     pending: bool,
 }
 
 impl StaticWl {
-    pub(crate) fn new(threshold: Option<u32>, blocks: u32) -> Self {
+    pub(crate) fn new(threshold: Option<u32>, erases_per_move: u32, blocks: u32) -> Self {
         let mut counts = BTreeMap::new();
         if threshold.is_some() && blocks > 0 {
             counts.insert(0, blocks);
@@ -86,8 +94,16 @@ impl StaticWl {
             counts,
             cursor: 0,
             blocked_at_max: None,
+            erases_per_move: erases_per_move.max(1),
+            since_move: 0,
             pending: false,
         }
+    }
+
+    /// A move was made: the next one waits for `erases_per_move` more erases.
+    pub(crate) fn moved(&mut self) {
+        self.since_move = 0;
+        self.update();
     }
 
     /// A live block went from `old` erases to `old + 1`, or was retired by that erase.
@@ -106,12 +122,17 @@ impl StaticWl {
         if !retired {
             *self.counts.entry(old + 1).or_insert(0) += 1;
         }
+        self.since_move = self.since_move.saturating_add(1);
         self.update();
     }
 
     fn update(&mut self) {
         self.pending = match (self.threshold, self.spread()) {
-            (Some(t), Some((min, max))) => max - min > t && self.blocked_at_max != Some(max),
+            (Some(t), Some((min, max))) => {
+                max - min > t
+                    && self.blocked_at_max != Some(max)
+                    && self.since_move >= self.erases_per_move
+            }
             _ => false,
         };
     }
@@ -175,8 +196,8 @@ mod tests {
 
     #[test]
     fn static_wl_triggers_above_the_threshold_and_finds_cold_blocks() {
-        // Four blocks, threshold 2.
-        let mut wl = StaticWl::new(Some(2), 4);
+        // Four blocks, threshold 2, a move allowed after every erase.
+        let mut wl = StaticWl::new(Some(2), 1, 4);
         let mut ec = [0u32; 4];
         for _ in 0..3 {
             wl.erased(ec[3], false);
@@ -196,6 +217,23 @@ mod tests {
         // Retiring the worn block removes it from the spread.
         wl.erased(ec[3], true);
         assert_eq!(wl.spread(), Some((0, 0)));
+        assert!(!wl.pending());
+    }
+
+    #[test]
+    fn static_wl_moves_are_paced_by_erases() {
+        // Two blocks, threshold 1, at most one move per 3 erases.
+        let mut wl = StaticWl::new(Some(1), 3, 2);
+        // Block 1 is erased twice: spread 2 > 1, but only 2 erases so far.
+        wl.erased(0, false);
+        wl.erased(1, false);
+        assert!(!wl.pending());
+        wl.erased(2, false);
+        assert!(wl.pending());
+        wl.moved();
+        assert!(!wl.pending());
+        // The move erased block 0: spread 2, one erase since the move.
+        wl.erased(0, false);
         assert!(!wl.pending());
     }
 }
