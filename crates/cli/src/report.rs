@@ -156,7 +156,7 @@ pub fn simulation_text(r: &SimulationResults) -> String {
     let s = &r.summary;
     let mut out = String::new();
     let replay = match r.replay {
-        Replay::Open { time_scale } if time_scale == 1.0 => "open loop".to_string(),
+        Replay::Open { time_scale: 1.0 } => "open loop".to_string(),
         Replay::Open { time_scale } => format!("open loop, time scale {time_scale}"),
         Replay::Closed { depth } => format!("closed loop, depth {depth}"),
         Replay::AsFastAsPossible => "as fast as possible".to_string(),

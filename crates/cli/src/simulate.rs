@@ -14,8 +14,12 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
         .spec
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", device_desc.name)))?;
-    let mut workload =
-        workload_arg::open(&args.workload, &args.trace, device.capacity_bytes(), args.seed)?;
+    let mut workload = workload_arg::open(
+        &args.workload,
+        &args.trace,
+        device.capacity_bytes(),
+        args.seed,
+    )?;
 
     let replay = match (args.replay, args.iodepth) {
         (None, None) => Replay::natural(workload.pacing),

@@ -12,6 +12,7 @@ enum ModelName {
     Linear,
     Table,
     Step,
+    Ssd,
 }
 
 impl ModelName {
@@ -20,6 +21,7 @@ impl ModelName {
             DeviceSpec::Linear(_) => ModelName::Linear,
             DeviceSpec::Table(_) => ModelName::Table,
             DeviceSpec::Step(_) => ModelName::Step,
+            DeviceSpec::Ssd(_) => ModelName::Ssd,
         }
     }
 
@@ -29,6 +31,7 @@ impl ModelName {
             ModelName::Linear => "linear",
             ModelName::Table => "table",
             ModelName::Step => "step",
+            ModelName::Ssd => "ssd",
         }
     }
 }
@@ -45,6 +48,7 @@ struct DeviceFile {
     linear: Option<models::linear::LinearSection>,
     table: Option<models::table::TableSection>,
     step: Option<models::step::StepSection>,
+    ssd: Option<models::ssd::SsdSection>,
 }
 
 impl DeviceFile {
@@ -54,6 +58,7 @@ impl DeviceFile {
             (ModelName::Linear, self.linear.is_some()),
             (ModelName::Table, self.table.is_some()),
             (ModelName::Step, self.step.is_some()),
+            (ModelName::Ssd, self.ssd.is_some()),
         ]
         .into_iter()
         .filter_map(|(model, present)| present.then_some(model))
@@ -117,6 +122,16 @@ pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigErr
             ))
         }
     };
+    // An SSD's capacity is what its FTL leaves of the geometry; a second, independent number
+    // could only disagree with it.
+    if model == ModelName::Ssd && parsed.capacity_bytes.is_some() {
+        return Err(invalid(
+            "capacity_bytes",
+            "does not apply to an `ssd` device: its capacity follows from [ssd.geometry] and \
+             the FTL's over-provisioning; change those instead"
+                .to_string(),
+        ));
+    }
     // A section for another model is a mistake (a copied block, a wrong preset), and applying
     // nothing from it silently would hide that.
     if let Some(other) = parsed.sections().find(|&m| m != model) {
@@ -169,6 +184,10 @@ pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigErr
                     parsed.capacity_bytes,
                     file,
                 )?),
+                ModelName::Ssd => DeviceSpec::Ssd(models::ssd::from_scratch(
+                    parsed.ssd.as_ref().ok_or_else(no_section)?,
+                    file,
+                )?),
             }
         }
     };
@@ -209,6 +228,15 @@ pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigErr
                 models::step::apply(section, p, file)?;
             }
             models::step::validate(p, file)?;
+        }
+        DeviceSpec::Ssd(p) => {
+            if let Some(q) = parsed.queue_depth {
+                p.queue_depth = q;
+            }
+            if let Some(section) = &parsed.ssd {
+                models::ssd::apply(section, p, file)?;
+            }
+            models::ssd::validate(p, file)?;
         }
     }
     Ok(spec)

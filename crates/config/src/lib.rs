@@ -9,6 +9,16 @@
 //! [linear.sr]
 //! a_us = 100.0
 //! ```
+//!
+//! or, for a flash SSD:
+//!
+//! ```toml
+//! preset = "flashsim-2009"
+//! [ssd]
+//! ftl = "page"
+//! [ssd.page]
+//! gc_policy = "cost-benefit"
+//! ```
 //! See docs/config.md; each model's section is described in docs/models/NAME.md.
 
 mod error;
@@ -24,6 +34,7 @@ use storsim_blackbox::linear::{LinearDevice, LinearParams};
 use storsim_blackbox::step::{StepDevice, StepParams};
 use storsim_blackbox::table::{TableDevice, TableParams};
 use storsim_core::Device;
+use storsim_ssd::{Precondition, SsdDevice, SsdParams};
 
 /// A fully resolved device description: which model, with every parameter set.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,6 +42,7 @@ pub enum DeviceSpec {
     Linear(LinearParams),
     Table(TableParams),
     Step(StepParams),
+    Ssd(SsdParams),
 }
 
 impl DeviceSpec {
@@ -39,25 +51,38 @@ impl DeviceSpec {
             DeviceSpec::Linear(_) => "linear",
             DeviceSpec::Table(_) => "table",
             DeviceSpec::Step(_) => "step",
-        }
-    }
-
-    pub fn capacity_bytes(&self) -> u64 {
-        match self {
-            DeviceSpec::Linear(p) => p.capacity_bytes,
-            DeviceSpec::Table(p) => p.capacity_bytes,
-            DeviceSpec::Step(p) => p.capacity_bytes,
+            DeviceSpec::Ssd(_) => "ssd",
         }
     }
 
     /// Instantiates the model in its initial state. Building can fail for models that do work
-    /// up front (an SSD's preconditioning can wear the device out); the message says why.
+    /// up front: an SSD's FTL may find too little spare space in the geometry, and
+    /// preconditioning can wear the device out; the message says which and why.
+    ///
+    /// There is deliberately no capacity query on a description: an SSD's capacity is what its
+    /// FTL leaves of the geometry, known only once the FTL is built. Ask the built device.
     pub fn build(&self) -> Result<Box<dyn Device>, String> {
         Ok(match self {
             DeviceSpec::Linear(p) => Box::new(LinearDevice::new(p.clone())),
             DeviceSpec::Table(p) => Box::new(TableDevice::new(p.clone())),
             DeviceSpec::Step(p) => Box::new(StepDevice::new(p.clone())),
+            DeviceSpec::Ssd(p) => Box::new(SsdDevice::new(p.clone()).map_err(|e| {
+                format!(
+                    "ssd with the `{}` FTL and {} preconditioning: {e}",
+                    p.ftl.name(),
+                    precondition_name(p)
+                )
+            })?),
         })
+    }
+}
+
+/// The preconditioning mode as files write it, for build errors.
+fn precondition_name(p: &SsdParams) -> &'static str {
+    match p.precondition {
+        Precondition::Clean => "clean",
+        Precondition::SequentialFill { .. } => "sequential-fill",
+        Precondition::SteadyState { .. } => "steady-state",
     }
 }
 

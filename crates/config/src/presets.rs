@@ -1,10 +1,17 @@
 //! Built-in devices. Each preset is a complete description that a device file may start from.
-//! Some presets also take a variant after a colon (`uhs1-sd:ch4-x2`), for parameter sweeps
-//! without writing a file.
+//! Some presets also take a variant after a colon (`uhs1-sd:ch4-x2`, `flashsim-2009:fast`), for
+//! parameter sweeps without writing a file.
 
+use crate::models::ftl::FtlName;
+use crate::models::ssd::consistent;
 use crate::models::table::{check_channels, speedup_milli};
 use crate::DeviceSpec;
 use storsim_blackbox::{linear, step, table};
+use storsim_ssd::presets as ssd;
+
+/// FlashSim's evaluation is about DFTL, so that is the FTL `flashsim-2009` runs unless a
+/// variant names another.
+const FLASHSIM_DEFAULT_FTL: FtlName = FtlName::Dftl;
 
 /// Turns a preset's spec into the variant named after the colon, or says why it cannot.
 type ApplyVariant = fn(DeviceSpec, &str) -> Result<DeviceSpec, String>;
@@ -51,6 +58,46 @@ const PRESETS: &[PresetInfo] = &[
         build: || DeviceSpec::Step(step::wisconsin_usb()),
         variant: None,
     },
+    PresetInfo {
+        name: "flashsim-2009",
+        model: "ssd",
+        summary: "FlashSim's SLC SSD (Kim et al. 2009, Table 2): 2 KiB pages, 64-page blocks, \
+                  8 GiB raw (layout assumed), DFTL; `flashsim-2009:FTL` runs another FTL \
+                  (page, fast, log-block, ...)",
+        build: || {
+            DeviceSpec::Ssd(consistent(ssd::flashsim_2009(
+                FLASHSIM_DEFAULT_FTL.defaults(),
+            )))
+        },
+        variant: Some(ftl_variant),
+    },
+    PresetInfo {
+        name: "bench2g",
+        model: "ssd",
+        summary: "The ../shared/bench comparison SSD: 2 GiB raw MLC, 32 planes, MQSim's \
+                  timings, page FTL with 7 % over-provisioning and GC below 5 % free blocks \
+                  per plane, 256 MiB DRAM cache",
+        build: bench2g,
+        variant: None,
+    },
+    PresetInfo {
+        name: "sandisk-usb-anand",
+        model: "ssd",
+        summary: "1 GB SanDisk USB stick under ANAND, the FTL that modelled it best (Konanki's \
+                  hybrid-disk thesis, §5); geometry and timings assumed from 1 Gbit SLC \
+                  datasheets",
+        build: || DeviceSpec::Ssd(consistent(ssd::sandisk_usb_anand())),
+        variant: None,
+    },
+    PresetInfo {
+        name: "tlc-nvme",
+        model: "ssd",
+        summary: "Representative 3D TLC NVMe SSD, about 600 GB raw, timings typical of ISSCC \
+                  2018-2020 parts, page FTL, 1 GiB DRAM buffer, background GC; no specific \
+                  product",
+        build: || DeviceSpec::Ssd(consistent(ssd::tlc_nvme())),
+        variant: None,
+    },
 ];
 
 /// Every preset, in the order `storsim presets` lists them.
@@ -76,6 +123,26 @@ pub fn preset_spec(name: &str) -> Option<Result<DeviceSpec, String>> {
         (Some(v), Some(apply)) => apply(info.spec(), v),
         (Some(_), None) => Err(format!("preset '{base}' has no variants")),
     })
+}
+
+/// The `../shared/bench` device, with its GC trigger as the ssd crate sets it.
+fn bench2g() -> DeviceSpec {
+    DeviceSpec::Ssd(consistent(ssd::bench2g()))
+}
+
+/// `NAME:FTL`: the same SSD under another FTL, with that FTL's default parameters.
+fn ftl_variant(spec: DeviceSpec, variant: &str) -> Result<DeviceSpec, String> {
+    let DeviceSpec::Ssd(mut params) = spec else {
+        return Err("FTL variants apply to ssd devices only".to_string());
+    };
+    let ftl = FtlName::parse(variant).ok_or_else(|| {
+        format!(
+            "variant '{variant}' names no FTL; use one of {}",
+            FtlName::list()
+        )
+    })?;
+    params.ftl = ftl.defaults();
+    Ok(DeviceSpec::Ssd(consistent(params)))
 }
 
 /// The thesis' ChN-xS notation: `chN`, `xS` or both joined by `-`, case-insensitive.

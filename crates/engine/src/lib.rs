@@ -245,12 +245,14 @@ pub fn run<D: Device + ?Sized>(
         }
 
         // Submit what has arrived, while the device has room.
+        let mut submitted_any = false;
         while outstanding < device_depth && ready.peek_time().is_some_and(|t| t <= now) {
             let (_, (request, record_origin)) = ready.pop().expect("peeked");
             match device.submit(now, request) {
                 Ok(()) => {
                     outstanding += 1;
                     info.requests_issued += 1;
+                    submitted_any = true;
                 }
                 Err(DeviceError::QueueFull { .. }) => {
                     // The device has a tighter limit than it advertised; wait for a completion.
@@ -263,6 +265,12 @@ pub fn run<D: Device + ?Sized>(
                 }
                 Err(error) => return Err(device_error(workload, origin, record_origin, error)),
             }
+        }
+
+        // A submission freed a place in `ready`: admit the next records before time moves, or
+        // requests that arrive before the next device event would be issued late.
+        if submitted_any && !exhausted {
+            continue;
         }
 
         // Jump to the next event.

@@ -103,6 +103,18 @@ fn open_loop_rebases_timestamps_and_queues_behind_a_busy_device() {
 }
 
 #[test]
+fn open_loop_issues_each_request_at_its_arrival_while_others_are_in_service() {
+    // Two servers: the second request must start when it arrives, not when the first finishes.
+    let mut d = flat_device(100, 2, 32);
+    let recs = vec![record(0, 0, 1), record(10, 8192, 2), record(20, 16384, 3)];
+    let done = run_all(&mut d, workload(recs, Pacing::Open), open(1.0)).unwrap();
+    assert_eq!(
+        timeline(&done),
+        [(0, 0, 0, 100), (1, 10, 10, 110), (2, 20, 100, 200)]
+    );
+}
+
+#[test]
 fn time_scale_multiplies_inter_arrival_times() {
     let mut d = flat_device(10, 1, 32);
     let recs = vec![

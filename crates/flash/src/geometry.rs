@@ -65,14 +65,17 @@ impl Geometry {
                 return Err(GeometryError::Zero { field });
             }
         }
-        let pages = self.channels as u64
-            * self.chips_per_channel as u64
-            * self.dies_per_chip as u64
-            * self.planes_per_die as u64
-            * self.blocks_per_plane as u64
-            * self.pages_per_block as u64;
-        if pages > u32::MAX as u64 {
-            return Err(GeometryError::TooLarge { pages });
+        // u128: six u32 factors can overflow u64.
+        let pages = self.channels as u128
+            * self.chips_per_channel as u128
+            * self.dies_per_chip as u128
+            * self.planes_per_die as u128
+            * self.blocks_per_plane as u128
+            * self.pages_per_block as u128;
+        if pages > u32::MAX as u128 {
+            return Err(GeometryError::TooLarge {
+                pages: u64::try_from(pages).unwrap_or(u64::MAX),
+            });
         }
         Ok(())
     }

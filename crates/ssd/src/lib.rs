@@ -22,6 +22,32 @@ use storsim_core::{
 use storsim_flash::{FlashOpKind, Scheduler};
 use storsim_ftl::{Dep, FlashOp, Ftl, FtlError};
 
+/// Why a device could not be built.
+#[derive(Debug)]
+pub enum SsdError {
+    /// The parameters are inconsistent (see [`SsdParams::validate`]).
+    Params(String),
+    /// The FTL refused its parameters, or preconditioning failed (for example wore the device out).
+    Ftl(FtlError),
+}
+
+impl std::fmt::Display for SsdError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SsdError::Params(m) => write!(f, "{m}"),
+            SsdError::Ftl(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SsdError {}
+
+impl From<FtlError> for SsdError {
+    fn from(e: FtlError) -> Self {
+        SsdError::Ftl(e)
+    }
+}
+
 pub struct SsdDevice {
     params: SsdParams,
     ftl: Box<dyn Ftl>,
@@ -51,7 +77,8 @@ pub struct SsdDevice {
 impl SsdDevice {
     /// Builds the device, preconditions it as its parameters say, and starts the statistics
     /// after the preconditioning.
-    pub fn new(params: SsdParams) -> Result<Self, FtlError> {
+    pub fn new(params: SsdParams) -> Result<Self, SsdError> {
+        params.validate().map_err(SsdError::Params)?;
         let mut ftl = params.ftl.build(params.geometry, params.endurance)?;
         let precondition = precondition::run(ftl.as_mut(), &params.precondition, params.seed)?;
         let page_bytes = params.geometry.page_bytes as u64;

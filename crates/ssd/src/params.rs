@@ -68,3 +68,51 @@ pub struct SsdParams {
     /// Seed for everything random in preconditioning.
     pub seed: u64,
 }
+
+impl SsdParams {
+    /// Checks what the model relies on, so that bad parameters are an error rather than a
+    /// panic deep inside the scheduler. The config layer checks the same with key names.
+    pub fn validate(&self) -> Result<(), String> {
+        self.geometry
+            .validate()
+            .map_err(|e| format!("geometry: {e}"))?;
+        if self
+            .geometry
+            .page_bytes
+            .checked_add(self.geometry.oob_bytes)
+            .is_none()
+        {
+            return Err("geometry: page_bytes + oob_bytes overflows".into());
+        }
+        if self.queue_depth == 0 || self.queue_depth > 65_536 {
+            return Err(format!(
+                "queue depth must be 1..=65536, got {}",
+                self.queue_depth
+            ));
+        }
+        if self.timing.channel_mts == 0 || self.timing.channel_width_bytes == 0 {
+            return Err("timing: the channel rate and width must be positive".into());
+        }
+        if self.endurance == 0 {
+            return Err("endurance must be at least one erase".into());
+        }
+        match self.precondition {
+            Precondition::Clean => {}
+            Precondition::SequentialFill { fraction } => {
+                if !(0.0..=1.0).contains(&fraction) {
+                    return Err(format!("fill fraction must be in [0, 1], got {fraction}"));
+                }
+            }
+            Precondition::SteadyState {
+                max_overwrite_factor,
+            } => {
+                if !(max_overwrite_factor.is_finite() && max_overwrite_factor >= 0.0) {
+                    return Err(format!(
+                        "max overwrite factor must be a finite number >= 0, got {max_overwrite_factor}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}

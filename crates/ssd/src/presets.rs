@@ -4,7 +4,7 @@
 use crate::{Energy, Precondition, SsdParams, WriteBuffer};
 use storsim_core::SimDuration;
 use storsim_flash::{CellType, Geometry, Timing};
-use storsim_ftl::FtlConfig;
+use storsim_ftl::{page, FtlConfig};
 
 fn us(x: f64) -> SimDuration {
     SimDuration::from_us_f64(x)
@@ -13,7 +13,7 @@ fn us(x: f64) -> SimDuration {
 /// FlashSim's simulated device (Kim et al. 2009, Table 2): large-block SLC, 2 KiB pages with
 /// 64 B OOB, 64 pages (128 KiB) per block, page read 130.9 µs, page write 405.9 µs, block erase
 /// 1.5 ms, FlashSim's per-operation energies. Table 2 gives no geometry beyond the block, so
-/// storsim assumes 4 channels × 2 chips × 2 dies × 1 plane × 4096 blocks (16 GiB raw), an ONFI
+/// storsim assumes 4 channels × 2 chips × 2 dies × 1 plane × 4096 blocks (8 GiB raw), an ONFI
 /// 1.0 bus (40 MT/s × 8 bit) and takes the table's times as array times (tR, tPROG).
 pub fn flashsim_2009(ftl: FtlConfig) -> SsdParams {
     let geometry = Geometry {
@@ -54,7 +54,8 @@ pub fn flashsim_2009(ftl: FtlConfig) -> SsdParams {
 /// The comparison device of `../shared/bench/` ("bench2g"): 2 GiB raw, 8 channels × 2 chips ×
 /// 1 die × 2 planes × 128 blocks × 128 pages of 4 KiB; tR 75 µs, tPROG 750 µs, tBERS 3.8 ms
 /// (MQSim's MLC defaults, taken as the same for every page); 333 MT/s × 8 bit channels;
-/// 7 % over-provisioning; page-level FTL; 256 MiB DRAM write cache.
+/// 7 % over-provisioning; page-level FTL collecting garbage when a plane has under 5 % free
+/// blocks (for whole blocks, fewer than ceil(5 % × 128) = 7); 256 MiB DRAM write cache.
 pub fn bench2g() -> SsdParams {
     let geometry = Geometry {
         channels: 8,
@@ -79,7 +80,12 @@ pub fn bench2g() -> SsdParams {
         geometry,
         timing,
         endurance: CellType::Mlc.default_endurance(),
-        ftl: FtlConfig::default_for("page").expect("page FTL exists"),
+        ftl: FtlConfig::Page(page::Params {
+            over_provisioning_fraction: 0.07,
+            gc_low_watermark_blocks: 7,
+            gc_high_watermark_blocks: 8,
+            ..page::Params::default()
+        }),
         queue_depth: 64,
         write_buffer: Some(WriteBuffer {
             capacity_bytes: 256 << 20,
@@ -167,7 +173,11 @@ pub fn tlc_nvme() -> SsdParams {
         geometry,
         timing,
         endurance: CellType::Tlc.default_endurance(),
-        ftl: FtlConfig::default_for("page").expect("page FTL exists"),
+        // The SSD decides when the device is idle; the FTL must agree to collect then.
+        ftl: FtlConfig::Page(page::Params {
+            gc_background: true,
+            ..page::Params::default()
+        }),
         queue_depth: 1024,
         write_buffer: Some(WriteBuffer {
             capacity_bytes: 1 << 30,

@@ -7,7 +7,7 @@
 //! filled sequentially first, so that the traces' writes keep garbage collection and merges
 //! busy; the traces' devices are overlaid and wrapped into it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use storsim_core::{Completion, Device};
 use storsim_engine::{run, EngineOptions, OutOfRange, Replay};
 use storsim_ftl::FtlConfig;
@@ -30,7 +30,7 @@ fn shared_trace(rel: &str) -> Option<PathBuf> {
 }
 
 /// Replays `trace` on a FlashSim-like device with `ftl` and returns its counters.
-fn replay(path: &PathBuf, ftl: &str) -> Vec<(String, f64)> {
+fn replay(path: &Path, ftl: &str) -> Vec<(String, f64)> {
     let mut params = presets::flashsim_2009(FtlConfig::default_for(ftl).unwrap());
     params.geometry.blocks_per_plane = 256;
     params.precondition = Precondition::SequentialFill { fraction: 1.0 };

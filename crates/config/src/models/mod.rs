@@ -1,6 +1,9 @@
-//! One module per model: its TOML section and how the section overrides the parameters.
+//! One module per model: its TOML section and how the section overrides the parameters. The
+//! SSD keeps its per-FTL sections in a module of their own (`ftl`).
 
+pub(crate) mod ftl;
 pub(crate) mod linear;
+pub(crate) mod ssd;
 pub(crate) mod step;
 pub(crate) mod table;
 
@@ -39,7 +42,33 @@ pub(crate) fn non_negative(file: &str, key: &str, value: f64) -> Result<f64, Con
     }
 }
 
-/// The longest single delay a table or step file may state: one hour. Anything longer is a
+/// A fraction that cannot be 1, such as over-provisioning: all of the device would be spare.
+pub(crate) fn fraction_below_one(file: &str, key: &str, value: f64) -> Result<(), ConfigError> {
+    if value.is_finite() && (0.0..1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(
+            file,
+            key,
+            format!("must be a fraction from 0 up to (not including) 1, got {value}"),
+        ))
+    }
+}
+
+/// A fraction that may be 1, such as a probability or the share of candidates searched.
+pub(crate) fn fraction_up_to_one(file: &str, key: &str, value: f64) -> Result<(), ConfigError> {
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(
+            file,
+            key,
+            format!("must be a fraction from 0 to 1, got {value}"),
+        ))
+    }
+}
+
+/// The longest single delay a device file may state: one hour. Anything longer is a
 /// unit mistake, and bounding it keeps every sum of delays far from overflowing simulated time.
 const DELAY_US_MAX: f64 = 3.6e9;
 

@@ -1,0 +1,164 @@
+//! The SSD model through the `storsim` binary: a preset with an FTL variant, a device file
+//! written from scratch, the presets listing, and a bad SSD file's exit status and message.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn storsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(args)
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .expect("the storsim binary runs")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("storsim-ssd-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Runs `simulate` and returns its JSON report.
+fn simulate_json(device: &str, workload: &str, name: &str) -> Value {
+    let out = temp_dir(name).join("out.json");
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        device,
+        "--workload",
+        workload,
+        "--json",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "storsim failed: {}", stderr(&o));
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+fn counter(v: &Value, name: &str) -> f64 {
+    v["device"]["counters"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no counter {name} in {}", v["device"]["counters"]))
+}
+
+#[test]
+fn flashsim_2009_with_dftl_runs_a_synthetic_workload() {
+    let v = simulate_json(
+        "flashsim-2009:dftl",
+        "synthetic:rw=randwrite,bs=4k,iodepth=8,requests=20000",
+        "dftl",
+    );
+    assert_eq!(v["device"]["model"], "ssd");
+    assert_eq!(v["device"]["name"], "flashsim-2009:dftl");
+    assert_eq!(v["run"]["requests_completed"], 20000);
+    // Two 2 KiB flash pages per 4 KiB write; DFTL adds its translation-page traffic.
+    assert_eq!(counter(&v, "host_write_pages"), 40000.0);
+    assert!(counter(&v, "write_amplification") >= 1.0);
+    assert!(counter(&v, "flash_erases_gc") >= 0.0);
+    assert!(counter(&v, "ftl_cmt_hits") >= 0.0);
+    assert!(counter(&v, "ftl_cmt_misses") > 0.0);
+}
+
+#[test]
+fn a_device_file_written_from_scratch_runs() {
+    let file = temp_dir("scratch").join("tiny-ssd.toml");
+    std::fs::write(
+        &file,
+        r#"
+model = "ssd"
+queue_depth = 16
+
+[ssd]
+ftl = "page"
+
+[ssd.geometry]
+channels = 2
+chips_per_channel = 1
+dies_per_chip = 2
+planes_per_die = 1
+blocks_per_plane = 64
+pages_per_block = 32
+page_bytes = 4096
+
+[ssd.timing]
+cell = "mlc"
+read_us_by_level = [40, 60]
+program_us_by_level = [300, 900]
+erase_us = 3000
+channel_mts = 400
+
+[ssd.page]
+gc_policy = "d-choices"
+gc_fraction_searched = 0.25
+"#,
+    )
+    .unwrap();
+    // 20,000 random 4 KiB writes over a 30 MiB device overwrite it several times: garbage
+    // collection has to run.
+    let v = simulate_json(
+        file.to_str().unwrap(),
+        "synthetic:rw=randwrite,bs=4k,iodepth=4,requests=20000",
+        "scratch",
+    );
+    assert_eq!(v["device"]["model"], "ssd");
+    assert_eq!(v["device"]["queue_depth"], 16);
+    assert_eq!(v["device"]["capacity_bytes"], 7618 * 4096);
+    assert!(counter(&v, "flash_erases_gc") > 0.0);
+    assert!(counter(&v, "write_amplification") > 1.0);
+}
+
+#[test]
+fn presets_lists_the_ssds() {
+    let o = storsim(&["presets"]);
+    assert!(o.status.success());
+    let text = String::from_utf8(o.stdout).unwrap();
+    for name in ["flashsim-2009", "bench2g", "sandisk-usb-anand", "tlc-nvme"] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("{name} missing from:\n{text}"));
+        assert!(line.contains(" ssd "), "{line}");
+    }
+}
+
+#[test]
+fn bad_ssd_files_exit_2_naming_the_key() {
+    let dir = temp_dir("bad");
+    for (text, needle) in [
+        (
+            "preset = \"bench2g\"\ncapacity_bytes = 1000000\n",
+            "capacity_bytes",
+        ),
+        (
+            "preset = \"bench2g\"\n[ssd.geometry]\npages_per_block = 0\n",
+            "ssd.geometry.pages_per_block",
+        ),
+        (
+            "preset = \"bench2g\"\n[ssd.fast]\nlog_fraction = 0.1\n",
+            "ssd.fast",
+        ),
+        // Valid keys, but the page FTL finds no spare space: a build error, still exit 2.
+        (
+            "preset = \"bench2g\"\n[ssd.page]\nover_provisioning_fraction = 0.0\n",
+            "spare space",
+        ),
+    ] {
+        let file = dir.join("dev.toml");
+        std::fs::write(&file, text).unwrap();
+        let o = storsim(&[
+            "simulate",
+            "--device",
+            file.to_str().unwrap(),
+            "--workload",
+            "synthetic:rw=randread,bs=4k,requests=10",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{text}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains("dev.toml") && err.contains(needle), "{err}");
+    }
+}

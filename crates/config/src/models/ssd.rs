@@ -1,0 +1,634 @@
+//! `[ssd]` and its device subsections (`geometry`, `timing`, `write_buffer`, `energy`,
+//! `precondition`): the flash SSD model. The per-FTL subsections are in [`super::ftl`].
+
+use super::ftl::{self, FtlName, Section};
+use super::{check_queue_depth, delay_us, fraction_up_to_one, invalid, missing, non_negative};
+use crate::ConfigError;
+use serde::Deserialize;
+use storsim_core::SimDuration;
+use storsim_flash::{CellType, Geometry, GeometryError, Timing};
+use storsim_ssd::{Energy, Precondition, SsdParams, WriteBuffer};
+
+/// The largest page a file may state, 1 MiB: well above any NAND page, and it keeps a page plus
+/// its OOB area inside the u32 in which the flash crate adds them.
+const PAGE_BYTES_MAX: u32 = 1 << 20;
+
+/// The most pages a write buffer may hold. The model reserves one slot per buffered page up
+/// front, and 4 Mi pages (16 GiB of 4 KiB pages) is more DRAM than any drive spends on it.
+const WRITE_BUFFER_PAGES_MAX: u64 = 1 << 22;
+
+/// Steady-state preconditioning overwrites at most this many times the capacity. More is a
+/// typing error, and every overwrite of a large device costs real time before the run starts.
+const OVERWRITE_FACTOR_MAX: f64 = 100.0;
+
+/// `sequential-fill` without `fill_fraction` writes the whole logical space.
+const DEFAULT_FILL_FRACTION: f64 = 1.0;
+
+/// `steady-state` without `max_overwrite_factor`: write amplification under uniform random
+/// overwrites usually settles within two capacities; four leaves margin for skewed FTLs.
+const DEFAULT_OVERWRITE_FACTOR: f64 = 4.0;
+
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum CellName {
+    Slc,
+    Mlc,
+    Tlc,
+}
+
+impl CellName {
+    fn cell(self) -> CellType {
+        match self {
+            CellName::Slc => CellType::Slc,
+            CellName::Mlc => CellType::Mlc,
+            CellName::Tlc => CellType::Tlc,
+        }
+    }
+}
+
+/// The cell type as files write it, for messages.
+fn cell_name(cell: CellType) -> &'static str {
+    match cell {
+        CellType::Slc => "slc",
+        CellType::Mlc => "mlc",
+        CellType::Tlc => "tlc",
+    }
+}
+
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum PreconditionMode {
+    Clean,
+    SequentialFill,
+    SteadyState,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct GeometrySection {
+    channels: Option<u32>,
+    chips_per_channel: Option<u32>,
+    dies_per_chip: Option<u32>,
+    planes_per_die: Option<u32>,
+    blocks_per_plane: Option<u32>,
+    pages_per_block: Option<u32>,
+    page_bytes: Option<u32>,
+    oob_bytes: Option<u32>,
+}
+
+impl GeometrySection {
+    /// Every key with its value, in the order of [`geometry_fields`].
+    fn values(&self) -> [(&'static str, Option<u32>); 8] {
+        [
+            ("channels", self.channels),
+            ("chips_per_channel", self.chips_per_channel),
+            ("dies_per_chip", self.dies_per_chip),
+            ("planes_per_die", self.planes_per_die),
+            ("blocks_per_plane", self.blocks_per_plane),
+            ("pages_per_block", self.pages_per_block),
+            ("page_bytes", self.page_bytes),
+            ("oob_bytes", self.oob_bytes),
+        ]
+    }
+}
+
+/// The fields of a geometry, in the order of [`GeometrySection::values`].
+fn geometry_fields(g: &mut Geometry) -> [&mut u32; 8] {
+    [
+        &mut g.channels,
+        &mut g.chips_per_channel,
+        &mut g.dies_per_chip,
+        &mut g.planes_per_die,
+        &mut g.blocks_per_plane,
+        &mut g.pages_per_block,
+        &mut g.page_bytes,
+        &mut g.oob_bytes,
+    ]
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct TimingSection {
+    cell: Option<CellName>,
+    read_us: Option<f64>,
+    read_us_by_level: Option<Vec<f64>>,
+    program_us: Option<f64>,
+    program_us_by_level: Option<Vec<f64>>,
+    erase_us: Option<f64>,
+    command_us: Option<f64>,
+    channel_mts: Option<u32>,
+    channel_width_bytes: Option<u32>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct WriteBufferSection {
+    capacity_bytes: Option<u64>,
+    latency_us: Option<f64>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct EnergySection {
+    read_uj: Option<f64>,
+    program_uj: Option<f64>,
+    erase_uj: Option<f64>,
+    idle_power_w: Option<f64>,
+}
+
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct PreconditionSection {
+    mode: Option<PreconditionMode>,
+    fill_fraction: Option<f64>,
+    max_overwrite_factor: Option<f64>,
+}
+
+#[derive(Deserialize, Clone, Debug, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct SsdSection {
+    ftl: Option<FtlName>,
+    endurance_erases: Option<u32>,
+    controller_overhead_us: Option<f64>,
+    background_gc: Option<bool>,
+    idle_gc_delay_us: Option<f64>,
+    seed: Option<u64>,
+    geometry: Option<GeometrySection>,
+    timing: Option<TimingSection>,
+    write_buffer: Option<WriteBufferSection>,
+    energy: Option<EnergySection>,
+    precondition: Option<PreconditionSection>,
+    page: Option<ftl::PageSection>,
+    #[serde(rename = "page-static")]
+    page_static: Option<ftl::PageStaticSection>,
+    block: Option<ftl::BlockSection>,
+    #[serde(rename = "log-block")]
+    log_block: Option<ftl::LogBlockSection>,
+    fast: Option<ftl::FastSection>,
+    dftl: Option<ftl::DftlSection>,
+    anand: Option<ftl::AnandSection>,
+    fmax: Option<ftl::FmaxSection>,
+    raw: Option<ftl::RawSection>,
+}
+
+impl SsdSection {
+    /// The per-FTL sections the file contains.
+    fn ftl_sections(&self) -> impl Iterator<Item = Section<'_>> {
+        [
+            self.page.as_ref().map(Section::Page),
+            self.page_static.as_ref().map(Section::PageStatic),
+            self.block.as_ref().map(Section::Block),
+            self.log_block.as_ref().map(Section::LogBlock),
+            self.fast.as_ref().map(Section::Fast),
+            self.dftl.as_ref().map(Section::Dftl),
+            self.anand.as_ref().map(Section::Anand),
+            self.fmax.as_ref().map(Section::Fmax),
+            self.raw.as_ref().map(Section::Raw),
+        ]
+        .into_iter()
+        .flatten()
+    }
+}
+
+/// A preset's parameters with the FTL's background-GC flag following the device's, the one
+/// invariant files cannot break because they have a single key for both.
+pub(crate) fn consistent(mut params: SsdParams) -> SsdParams {
+    ftl::set_background_gc(&mut params.ftl, params.background_gc);
+    params
+}
+
+/// Parameters for a file that states `model = "ssd"` without a preset: the FTL, the geometry
+/// (all but `oob_bytes`) and the essential timings must be given; everything else has the
+/// default documented in docs/models/ssd.md. `apply` then sets every stated value.
+pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams, ConfigError> {
+    let ftl = section.ftl.ok_or_else(|| missing(file, "ssd.ftl"))?;
+    let geometry = section
+        .geometry
+        .as_ref()
+        .ok_or_else(|| missing(file, "ssd.geometry"))?;
+    if let Some((name, _)) = geometry
+        .values()
+        .into_iter()
+        .find(|&(name, value)| name != "oob_bytes" && value.is_none())
+    {
+        return Err(missing(file, &format!("ssd.geometry.{name}")));
+    }
+    let timing = section
+        .timing
+        .as_ref()
+        .ok_or_else(|| missing(file, "ssd.timing"))?;
+    let required = [
+        ("cell", timing.cell.is_some()),
+        (
+            "read_us",
+            timing.read_us.is_some() || timing.read_us_by_level.is_some(),
+        ),
+        (
+            "program_us",
+            timing.program_us.is_some() || timing.program_us_by_level.is_some(),
+        ),
+        ("erase_us", timing.erase_us.is_some()),
+        ("channel_mts", timing.channel_mts.is_some()),
+    ];
+    if let Some((name, _)) = required.iter().find(|(_, present)| !present) {
+        return Err(missing(file, &format!("ssd.timing.{name}")));
+    }
+    let cell = timing.cell.map_or(CellType::Slc, CellName::cell);
+    // Every geometry field but oob_bytes and every required time is overwritten by `apply`
+    // from the section checked above; the zeros never reach a model.
+    let geometry = Geometry {
+        channels: 0,
+        chips_per_channel: 0,
+        dies_per_chip: 0,
+        planes_per_die: 0,
+        blocks_per_plane: 0,
+        pages_per_block: 0,
+        page_bytes: 0,
+        oob_bytes: 0,
+    };
+    let zero = SimDuration::ZERO;
+    Ok(SsdParams {
+        geometry,
+        timing: Timing::uniform(cell, zero, zero, zero, zero, 0, 1),
+        endurance: cell.default_endurance(),
+        ftl: ftl.defaults(),
+        queue_depth: 32,
+        write_buffer: None,
+        energy: Energy::default(),
+        precondition: Precondition::Clean,
+        background_gc: false,
+        idle_gc_delay: SimDuration::from_us(1000),
+        controller_overhead: SimDuration::ZERO,
+        seed: 1,
+    })
+}
+
+/// Overrides `params` with whatever the section states. A change of FTL starts that FTL from
+/// its defaults before its section applies: the previous FTL's parameters mean nothing to it.
+pub(crate) fn apply(
+    section: &SsdSection,
+    params: &mut SsdParams,
+    file: &str,
+) -> Result<(), ConfigError> {
+    if let Some(name) = section.ftl {
+        if name != FtlName::of(&params.ftl) {
+            params.ftl = name.defaults();
+        }
+    }
+    for ftl_section in section.ftl_sections() {
+        ftl::apply(ftl_section, &mut params.ftl, file)?;
+    }
+    if let Some(n) = section.endurance_erases {
+        params.endurance = n;
+    }
+    if let Some(us) = section.controller_overhead_us {
+        params.controller_overhead = delay_us(file, "ssd.controller_overhead_us", us)?;
+    }
+    if let Some(on) = section.background_gc {
+        params.background_gc = on;
+    }
+    if let Some(us) = section.idle_gc_delay_us {
+        params.idle_gc_delay = delay_us(file, "ssd.idle_gc_delay_us", us)?;
+    }
+    if let Some(seed) = section.seed {
+        params.seed = seed;
+    }
+    if let Some(g) = &section.geometry {
+        for ((_, value), field) in g
+            .values()
+            .into_iter()
+            .zip(geometry_fields(&mut params.geometry))
+        {
+            if let Some(v) = value {
+                *field = v;
+            }
+        }
+    }
+    if let Some(t) = &section.timing {
+        apply_timing(t, &mut params.timing, file)?;
+    }
+    if let Some(b) = &section.write_buffer {
+        params.write_buffer = write_buffer(b, params.write_buffer, file)?;
+    }
+    if let Some(e) = &section.energy {
+        apply_energy(e, &mut params.energy, file)?;
+    }
+    if let Some(p) = &section.precondition {
+        params.precondition = precondition(p, params.precondition, file)?;
+    }
+    ftl::set_background_gc(&mut params.ftl, params.background_gc);
+    Ok(())
+}
+
+fn apply_timing(s: &TimingSection, t: &mut Timing, file: &str) -> Result<(), ConfigError> {
+    if let Some(c) = s.cell {
+        t.cell = c.cell();
+    }
+    let cell = t.cell;
+    levels(
+        file,
+        "read",
+        s.read_us,
+        s.read_us_by_level.as_deref(),
+        cell,
+        &mut t.read,
+    )?;
+    levels(
+        file,
+        "program",
+        s.program_us,
+        s.program_us_by_level.as_deref(),
+        cell,
+        &mut t.program,
+    )?;
+    if let Some(us) = s.erase_us {
+        t.erase = delay_us(file, "ssd.timing.erase_us", us)?;
+    }
+    if let Some(us) = s.command_us {
+        t.command = delay_us(file, "ssd.timing.command_us", us)?;
+    }
+    if let Some(mts) = s.channel_mts {
+        t.channel_mts = mts;
+    }
+    if let Some(w) = s.channel_width_bytes {
+        t.channel_width_bytes = w;
+    }
+    Ok(())
+}
+
+/// Sets the per-level times of one operation from `{name}_us` (the same for every level) or
+/// `{name}_us_by_level` (one per bit of the cell, LSB page first).
+fn levels(
+    file: &str,
+    name: &str,
+    every: Option<f64>,
+    by_level: Option<&[f64]>,
+    cell: CellType,
+    out: &mut [SimDuration; 3],
+) -> Result<(), ConfigError> {
+    let list_key = format!("ssd.timing.{name}_us_by_level");
+    match (every, by_level) {
+        (None, None) => {}
+        (Some(_), Some(_)) => {
+            return Err(invalid(
+                file,
+                &list_key,
+                format!("give either {name}_us or {name}_us_by_level, not both"),
+            ))
+        }
+        (Some(us), None) => *out = [delay_us(file, &format!("ssd.timing.{name}_us"), us)?; 3],
+        (None, Some(list)) => {
+            let bits = cell.bits() as usize;
+            if list.len() != bits {
+                return Err(invalid(
+                    file,
+                    &list_key,
+                    format!(
+                        "has {} values, but cell = \"{}\" has {bits} page level{} (one time \
+                         each, LSB page first)",
+                        list.len(),
+                        cell_name(cell),
+                        if bits == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
+            for (i, &us) in list.iter().enumerate() {
+                out[i] = delay_us(file, &format!("{list_key}[{i}]"), us)?;
+            }
+            // Levels past the cell's bits are never used; repeating the last time keeps the
+            // unused entries from holding another device's numbers.
+            let last = out[bits - 1];
+            out[bits..].fill(last);
+        }
+    }
+    Ok(())
+}
+
+/// The buffer after the section: `capacity_bytes = 0` removes it; a new buffer needs both keys,
+/// an existing one keeps what the section leaves out.
+fn write_buffer(
+    s: &WriteBufferSection,
+    current: Option<WriteBuffer>,
+    file: &str,
+) -> Result<Option<WriteBuffer>, ConfigError> {
+    if s.capacity_bytes == Some(0) {
+        if s.latency_us.is_some() {
+            return Err(invalid(
+                file,
+                "ssd.write_buffer.latency_us",
+                "means nothing with capacity_bytes = 0, which removes the buffer".into(),
+            ));
+        }
+        return Ok(None);
+    }
+    let required = |key: &str| {
+        invalid(
+            file,
+            key,
+            "is required when the device has no write buffer to start from".into(),
+        )
+    };
+    let capacity_bytes = s
+        .capacity_bytes
+        .or(current.map(|b| b.capacity_bytes))
+        .ok_or_else(|| required("ssd.write_buffer.capacity_bytes"))?;
+    let latency = match (s.latency_us, current) {
+        (Some(us), _) => delay_us(file, "ssd.write_buffer.latency_us", us)?,
+        (None, Some(b)) => b.latency,
+        (None, None) => return Err(required("ssd.write_buffer.latency_us")),
+    };
+    Ok(Some(WriteBuffer {
+        capacity_bytes,
+        latency,
+    }))
+}
+
+fn apply_energy(s: &EnergySection, e: &mut Energy, file: &str) -> Result<(), ConfigError> {
+    for (name, value, target) in [
+        ("read_uj", s.read_uj, &mut e.read_uj),
+        ("program_uj", s.program_uj, &mut e.program_uj),
+        ("erase_uj", s.erase_uj, &mut e.erase_uj),
+        ("idle_power_w", s.idle_power_w, &mut e.idle_power_w),
+    ] {
+        if let Some(v) = value {
+            *target = non_negative(file, &format!("ssd.energy.{name}"), v)?;
+        }
+    }
+    Ok(())
+}
+
+/// The preconditioning after the section. A mode's parameter belongs to that mode only; when
+/// the mode is not restated, it is the current one, so a file can change just the fraction.
+fn precondition(
+    s: &PreconditionSection,
+    current: Precondition,
+    file: &str,
+) -> Result<Precondition, ConfigError> {
+    let mode = s.mode.unwrap_or(match current {
+        Precondition::Clean => PreconditionMode::Clean,
+        Precondition::SequentialFill { .. } => PreconditionMode::SequentialFill,
+        Precondition::SteadyState { .. } => PreconditionMode::SteadyState,
+    });
+    let only = |key: &str, mode: &str| {
+        invalid(
+            file,
+            &format!("ssd.precondition.{key}"),
+            format!("applies to mode = \"{mode}\" only"),
+        )
+    };
+    if s.fill_fraction.is_some() && mode != PreconditionMode::SequentialFill {
+        return Err(only("fill_fraction", "sequential-fill"));
+    }
+    if s.max_overwrite_factor.is_some() && mode != PreconditionMode::SteadyState {
+        return Err(only("max_overwrite_factor", "steady-state"));
+    }
+    Ok(match mode {
+        PreconditionMode::Clean => Precondition::Clean,
+        PreconditionMode::SequentialFill => Precondition::SequentialFill {
+            fraction: s.fill_fraction.unwrap_or(match current {
+                Precondition::SequentialFill { fraction } => fraction,
+                _ => DEFAULT_FILL_FRACTION,
+            }),
+        },
+        PreconditionMode::SteadyState => Precondition::SteadyState {
+            max_overwrite_factor: s.max_overwrite_factor.unwrap_or(match current {
+                Precondition::SteadyState {
+                    max_overwrite_factor,
+                } => max_overwrite_factor,
+                _ => DEFAULT_OVERWRITE_FACTOR,
+            }),
+        },
+    })
+}
+
+/// Checks the relations between parameters that single keys cannot, and the values the
+/// models would refuse (or trip over) later.
+pub(crate) fn validate(params: &SsdParams, file: &str) -> Result<(), ConfigError> {
+    check_queue_depth(file, params.queue_depth)?;
+    validate_geometry(&params.geometry, file)?;
+    let t = &params.timing;
+    for (name, value) in [
+        ("channel_mts", t.channel_mts),
+        ("channel_width_bytes", t.channel_width_bytes),
+    ] {
+        if value == 0 {
+            return Err(invalid(
+                file,
+                &format!("ssd.timing.{name}"),
+                "must be at least 1: the channel has to move data".into(),
+            ));
+        }
+    }
+    if params.endurance == 0 {
+        return Err(invalid(
+            file,
+            "ssd.endurance_erases",
+            "must be at least 1 erase cycle".into(),
+        ));
+    }
+    if let Some(b) = params.write_buffer {
+        let page_bytes = params.geometry.page_bytes as u64;
+        let pages = b.capacity_bytes / page_bytes;
+        if pages == 0 || pages > WRITE_BUFFER_PAGES_MAX {
+            return Err(invalid(
+                file,
+                "ssd.write_buffer.capacity_bytes",
+                format!(
+                    "is {} bytes; it must hold 1 to {WRITE_BUFFER_PAGES_MAX} pages of \
+                     {page_bytes} bytes ({} bytes), or be 0 for no buffer",
+                    b.capacity_bytes,
+                    WRITE_BUFFER_PAGES_MAX * page_bytes
+                ),
+            ));
+        }
+    }
+    match params.precondition {
+        Precondition::Clean => {}
+        Precondition::SequentialFill { fraction } => {
+            fraction_up_to_one(file, "ssd.precondition.fill_fraction", fraction)?
+        }
+        Precondition::SteadyState {
+            max_overwrite_factor: f,
+        } => {
+            if !(f.is_finite() && (0.0..=OVERWRITE_FACTOR_MAX).contains(&f)) {
+                return Err(invalid(
+                    file,
+                    "ssd.precondition.max_overwrite_factor",
+                    format!(
+                        "must be a number of capacities from 0 to {OVERWRITE_FACTOR_MAX}, got {f}"
+                    ),
+                ));
+            }
+        }
+    }
+    ftl::validate(&params.ftl, &params.geometry, file)
+}
+
+fn validate_geometry(g: &Geometry, file: &str) -> Result<(), ConfigError> {
+    let counts = [
+        ("channels", g.channels),
+        ("chips_per_channel", g.chips_per_channel),
+        ("dies_per_chip", g.dies_per_chip),
+        ("planes_per_die", g.planes_per_die),
+        ("blocks_per_plane", g.blocks_per_plane),
+        ("pages_per_block", g.pages_per_block),
+        ("page_bytes", g.page_bytes),
+    ];
+    if let Some((field, _)) = counts.iter().find(|&&(_, v)| v == 0) {
+        return Err(invalid(
+            file,
+            &format!("ssd.geometry.{field}"),
+            "must be at least 1".into(),
+        ));
+    }
+    // Geometry::validate multiplies the six counts in a u64, which overflows for counts near
+    // u32::MAX; the product is checked here first, without overflowing.
+    let pages = counts[..6]
+        .iter()
+        .try_fold(1u64, |product, &(_, v)| product.checked_mul(v as u64));
+    let too_many = match pages {
+        Some(p) if p <= u32::MAX as u64 => None,
+        Some(p) => Some(p.to_string()),
+        None => Some("more than 2^64".to_string()),
+    };
+    if let Some(pages) = too_many {
+        return Err(invalid(
+            file,
+            "ssd.geometry",
+            format!(
+                "{pages} physical pages is more than the 2^32 storsim addresses: channels × \
+                 chips_per_channel × dies_per_chip × planes_per_die × blocks_per_plane × \
+                 pages_per_block must be below 2^32"
+            ),
+        ));
+    }
+    // Whatever else the flash crate checks, it reports by field name.
+    g.validate().map_err(|e| {
+        let key = match e {
+            GeometryError::Zero { field } => format!("ssd.geometry.{field}"),
+            GeometryError::TooLarge { .. } => "ssd.geometry".to_string(),
+        };
+        invalid(file, &key, e.to_string())
+    })?;
+    if g.page_bytes > PAGE_BYTES_MAX {
+        return Err(invalid(
+            file,
+            "ssd.geometry.page_bytes",
+            format!(
+                "must be at most {PAGE_BYTES_MAX} (1 MiB), got {}",
+                g.page_bytes
+            ),
+        ));
+    }
+    if g.oob_bytes > g.page_bytes {
+        return Err(invalid(
+            file,
+            "ssd.geometry.oob_bytes",
+            format!(
+                "is {}, more than the page itself ({} bytes)",
+                g.oob_bytes, g.page_bytes
+            ),
+        ));
+    }
+    Ok(())
+}
