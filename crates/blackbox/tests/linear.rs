@@ -15,9 +15,13 @@ fn zeus_table(pattern: AccessPattern) -> (f64, f64) {
     }
 }
 
+/// A + n·B to the nearest nanosecond (halves up), in integers: A is a whole number of ns and
+/// B a whole number of ps per KiB, so only n·B is rounded and no float tie can go either way.
 fn expected_ns(pattern: AccessPattern, len_bytes: u64) -> u64 {
     let (a_us, b_us) = zeus_table(pattern);
-    ((a_us + b_us * len_bytes as f64 / 1024.0) * 1000.0).round() as u64
+    let a_ns = (a_us * 1e3).round() as u64;
+    let b_ps_per_kib = (b_us * 1e6).round() as u64;
+    a_ns + (len_bytes * b_ps_per_kib + 512_000) / 1_024_000
 }
 
 /// Runs requests one at a time (QD1) and returns each completion.
@@ -46,7 +50,11 @@ fn run_qd1(device: &mut LinearDevice, requests: &[(Op, u64, u64)]) -> Vec<Comple
 
 #[test]
 fn zeus_service_is_exactly_a_plus_n_b_for_every_pattern_and_size() {
-    let sizes: Vec<u64> = (2..=10).map(|k| 1024u64 << k).collect(); // 4 KiB .. 1 MiB
+    // Powers of two from 4 KiB to 1 MiB, and sizes between them (n need not be a power of
+    // two, nor a whole number of KiB: 4.5 KiB is nine sectors).
+    let mut sizes: Vec<u64> = (2..=10).map(|k| 1024u64 << k).collect();
+    sizes.extend([4608, 6 << 10, 100 << 10, 777 * 512, 1000 << 10]);
+    sizes.sort_unstable();
     assert_eq!(*sizes.first().unwrap(), 4096);
     assert_eq!(*sizes.last().unwrap(), 1 << 20);
     for &len in &sizes {

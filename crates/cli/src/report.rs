@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use storsim_core::{Completion, Device, Op};
+use storsim_core::{Completion, Device, DeviceCounter, Op};
 use storsim_engine::{Replay, RunInfo};
 use storsim_stats::{Distribution, OpSummary, Summary};
 use storsim_workload::trace::Characterisation;
@@ -229,11 +229,70 @@ pub fn simulation_text(r: &SimulationResults) -> String {
     let counters = r.device.counters();
     if !counters.is_empty() {
         out += "\ndevice counters\n";
-        for c in counters {
-            out += &format!("  {:<28}{}\n", c.name, c.value);
-        }
+        out += &counter_lines(&counters);
     }
     out
+}
+
+/// The counters as aligned `name value` lines. Families of per-unit counters
+/// (`channel_3_utilisation`, `die_17_utilisation`) would bury the rest on a large device, so
+/// each family becomes one line with its mean, minimum and maximum; the JSON keeps them all.
+fn counter_lines(counters: &[DeviceCounter]) -> String {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut families: Vec<(String, Vec<f64>)> = Vec::new();
+    for c in counters {
+        match per_unit_family(&c.name) {
+            Some(family) => match families.iter_mut().find(|(f, _)| *f == family) {
+                Some((_, values)) => values.push(c.value),
+                None => {
+                    // The family's row stands where its first member stood.
+                    rows.push((family.clone(), String::new()));
+                    families.push((family, vec![c.value]));
+                }
+            },
+            None => rows.push((c.name.clone(), counter_value(c.value))),
+        }
+    }
+    for (family, values) in &families {
+        let row = rows.iter_mut().find(|(n, _)| n == family).expect("pushed");
+        let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let mean = values.iter().sum::<f64>() / values.len() as f64;
+        row.1 = format!(
+            "mean {} min {} max {} ({} units)",
+            counter_value(mean),
+            counter_value(min),
+            counter_value(max),
+            values.len()
+        );
+    }
+    let width = rows.iter().map(|(n, _)| n.len()).max().unwrap_or(0) + 2;
+    rows.iter()
+        .map(|(name, value)| format!("  {name:<width$}{value}\n"))
+        .collect()
+}
+
+/// The family of a per-unit counter: `die_17_utilisation` belongs to `die_utilisation`.
+fn per_unit_family(name: &str) -> Option<String> {
+    let mut parts = name.split('_');
+    let unit = parts.next()?;
+    let index = parts.next()?;
+    let rest: Vec<&str> = parts.collect();
+    let numbered = !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit());
+    (numbered && !rest.is_empty() && matches!(unit, "channel" | "die"))
+        .then(|| format!("{unit}_{}", rest.join("_")))
+}
+
+/// Whole numbers as integers, others with at least six significant digits.
+fn counter_value(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else if v.abs() < 1e-3 {
+        format!("{v:.5e}")
+    } else {
+        let digits = (5 - v.abs().log10().floor() as i32).clamp(0, 8);
+        format!("{v:.*}", digits as usize)
+    }
 }
 
 /// One CSV line per completed request, in completion order.
@@ -318,6 +377,8 @@ pub fn inspect_json(name: &str, c: &Characterisation) -> Value {
         "bytes_read": c.bytes_read,
         "bytes_written": c.bytes_written,
         "per_device": per_device,
+        "skipped_records": c.skipped_records,
+        "ignored_records": c.ignored_records,
     })
 }
 
@@ -337,6 +398,18 @@ pub fn inspect_text(name: &str, c: &Characterisation) -> String {
         c.count(Op::Trim),
         c.count(Op::Flush)
     );
+    if c.skipped_records > 0 {
+        out += &format!(
+            "               {} malformed records skipped\n",
+            c.skipped_records
+        );
+    }
+    if c.ignored_records > 0 {
+        out += &format!(
+            "               {} records that are not block requests ignored\n",
+            c.ignored_records
+        );
+    }
     out += &format!(
         "read           {} of reads + writes\n",
         opt(c.read_percent, 1.0, " %")
@@ -383,4 +456,51 @@ pub fn inspect_text(name: &str, c: &Characterisation) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_unit_counters_fold_into_one_aligned_line() {
+        let counters = [
+            DeviceCounter::new("flash_reads", 12.0),
+            DeviceCounter::new("channel_0_utilisation", 0.25),
+            DeviceCounter::new("channel_1_utilisation", 0.75),
+            DeviceCounter::new("precondition_steady_state_waf", 7.3140358),
+            DeviceCounter::new("die_10_count", 3.0),
+        ];
+        let text = counter_lines(&counters);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 4, "{text}");
+        assert_eq!(
+            lines[0].split_whitespace().collect::<Vec<_>>(),
+            ["flash_reads", "12"]
+        );
+        assert!(lines[1].starts_with("  channel_utilisation "), "{text}");
+        assert!(
+            lines[1].contains("mean 0.500000 min 0.250000 max 0.750000 (2 units)"),
+            "{text}"
+        );
+        assert!(lines[2].ends_with(" 7.31404"), "{text}");
+        assert!(lines[3].starts_with("  die_count "), "{text}");
+        // Every value starts in the same column, past the longest name.
+        let value_column = |l: &str| {
+            let name_end = 2 + l[2..].find(' ').unwrap();
+            name_end + l[name_end..].find(|c| c != ' ').unwrap()
+        };
+        let first = value_column(lines[0]);
+        assert!(lines.iter().all(|l| value_column(l) == first), "{text}");
+        assert_eq!(first, 2 + "precondition_steady_state_waf".len() + 2);
+    }
+
+    #[test]
+    fn counter_values_are_readable() {
+        assert_eq!(counter_value(440736.0), "440736");
+        assert_eq!(counter_value(0.0), "0");
+        assert_eq!(counter_value(1.5), "1.50000");
+        assert_eq!(counter_value(8162666.56), "8162667");
+        assert_eq!(counter_value(0.0001), "1.00000e-4");
+    }
 }

@@ -323,6 +323,159 @@ fn bad_options_exit_2_without_panicking() {
     }
 }
 
+/// Inputs that push the simulated clock or the engine's queues past their limits: each is a
+/// clear error with exit status 2 that names the record, never a panic or an abort.
+#[test]
+fn clock_and_depth_overflows_are_errors_not_crashes() {
+    let dir = temp_dir("overflow");
+    let late = dir.join("late.trace");
+    // MQSim convention: ns timestamps; the second record is 584 years in.
+    std::fs::write(&late, "0 0 0 8 1\n18446744073709551000 0 8 8 1\n").unwrap();
+    let late = late.to_str().unwrap();
+    let synthetic_late = "synthetic:rw=randread,bs=4k,thinktime=18446744073709551615ns,requests=10";
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec![
+                "--workload",
+                "examples/oltp-sample.msr.csv",
+                "--time-scale",
+                "1e12",
+            ],
+            "clock's limit",
+        ),
+        (vec!["--workload", late, "--format", "mqsim"], "line 2"),
+        (
+            vec!["--workload", synthetic_late],
+            "request 0: the request would arrive",
+        ),
+        (
+            vec![
+                "--workload",
+                "examples/oltp-sample.msr.csv",
+                "--replay",
+                "closed",
+                "--iodepth",
+                "4294967295",
+            ],
+            "queue depth",
+        ),
+        (
+            vec![
+                "--workload",
+                "synthetic:rw=randread,bs=4k,iodepth=4294967295",
+            ],
+            "queue depth",
+        ),
+    ];
+    for (extra, expected) in cases {
+        let mut args = vec!["simulate", "--device", "stec-zeus", "--quiet"];
+        args.extend_from_slice(&extra);
+        let o = storsim(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(expected),
+            "{args:?}: expected {expected:?} in {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// Under test stderr is a pipe, not a terminal: a run long enough to draw progress many times
+/// over leaves only the closing line there.
+#[test]
+fn progress_is_silent_when_stderr_is_not_a_terminal() {
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        "synthetic:rw=randread,bs=4k,iodepth=4,requests=1500000",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(!err.contains('\r'), "{err:?}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err:?}");
+    assert!(
+        lines[0].starts_with("storsim: simulated 1500000 requests in "),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_device_missing_from_the_trace_is_named() {
+    let dir = temp_dir("devices");
+    let trace = dir.join("two.trace");
+    std::fs::write(&trace, "0 3 0 8 1\n1000 5 8 8 0\n").unwrap();
+    let trace = trace.to_str().unwrap();
+    for command in ["simulate", "inspect"] {
+        let mut args = vec![command];
+        if command == "simulate" {
+            args.extend(["--device", "stec-zeus", "--workload"]);
+        }
+        args.extend([trace, "--format", "mqsim", "--trace-devices", "4"]);
+        let o = storsim(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{command}: {err}");
+        assert!(
+            err.contains("device 4 does not appear") && err.contains("its devices are 3, 5"),
+            "{command}: {err}"
+        );
+    }
+    let (v, _) = simulate_json(
+        "stec-zeus",
+        trace,
+        &["--format", "mqsim", "--trace-devices", "5"],
+    );
+    assert_eq!(v["summary"]["requests"], 1);
+}
+
+#[test]
+fn a_past_the_end_request_larger_than_the_device_does_not_suggest_wrap() {
+    let dir = temp_dir("huge");
+    let trace = dir.join("huge.trace");
+    std::fs::write(&trace, "0 0 0 999999999999 1\n").unwrap();
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        trace.to_str().unwrap(),
+        "--format",
+        "mqsim",
+        "--wrap",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("line 1") && !err.contains("--wrap"), "{err}");
+}
+
+#[test]
+fn inspect_reports_skipped_records() {
+    let bad = "crates/workload/tests/data/msr_bad.csv";
+    let o = storsim(&["inspect", bad, "--skip-bad"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("malformed records skipped"))
+        .unwrap_or_else(|| panic!("no skipped line in {text}"));
+    let skipped: u64 = line.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(skipped > 0);
+    let json = temp_dir("inspect-skip").join("c.json");
+    let o = storsim(&[
+        "inspect",
+        bad,
+        "--skip-bad",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["skipped_records"], skipped);
+}
+
 #[test]
 fn closed_loop_replay_of_a_trace_overrides_its_timestamps() {
     let (v, _) = simulate_json(

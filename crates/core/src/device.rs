@@ -50,6 +50,10 @@ impl fmt::Display for DeviceError {
 
 impl std::error::Error for DeviceError {}
 
+/// The most requests any device or closed loop holds at once: NVMe's largest queue (65,536
+/// entries). Queues are allocated up front, so every configurable depth is checked against it.
+pub const QUEUE_DEPTH_MAX: u32 = 65_536;
+
 /// A named model-specific statistic, reported under `device` in the results. Names are
 /// snake_case with their unit as a suffix (`busy_ns`, `sequential_requests`).
 #[derive(Clone, Debug, PartialEq)]

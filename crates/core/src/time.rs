@@ -15,6 +15,10 @@ pub struct SimDuration(pub u64);
 impl SimTime {
     pub const ZERO: SimTime = SimTime(0);
     pub const MAX: SimTime = SimTime(u64::MAX);
+    /// The latest instant a request may arrive at: 2^62 ns, about 146 years. Drivers refuse
+    /// later arrivals, which leaves models three quarters of the clock's range for queueing
+    /// and service, so their arithmetic cannot overflow on any accepted workload.
+    pub const ARRIVAL_LIMIT: SimTime = SimTime(1 << 62);
 
     pub const fn from_ns(ns: u64) -> Self {
         SimTime(ns)

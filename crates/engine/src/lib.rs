@@ -7,7 +7,9 @@
 //! and their wait counts as queueing.
 
 use std::fmt;
-use storsim_core::{Completion, Device, DeviceError, EventQueue, Request, SimTime};
+use storsim_core::{
+    Completion, Device, DeviceError, EventQueue, Request, SimTime, QUEUE_DEPTH_MAX,
+};
 use storsim_workload::{Origin, Pacing, Record, Workload, WorkloadError};
 
 /// How records become requests.
@@ -97,6 +99,15 @@ pub enum EngineError {
         source: String,
         position: String,
         error: DeviceError,
+        /// Whether [`OutOfRange::Wrap`] would have accepted the request, for the message.
+        wrap_would_help: bool,
+    },
+    /// A record arrives later than [`SimTime::ARRIVAL_LIMIT`] (after time scaling or think
+    /// time).
+    ArrivalTooLate {
+        source: String,
+        position: String,
+        arrival_ns: u128,
     },
     Options {
         message: String,
@@ -111,13 +122,26 @@ impl fmt::Display for EngineError {
                 source,
                 position,
                 error,
+                wrap_would_help,
             } => {
                 write!(f, "{source}: {position}: {error}")?;
-                if matches!(error, DeviceError::OutOfRange { .. }) {
+                if *wrap_would_help {
                     write!(f, " (use --wrap to fold such requests into the device)")?;
                 }
                 Ok(())
             }
+            EngineError::ArrivalTooLate {
+                source,
+                position,
+                arrival_ns,
+            } => write!(
+                f,
+                "{source}: {position}: the request would arrive {:.3e} s into the run, past the \
+                 simulated clock's limit of {:.3e} s (about 146 years); check the timestamps, \
+                 --time-scale or the think time",
+                *arrival_ns as f64 / 1e9,
+                SimTime::ARRIVAL_LIMIT.as_ns() as f64 / 1e9
+            ),
             EngineError::Options { message } => write!(f, "{message}"),
         }
     }
@@ -152,9 +176,11 @@ pub fn run<D: Device + ?Sized>(
             1
         }
         Replay::Closed { depth } => {
-            if depth == 0 {
+            if !(1..=QUEUE_DEPTH_MAX).contains(&depth) {
                 return Err(EngineError::Options {
-                    message: "queue depth must be at least 1".into(),
+                    message: format!(
+                        "queue depth must be from 1 to {QUEUE_DEPTH_MAX}, got {depth}"
+                    ),
                 });
             }
             depth as usize
@@ -174,6 +200,7 @@ pub fn run<D: Device + ?Sized>(
     let mut exhausted = false;
     let mut info = RunInfo::default();
     let mut first_timestamp: Option<u64> = None;
+    let mut last_timestamp = 0u64;
     let mut last_arrival_ns = 0u64;
     let mut next_id = 0u64;
     let mut now = SimTime::ZERO;
@@ -194,38 +221,38 @@ pub fn run<D: Device + ?Sized>(
             };
             let record = record?;
             let Some(record) = prepare(record, capacity, options.out_of_range, &mut info)
-                .map_err(|error| device_error(workload, origin, record.origin, error))?
+                .map_err(|error| device_error(workload, origin, record.origin, error, options))?
             else {
                 continue;
             };
-            let arrival_ns = match options.replay {
+            // In u128, so that no timestamp, scale or think time can overflow before the check.
+            let arrival_ns: u128 = match options.replay {
                 Replay::Open { time_scale } => {
                     let t0 = *first_timestamp.get_or_insert(record.timestamp_ns);
-                    let rel = record.timestamp_ns.saturating_sub(t0);
-                    let scaled = if time_scale == 1.0 {
-                        rel
-                    } else {
-                        (rel as f64 * time_scale).round() as u64
-                    };
-                    if scaled < last_arrival_ns {
+                    if record.timestamp_ns < last_timestamp {
                         info.out_of_order_records += 1;
                     }
-                    scaled.max(last_arrival_ns)
-                }
-                Replay::Closed { .. } | Replay::AsFastAsPossible => {
-                    let think = if matches!(options.replay, Replay::Closed { .. }) {
-                        record.think_ns
+                    last_timestamp = record.timestamp_ns;
+                    let rel = record.timestamp_ns.saturating_sub(t0);
+                    let scaled = if time_scale == 1.0 {
+                        rel as u128
                     } else {
-                        0
+                        // A float-to-int cast saturates; the limit check below catches it.
+                        (rel as f64 * time_scale).round() as u128
                     };
-                    admit_base
-                        .as_ns()
-                        .checked_add(think)
-                        .ok_or_else(|| EngineError::Options {
-                            message: "think time overflows the simulated clock".into(),
-                        })?
+                    scaled.max(last_arrival_ns as u128)
                 }
+                Replay::Closed { .. } => admit_base.as_ns() as u128 + record.think_ns as u128,
+                Replay::AsFastAsPossible => admit_base.as_ns() as u128,
             };
+            if arrival_ns > SimTime::ARRIVAL_LIMIT.as_ns() as u128 {
+                return Err(EngineError::ArrivalTooLate {
+                    source: workload.name.clone(),
+                    position: origin.describe(record.origin),
+                    arrival_ns,
+                });
+            }
+            let arrival_ns = arrival_ns as u64;
             if options.duration_ns.is_some_and(|d| arrival_ns >= d) {
                 exhausted = true;
                 break;
@@ -263,7 +290,15 @@ pub fn run<D: Device + ?Sized>(
                         })?;
                     break;
                 }
-                Err(error) => return Err(device_error(workload, origin, record_origin, error)),
+                Err(error) => {
+                    return Err(device_error(
+                        workload,
+                        origin,
+                        record_origin,
+                        error,
+                        options,
+                    ))
+                }
             }
         }
 
@@ -338,11 +373,26 @@ impl EngineOptions {
     }
 }
 
-fn device_error(workload: &Workload, origin: Origin, at: u64, error: DeviceError) -> EngineError {
+fn device_error(
+    workload: &Workload,
+    origin: Origin,
+    at: u64,
+    error: DeviceError,
+    options: &EngineOptions,
+) -> EngineError {
+    let wrap_would_help = match error {
+        DeviceError::OutOfRange {
+            len_bytes,
+            capacity_bytes,
+            ..
+        } => options.out_of_range == OutOfRange::Error && len_bytes <= capacity_bytes,
+        _ => false,
+    };
     EngineError::Device {
         source: workload.name.clone(),
         position: origin.describe(at),
         error,
+        wrap_would_help,
     }
 }
 

@@ -237,6 +237,24 @@ fn out_of_order_timestamps_are_issued_at_the_previous_time() {
 }
 
 #[test]
+fn a_record_earlier_than_the_first_counts_as_out_of_order() {
+    let mut d = flat_device(10, 1, 4);
+    let recs = vec![record(5_000, 0, 1), record(1_000, 8192, 2)];
+    let mut w = workload(recs, Pacing::Open);
+    let mut arrivals = Vec::new();
+    let info = run(
+        &mut d,
+        &mut w,
+        &open(1.0),
+        &mut |c: &Completion| arrivals.push(c.request.arrival.0),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(arrivals, [0, 0]);
+    assert_eq!(info.out_of_order_records, 1);
+}
+
+#[test]
 fn duration_and_request_limits_stop_issuing() {
     let recs: Vec<Record> = (0..100)
         .map(|i| record(i * 1_000, i * 8192, i + 1))

@@ -17,6 +17,7 @@
 //! Planes of a die share the die's timeline (no multi-plane commands yet).
 
 use crate::{Geometry, Ppa, Timing};
+use std::collections::VecDeque;
 use storsim_core::{SimDuration, SimTime};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,45 +34,40 @@ const CHANNEL_INTERVALS_MAX: usize = 512;
 
 #[derive(Clone, Debug, Default)]
 struct Timeline {
-    /// Busy intervals `[start, end)` in ns, sorted and disjoint.
-    busy: Vec<(u64, u64)>,
+    /// Busy intervals `[start, end)` in ns, sorted and disjoint. A deque because reservations
+    /// are forgotten at the front (pruning, merging) and mostly added near the back.
+    busy: VecDeque<(u64, u64)>,
 }
 
 impl Timeline {
     /// Reserves `len` ns at the earliest start >= `earliest` that fits; returns the start.
     fn reserve(&mut self, earliest: u64, len: u64) -> u64 {
+        // Intervals are disjoint and sorted, so their ends are sorted too: skip every interval
+        // that ended by `earliest` with a binary search instead of a walk from the front.
+        let mut at = self.busy.partition_point(|&(_, e)| e <= earliest);
         let mut start = earliest;
-        let mut at = self.busy.len();
-        for (i, &(s, e)) in self.busy.iter().enumerate() {
-            if e <= start {
-                continue;
-            }
+        while let Some(&(s, e)) = self.busy.get(at) {
             if s >= start + len {
-                at = i;
                 break;
             }
             start = start.max(e);
+            at += 1;
         }
         if len > 0 {
             self.busy.insert(at, (start, start + len));
             if self.busy.len() > CHANNEL_INTERVALS_MAX {
-                let (s0, _) = self.busy[0];
-                let (_, e1) = self.busy[1];
-                self.busy[1] = (s0, e1);
-                self.busy.remove(0);
+                let (s0, _) = self.busy.pop_front().expect("over the bound");
+                let first = self.busy.front_mut().expect("over the bound");
+                first.0 = s0;
             }
         }
         start
     }
 
     fn prune(&mut self, now: u64) {
-        let keep_from = self
-            .busy
-            .iter()
-            .position(|&(_, e)| e > now)
-            .unwrap_or(self.busy.len());
-        if keep_from > 0 {
-            self.busy.drain(..keep_from);
+        // Called on every submission, when at most a few reservations have ended since.
+        while self.busy.front().is_some_and(|&(_, e)| e <= now) {
+            self.busy.pop_front();
         }
     }
 }
@@ -172,7 +168,7 @@ impl Scheduler {
         let chans = self
             .channels
             .iter()
-            .filter_map(|c| c.busy.last().map(|&(_, e)| e))
+            .filter_map(|c| c.busy.back().map(|&(_, e)| e))
             .max();
         SimTime(dies.max(chans.unwrap_or(0)))
     }

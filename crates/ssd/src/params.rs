@@ -1,6 +1,6 @@
 //! The SSD's parameters: plain data the config layer fills in.
 
-use storsim_core::SimDuration;
+use storsim_core::{SimDuration, QUEUE_DEPTH_MAX};
 use storsim_flash::{Geometry, Timing};
 use storsim_ftl::FtlConfig;
 
@@ -84,9 +84,9 @@ impl SsdParams {
         {
             return Err("geometry: page_bytes + oob_bytes overflows".into());
         }
-        if self.queue_depth == 0 || self.queue_depth > 65_536 {
+        if self.queue_depth == 0 || self.queue_depth > QUEUE_DEPTH_MAX as usize {
             return Err(format!(
-                "queue depth must be 1..=65536, got {}",
+                "queue depth must be 1..={QUEUE_DEPTH_MAX}, got {}",
                 self.queue_depth
             ));
         }

@@ -142,6 +142,9 @@ impl Collector {
         for h in &self.per_op {
             all.merge(h);
         }
+        // Bandwidth counts the data that crossed the interface: a trim's or flush's range
+        // moves no bytes.
+        all.bytes = self.per_op[Op::Read.index()].bytes + self.per_op[Op::Write.index()].bytes;
         let mut fractions: Vec<f64> = (0..100).map(|i| i as f64 / 100.0).collect();
         fractions.extend([0.999, 0.9999, 1.0]);
         let latency_cdf = if all.latency.count() == 0 {
@@ -204,6 +207,19 @@ mod tests {
         assert_eq!(s.trim.requests, 0);
         assert_eq!(s.latency_cdf.last().unwrap().latency_ns, 1_000_000_000);
         assert_eq!(s.latency_cdf.first().unwrap().latency_ns, 110);
+    }
+
+    #[test]
+    fn trimmed_bytes_are_not_bandwidth() {
+        let mut c = Collector::new();
+        c.record(&completion(Op::Write, 0, 0, 500_000_000));
+        let mut trim = completion(Op::Trim, 0, 0, 1_000_000_000);
+        trim.request.len_bytes = 1 << 30;
+        c.record(&trim);
+        let s = c.summary();
+        assert_eq!(s.all.requests, 2);
+        assert_eq!(s.all.bandwidth_bytes_per_s, 4096.0);
+        assert_eq!(s.trim.bytes, 1 << 30);
     }
 
     #[test]

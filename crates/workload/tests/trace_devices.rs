@@ -49,7 +49,20 @@ fn concat_lays_devices_out_in_number_order() {
         offsets(&read(&path, DeviceSelection::Only(21))),
         vec![(21, 55_596 * 512)]
     );
-    assert!(read(&path, DeviceSelection::Only(7)).is_empty());
+    // A device the trace never names is an error listing those it does, not an empty run.
+    let opts = TraceOptions {
+        devices: DeviceSelection::Only(7),
+        ..TraceOptions::default()
+    };
+    let results: Vec<Result<Record, WorkloadError>> = open(&path, &opts).unwrap().records.collect();
+    assert_eq!(results.len(), 1);
+    match &results[0] {
+        Err(WorkloadError::Spec { message }) => assert!(
+            message.contains("device 7 does not appear") && message.contains("0, 1, 21"),
+            "{message}"
+        ),
+        other => panic!("expected an error, got {other:?}"),
+    }
 }
 
 #[test]

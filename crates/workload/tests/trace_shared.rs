@@ -11,17 +11,70 @@ use storsim_workload::trace::{
 };
 use storsim_workload::{Pacing, WorkloadError};
 
-fn shared() -> Option<PathBuf> {
+/// `../shared`, when its folder `sub` is there.
+fn shared_with(sub: &str) -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if dir.join("traces").is_dir() {
+    if dir.join(sub).is_dir() {
         Some(dir)
     } else {
         eprintln!(
-            "skipping: ../shared/traces not found (looked in {})",
+            "skipping: ../shared/{sub} not found (looked in {})",
             dir.display()
         );
         None
     }
+}
+
+fn shared() -> Option<PathBuf> {
+    shared_with("traces")
+}
+
+/// Other renderings of shared traces, which detection refuses with a hint at what they are.
+const REFUSED: [(&str, &str); 2] = [
+    (
+        "traces/cloudphysics_vscsi/cloudPhysicsIO.csv",
+        "libCacheSim",
+    ),
+    ("traces/fiu_mail_10k/smalltrace.csv", "pandas"),
+];
+
+/// Every file in `../shared/traces/*/` is either a trace with stated expectations or a
+/// rendering that is refused: a trace added there later fails here until it has either.
+#[test]
+fn every_shared_trace_file_has_an_expectation() {
+    let Some(shared) = shared() else { return };
+    let mut files = Vec::new();
+    for dir in std::fs::read_dir(shared.join("traces")).unwrap() {
+        let dir = dir.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let file = file.unwrap().path();
+            let name = file.file_name().unwrap().to_str().unwrap().to_string();
+            if name.ends_with(".md") {
+                continue;
+            }
+            let rel = file
+                .strip_prefix(&shared)
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .to_string();
+            files.push(rel);
+        }
+    }
+    files.sort();
+    assert!(!files.is_empty());
+    for rel in &files {
+        let known =
+            TRACES.iter().any(|e| e.path == rel) || REFUSED.iter().any(|(path, _)| path == rel);
+        assert!(
+            known,
+            "{rel}: a file in ../shared/traces with no expectation; add it to TRACES or REFUSED"
+        );
+    }
+    eprintln!("{} shared trace files, all with expectations", files.len());
 }
 
 struct Expect {
@@ -201,13 +254,7 @@ fn blkparse_queue_events_count_as_stated() {
 #[test]
 fn other_renderings_are_refused_with_an_explanation() {
     let Some(shared) = shared() else { return };
-    for (file, hint) in [
-        (
-            "traces/cloudphysics_vscsi/cloudPhysicsIO.csv",
-            "libCacheSim",
-        ),
-        ("traces/fiu_mail_10k/smalltrace.csv", "pandas"),
-    ] {
+    for (file, hint) in REFUSED {
         let path = shared.join(file);
         match detect(&path) {
             Err(WorkloadError::Malformed {
@@ -226,7 +273,9 @@ fn other_renderings_are_refused_with_an_explanation() {
 
 #[test]
 fn disksim_validation_data_detects_and_parses() {
-    let Some(shared) = shared() else { return };
+    let Some(shared) = shared_with("disksim-valid") else {
+        return;
+    };
     let dir = shared.join("disksim-valid");
     let mut seen = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
@@ -268,7 +317,9 @@ fn disksim_validation_data_detects_and_parses() {
 
 #[test]
 fn hp_srt_week_trace_parses() {
-    let Some(shared) = shared() else { return };
+    let Some(shared) = shared_with("disksim-valid") else {
+        return;
+    };
     let path = shared.join("disksim-valid/ajw.1week.srt");
     assert_eq!(detect(&path).unwrap(), TraceFormat::HpSrt);
     assert_eq!(count(&path, &TraceOptions::default()), (44_519, 0));

@@ -134,7 +134,7 @@ pub(crate) fn validate(params: &LinearParams, file: &str) -> Result<(), ConfigEr
             format!("must be 1..=65536, got {}", params.servers),
         );
     }
-    if params.queue_depth == 0 || params.queue_depth > 65_536 {
+    if params.queue_depth == 0 || params.queue_depth > storsim_core::QUEUE_DEPTH_MAX as usize {
         return invalid(
             "queue_depth",
             format!("must be 1..=65536, got {}", params.queue_depth),

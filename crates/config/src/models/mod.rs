@@ -10,7 +10,7 @@ pub(crate) mod table;
 use crate::ConfigError;
 use serde::Deserialize;
 use storsim_blackbox::SequentialDetect;
-use storsim_core::SimDuration;
+use storsim_core::{SimDuration, QUEUE_DEPTH_MAX};
 
 /// The `sequential` key shared by the black-box sections.
 #[derive(Deserialize, Clone, Copy, Debug)]
@@ -104,11 +104,11 @@ pub(crate) fn missing(file: &str, key: &str) -> ConfigError {
 
 /// The bound every model puts on `queue_depth`: the queue is allocated up front.
 pub(crate) fn check_queue_depth(file: &str, queue_depth: usize) -> Result<(), ConfigError> {
-    if queue_depth == 0 || queue_depth > 65_536 {
+    if queue_depth == 0 || queue_depth > QUEUE_DEPTH_MAX as usize {
         return Err(invalid(
             file,
             "queue_depth",
-            format!("must be 1..=65536, got {queue_depth}"),
+            format!("must be 1..={QUEUE_DEPTH_MAX}, got {queue_depth}"),
         ));
     }
     Ok(())

@@ -9,6 +9,7 @@ use super::spec::{
 };
 use super::vdbench::VdbenchProfile;
 use crate::WorkloadError;
+use storsim_core::QUEUE_DEPTH_MAX;
 
 /// Every key, in the order the help text and the canonical name list them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -255,8 +256,8 @@ fn store(given: &mut Given, key: Key, value: &str) -> Result<(), String> {
             given.iodepth = Some(
                 u32::try_from(depth)
                     .ok()
-                    .filter(|d| *d > 0)
-                    .ok_or_else(|| "a queue depth from 1 to 4294967295".to_string())?,
+                    .filter(|d| (1..=QUEUE_DEPTH_MAX).contains(d))
+                    .ok_or_else(|| format!("a queue depth from 1 to {QUEUE_DEPTH_MAX}"))?,
             );
         }
         Key::ThinkTime => given.thinktime = Some(parse_duration(value)?),

@@ -7,7 +7,7 @@
 
 use super::Records;
 use crate::{Origin, Record, WorkloadError};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
 
 /// The most devices one trace may name. Real traces have at most a few dozen.
@@ -39,15 +39,73 @@ impl DeviceIds {
     }
 }
 
-/// Keeps the records of one device (and every error, so that none is lost).
-pub(crate) fn only(
+/// Keeps the records of one device (and every error, so that none is lost). A device that
+/// never appears is an error at the end of the trace, naming the devices that did, rather
+/// than an empty run that looks like a result.
+pub(crate) fn only(records: Records, dev: u32, source: Rc<str>) -> Only {
+    Only {
+        records,
+        dev,
+        source,
+        matched: false,
+        seen: BTreeSet::new(),
+        seen_more: false,
+    }
+}
+
+/// The devices a "not in the trace" message lists at most.
+const SEEN_LISTED: usize = 16;
+
+pub(crate) struct Only {
     records: Records,
     dev: u32,
-) -> impl Iterator<Item = Result<Record, WorkloadError>> {
-    records.filter(move |item| match item {
-        Ok(record) => record.dev == dev,
-        Err(_) => true,
-    })
+    source: Rc<str>,
+    matched: bool,
+    seen: BTreeSet<u32>,
+    seen_more: bool,
+}
+
+impl Iterator for Only {
+    type Item = Result<Record, WorkloadError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        for item in self.records.by_ref() {
+            match &item {
+                Ok(record) if record.dev == self.dev => {
+                    self.matched = true;
+                    return Some(item);
+                }
+                Ok(record) => {
+                    if self.matched {
+                        continue;
+                    }
+                    if self.seen.len() < SEEN_LISTED {
+                        self.seen.insert(record.dev);
+                    } else if !self.seen.contains(&record.dev) {
+                        self.seen_more = true;
+                    }
+                }
+                Err(_) => return Some(item),
+            }
+        }
+        if self.matched {
+            return None;
+        }
+        // Report once: the next call finds `matched` set and ends the stream.
+        self.matched = true;
+        let listed: Vec<String> = self.seen.iter().map(u32::to_string).collect();
+        let devices = match (listed.is_empty(), self.seen_more) {
+            (true, _) => "it has no records".to_string(),
+            (false, false) => format!("its devices are {}", listed.join(", ")),
+            (false, true) => format!("its devices include {}", listed.join(", ")),
+        };
+        Some(Err(WorkloadError::Spec {
+            message: format!(
+                "{}: device {} does not appear in the trace; {devices}",
+                self.source, self.dev
+            ),
+        }))
+    }
 }
 
 /// Where each device starts when the devices are laid out one after another.

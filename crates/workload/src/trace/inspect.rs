@@ -54,6 +54,10 @@ pub struct Characterisation {
     /// [`DeviceSelection::Concat`](super::DeviceSelection::Concat) offsets are moved but device
     /// numbers are not, so this still counts the original devices.
     pub per_device: BTreeMap<u32, u64>,
+    /// Malformed records skipped (with `skip_bad`), which the counts above leave out.
+    pub skipped_records: u64,
+    /// Well-formed records that are not block requests, also left out.
+    pub ignored_records: u64,
 }
 
 impl Characterisation {
@@ -142,5 +146,7 @@ pub fn inspect(mut workload: Workload) -> Result<Characterisation, WorkloadError
         bytes_read,
         bytes_written,
         per_device,
+        skipped_records: workload.skipped.get(),
+        ignored_records: workload.ignored.get(),
     })
 }

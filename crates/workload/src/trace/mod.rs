@@ -257,9 +257,11 @@ pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError>
             Box::new(layout.apply(parse(path, format, opts, &ctx)?, format_origin(format)))
         }
         DeviceSelection::Concat | DeviceSelection::Overlay => parse(path, format, opts, &ctx)?,
-        DeviceSelection::Only(dev) => {
-            Box::new(devices::only(parse(path, format, opts, &ctx)?, dev))
-        }
+        DeviceSelection::Only(dev) => Box::new(devices::only(
+            parse(path, format, opts, &ctx)?,
+            dev,
+            ctx.source.clone(),
+        )),
     };
     let pacing = format_pacing(format);
     let name = path.display().to_string();
@@ -305,7 +307,7 @@ pub fn open_reader(
     let reader = input::gunzip_if_compressed(reader, &ctx)?;
     let records = parse_reader(reader, format, opts, &ctx);
     let records: Records = match opts.devices {
-        DeviceSelection::Only(dev) => Box::new(devices::only(records, dev)),
+        DeviceSelection::Only(dev) => Box::new(devices::only(records, dev, ctx.source.clone())),
         DeviceSelection::Concat | DeviceSelection::Overlay => records,
     };
     Ok(Workload {
