@@ -14,6 +14,9 @@ use std::process::ExitCode;
 const EXIT_BAD_INPUT: u8 = 2;
 /// Exit status when something outside the input failed (for example writing an output file).
 const EXIT_FAILURE: u8 = 1;
+/// Exit status when the simulated device failed during the run (wore out): the results up to
+/// the failure were still reported.
+pub const EXIT_DEVICE_FAILED: u8 = 3;
 
 /// A failure with the exit status it maps to.
 pub struct CliError {

@@ -112,6 +112,7 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
             "wrapped_requests": r.info.wrapped_requests,
             "empty_requests": r.info.empty_requests,
             "end_ns": r.info.end_ns,
+            "device_failed": r.info.device_failed,
         },
         "summary": Value::Object(summary),
     })
@@ -169,6 +170,12 @@ pub fn simulation_text(r: &SimulationResults) -> String {
         human_bytes(r.device.capacity_bytes() as f64)
     );
     out += &format!("workload  {} ({replay})\n", r.workload.name);
+    if let Some(failure) = &r.info.device_failed {
+        out += &format!(
+            "          RUN ENDED EARLY: {failure}\n          the results cover the {} requests completed before it\n",
+            r.info.requests_completed
+        );
+    }
     let skipped = r.workload.skipped.get();
     if skipped > 0 {
         out += &format!("          {skipped} malformed records skipped\n");

@@ -10,6 +10,7 @@ use storsim_stats::Collector;
 
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let device_desc = storsim_config::load_device(&args.device).map_err(CliError::input)?;
+    check_memory(&device_desc.name, &device_desc.spec)?;
     let mut device = device_desc
         .spec
         .build()
@@ -107,5 +108,38 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
             wall.as_secs_f64()
         );
     }
-    Ok(())
+    match &info.device_failed {
+        Some(failure) => Err(CliError {
+            message: format!("{failure} (the results up to it were reported)"),
+            status: crate::EXIT_DEVICE_FAILED,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a device whose model state would not fit in the memory available, with a message
+/// that says so, instead of letting the allocation abort the process.
+fn check_memory(name: &str, spec: &storsim_config::DeviceSpec) -> Result<(), CliError> {
+    let (Some(need), Some(available)) = (spec.state_bytes_bound(), mem_available_bytes()) else {
+        return Ok(());
+    };
+    if need <= available {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    Err(CliError::input(format!(
+        "{name}: the model's state may need up to {:.1} GiB ({} bytes for each physical page) \
+         but {:.1} GiB of memory is available; use fewer blocks or larger pages",
+        gib(need),
+        storsim_config::SSD_STATE_BYTES_PER_PAGE,
+        gib(available)
+    )))
+}
+
+/// `MemAvailable` from /proc/meminfo, where there is one.
+fn mem_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }

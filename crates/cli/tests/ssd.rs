@@ -162,3 +162,89 @@ fn bad_ssd_files_exit_2_naming_the_key() {
         assert!(err.contains("dev.toml") && err.contains(needle), "{err}");
     }
 }
+
+/// A device that wears out mid-run is a result, not bad input: the run ends there, the summary
+/// of what completed is printed and written, and the exit status (3) tells scripts.
+#[test]
+fn a_device_that_wears_out_ends_the_run_with_its_results() {
+    let dir = temp_dir("wearout");
+    let file = dir.join("fragile.toml");
+    std::fs::write(
+        &file,
+        "preset = \"flashsim-2009:page\"\n[ssd]\nendurance_erases = 3\n\
+         [ssd.geometry]\nchannels = 2\nchips_per_channel = 1\ndies_per_chip = 1\n\
+         planes_per_die = 1\nblocks_per_plane = 64\npages_per_block = 32\n",
+    )
+    .unwrap();
+    let json = dir.join("out.json");
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        file.to_str().unwrap(),
+        "--workload",
+        "synthetic:rw=randwrite,bs=4k,iodepth=4,requests=200000",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains("the device has failed") && !err.contains("panicked"),
+        "{err}"
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("RUN ENDED EARLY"), "{text}");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let failure = v["run"]["device_failed"]
+        .as_str()
+        .expect("device_failed is set");
+    assert!(failure.contains("request "), "{failure}");
+    let completed = v["run"]["requests_completed"].as_u64().unwrap();
+    assert!(completed > 0 && completed < 200_000, "{completed}");
+    assert_eq!(v["summary"]["requests"].as_u64().unwrap(), completed);
+    assert!(counter(&v, "retired_blocks") > 0.0);
+}
+
+/// A geometry whose maps cannot fit in memory is refused with a message before anything is
+/// allocated (4.2 billion physical pages need up to 67 GB).
+#[test]
+fn a_device_too_large_for_memory_is_refused() {
+    let available_kib: Option<u64> = std::fs::read_to_string("/proc/meminfo").ok().and_then(|t| {
+        let line = t
+            .lines()
+            .find(|l| l.starts_with("MemAvailable:"))?
+            .to_string();
+        line.split_whitespace().nth(1)?.parse().ok()
+    });
+    match available_kib {
+        None => {
+            eprintln!("skipping: no /proc/meminfo here");
+            return;
+        }
+        Some(kib) if kib * 1024 > 60 << 30 => {
+            eprintln!("skipping: this machine has more than 60 GiB free");
+            return;
+        }
+        Some(_) => {}
+    }
+    let file = temp_dir("huge").join("huge.toml");
+    std::fs::write(
+        &file,
+        "preset = \"flashsim-2009:page\"\n[ssd.geometry]\nchannels = 8\nchips_per_channel = 4\n\
+         dies_per_chip = 2\nplanes_per_die = 2\nblocks_per_plane = 128000\npages_per_block = 256\n",
+    )
+    .unwrap();
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        file.to_str().unwrap(),
+        "--workload",
+        "synthetic:rw=randread,bs=4k,requests=10",
+    ]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("huge.toml") && err.contains("of memory is available"),
+        "{err}"
+    );
+}

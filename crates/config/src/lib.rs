@@ -36,6 +36,9 @@ use storsim_blackbox::table::{TableDevice, TableParams};
 use storsim_core::Device;
 use storsim_ssd::{Precondition, SsdDevice, SsdParams};
 
+/// See [`DeviceSpec::state_bytes_bound`].
+pub const SSD_STATE_BYTES_PER_PAGE: u64 = 16;
+
 /// A fully resolved device description: which model, with every parameter set.
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceSpec {
@@ -52,6 +55,18 @@ impl DeviceSpec {
             DeviceSpec::Table(_) => "table",
             DeviceSpec::Step(_) => "step",
             DeviceSpec::Ssd(_) => "ssd",
+        }
+    }
+
+    /// An upper bound on the memory the built model holds, in bytes. Only models whose state
+    /// grows with the device report one: an SSD's FTL keeps maps and per-page state, at most
+    /// [`SSD_STATE_BYTES_PER_PAGE`] bytes a physical page (the page FTL measures under 8).
+    /// Drivers compare it with the memory they have before building, so that an oversized
+    /// geometry is an error rather than an allocation failure.
+    pub fn state_bytes_bound(&self) -> Option<u64> {
+        match self {
+            DeviceSpec::Ssd(p) => Some(p.geometry.pages() as u64 * SSD_STATE_BYTES_PER_PAGE),
+            DeviceSpec::Linear(_) | DeviceSpec::Table(_) | DeviceSpec::Step(_) => None,
         }
     }
 

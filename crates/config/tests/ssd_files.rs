@@ -594,6 +594,11 @@ fn bad_values_name_their_key() {
             "ssd.precondition.max_overwrite_factor",
         ),
         ("[ssd.dftl]\ncmt_entries = 0", "ssd.dftl.cmt_entries"),
+        ("[ssd.dftl]\ncmt_bytes = 7", "ssd.dftl.cmt_bytes"),
+        (
+            "[ssd.dftl]\ncmt_bytes = 8192\ncmt_entries = 16",
+            "ssd.dftl.cmt_bytes",
+        ),
         (
             "[ssd.dftl.page]\nover_provisioning_fraction = 1.0",
             "ssd.dftl.page.over_provisioning_fraction",
@@ -1072,4 +1077,180 @@ fn drive(device: &mut dyn Device, rng: &mut Prng) {
         device.advance(now, &mut done);
     }
     device.counters();
+}
+
+#[test]
+fn dftl_cache_can_be_sized_in_bytes() {
+    let p = parse("preset = \"flashsim-2009\"\n[ssd.dftl]\ncmt_bytes = 65536\n");
+    match p.ftl {
+        FtlConfig::Dftl(d) => assert_eq!(d.cmt_entries, 8192),
+        other => panic!("expected dftl, got {}", other.name()),
+    }
+}
+
+#[test]
+fn a_new_cell_type_brings_its_endurance_unless_one_is_given() {
+    let slc = parse("preset = \"flashsim-2009\"\n");
+    assert_eq!(slc.endurance, CellType::Slc.default_endurance());
+    let tlc = parse("preset = \"flashsim-2009\"\n[ssd.timing]\ncell = \"tlc\"\n");
+    assert_eq!(tlc.timing.cell, CellType::Tlc);
+    assert_eq!(tlc.endurance, CellType::Tlc.default_endurance());
+    let stated = parse(
+        "preset = \"flashsim-2009\"\n[ssd]\nendurance_erases = 777\n[ssd.timing]\ncell = \"tlc\"\n",
+    );
+    assert_eq!(stated.endurance, 777);
+    let same = parse(
+        "preset = \"flashsim-2009\"\n[ssd]\nendurance_erases = 777\n[ssd.timing]\ncell = \"slc\"\n",
+    );
+    assert_eq!(same.endurance, 777);
+}
+
+#[test]
+fn write_buffer_flush_policy_keys_reach_the_params() {
+    use storsim_ssd::{DestageOrder, FlushPolicy, WriteBack};
+    // Presets keep the eager policy, so their results do not change.
+    for name in ["bench2g", "tlc-nvme", "flashsim-2009"] {
+        let p = parse(&format!("preset = \"{name}\"\n"));
+        assert_eq!(p.write_buffer_policy, FlushPolicy::Eager, "{name}");
+    }
+    // `watermark` alone takes the documented defaults.
+    let p = parse("preset = \"bench2g\"\n[ssd.write_buffer]\nflush_policy = \"watermark\"\n");
+    assert_eq!(
+        p.write_buffer_policy,
+        FlushPolicy::Watermark(WriteBack {
+            high_watermark_fraction: 0.9,
+            low_watermark_fraction: 0.8,
+            order: DestageOrder::Fifo,
+            destage_when_idle: true,
+        })
+    );
+    // The buffer itself is unchanged.
+    assert_eq!(p.write_buffer.map(|b| b.capacity_bytes), Some(256 << 20));
+    let text = "preset = \"bench2g\"\n[ssd.write_buffer]\nflush_policy = \"watermark\"\n\
+                high_watermark_fraction = 0.5\nlow_watermark_fraction = 0.0\n\
+                destage_order = \"lru\"\ndestage_when_idle = false\n";
+    let w = WriteBack {
+        high_watermark_fraction: 0.5,
+        low_watermark_fraction: 0.0,
+        order: DestageOrder::Lru,
+        destage_when_idle: false,
+    };
+    assert_eq!(parse(text).write_buffer_policy, FlushPolicy::Watermark(w));
+    // From scratch, with a new buffer.
+    let p = parse(&format!(
+        "{SCRATCH}\n[ssd.write_buffer]\ncapacity_bytes = 65536\nlatency_us = 1\n\
+         flush_policy = \"watermark\"\nhigh_watermark_fraction = 1\n"
+    ));
+    match p.write_buffer_policy {
+        FlushPolicy::Watermark(w) => assert_eq!(w.high_watermark_fraction, 1.0),
+        other => panic!("expected watermark, got {other:?}"),
+    }
+    // Explicitly eager; and removing the buffer resets the policy.
+    let p = parse("preset = \"tlc-nvme\"\n[ssd.write_buffer]\nflush_policy = \"eager\"\n");
+    assert_eq!(p.write_buffer_policy, FlushPolicy::Eager);
+    let p = parse("preset = \"tlc-nvme\"\n[ssd.write_buffer]\ncapacity_bytes = 0\n");
+    assert_eq!(
+        (p.write_buffer, p.write_buffer_policy),
+        (None, FlushPolicy::Eager)
+    );
+    // The built device reports the write-back counters.
+    let spec = parse_device_toml(text, "f.toml").unwrap();
+    let device = spec.build().unwrap();
+    let names: Vec<String> = device.counters().into_iter().map(|c| c.name).collect();
+    for name in [
+        "buffer_read_hit_pages",
+        "buffer_write_hit_pages",
+        "buffer_destaged_pages",
+        "buffer_flush_destaged_pages",
+        "buffer_idle_destaged_pages",
+    ] {
+        assert!(names.iter().any(|n| n == name), "{name}");
+    }
+}
+
+#[test]
+fn bad_write_buffer_policy_values_name_their_key() {
+    let cases = [
+        (
+            "[ssd.write_buffer]\nflush_policy = \"watermark\"\nhigh_watermark_fraction = 1.5",
+            "ssd.write_buffer.high_watermark_fraction",
+        ),
+        (
+            "[ssd.write_buffer]\nflush_policy = \"watermark\"\nhigh_watermark_fraction = 0",
+            "ssd.write_buffer.high_watermark_fraction",
+        ),
+        (
+            "[ssd.write_buffer]\nflush_policy = \"watermark\"\nhigh_watermark_fraction = nan",
+            "ssd.write_buffer.high_watermark_fraction",
+        ),
+        (
+            "[ssd.write_buffer]\nflush_policy = \"watermark\"\nlow_watermark_fraction = -0.1",
+            "ssd.write_buffer.low_watermark_fraction",
+        ),
+        // low must be below high: equal is refused, and so is the default high (0.9) under 0.95.
+        (
+            "[ssd.write_buffer]\nflush_policy = \"watermark\"\nhigh_watermark_fraction = 0.5\n\
+             low_watermark_fraction = 0.5",
+            "ssd.write_buffer.low_watermark_fraction",
+        ),
+        (
+            "[ssd.write_buffer]\nflush_policy = \"watermark\"\nlow_watermark_fraction = 0.95",
+            "ssd.write_buffer.low_watermark_fraction",
+        ),
+        // The watermark keys belong to the watermark policy.
+        (
+            "[ssd.write_buffer]\nhigh_watermark_fraction = 0.5",
+            "ssd.write_buffer.high_watermark_fraction",
+        ),
+        (
+            "[ssd.write_buffer]\nflush_policy = \"eager\"\ndestage_when_idle = true",
+            "ssd.write_buffer.destage_when_idle",
+        ),
+        (
+            "[ssd.write_buffer]\nflush_policy = \"eager\"\ndestage_order = \"lru\"",
+            "ssd.write_buffer.destage_order",
+        ),
+        // Removing the buffer leaves no policy to set.
+        (
+            "[ssd.write_buffer]\ncapacity_bytes = 0\nflush_policy = \"watermark\"",
+            "ssd.write_buffer.flush_policy",
+        ),
+    ];
+    for (body, key) in cases {
+        let text = format!("preset = \"bench2g\"\n{body}\n");
+        assert_eq!(invalid_key(&text), key, "{text}");
+    }
+    // A watermark policy kept from the file's own earlier keys still checks the relation.
+    let text = "preset = \"bench2g\"\n[ssd.write_buffer]\nflush_policy = \"watermark\"\n\
+                high_watermark_fraction = 0.3\n";
+    assert_eq!(
+        invalid_key(text),
+        "ssd.write_buffer.low_watermark_fraction",
+        "the default low (0.8) is above 0.3"
+    );
+    // Unknown keys and bad names are syntax errors with the line.
+    for (text, needle, line) in [
+        (
+            "preset = \"bench2g\"\n[ssd.write_buffer]\nflush = \"watermark\"\n",
+            "flush",
+            3,
+        ),
+        (
+            "preset = \"bench2g\"\n[ssd.write_buffer]\nflush_policy = \"lazy\"\n",
+            "lazy",
+            3,
+        ),
+        (
+            "preset = \"bench2g\"\n[ssd.write_buffer]\nflush_policy = \"watermark\"\n\
+             destage_order = \"random\"\n",
+            "random",
+            4,
+        ),
+    ] {
+        let err = parse_device_toml(text, "bad.toml").unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, ConfigError::Syntax { .. }), "{text}: {err:?}");
+        assert!(msg.contains(needle), "{text}: {msg}");
+        assert!(msg.contains(&format!("line {line}")), "{text}: {msg}");
+    }
 }

@@ -23,6 +23,10 @@ pub enum DeviceError {
     QueueFull { queue_depth: usize },
     /// The request asked for something the model cannot do (for example a zero-length read).
     Invalid { reason: String },
+    /// The device has failed (a flash device worn out past its spare blocks, say) and accepts
+    /// no more requests. Requests it accepted before still complete. Drivers end the run
+    /// there and report what was done: a failure is a result, not bad input.
+    Failed { reason: String },
 }
 
 impl fmt::Display for DeviceError {
@@ -44,6 +48,7 @@ impl fmt::Display for DeviceError {
                 )
             }
             DeviceError::Invalid { reason } => write!(f, "invalid request: {reason}"),
+            DeviceError::Failed { reason } => write!(f, "the device has failed: {reason}"),
         }
     }
 }

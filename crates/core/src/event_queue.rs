@@ -93,6 +93,11 @@ impl<T> EventQueue<T> {
         }
     }
 
+    /// Drops every pending event.
+    pub fn clear(&mut self) {
+        self.heap.clear();
+    }
+
     pub fn len(&self) -> usize {
         self.heap.len()
     }

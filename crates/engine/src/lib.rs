@@ -88,6 +88,9 @@ pub struct RunInfo {
     pub wrapped_requests: u64,
     /// Zero-length reads and writes, which were dropped.
     pub empty_requests: u64,
+    /// The device failed ([`DeviceError::Failed`]) at this record: issuing stopped there, the
+    /// requests it had accepted completed, and the run ended early. Says where and why.
+    pub device_failed: Option<String>,
     pub end_ns: u64,
 }
 
@@ -288,6 +291,19 @@ pub fn run<D: Device + ?Sized>(
                         .map_err(|_| EngineError::Options {
                             message: "internal: ready queue overflow".into(),
                         })?;
+                    break;
+                }
+                Err(DeviceError::Failed { reason }) => {
+                    // The run ends here: nothing more is admitted, what the device accepted
+                    // drains, and the caller reports the results up to the failure.
+                    info.device_failed = Some(format!(
+                        "{}: {}: the device has failed: {reason}",
+                        workload.name,
+                        origin.describe(record_origin)
+                    ));
+                    exhausted = true;
+                    ready.clear();
+                    slots_used = outstanding;
                     break;
                 }
                 Err(error) => {

@@ -41,7 +41,9 @@ struct Timeline {
 
 impl Timeline {
     /// Reserves `len` ns at the earliest start >= `earliest` that fits; returns the start.
-    fn reserve(&mut self, earliest: u64, len: u64) -> u64 {
+    /// Reservations that ended by `horizon` (the driver's present) are forgotten first.
+    fn reserve(&mut self, earliest: u64, len: u64, horizon: u64) -> u64 {
+        self.prune(horizon);
         // Intervals are disjoint and sorted, so their ends are sorted too: skip every interval
         // that ended by `earliest` with a binary search instead of a walk from the front.
         let mut at = self.busy.partition_point(|&(_, e)| e <= earliest);
@@ -65,7 +67,7 @@ impl Timeline {
     }
 
     fn prune(&mut self, now: u64) {
-        // Called on every submission, when at most a few reservations have ended since.
+        // Called on every reservation, when at most a few reservations have ended since.
         while self.busy.front().is_some_and(|&(_, e)| e <= now) {
             self.busy.pop_front();
         }
@@ -83,6 +85,8 @@ pub struct Scheduler {
     geometry: Geometry,
     timing: Timing,
     channels: Vec<Timeline>,
+    /// The driver's present: channel reservations that ended by then can be forgotten.
+    horizon: u64,
     die_free_at: Vec<u64>,
     channel_busy_ns: Vec<u64>,
     die_busy_ns: Vec<u64>,
@@ -94,6 +98,7 @@ impl Scheduler {
         let transfer = timing.transfer(geometry.page_bytes + geometry.oob_bytes);
         Scheduler {
             channels: vec![Timeline::default(); geometry.channels as usize],
+            horizon: 0,
             die_free_at: vec![0; geometry.dies() as usize],
             channel_busy_ns: vec![0; geometry.channels as usize],
             die_busy_ns: vec![0; geometry.dies() as usize],
@@ -115,6 +120,17 @@ impl Scheduler {
     /// Places an operation on `ppa` (any page of the block, for an erase) no earlier than
     /// `earliest`, and returns when it finishes.
     pub fn schedule(&mut self, kind: FlashOpKind, ppa: Ppa, earliest: SimTime) -> SimTime {
+        self.schedule_busy(kind, ppa, earliest).0
+    }
+
+    /// As [`Scheduler::schedule`], and also how long the operation holds its die (from its
+    /// command to its last byte out), which callers add up per cause (GC time, ...).
+    pub fn schedule_busy(
+        &mut self,
+        kind: FlashOpKind,
+        ppa: Ppa,
+        earliest: SimTime,
+    ) -> (SimTime, SimDuration) {
         let block = self.geometry.block_of(ppa);
         let page = self.geometry.page_in_block(ppa);
         let die = self.geometry.die_of(block) as usize;
@@ -122,16 +138,17 @@ impl Scheduler {
         let cmd = self.timing.command.as_ns();
         let xfer = self.transfer.as_ns();
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
+        let horizon = self.horizon;
         let channel = &mut self.channels[ch];
         let (die_start, finish, channel_ns) = match kind {
             FlashOpKind::Read => {
-                let c = channel.reserve(t0, cmd);
+                let c = channel.reserve(t0, cmd, horizon);
                 let ready = c + cmd + self.timing.read_of(page).as_ns();
-                let out = channel.reserve(ready, cmd + xfer);
+                let out = channel.reserve(ready, cmd + xfer, horizon);
                 (c, out + cmd + xfer, 2 * cmd + xfer)
             }
             FlashOpKind::Program => {
-                let c = channel.reserve(t0, cmd + xfer);
+                let c = channel.reserve(t0, cmd + xfer, horizon);
                 (
                     c,
                     c + cmd + xfer + self.timing.program_of(page).as_ns(),
@@ -139,11 +156,13 @@ impl Scheduler {
                 )
             }
             FlashOpKind::Erase => {
-                let c = channel.reserve(t0, cmd);
+                let c = channel.reserve(t0, cmd, horizon);
                 (c, c + cmd + self.timing.erase.as_ns(), cmd)
             }
             FlashOpKind::CopyBack => {
-                let c = channel.reserve(t0, 2 * cmd);
+                // Without the source page, the read is timed at the destination's level;
+                // `schedule_copyback` knows both.
+                let c = channel.reserve(t0, 2 * cmd, horizon);
                 let array = self.timing.read_of(page) + self.timing.program_of(page);
                 (c, c + 2 * cmd + array.as_ns(), 2 * cmd)
             }
@@ -151,15 +170,50 @@ impl Scheduler {
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - die_start;
         self.channel_busy_ns[ch] += channel_ns;
-        SimTime(finish)
+        (SimTime(finish), SimDuration(finish - die_start))
     }
 
-    /// Forgets channel reservations that ended at or before `now`; the driver calls it as
-    /// simulated time advances so the timelines stay short.
+    /// Whether a copy from `from` to `to` can stay inside the chip as a copy-back: both pages
+    /// in one plane, whose page register carries the data (FlashSim's Algorithm 2).
+    pub fn can_copy_back(&self, from: Ppa, to: Ppa) -> bool {
+        let g = &self.geometry;
+        g.plane_of(g.block_of(from)) == g.plane_of(g.block_of(to))
+    }
+
+    /// Places a copy-back of `from` into `to` (same plane: see [`Scheduler::can_copy_back`]):
+    /// two commands on the channel, and the die busy for the source's tR and the
+    /// destination's tPROG, with no data on the channel. Returns its finish and die time.
+    pub fn schedule_copyback(
+        &mut self,
+        from: Ppa,
+        to: Ppa,
+        earliest: SimTime,
+    ) -> (SimTime, SimDuration) {
+        assert!(
+            self.can_copy_back(from, to),
+            "copy-back from {from:?} to {to:?} crosses planes"
+        );
+        let block = self.geometry.block_of(to);
+        let die = self.geometry.die_of(block) as usize;
+        let ch = self.geometry.channel_of(block) as usize;
+        let cmd = self.timing.command.as_ns();
+        let array = self.timing.read_of(self.geometry.page_in_block(from))
+            + self.timing.program_of(self.geometry.page_in_block(to));
+        let t0 = earliest.as_ns().max(self.die_free_at[die]);
+        let horizon = self.horizon;
+        let c = self.channels[ch].reserve(t0, 2 * cmd, horizon);
+        let finish = c + 2 * cmd + array.as_ns();
+        self.die_free_at[die] = finish;
+        self.die_busy_ns[die] += finish - c;
+        self.channel_busy_ns[ch] += 2 * cmd;
+        (SimTime(finish), SimDuration(finish - c))
+    }
+
+    /// Tells the scheduler that simulated time has reached `now`, as the driver does on every
+    /// submission: channel reservations that ended by then are forgotten, each channel's when
+    /// it is next used, so the timelines stay short at no cost to channels left alone.
     pub fn prune(&mut self, now: SimTime) {
-        for c in &mut self.channels {
-            c.prune(now.as_ns());
-        }
+        self.horizon = self.horizon.max(now.as_ns());
     }
 
     /// The time every die and channel is idle from.
@@ -270,6 +324,27 @@ mod tests {
     }
 
     #[test]
+    fn copy_back_keeps_data_off_the_channel() {
+        let (g, mut s) = setup(1, 2);
+        let from = page_on_die(&g, 0);
+        let to = g.ppa(BlockId(1), 2);
+        assert!(s.can_copy_back(from, to));
+        assert!(!s.can_copy_back(from, page_on_die(&g, 1)));
+        let (f, busy) = s.schedule_copyback(from, to, SimTime(0));
+        // Two commands, tR and tPROG; no transfer.
+        assert_eq!(f.as_ns(), 2 * 100 + 5_000 + 20_000);
+        assert_eq!(busy.as_ns(), f.as_ns());
+        // The channel was free during the array work: the other die's program goes at once.
+        let p = s.schedule(FlashOpKind::Program, page_on_die(&g, 1), SimTime(200));
+        assert_eq!(p.as_ns(), 200 + 100 + 1_000 + 20_000);
+        // A read-then-program copy of the same page through the controller takes longer.
+        let (g2, mut s2) = setup(1, 1);
+        let r = s2.schedule(FlashOpKind::Read, page_on_die(&g2, 0), SimTime(0));
+        let w = s2.schedule(FlashOpKind::Program, g2.ppa(BlockId(1), 2), r);
+        assert!(w > f);
+    }
+
+    #[test]
     fn channels_are_independent() {
         let (g, mut s) = setup(2, 1);
         let a = s.schedule(FlashOpKind::Program, page_on_die(&g, 0), SimTime(0));
@@ -293,7 +368,10 @@ mod tests {
             s.schedule(FlashOpKind::Read, page_on_die(&g, 0), SimTime(i));
         }
         assert!(s.channels[0].busy.len() <= CHANNEL_INTERVALS_MAX);
-        s.prune(SimTime::MAX);
-        assert!(s.channels[0].busy.is_empty());
+        // Once time has passed them, the next reservation on the channel forgets them all.
+        let last_end = s.channels[0].busy.back().unwrap().1;
+        s.prune(SimTime(last_end));
+        s.schedule(FlashOpKind::Erase, page_on_die(&g, 0), SimTime(last_end));
+        assert_eq!(s.channels[0].busy.len(), 1);
     }
 }

@@ -14,6 +14,14 @@
 //!
 //! It is public so that each FTL's own test file runs it on its own configurations, and so that
 //! users who write an FTL can run it too.
+//!
+//! Every run prints its seed to stderr as it starts (`conformance <ftl>: seed N`), so that a
+//! failure can be reproduced; setting the environment variable `STORSIM_TEST_SEED` to a number
+//! makes every run use that seed instead of the caller's (to replay a printed seed, or to try
+//! new ones).
+//!
+//! FTLs that expose the flash ([`crate::raw`]) refuse to program a page twice: run them with
+//! [`check_with`] and [`Writes::ErasedOnly`], which writes only pages whose flash is erased.
 
 use crate::{Cause, Dep, FlashOp, Ftl};
 use std::collections::HashMap;
@@ -46,6 +54,36 @@ impl Default for Mix {
             sequential_percent: 30,
             full_check_every: 1_000,
         }
+    }
+}
+
+/// Which logical pages the workload may write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Writes {
+    /// Any page, any number of times: the FTL hides erase-before-write.
+    #[default]
+    Overwrite,
+    /// Only a page whose physical page of the same number is erased, for FTLs where logical
+    /// page `i` is physical page `i` and programming a programmed page is refused (`raw`). A
+    /// write drawn on a programmed page goes to the next erased page of the span instead, and
+    /// becomes a trim of the drawn page when the span has no erased page (trims are how such
+    /// an FTL gets its blocks erased).
+    ErasedOnly,
+}
+
+/// The environment variable that overrides every run's seed.
+pub const SEED_ENV: &str = "STORSIM_TEST_SEED";
+
+/// The seed `STORSIM_TEST_SEED` asks for, if it is set; an error if it is not a number.
+pub fn seed_from_env() -> Result<Option<u64>, String> {
+    match std::env::var(SEED_ENV) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map(Some)
+            .map_err(|_| format!("{SEED_ENV}={v:?} is not a seed (an unsigned 64-bit number)")),
+        Err(std::env::VarError::NotPresent) => Ok(None),
+        Err(e) => Err(format!("{SEED_ENV}: {e}")),
     }
 }
 
@@ -97,8 +135,30 @@ impl Mirror {
     }
 }
 
-/// Runs the suite; the error names the seed, the step and what broke.
+/// Runs the suite with overwrites allowed; the error names the seed, the step and what broke.
 pub fn check(ftl: &mut dyn Ftl, seed: u64, mix: Mix) -> Result<Report, String> {
+    check_with(ftl, seed, mix, Writes::Overwrite)
+}
+
+/// Runs the suite with the given write rule; the error names the seed, the step and what broke.
+/// `STORSIM_TEST_SEED`, if set, replaces `seed`.
+pub fn check_with(
+    ftl: &mut dyn Ftl,
+    seed: u64,
+    mix: Mix,
+    writes: Writes,
+) -> Result<Report, String> {
+    let name = ftl.name();
+    let seed = match seed_from_env()? {
+        Some(s) => {
+            eprintln!("conformance {name}: seed {s} (from {SEED_ENV}; the test's seed is {seed})");
+            s
+        }
+        None => {
+            eprintln!("conformance {name}: seed {seed}");
+            seed
+        }
+    };
     let geometry = *ftl.nand().geometry();
     let pages = geometry.pages() as usize;
     let logical = ftl.logical_pages();
@@ -120,17 +180,27 @@ pub fn check(ftl: &mut dyn Ftl, seed: u64, mix: Mix) -> Result<Report, String> {
     let mut ops: Vec<FlashOp> = Vec::new();
     let mut version = 0u64;
     let mut last_lpn = 0u64;
-    let name = ftl.name();
 
     for step in 0..mix.steps {
         let fail = |what: String| format!("{name}: seed {seed}, step {step}: {what}");
-        let lpn = if rng.below(100) < mix.sequential_percent as u64 {
+        let mut lpn = if rng.below(100) < mix.sequential_percent as u64 {
             (last_lpn + 1) % span
         } else {
             rng.below(span)
         };
         last_lpn = lpn;
-        let dice = rng.below(100) as u32;
+        let mut dice = rng.below(100) as u32;
+        if writes == Writes::ErasedOnly && dice < mix.write_percent {
+            // The first erased page at or after the drawn one; none: trim the drawn page.
+            match (0..span)
+                .map(|k| (lpn + k) % span)
+                .find(|&l| !mirror.programmed[l as usize])
+            {
+                Some(l) => lpn = l,
+                None => dice = 100,
+            }
+            last_lpn = lpn;
+        }
         ops.clear();
         let kind = if dice < mix.write_percent {
             version += 1;

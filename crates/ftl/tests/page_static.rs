@@ -261,3 +261,391 @@ fn random_calls_on_a_wearing_device_never_panic() {
         .count() as u64;
     assert_eq!(ftl.valid_data_pages(), mapped);
 }
+
+// Whole requests (Fig. 4.1 per request: "a block is not erased more than once for servicing a
+// single request").
+
+fn prewritten(g: Geometry) -> Box<dyn Ftl> {
+    build(
+        g,
+        100,
+        page_static::Params {
+            prewrite_probability: 1.0,
+            prewrite_seed: 1,
+        },
+    )
+}
+
+#[test]
+fn page_static_takes_whole_requests_and_other_ftls_do_not() {
+    for name in FtlConfig::NAMES {
+        let ftl = FtlConfig::default_for(name)
+            .unwrap()
+            .build(geometry(1, 64, 16), 100);
+        let ftl = ftl.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(ftl.takes_whole_requests(), name == "page-static", "{name}");
+    }
+}
+
+#[test]
+fn a_request_filling_a_dirty_block_erases_it_once_and_programs_each_page_once() {
+    let g = geometry(1, 4, 8);
+    let mut ftl = prewritten(g);
+    let mut ops = Vec::new();
+    ftl.write_request(8, 8, &mut ops).unwrap();
+    // The whole of block 1 is new data: nothing to read, one erase, eight host programs.
+    assert_eq!(count(&ops, FlashOpKind::Read), 0);
+    assert_eq!(count(&ops, FlashOpKind::Erase), 1);
+    let programs: Vec<_> = ops
+        .iter()
+        .filter(|o| o.kind == FlashOpKind::Program)
+        .map(|o| (o.ppa.0, o.cause))
+        .collect();
+    assert_eq!(
+        programs,
+        (8..16).map(|p| (p, Cause::Host)).collect::<Vec<_>>()
+    );
+    assert_eq!(ftl.nand().erase_count(BlockId(1)), 1);
+    assert_eq!(ftl.nand().total_erases(), 1);
+    assert!((8..16).all(|l| ftl.lookup(l) == Some(Ppa(l as u32))));
+    assert_eq!(ftl.valid_data_pages(), 8);
+    assert_eq!(ftl.counters()[0].value, 1.0, "one block rewrite");
+    assert_eq!(ftl.counters()[2].value, 24.0, "prewritten pages left");
+
+    // The same request page by page: every page finds its block programmed again.
+    let mut per_page = prewritten(g);
+    for lpn in 8..16 {
+        per_page.write(lpn, &mut ops).unwrap();
+    }
+    assert_eq!(per_page.nand().erase_count(BlockId(1)), 8);
+}
+
+#[test]
+fn a_request_across_two_dirty_blocks_rewrites_each_once_with_its_own_chain() {
+    let g = geometry(1, 4, 8);
+    let mut ftl = prewritten(g);
+    let mut ops = Vec::new();
+    ftl.write_request(4, 8, &mut ops).unwrap();
+    use storsim_ftl::Dep::{All, None, Previous};
+    use FlashOpKind::{Erase, Program, Read};
+    let m = Cause::Merge;
+    let h = Cause::Host;
+    let mut expected = Vec::new();
+    // Block 0 (pages 0..8, new 4..8): the call's first rewrite, waiting with `All`.
+    for p in 0..4 {
+        expected.push((Read, p, m, None));
+    }
+    expected.push((Erase, 0, m, All));
+    for p in 0..4 {
+        expected.push((Program, p, m, All));
+    }
+    for p in 4..8 {
+        expected.push((Program, p, h, All));
+    }
+    // Block 1 (pages 8..16, new 8..12): a chain that waits for nothing of block 0.
+    expected.push((Read, 12, m, None));
+    for p in 13..16 {
+        expected.push((Read, p, m, Previous));
+    }
+    expected.push((Erase, 8, m, Previous));
+    for p in 8..12 {
+        expected.push((Program, p, h, Previous));
+    }
+    for p in 12..16 {
+        expected.push((Program, p, m, Previous));
+    }
+    let got: Vec<_> = ops
+        .iter()
+        .map(|o| (o.kind, o.ppa.0, o.cause, o.dep))
+        .collect();
+    assert_eq!(got, expected);
+    for o in ops
+        .iter()
+        .filter(|o| o.cause == Cause::Merge && o.kind == Program)
+    {
+        assert_eq!(o.data_from, Some(o.ppa), "copied back in place");
+    }
+    assert_eq!(ftl.nand().erase_count(BlockId(0)), 1);
+    assert_eq!(ftl.nand().erase_count(BlockId(1)), 1);
+    assert_eq!(ftl.nand().total_erases(), 2);
+    assert_eq!(ftl.counters()[0].value, 2.0);
+    assert_eq!(
+        ftl.counters()[1].value,
+        8.0,
+        "four pages copied in each block"
+    );
+}
+
+#[test]
+fn clean_pages_of_a_request_are_just_programmed_and_a_dirty_one_rewrites_its_block_once() {
+    let g = geometry(1, 4, 8);
+    let mut ftl = build(g, 100, page_static::Params::default());
+    let mut ops = Vec::new();
+    for lpn in [2, 9, 14] {
+        ftl.write(lpn, &mut ops).unwrap();
+    }
+    ops.clear();
+    // Pages 4..8 of block 0 are erased; page 9 of block 1 holds data.
+    ftl.write_request(4, 8, &mut ops).unwrap();
+    use storsim_ftl::Dep::{None, Previous};
+    use FlashOpKind::{Erase, Program, Read};
+    let mut expected = Vec::new();
+    for p in 4..8 {
+        expected.push((Program, p, Cause::Host, None));
+    }
+    // Block 1 keeps page 14: read it, erase, program the new pages and page 14 back.
+    expected.push((Read, 14, Cause::Merge, None));
+    expected.push((Erase, 8, Cause::Merge, Previous));
+    for p in 8..12 {
+        expected.push((Program, p, Cause::Host, Previous));
+    }
+    expected.push((Program, 14, Cause::Merge, Previous));
+    let got: Vec<_> = ops
+        .iter()
+        .map(|o| (o.kind, o.ppa.0, o.cause, o.dep))
+        .collect();
+    assert_eq!(got, expected);
+    assert_eq!(ftl.nand().erase_count(BlockId(0)), 0);
+    assert_eq!(ftl.nand().erase_count(BlockId(1)), 1);
+    assert_eq!(ftl.valid_data_pages(), 10);
+}
+
+#[test]
+fn a_refused_request_changes_nothing() {
+    // Endurance 2: a block's first rewrite is its last allowed erase short of retiring it.
+    let g = geometry(1, 4, 4);
+    let mut ftl = build(g, 2, page_static::Params::default());
+    let mut ops = Vec::new();
+    ftl.write_request(0, 8, &mut ops).unwrap();
+    ops.clear();
+    ftl.write(6, &mut ops).unwrap(); // block 1 rewritten once: its next erase would retire it
+    assert_eq!(ftl.nand().erase_count(BlockId(1)), 1);
+    ops.clear();
+    // Pages 2..3 of block 0 could be rewritten, but block 1 refuses: nothing happens.
+    let before: Vec<bool> = (0..g.pages())
+        .map(|p| ftl.nand().is_programmed(Ppa(p)))
+        .collect();
+    let err = ftl.write_request(2, 4, &mut ops).unwrap_err();
+    assert!(matches!(err, FtlError::WornOut { .. }), "{err:?}");
+    assert!(ops.is_empty());
+    let after: Vec<bool> = (0..g.pages())
+        .map(|p| ftl.nand().is_programmed(Ppa(p)))
+        .collect();
+    assert_eq!(before, after);
+    assert_eq!(ftl.nand().total_erases(), 1);
+    assert_eq!(ftl.valid_data_pages(), 8);
+    // Past the end is refused too, naming the first missing page.
+    assert_eq!(
+        ftl.write_request(14, 4, &mut ops),
+        Err(FtlError::OutOfRange {
+            lpn: 16,
+            logical_pages: 16
+        })
+    );
+    assert!(ftl.write_request(16, 0, &mut ops).is_ok());
+    assert!(ops.is_empty());
+}
+
+/// Which operations each operation of one call waits for, directly or through others.
+fn waits_for(ops: &[FlashOp]) -> Vec<Vec<bool>> {
+    let mut w: Vec<Vec<bool>> = Vec::with_capacity(ops.len());
+    for (i, op) in ops.iter().enumerate() {
+        let mut mine = vec![false; ops.len()];
+        match op.dep {
+            storsim_ftl::Dep::None => {}
+            storsim_ftl::Dep::Previous if i > 0 => {
+                mine[..i].copy_from_slice(&w[i - 1][..i]);
+                mine[i - 1] = true;
+            }
+            storsim_ftl::Dep::Previous => {}
+            storsim_ftl::Dep::All => mine[..i].iter_mut().for_each(|x| *x = true),
+        }
+        w.push(mine);
+    }
+    w
+}
+
+/// Random requests, reads and trims, checked after every call against a shadow of the host's
+/// writes and a mirror of the flash, as the conformance suite does page by page; and a twin FTL
+/// given the same writes page by page ends in the same state with at least as many erases.
+fn check_requests(g: Geometry, prewrite_probability: f64, seed: u64) {
+    let params = page_static::Params {
+        prewrite_probability,
+        prewrite_seed: seed,
+    };
+    let mut ftl = build(g, 1_000_000, params.clone());
+    let mut twin = build(g, 1_000_000, params);
+    let pages = g.pages() as usize;
+    let ppb = g.pages_per_block as u64;
+    let logical = ftl.logical_pages();
+    let mut programmed: Vec<bool> = (0..pages)
+        .map(|p| ftl.nand().is_programmed(Ppa(p as u32)))
+        .collect();
+    // What each physical page holds: (logical page, version), or `None`.
+    let mut content: Vec<Option<(u64, u64)>> = vec![Option::None; pages];
+    let mut shadow: Vec<Option<u64>> = vec![Option::None; logical as usize];
+    let mut rng = Prng::new(seed);
+    let mut ops = Vec::new();
+    let mut twin_ops = Vec::new();
+    let mut version = 0;
+    let mut multi_block_rewrites = 0;
+    for step in 0..1_500 {
+        let first = rng.below(logical);
+        let n = (1 + rng.below(3 * ppb)).min(logical - first);
+        ops.clear();
+        match rng.below(10) {
+            0..=5 => {
+                version += 1;
+                ftl.write_request(first, n, &mut ops).unwrap();
+                for lpn in first..first + n {
+                    twin.write(lpn, &mut twin_ops).unwrap();
+                    shadow[lpn as usize] = Some(version);
+                }
+            }
+            6..=7 => {
+                for lpn in first..first + n {
+                    ftl.trim(lpn, &mut ops).unwrap();
+                    twin.trim(lpn, &mut twin_ops).unwrap();
+                    shadow[lpn as usize] = Option::None;
+                }
+            }
+            _ => {
+                for lpn in first..first + n {
+                    ftl.read(lpn, &mut ops).unwrap();
+                }
+            }
+        }
+        // Replay the call on the mirror: NAND rules, data, and what waits for what.
+        let w = waits_for(&ops);
+        let mut buffer = std::collections::HashMap::new();
+        let mut erased = std::collections::HashSet::new();
+        let mut host_programs = std::collections::HashSet::new();
+        for (i, op) in ops.iter().enumerate() {
+            let p = op.ppa.0 as usize;
+            let block = op.ppa.0 as u64 / ppb;
+            for (j, &waits) in w[i].iter().enumerate() {
+                assert!(
+                    !waits || ops[j].ppa.0 as u64 / ppb == block,
+                    "step {step}: op {i} {op:?} waits for op {j} {:?} of another block",
+                    ops[j]
+                );
+            }
+            match op.kind {
+                FlashOpKind::Read => {
+                    assert!(programmed[p], "step {step}: op {i} reads erased page {p}");
+                    buffer.insert(op.ppa, (i, content[p]));
+                }
+                FlashOpKind::Erase => {
+                    assert!(
+                        erased.insert(block),
+                        "step {step}: block {block} erased twice"
+                    );
+                    for (j, o) in ops[..i].iter().enumerate() {
+                        if o.kind == FlashOpKind::Read && o.ppa.0 as u64 / ppb == block {
+                            assert!(w[i][j], "step {step}: erase {i} does not wait for read {j}");
+                        }
+                    }
+                    let start = (block * ppb) as usize;
+                    for q in start..start + ppb as usize {
+                        programmed[q] = false;
+                        content[q] = Option::None;
+                    }
+                }
+                FlashOpKind::Program => {
+                    assert!(
+                        !programmed[p],
+                        "step {step}: op {i} programs page {p} twice"
+                    );
+                    if erased.contains(&block) {
+                        let e = ops[..i]
+                            .iter()
+                            .position(|o| {
+                                o.kind == FlashOpKind::Erase && o.ppa.0 as u64 / ppb == block
+                            })
+                            .unwrap();
+                        assert!(
+                            w[i][e],
+                            "step {step}: program {i} does not wait for the erase"
+                        );
+                    }
+                    programmed[p] = true;
+                    content[p] = match op.data_from {
+                        Some(src) => {
+                            let (r, data) = buffer[&src];
+                            assert!(w[i][r], "step {step}: copy {i} does not wait for its read");
+                            data
+                        }
+                        Option::None => {
+                            assert_eq!(op.cause, Cause::Host);
+                            assert!(host_programs.insert(op.ppa), "step {step}: {op:?} twice");
+                            Some((op.ppa.0 as u64, version))
+                        }
+                    };
+                }
+                FlashOpKind::CopyBack => panic!("no copy-back"),
+            }
+        }
+        if !host_programs.is_empty() {
+            let expected: std::collections::HashSet<_> =
+                (first..first + n).map(|l| Ppa(l as u32)).collect();
+            assert_eq!(
+                host_programs, expected,
+                "step {step}: one host program per page"
+            );
+            if erased.len() > 1 {
+                multi_block_rewrites += 1;
+            }
+        }
+        // The host's data is where the FTL says, and nowhere else.
+        for lpn in 0..logical {
+            match shadow[lpn as usize] {
+                Some(v) => {
+                    assert_eq!(ftl.lookup(lpn), Some(Ppa(lpn as u32)), "step {step}");
+                    assert_eq!(
+                        content[lpn as usize],
+                        Some((lpn, v)),
+                        "step {step}: page {lpn}"
+                    );
+                }
+                Option::None => assert_eq!(ftl.lookup(lpn), Option::None, "step {step}"),
+            }
+            assert_eq!(ftl.lookup(lpn), twin.lookup(lpn), "step {step}");
+        }
+        for (q, &m) in programmed.iter().enumerate() {
+            assert_eq!(
+                ftl.nand().is_programmed(Ppa(q as u32)),
+                m,
+                "step {step}: page {q}"
+            );
+            assert_eq!(
+                twin.nand().is_programmed(Ppa(q as u32)),
+                m,
+                "step {step}: twin page {q}"
+            );
+        }
+        let with_data = shadow.iter().filter(|s| s.is_some()).count() as u64;
+        assert_eq!(ftl.valid_data_pages(), with_data);
+        assert_eq!(ftl.counters()[2].value, twin.counters()[2].value);
+        for b in 0..g.blocks() {
+            assert!(ftl.nand().erase_count(BlockId(b)) <= twin.nand().erase_count(BlockId(b)));
+        }
+    }
+    assert!(
+        multi_block_rewrites > 0,
+        "the mix never rewrote two blocks in one request"
+    );
+    assert!(ftl.nand().total_erases() < twin.nand().total_erases());
+}
+
+#[test]
+fn random_requests_keep_the_data_and_erase_no_more_than_page_by_page() {
+    for (g, p, seed) in [
+        (geometry(1, 8, 4), 0.0, 1),
+        (geometry(2, 4, 8), 0.0, 2),
+        (geometry(1, 16, 16), 0.0, 3),
+        (geometry(1, 8, 8), 0.5, 4),
+        (geometry(1, 8, 8), 1.0, 5),
+    ] {
+        check_requests(g, p, seed);
+    }
+}

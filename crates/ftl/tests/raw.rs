@@ -3,6 +3,7 @@
 
 use storsim_core::Prng;
 use storsim_flash::{BlockId, FlashOpKind, Geometry, Ppa};
+use storsim_ftl::conformance::{self, Mix, Writes};
 use storsim_ftl::{raw, Cause, Ftl, FtlConfig, FtlError};
 
 fn geometry() -> Geometry {
@@ -198,4 +199,89 @@ fn erase_counts_add_up_under_a_random_flash_file_system_workload() {
         .filter(|&l| ftl.lookup(l).is_some())
         .count() as u64;
     assert_eq!(ftl.valid_data_pages(), mapped);
+}
+
+fn geometry_of(planes: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
+    Geometry {
+        planes_per_die: planes,
+        blocks_per_plane,
+        pages_per_block,
+        ..geometry()
+    }
+}
+
+#[test]
+fn raw_passes_conformance_with_a_write_once_workload() {
+    let mixes = [
+        // Write-heavy: the array fills, writes turn into trims, whole blocks get discarded.
+        Mix {
+            steps: 6_000,
+            write_percent: 60,
+            read_percent: 25,
+            span_fraction: 1.0,
+            sequential_percent: 30,
+            full_check_every: 200,
+        },
+        // Trim-heavy over half the array, mostly sequential: blocks erase soon after filling.
+        Mix {
+            steps: 6_000,
+            write_percent: 40,
+            read_percent: 20,
+            span_fraction: 0.5,
+            sequential_percent: 80,
+            full_check_every: 200,
+        },
+    ];
+    for (gi, g) in [
+        geometry_of(2, 4, 4),
+        geometry_of(1, 8, 8),
+        geometry_of(2, 16, 16),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        for (m, mix) in mixes.iter().enumerate() {
+            for seed in [1u64, 2, 3] {
+                let seed = 1000 * gi as u64 + 100 * m as u64 + seed;
+                let mut ftl = FtlConfig::Raw(raw::Params::default())
+                    .build(g, 1_000_000)
+                    .unwrap();
+                let report = conformance::check_with(ftl.as_mut(), seed, *mix, Writes::ErasedOnly)
+                    .unwrap_or_else(|e| panic!("{e}\n{g:?}"));
+                // No translation: one program per host write, nothing else.
+                assert_eq!(report.total_programs(), report.host_writes, "seed {seed}");
+                assert_eq!(report.write_amplification(), 1.0, "seed {seed}");
+                assert_eq!(
+                    report.total_erases(),
+                    report.erases[Cause::Host.index()],
+                    "seed {seed}: raw erases only on the host's discards"
+                );
+                assert!(
+                    report.total_erases() > 10,
+                    "seed {seed}: the workload must erase blocks and reprogram them, erased {}",
+                    report.total_erases()
+                );
+                assert!(report.host_writes > g.pages() as u64, "seed {seed}");
+                assert_eq!(
+                    counter(ftl.as_ref(), "rejected_programs"),
+                    0.0,
+                    "seed {seed}"
+                );
+                assert_eq!(
+                    counter(ftl.as_ref(), "trim_erases"),
+                    report.total_erases() as f64,
+                    "seed {seed}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_generic_overwrite_workload_is_refused_by_raw() {
+    // The plain suite overwrites pages, which raw flash must refuse: the suite reports it as a
+    // failure rather than raw silently accepting a second program.
+    let mut ftl = build(1_000_000);
+    let err = conformance::check(ftl.as_mut(), 3, Mix::default()).unwrap_err();
+    assert!(err.contains("not erased"), "{err}");
 }

@@ -1,26 +1,33 @@
 //! The flash SSD model: a bounded host queue, an optional DRAM write buffer, an FTL and the
 //! NAND array's channel and die timelines, behind the [`Device`] contract.
 //!
-//! A host request becomes one FTL call per logical page it touches; each call's flash
+//! A host request becomes one FTL call per logical page it touches (one call for the whole
+//! write, for FTLs that must see requests whole, as page-static does); each call's flash
 //! operations are placed on the timelines at once (respecting their dependencies), so the
-//! request's completion time is known at submission. Nothing here reads a clock: time only
+//! request's completion time is known at submission. With a write-back buffer
+//! (`FlushPolicy::Watermark`) a write's pages stay in DRAM and reach the FTL later, when a
+//! watermark, a flush or idle time destages them. Nothing here reads a clock: time only
 //! arrives through `submit` and `advance`. See docs/models/ssd.md.
 
 mod params;
 mod precondition;
 pub mod presets;
 mod stats;
+mod write_back;
 
-pub use params::{Energy, Precondition, SsdParams, WriteBuffer};
+pub use params::{
+    DestageOrder, Energy, FlushPolicy, Precondition, SsdParams, WriteBack, WriteBuffer,
+};
 pub use precondition::PreconditionReport;
 
-use stats::OpCounts;
+use stats::{BufferCounts, OpCounts};
 use storsim_core::{
     check_range, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op, Request,
     SimDuration, SimTime,
 };
 use storsim_flash::{FlashOpKind, Scheduler};
 use storsim_ftl::{Dep, FlashOp, Ftl, FtlError};
+use write_back::DirtyPages;
 
 /// Why a device could not be built.
 #[derive(Debug)]
@@ -48,6 +55,18 @@ impl From<FtlError> for SsdError {
     }
 }
 
+/// A write-back buffer's dirty pages and thresholds, in pages.
+struct WriteBackState {
+    dirty: DirtyPages,
+    /// Destaging starts when dirty pages exceed this ...
+    high_pages: u64,
+    /// ... and stops at or below this.
+    low_pages: u64,
+    destage_when_idle: bool,
+    /// Pages destaged per unit of idle work: one per die.
+    idle_batch: u64,
+}
+
 pub struct SsdDevice {
     params: SsdParams,
     ftl: Box<dyn Ftl>,
@@ -57,12 +76,16 @@ pub struct SsdDevice {
     counts: OpCounts,
     page_bytes: u64,
     capacity_bytes: u64,
-    /// Write buffer: pages held until their program finishes, by release time.
+    /// Write buffer: pages held until their program finishes, by release time. Under the
+    /// watermark policy it holds destaged pages only; dirty pages are in `write_back`.
     buffer: EventQueue<u64>,
     buffer_pages_held: u64,
     buffer_capacity_pages: u64,
     /// Buffer admission is FIFO: no write is admitted before an earlier one.
     buffer_admit_floor: SimTime,
+    /// The dirty pages of a write-back buffer (`FlushPolicy::Watermark`); `None` when eager.
+    write_back: Option<WriteBackState>,
+    buffer_counts: BufferCounts,
     last_program_finish: SimTime,
     last_host_finish: SimTime,
     /// When the next unit of background garbage collection runs, if the device is idle.
@@ -86,6 +109,23 @@ impl SsdDevice {
         let buffer_capacity_pages = params
             .write_buffer
             .map_or(0, |b| b.capacity_bytes / page_bytes);
+        let write_back = match params.write_buffer_policy {
+            FlushPolicy::Watermark(w) if buffer_capacity_pages > 0 => {
+                let (high_pages, low_pages) = w.watermark_pages(buffer_capacity_pages);
+                let g = &params.geometry;
+                Some(WriteBackState {
+                    dirty: DirtyPages::new(w.order, buffer_capacity_pages),
+                    high_pages,
+                    low_pages,
+                    destage_when_idle: w.destage_when_idle,
+                    idle_batch: (g.channels as u64
+                        * g.chips_per_channel as u64
+                        * g.dies_per_chip as u64)
+                        .max(1),
+                })
+            }
+            _ => None,
+        };
         Ok(SsdDevice {
             scheduler: Scheduler::new(params.geometry, params.timing.clone()),
             completions: EventQueue::with_capacity(params.queue_depth),
@@ -97,6 +137,8 @@ impl SsdDevice {
             buffer_pages_held: 0,
             buffer_capacity_pages,
             buffer_admit_floor: SimTime::ZERO,
+            write_back,
+            buffer_counts: BufferCounts::default(),
             last_program_finish: SimTime::ZERO,
             last_host_finish: SimTime::ZERO,
             idle_work_at: None,
@@ -128,8 +170,8 @@ impl SsdDevice {
                 Dep::Previous => previous,
                 Dep::All => all,
             };
-            let finish = self.scheduler.schedule(op.kind, op.ppa, earliest);
-            self.counts.add(op.kind, op.cause);
+            let (finish, die_busy) = self.scheduler.schedule_busy(op.kind, op.ppa, earliest);
+            self.counts.add(op.kind, op.cause, die_busy);
             if op.kind == FlashOpKind::Program {
                 self.last_program_finish = self.last_program_finish.max(finish);
             }
@@ -141,10 +183,11 @@ impl SsdDevice {
 
     fn ftl_failure(&mut self, e: FtlError) -> DeviceError {
         let reason = format!("flash translation layer: {e}");
-        if !matches!(e, FtlError::Rejected { .. } | FtlError::OutOfRange { .. }) {
-            self.failed = Some(e);
+        if matches!(e, FtlError::Rejected { .. } | FtlError::OutOfRange { .. }) {
+            return DeviceError::Invalid { reason };
         }
-        DeviceError::Invalid { reason }
+        self.failed = Some(e);
+        DeviceError::Failed { reason }
     }
 
     /// Admits `pages` into the write buffer no earlier than `now`; returns the admission time.
@@ -161,6 +204,173 @@ impl SsdDevice {
         }
         self.buffer_admit_floor = at;
         at
+    }
+
+    /// Hands the pages of a write to the FTL and schedules their operations from `start`;
+    /// returns when the last finishes.
+    fn program_pages(
+        &mut self,
+        pages: std::ops::Range<u64>,
+        start: SimTime,
+    ) -> Result<SimTime, DeviceError> {
+        let mut finish = start;
+        if self.ftl.takes_whole_requests() {
+            // The FTL's algorithm works on whole requests (page-static erases a block at most
+            // once per request): one call, scheduled as one.
+            let n = pages.end - pages.start;
+            self.ops.clear();
+            if let Err(e) = self.ftl.write_request(pages.start, n, &mut self.ops) {
+                return Err(self.ftl_failure(e));
+            }
+            finish = finish.max(self.schedule_ops(start));
+            self.counts.host_write_pages += n;
+        } else {
+            for lpn in pages {
+                self.ops.clear();
+                if let Err(e) = self.ftl.write(lpn, &mut self.ops) {
+                    return Err(self.ftl_failure(e));
+                }
+                finish = finish.max(self.schedule_ops(start));
+                self.counts.host_write_pages += 1;
+            }
+        }
+        self.idle_work_possible = true;
+        Ok(finish)
+    }
+
+    /// Frees the slots of destaged pages whose programs have finished by `at`.
+    fn release_due(&mut self, at: SimTime) {
+        while let Some((_, held)) = self.buffer.pop_due(at) {
+            self.buffer_pages_held -= held;
+        }
+    }
+
+    fn dirty_pages(&self) -> u64 {
+        self.write_back.as_ref().map_or(0, |w| w.dirty.len())
+    }
+
+    /// Destages up to `count` dirty pages, oldest first, their operations starting no earlier
+    /// than `start`; each page keeps its slot until its program finishes. Returns when the
+    /// last finishes (`start` if none) and how many pages went. An FTL error here fails the
+    /// device: the host was told these pages were written.
+    fn destage(&mut self, start: SimTime, count: u64) -> Result<(SimTime, u64), DeviceError> {
+        let whole = self.ftl.takes_whole_requests();
+        let mut finish = start;
+        let mut sent = 0;
+        while sent < count {
+            let wb = self
+                .write_back
+                .as_mut()
+                .expect("destage needs a write-back buffer");
+            let Some(first) = wb.dirty.pop_oldest() else {
+                break;
+            };
+            let mut n = 1;
+            if whole {
+                // Consecutive pages leaving together make one request for the FTL.
+                while sent + n < count && wb.dirty.peek_oldest() == Some(first + n) {
+                    wb.dirty.pop_oldest();
+                    n += 1;
+                }
+            }
+            self.ops.clear();
+            let written = if whole {
+                self.ftl.write_request(first, n, &mut self.ops)
+            } else {
+                self.ftl.write(first, &mut self.ops)
+            };
+            if let Err(e) = written {
+                let reason = format!("flash translation layer: {e}");
+                self.failed = Some(e);
+                return Err(DeviceError::Failed { reason });
+            }
+            let done = self.schedule_ops(start);
+            finish = finish.max(done);
+            // Dirty and destaging pages together never exceed the capacity, nor do the
+            // entries here (one per destage call, of at least one page).
+            self.buffer_pages_held += n;
+            assert!(
+                self.buffer.push(done, n).is_ok(),
+                "write buffer: more destaging pages than slots"
+            );
+            sent += n;
+        }
+        self.buffer_counts.destaged_pages += sent;
+        if sent > 0 {
+            self.idle_work_possible = true;
+        }
+        Ok((finish, sent))
+    }
+
+    /// Destages dirty pages down to the low watermark if they are above the high one.
+    fn destage_above_watermark(&mut self, start: SimTime) -> Result<(), DeviceError> {
+        let Some(wb) = &self.write_back else {
+            return Ok(());
+        };
+        let dirty = wb.dirty.len();
+        if dirty > wb.high_pages {
+            let (_, sent) = self.destage(start, dirty - wb.low_pages)?;
+            self.buffer_counts.watermark_destaged_pages += sent;
+        }
+        Ok(())
+    }
+
+    /// A write under the watermark policy: each page not already dirty takes a free slot,
+    /// waiting in FIFO order for the earliest destage program to finish if there is none.
+    /// Returns when the write is admitted (all its pages are in DRAM).
+    fn write_back_admit(
+        &mut self,
+        now: SimTime,
+        pages: std::ops::Range<u64>,
+    ) -> Result<SimTime, DeviceError> {
+        let overhead = self.params.controller_overhead;
+        let mut at = now.max(self.buffer_admit_floor);
+        self.release_due(at);
+        let mut waited = false;
+        for lpn in pages {
+            let wb = self.write_back.as_mut().expect("write-back buffer");
+            if wb.dirty.contains(lpn) {
+                wb.dirty.write(lpn);
+                self.buffer_counts.write_hit_pages += 1;
+                continue;
+            }
+            while self.dirty_pages() + self.buffer_pages_held >= self.buffer_capacity_pages {
+                if self.buffer_pages_held == 0 {
+                    // Every slot holds a dirty page (a high watermark of 1): destage down to
+                    // the low watermark, at least one page.
+                    let wb = self.write_back.as_ref().expect("write-back buffer");
+                    let count = (wb.dirty.len() - wb.low_pages).max(1);
+                    let (_, sent) = self.destage(at + overhead, count)?;
+                    self.buffer_counts.watermark_destaged_pages += sent;
+                } else {
+                    let (release, held) = self.buffer.pop().expect("pages are destaging");
+                    self.buffer_pages_held -= held;
+                    at = at.max(release);
+                    waited = true;
+                    self.release_due(at);
+                }
+            }
+            let wb = self.write_back.as_mut().expect("write-back buffer");
+            wb.dirty.write(lpn);
+            self.destage_above_watermark(at + overhead)?;
+            let dirty = self.dirty_pages();
+            let max = &mut self.buffer_counts.dirty_pages_max;
+            *max = (*max).max(dirty);
+        }
+        if waited {
+            self.buffer_counts.full_waits += 1;
+        }
+        self.buffer_admit_floor = at;
+        Ok(at)
+    }
+
+    /// Whether idle time has dirty pages to destage.
+    fn idle_destage_pending(&self) -> bool {
+        self.failed.is_none()
+            && self
+                .write_back
+                .as_ref()
+                .is_some_and(|w| w.destage_when_idle && !w.dirty.is_empty())
     }
 
     fn page_range(&self, request: &Request) -> std::ops::Range<u64> {
@@ -191,8 +401,8 @@ impl Device for SsdDevice {
             });
         }
         if let Some(e) = &self.failed {
-            return Err(DeviceError::Invalid {
-                reason: format!("the device has failed: {e}"),
+            return Err(DeviceError::Failed {
+                reason: format!("flash translation layer: {e}"),
             });
         }
         self.idle_work_at = None;
@@ -204,7 +414,22 @@ impl Device for SsdDevice {
         let mut finish = start;
         match request.op {
             Op::Read => {
+                let latency = self
+                    .params
+                    .write_buffer
+                    .map_or(SimDuration::ZERO, |b| b.latency);
                 for lpn in pages {
+                    if self
+                        .write_back
+                        .as_ref()
+                        .is_some_and(|w| w.dirty.contains(lpn))
+                    {
+                        // A read hit: the page is served from DRAM.
+                        finish = finish.max(start + latency);
+                        self.buffer_counts.read_hit_pages += 1;
+                        self.counts.host_read_pages += 1;
+                        continue;
+                    }
                     self.ops.clear();
                     if let Err(e) = self.ftl.read(lpn, &mut self.ops) {
                         return Err(self.ftl_failure(e));
@@ -213,18 +438,33 @@ impl Device for SsdDevice {
                     self.counts.host_read_pages += 1;
                 }
             }
+            Op::Write if self.write_back.is_some() => {
+                let n = pages.end - pages.start;
+                if n > self.buffer_capacity_pages {
+                    // Too big for DRAM: programmed directly, like a write without a buffer;
+                    // dirty copies of its pages are stale now.
+                    let wb = self.write_back.as_mut().expect("write-back buffer");
+                    for lpn in pages.clone() {
+                        wb.dirty.remove(lpn);
+                    }
+                    self.buffer_counts.write_through_pages += n;
+                    finish = finish.max(self.program_pages(pages, start)?);
+                } else {
+                    // Write-back: the write is done once its data is in DRAM.
+                    let admitted = self.write_back_admit(now, pages)?;
+                    let latency = self
+                        .params
+                        .write_buffer
+                        .map_or(SimDuration::ZERO, |b| b.latency);
+                    self.counts.host_write_pages += n;
+                    service_start = admitted;
+                    finish = admitted + overhead + latency;
+                }
+            }
             Op::Write => {
                 let n = pages.end - pages.start;
                 let buffered = n <= self.buffer_capacity_pages;
-                for lpn in pages {
-                    self.ops.clear();
-                    if let Err(e) = self.ftl.write(lpn, &mut self.ops) {
-                        return Err(self.ftl_failure(e));
-                    }
-                    finish = finish.max(self.schedule_ops(start));
-                    self.counts.host_write_pages += 1;
-                }
-                self.idle_work_possible = true;
+                finish = finish.max(self.program_pages(pages, start)?);
                 if buffered {
                     // The host sees the write done once its data sits in DRAM; the buffer
                     // holds the pages until their programs finish.
@@ -246,6 +486,11 @@ impl Device for SsdDevice {
             }
             Op::Trim => {
                 for lpn in pages {
+                    if let Some(wb) = self.write_back.as_mut() {
+                        if wb.dirty.remove(lpn) {
+                            self.buffer_counts.trimmed_pages += 1;
+                        }
+                    }
                     self.ops.clear();
                     if let Err(e) = self.ftl.trim(lpn, &mut self.ops) {
                         return Err(self.ftl_failure(e));
@@ -255,6 +500,13 @@ impl Device for SsdDevice {
                 }
             }
             Op::Flush => {
+                if self.write_back.is_some() {
+                    // Every dirty page goes to flash, once the writes before the flush are in
+                    // DRAM (a write waiting for a slot is admitted later than `now`).
+                    let from = start.max(self.buffer_admit_floor);
+                    let (_, sent) = self.destage(from, u64::MAX)?;
+                    self.buffer_counts.flush_destaged_pages += sent;
+                }
                 finish = finish.max(self.last_program_finish);
             }
         }
@@ -282,16 +534,43 @@ impl Device for SsdDevice {
         while let Some((_, c)) = self.completions.pop_due(now) {
             done.push(c);
         }
-        if !self.completions.is_empty() || !self.params.background_gc {
+        let background_gc = self.params.background_gc;
+        if !self.completions.is_empty() {
             return;
         }
-        // The device is idle: garbage-collect in the background, one unit at a time, until the
-        // FTL has nothing to do or a host request arrives (submit cancels the next unit).
-        if self.idle_work_at.is_none() && self.idle_work_possible && self.failed.is_none() {
+        if !(background_gc || self.idle_destage_pending()) {
+            // Nothing to do in idle time (the last dirty page may just have left): no deadline.
+            self.idle_work_at = None;
+            return;
+        }
+        // The device is idle: destage dirty pages (with `destage_when_idle`), then
+        // garbage-collect in the background, one unit at a time, until there is nothing left
+        // to do or a host request arrives (submit cancels the next unit).
+        if self.idle_work_at.is_none()
+            && ((background_gc && self.idle_work_possible) || self.idle_destage_pending())
+            && self.failed.is_none()
+        {
             self.idle_work_at = Some(self.last_host_finish.max(now) + self.params.idle_gc_delay);
         }
         while let Some(at) = self.idle_work_at {
             if at > now {
+                break;
+            }
+            if self.idle_destage_pending() {
+                self.release_due(at);
+                let batch = self.write_back.as_ref().map_or(1, |w| w.idle_batch);
+                match self.destage(at, batch) {
+                    Ok((finish, sent)) => {
+                        self.buffer_counts.idle_destaged_pages += sent;
+                        self.idle_work_at = Some(finish.max(at + SimDuration(1)));
+                    }
+                    // `destage` recorded the failure.
+                    Err(_) => self.idle_work_at = None,
+                }
+                continue;
+            }
+            if !background_gc {
+                self.idle_work_at = None;
                 break;
             }
             self.ops.clear();

@@ -28,11 +28,69 @@ impl Default for Energy {
 
 /// A DRAM write buffer in the controller: a write completes once its data is in DRAM; the
 /// buffer holds its pages until their programs finish, and a write that finds it full waits.
+/// When the programs start is [`SsdParams::write_buffer_policy`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteBuffer {
     pub capacity_bytes: u64,
     /// Time to move a request's data into DRAM, charged once per request.
     pub latency: SimDuration,
+}
+
+/// When the write buffer's pages go to flash.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum FlushPolicy {
+    /// Every write's programs are scheduled at once; the buffer acknowledges the write early
+    /// and bounds the pages not yet programmed.
+    #[default]
+    Eager,
+    /// Write-back: written pages stay dirty in DRAM (rewrites coalesce, reads hit) until the
+    /// watermark, a flush or idle time destages them.
+    Watermark(WriteBack),
+}
+
+/// Which dirty pages a watermark destages first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DestageOrder {
+    /// The oldest by first write: a rewrite absorbed in DRAM keeps the page's place.
+    #[default]
+    Fifo,
+    /// The least recently written: a rewrite moves the page to the back.
+    Lru,
+}
+
+/// The write-back policy's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WriteBack {
+    /// Destaging starts when dirty pages exceed this fraction of the buffer's pages ...
+    pub high_watermark_fraction: f64,
+    /// ... and stops once they are at or below this one. `0 <= low < high <= 1`.
+    pub low_watermark_fraction: f64,
+    pub order: DestageOrder,
+    /// Destage dirty pages in the background once the device has been idle for the idle delay.
+    pub destage_when_idle: bool,
+}
+
+impl Default for WriteBack {
+    fn default() -> Self {
+        WriteBack {
+            high_watermark_fraction: 0.9,
+            low_watermark_fraction: 0.8,
+            order: DestageOrder::Fifo,
+            destage_when_idle: true,
+        }
+    }
+}
+
+impl WriteBack {
+    /// The watermarks in pages of a buffer of `capacity_pages`: destaging starts above the
+    /// first and stops at or below the second.
+    pub fn watermark_pages(&self, capacity_pages: u64) -> (u64, u64) {
+        let pages = |f: f64| ((f * capacity_pages as f64).floor() as u64).min(capacity_pages);
+        (
+            pages(self.high_watermark_fraction),
+            pages(self.low_watermark_fraction),
+        )
+    }
 }
 
 /// The state the device starts the measured run in.
@@ -57,6 +115,8 @@ pub struct SsdParams {
     /// Host requests the device accepts at once (NCQ / NVMe queue depth).
     pub queue_depth: usize,
     pub write_buffer: Option<WriteBuffer>,
+    /// How the write buffer destages (meaningless without a buffer).
+    pub write_buffer_policy: FlushPolicy,
     pub energy: Energy,
     pub precondition: Precondition,
     /// Garbage-collect in idle time (the FTL decides whether there is anything to do).
@@ -95,6 +155,15 @@ impl SsdParams {
         }
         if self.endurance == 0 {
             return Err("endurance must be at least one erase".into());
+        }
+        if let FlushPolicy::Watermark(w) = self.write_buffer_policy {
+            let (high, low) = (w.high_watermark_fraction, w.low_watermark_fraction);
+            if !(high.is_finite() && low.is_finite() && 0.0 <= low && low < high && high <= 1.0) {
+                return Err(format!(
+                    "write buffer watermarks must satisfy 0 <= low < high <= 1, got low {low}, \
+                     high {high}"
+                ));
+            }
         }
         match self.precondition {
             Precondition::Clean => {}

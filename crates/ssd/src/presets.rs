@@ -1,7 +1,7 @@
 //! Built-in SSDs. Each function returns complete parameters; the config layer lists them as
 //! presets and lets device files override any part. Sources are in docs/models/ssd.md.
 
-use crate::{Energy, Precondition, SsdParams, WriteBuffer};
+use crate::{Energy, FlushPolicy, Precondition, SsdParams, WriteBuffer};
 use storsim_core::SimDuration;
 use storsim_flash::{CellType, Geometry, Timing};
 use storsim_ftl::{page, FtlConfig};
@@ -42,6 +42,7 @@ pub fn flashsim_2009(ftl: FtlConfig) -> SsdParams {
         ftl,
         queue_depth: 32,
         write_buffer: None,
+        write_buffer_policy: FlushPolicy::Eager,
         energy: Energy::default(),
         precondition: Precondition::Clean,
         background_gc: false,
@@ -91,6 +92,7 @@ pub fn bench2g() -> SsdParams {
             capacity_bytes: 256 << 20,
             latency: us(1.0),
         }),
+        write_buffer_policy: FlushPolicy::Eager,
         energy: Energy::default(),
         precondition: Precondition::Clean,
         background_gc: false,
@@ -133,6 +135,7 @@ pub fn sandisk_usb_anand() -> SsdParams {
         ftl: FtlConfig::default_for("anand").expect("anand FTL exists"),
         queue_depth: 1,
         write_buffer: None,
+        write_buffer_policy: FlushPolicy::Eager,
         energy: Energy::default(),
         precondition: Precondition::Clean,
         background_gc: false,
@@ -146,8 +149,12 @@ pub fn sandisk_usb_anand() -> SsdParams {
 /// planes × 256 blocks × 576 pages of 16 KiB. Timings are typical of published 64- to 96-layer
 /// 3D TLC parts (ISSCC 2018–2020): tR 50 / 60 / 70 µs for lower / middle / upper pages,
 /// tPROG 600 µs per page on average, tBERS 3.5 ms, an ONFI 4 bus at 1200 MT/s × 8 bit, endurance
-/// 3,000 cycles; 1 GiB of DRAM write buffer, queue depth 1024, background GC on. It is not a
-/// specific product; it gives a realistic order of magnitude for "what if" studies.
+/// 3,000 cycles; 1 GiB of DRAM write buffer, queue depth 1024, background GC on. 3D TLC programs
+/// a word line's three pages in one pass (about 1.8 ms), so unlike reads the program time is the
+/// same for every page level: a third of the pass each. Operation energies are FlashSim's SLC
+/// figures (no TLC figures are published with these timings); override `[ssd.energy]` for
+/// energy studies. It is not a specific product; it gives a realistic order of magnitude for
+/// "what if" studies.
 pub fn tlc_nvme() -> SsdParams {
     let geometry = Geometry {
         channels: 8,
@@ -183,6 +190,7 @@ pub fn tlc_nvme() -> SsdParams {
             capacity_bytes: 1 << 30,
             latency: us(2.0),
         }),
+        write_buffer_policy: FlushPolicy::Eager,
         energy: Energy::default(),
         precondition: Precondition::Clean,
         background_gc: true,

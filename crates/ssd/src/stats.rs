@@ -12,6 +12,9 @@ pub(crate) struct OpCounts {
     pub reads: [u64; 5],
     pub programs: [u64; 5],
     pub erases: [u64; 5],
+    /// Die time taken by each cause's operations: the `gc` entry is the time garbage
+    /// collection kept dies from host work.
+    pub die_busy_ns: [u64; 5],
     pub host_read_pages: u64,
     pub host_write_pages: u64,
     pub trim_pages: u64,
@@ -19,8 +22,9 @@ pub(crate) struct OpCounts {
 
 impl OpCounts {
     #[inline]
-    pub fn add(&mut self, kind: FlashOpKind, cause: Cause) {
+    pub fn add(&mut self, kind: FlashOpKind, cause: Cause, die_busy: SimDuration) {
         let c = cause.index();
+        self.die_busy_ns[c] += die_busy.as_ns();
         match kind {
             FlashOpKind::Read => self.reads[c] += 1,
             FlashOpKind::Program => self.programs[c] += 1,
@@ -32,6 +36,31 @@ impl OpCounts {
             }
         }
     }
+}
+
+/// What a write-back buffer (`flush_policy = "watermark"`) did, in pages unless named otherwise.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct BufferCounts {
+    /// Host reads served from DRAM.
+    pub read_hit_pages: u64,
+    /// Host writes absorbed by a page already dirty in DRAM (coalesced: no program).
+    pub write_hit_pages: u64,
+    /// Pages sent to flash, for any reason.
+    pub destaged_pages: u64,
+    /// ... because dirty pages crossed the high watermark (or filled the buffer).
+    pub watermark_destaged_pages: u64,
+    /// ... because of a Flush request.
+    pub flush_destaged_pages: u64,
+    /// ... in idle time.
+    pub idle_destaged_pages: u64,
+    /// Dirty pages dropped by a trim.
+    pub trimmed_pages: u64,
+    /// Pages of writes larger than the buffer, programmed directly.
+    pub write_through_pages: u64,
+    /// Write requests that found no free slot and waited for a program to finish.
+    pub full_waits: u64,
+    /// The most dirty pages at once, after each write's destaging.
+    pub dirty_pages_max: u64,
 }
 
 /// Upper bounds of the erase-count histogram buckets: 0, 1, 2-3, 4-7, ... powers of two.
@@ -66,6 +95,10 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
             c.programs[i] as f64,
         );
         push(format!("flash_erases_{}", cause.name()), c.erases[i] as f64);
+        push(
+            format!("die_time_{}_ns", cause.name()),
+            c.die_busy_ns[i] as f64,
+        );
     }
     let programs: u64 = c.programs.iter().sum();
     let reads: u64 = c.reads.iter().sum();
@@ -116,7 +149,12 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
     let read_uj = reads as f64 * e.read_uj;
     let program_uj = programs as f64 * e.program_uj;
     let erase_uj = erases as f64 * e.erase_uj;
-    let idle_uj = e.idle_power_w * elapsed as f64 / 1e9 * 1e6;
+    // Idle power is drawn by each die while it runs no operation: the device's idle power
+    // times the mean fraction of dies idle, over the run.
+    let utilisation = d.scheduler.utilisation(SimDuration(elapsed));
+    let dies = utilisation.die.len().max(1) as f64;
+    let idle_fraction = utilisation.die.iter().map(|u| 1.0 - u).sum::<f64>() / dies;
+    let idle_uj = e.idle_power_w * idle_fraction * elapsed as f64 / 1e9 * 1e6;
     push("energy_read_uj".into(), read_uj);
     push("energy_program_uj".into(), program_uj);
     push("energy_erase_uj".into(), erase_uj);
@@ -160,12 +198,32 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
         push("precondition_steady_state_waf".into(), w);
     }
     push("background_gc_units".into(), d.idle_gc_units as f64);
+    if let Some(wb) = &d.write_back {
+        let b = &d.buffer_counts;
+        for (name, value) in [
+            ("buffer_read_hit_pages", b.read_hit_pages),
+            ("buffer_write_hit_pages", b.write_hit_pages),
+            ("buffer_destaged_pages", b.destaged_pages),
+            (
+                "buffer_watermark_destaged_pages",
+                b.watermark_destaged_pages,
+            ),
+            ("buffer_flush_destaged_pages", b.flush_destaged_pages),
+            ("buffer_idle_destaged_pages", b.idle_destaged_pages),
+            ("buffer_trimmed_pages", b.trimmed_pages),
+            ("buffer_write_through_pages", b.write_through_pages),
+            ("buffer_full_waits", b.full_waits),
+            ("buffer_dirty_pages_max", b.dirty_pages_max),
+            ("buffer_dirty_pages", wb.dirty.len()),
+        ] {
+            push(name.into(), value as f64);
+        }
+    }
 
-    let u = d.scheduler.utilisation(SimDuration(elapsed));
-    for (i, x) in u.channel.iter().enumerate() {
+    for (i, x) in utilisation.channel.iter().enumerate() {
         push(format!("channel_{i}_utilisation"), *x);
     }
-    for (i, x) in u.die.iter().enumerate() {
+    for (i, x) in utilisation.die.iter().enumerate() {
         push(format!("die_{i}_utilisation"), *x);
     }
     for fc in d.ftl.counters() {

@@ -125,6 +125,29 @@ fn every_request_completes_once_and_never_before_its_physical_minimum() {
         let pages = 1 + rng.below(4);
         records.push(rec(i, op, rng.below(logical_pages - pages), pages));
     }
+    // Which reads find data: the closed loop submits in record order, so replay the records
+    // over the preconditioned state (the first half of the pages written, in order).
+    let mut has_data: Vec<bool> = (0..logical_pages)
+        .map(|lpn| lpn < logical_pages / 2)
+        .collect();
+    let reads_data: Vec<bool> = records
+        .iter()
+        .map(|r| {
+            let pages =
+                (r.offset_bytes / 4096) as usize..(r.offset_bytes + r.len_bytes) as usize / 4096;
+            match r.op {
+                Op::Read => return has_data[pages].iter().any(|&h| h),
+                Op::Write => has_data[pages].fill(true),
+                _ => has_data[pages].fill(false),
+            }
+            false
+        })
+        .collect();
+    let reads_of_data = reads_data.iter().filter(|&&r| r).count();
+    assert!(
+        reads_of_data > 1_000,
+        "only {reads_of_data} reads find data"
+    );
     let done = run_closed(&mut d, records, 8);
     let mut seen = vec![false; 20_000];
     let min_read = 1_000 + 50_000 + 1_000 + 10_240;
@@ -140,8 +163,22 @@ fn every_request_completes_once_and_never_before_its_physical_minimum() {
                 "seed {seed}: write {id} took {service} ns"
             );
         }
-        // A read of a page that holds data takes at least one flash read.
-        let _ = min_read;
+        // A read of a page that holds data takes at least one flash read, from the moment the
+        // device took it; a read that finds no data needs no flash at all.
+        if c.request.op == Op::Read {
+            let read_time = c.finish.as_ns() - c.service_start.as_ns();
+            if reads_data[id] {
+                assert!(
+                    read_time >= min_read,
+                    "seed {seed}: read {id} of written data took {read_time} ns"
+                );
+            } else {
+                assert_eq!(
+                    read_time, 0,
+                    "seed {seed}: read {id} of no data took {read_time} ns"
+                );
+            }
+        }
     }
     assert!(
         seen.iter().all(|&s| s),
@@ -284,4 +321,162 @@ fn steady_state_preconditioning_settles_write_amplification() {
     assert!(get("precondition_erases") > 0.0);
     // The measured run starts from zero.
     assert_eq!(get("flash_programs"), 0.0);
+}
+
+/// Drives `requests` (sorted by arrival) through the device, waiting for room when its queue
+/// is full, until every request has completed; returns the completions and the counters as
+/// they stood just before request `snapshot_at` was submitted.
+fn drive(
+    d: &mut SsdDevice,
+    requests: &[Request],
+    snapshot_at: usize,
+) -> (Vec<Completion>, Vec<storsim_core::DeviceCounter>) {
+    let mut now = SimTime::ZERO;
+    let mut next = 0;
+    let mut outstanding = 0;
+    let mut done = Vec::new();
+    let mut out = Vec::new();
+    let mut snapshot = Vec::new();
+    while next < requests.len() || outstanding > 0 {
+        while next < requests.len()
+            && requests[next].arrival <= now
+            && outstanding < d.queue_depth()
+        {
+            if next == snapshot_at {
+                snapshot = d.counters();
+            }
+            d.submit(now, requests[next]).unwrap();
+            outstanding += 1;
+            next += 1;
+        }
+        let arrival = (next < requests.len() && outstanding < d.queue_depth())
+            .then(|| requests[next].arrival);
+        now = match (arrival, d.next_deadline()) {
+            (Some(a), Some(t)) => a.min(t),
+            (a, t) => a.or(t).expect("requests outstanding, no deadline"),
+        };
+        d.advance(now, &mut done);
+        outstanding -= done.len();
+        out.append(&mut done);
+    }
+    (out, snapshot)
+}
+
+#[test]
+fn background_gc_in_an_idle_gap_spares_the_next_burst_foreground_gc() {
+    let seed = 31;
+    // A full device: 4 dies, 64 blocks of 32 pages each, every logical page written once. A
+    // quarter of it is spare, so that background GC has room to free blocks ahead of need
+    // (16 spare blocks a plane; the collector aims at 8 free ones).
+    let build = |background: bool| {
+        let mut p = small(2, 2);
+        p.ftl = FtlConfig::Page(storsim_ftl::page::Params {
+            over_provisioning_fraction: 0.25,
+            gc_high_watermark_blocks: 8,
+            gc_background: background,
+            ..storsim_ftl::page::Params::default()
+        });
+        p.background_gc = background;
+        p.precondition = Precondition::SequentialFill { fraction: 1.0 };
+        SsdDevice::new(p).unwrap()
+    };
+    let logical_pages = build(false).capacity_bytes() / 4096;
+    // A burst of random overwrites (arriving faster than the device programs, so it never
+    // idles), a 20 s idle gap, then a second, slower burst, small enough for the blocks the
+    // background collector frees in the gap (up to 8 free blocks a plane) to take most of it.
+    let (first, second) = (4_000u64, 300u64);
+    let mut rng = Prng::new(seed);
+    let requests: Vec<Request> = (0..first + second)
+        .map(|i| {
+            let at = if i < first {
+                i * 50_000
+            } else {
+                20_000_000_000 + (i - first) * 1_000_000
+            };
+            Request {
+                id: i,
+                op: Op::Write,
+                offset_bytes: rng.below(logical_pages) * 4096,
+                len_bytes: 4096,
+                arrival: SimTime(at),
+            }
+        })
+        .collect();
+    let mut results = Vec::new();
+    for background in [false, true] {
+        let mut d = build(background);
+        let (done, before) = drive(&mut d, &requests, first as usize);
+        assert_eq!(done.len(), requests.len());
+        let after = d.counters();
+        let get = |c: &[storsim_core::DeviceCounter], n: &str| {
+            c.iter()
+                .find(|x| x.name == n)
+                .unwrap_or_else(|| panic!("no counter {n}"))
+                .value
+        };
+        let first_end = done
+            .iter()
+            .filter(|c| c.request.id < first)
+            .map(|c| c.finish)
+            .max()
+            .unwrap();
+        assert!(
+            first_end.as_ns() < 20_000_000_000 - 1_000_000_000,
+            "seed {seed}: the first burst must end well before the second ({first_end})"
+        );
+        assert!(
+            get(&before, "ftl_gc_invocations") > 0.0,
+            "seed {seed}: the first burst must need foreground GC"
+        );
+        let units = get(&after, "background_gc_units");
+        let victims = get(&after, "ftl_gc_background_victim_blocks");
+        let foreground = get(&after, "ftl_gc_invocations") - get(&before, "ftl_gc_invocations");
+        let latencies: Vec<u64> = done
+            .iter()
+            .filter(|c| c.request.id >= first)
+            .map(|c| c.latency().as_ns())
+            .collect();
+        let mean = latencies.iter().sum::<u64>() as f64 / latencies.len() as f64;
+        let p_max = *latencies.iter().max().unwrap();
+        eprintln!(
+            "background GC {background}: {units} units, {victims} background victims, \
+             {foreground} foreground GC invocations in the second burst, its mean latency \
+             {mean:.0} ns, max {p_max} ns"
+        );
+        if background {
+            assert!(
+                units > 0.0 && victims > 0.0,
+                "seed {seed}: no background GC"
+            );
+            // Every unit of idle work was one victim block, and all of it ran before the second
+            // burst, which never leaves the device idle for `idle_gc_delay` (1 ms).
+            assert_eq!(units, victims, "seed {seed}");
+            assert_eq!(get(&before, "background_gc_units"), units, "seed {seed}");
+        } else {
+            assert_eq!(units, 0.0, "seed {seed}");
+            assert_eq!(victims, 0.0, "seed {seed}");
+        }
+        results.push((foreground, mean, p_max));
+    }
+    let [(fg_off, mean_off, max_off), (fg_on, mean_on, max_on)] = results[..] else {
+        unreachable!()
+    };
+    assert!(
+        fg_off > 0.0,
+        "seed {seed}: without background GC, the second burst must collect in the foreground"
+    );
+    assert!(
+        fg_on * 4.0 <= fg_off,
+        "seed {seed}: background GC left {fg_on} foreground invocations, without it {fg_off}"
+    );
+    assert!(
+        mean_on * 2.0 < mean_off,
+        "seed {seed}: the second burst's mean latency: {mean_on:.0} ns with background GC, \
+         {mean_off:.0} ns without"
+    );
+    assert!(
+        max_on < max_off,
+        "seed {seed}: the second burst's worst latency: {max_on} ns with background GC, \
+         {max_off} ns without"
+    );
 }

@@ -113,10 +113,16 @@ pub(crate) struct PageSection {
     seed: Option<u64>,
 }
 
+/// Bytes of SRAM one cached mapping entry takes: a 4-byte logical and a 4-byte physical page
+/// number, as in the DFTL paper.
+const CMT_ENTRY_BYTES: u64 = 8;
+
 #[derive(Deserialize, Clone, Debug, Default)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct DftlSection {
     cmt_entries: Option<u32>,
+    /// The CMT's size as controller SRAM: [`CMT_ENTRY_BYTES`] an entry.
+    cmt_bytes: Option<u64>,
     /// The data side nests, mirroring `dftl::Params`, so that it shares `[ssd.page]`'s keys and
     /// checks instead of repeating them.
     page: Option<PageSection>,
@@ -208,7 +214,29 @@ pub(crate) fn apply(
     match (section, config) {
         (Section::Page(s), FtlConfig::Page(p)) => apply_page(s, p, "ssd.page", file)?,
         (Section::Dftl(s), FtlConfig::Dftl(p)) => {
+            if s.cmt_entries.is_some() && s.cmt_bytes.is_some() {
+                return Err(invalid(
+                    file,
+                    "ssd.dftl.cmt_bytes",
+                    "give cmt_entries or cmt_bytes, not both".into(),
+                ));
+            }
             set(&mut p.cmt_entries, s.cmt_entries);
+            if let Some(bytes) = s.cmt_bytes {
+                p.cmt_entries = u32::try_from(bytes / CMT_ENTRY_BYTES)
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| {
+                        invalid(
+                            file,
+                            "ssd.dftl.cmt_bytes",
+                            format!(
+                                "must hold 1 to {} entries of {CMT_ENTRY_BYTES} bytes, got {bytes} bytes",
+                                u32::MAX
+                            ),
+                        )
+                    })?;
+            }
             if let Some(page) = &s.page {
                 apply_page(page, &mut p.page, "ssd.dftl.page", file)?;
             }

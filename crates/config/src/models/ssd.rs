@@ -7,7 +7,9 @@ use crate::ConfigError;
 use serde::Deserialize;
 use storsim_core::SimDuration;
 use storsim_flash::{CellType, Geometry, GeometryError, Timing};
-use storsim_ssd::{Energy, Precondition, SsdParams, WriteBuffer};
+use storsim_ssd::{
+    DestageOrder, Energy, FlushPolicy, Precondition, SsdParams, WriteBack, WriteBuffer,
+};
 
 /// The largest page a file may state, 1 MiB: well above any NAND page, and it keeps a page plus
 /// its OOB area inside the u32 in which the flash crate adds them.
@@ -120,11 +122,48 @@ struct TimingSection {
     channel_width_bytes: Option<u32>,
 }
 
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum FlushPolicyName {
+    Eager,
+    Watermark,
+}
+
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum DestageOrderName {
+    Fifo,
+    Lru,
+}
+
 #[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 struct WriteBufferSection {
     capacity_bytes: Option<u64>,
     latency_us: Option<f64>,
+    flush_policy: Option<FlushPolicyName>,
+    high_watermark_fraction: Option<f64>,
+    low_watermark_fraction: Option<f64>,
+    destage_order: Option<DestageOrderName>,
+    destage_when_idle: Option<bool>,
+}
+
+impl WriteBufferSection {
+    /// The keys that belong to `flush_policy = "watermark"`, with whether each is stated.
+    fn watermark_keys(&self) -> [(&'static str, bool); 4] {
+        [
+            (
+                "high_watermark_fraction",
+                self.high_watermark_fraction.is_some(),
+            ),
+            (
+                "low_watermark_fraction",
+                self.low_watermark_fraction.is_some(),
+            ),
+            ("destage_order", self.destage_order.is_some()),
+            ("destage_when_idle", self.destage_when_idle.is_some()),
+        ]
+    }
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -254,6 +293,7 @@ pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams
         ftl: ftl.defaults(),
         queue_depth: 32,
         write_buffer: None,
+        write_buffer_policy: FlushPolicy::Eager,
         energy: Energy::default(),
         precondition: Precondition::Clean,
         background_gc: false,
@@ -305,10 +345,21 @@ pub(crate) fn apply(
         }
     }
     if let Some(t) = &section.timing {
+        let cell_before = params.timing.cell;
         apply_timing(t, &mut params.timing, file)?;
+        // A new cell type brings its own endurance unless the file states one: a preset's
+        // SLC cycles on a TLC device would overstate its life tenfold or more.
+        if params.timing.cell != cell_before && section.endurance_erases.is_none() {
+            params.endurance = params.timing.cell.default_endurance();
+        }
     }
     if let Some(b) = &section.write_buffer {
         params.write_buffer = write_buffer(b, params.write_buffer, file)?;
+        params.write_buffer_policy = if params.write_buffer.is_some() {
+            flush_policy(b, params.write_buffer_policy, file)?
+        } else {
+            FlushPolicy::Eager
+        };
     }
     if let Some(e) = &section.energy {
         apply_energy(e, &mut params.energy, file)?;
@@ -412,10 +463,15 @@ fn write_buffer(
     file: &str,
 ) -> Result<Option<WriteBuffer>, ConfigError> {
     if s.capacity_bytes == Some(0) {
-        if s.latency_us.is_some() {
+        let stated = [("latency_us", s.latency_us.is_some())]
+            .into_iter()
+            .chain([("flush_policy", s.flush_policy.is_some())])
+            .chain(s.watermark_keys())
+            .find(|&(_, stated)| stated);
+        if let Some((key, _)) = stated {
             return Err(invalid(
                 file,
-                "ssd.write_buffer.latency_us",
+                &format!("ssd.write_buffer.{key}"),
                 "means nothing with capacity_bytes = 0, which removes the buffer".into(),
             ));
         }
@@ -441,6 +497,49 @@ fn write_buffer(
         capacity_bytes,
         latency,
     }))
+}
+
+/// The flush policy after the section. The watermark keys belong to that policy only; when
+/// `flush_policy` is not restated it is the current one, so a file can change one watermark.
+fn flush_policy(
+    s: &WriteBufferSection,
+    current: FlushPolicy,
+    file: &str,
+) -> Result<FlushPolicy, ConfigError> {
+    let name = s.flush_policy.unwrap_or(match current {
+        FlushPolicy::Eager => FlushPolicyName::Eager,
+        FlushPolicy::Watermark(_) => FlushPolicyName::Watermark,
+    });
+    if name == FlushPolicyName::Eager {
+        if let Some((key, _)) = s.watermark_keys().into_iter().find(|&(_, stated)| stated) {
+            return Err(invalid(
+                file,
+                &format!("ssd.write_buffer.{key}"),
+                "applies to flush_policy = \"watermark\" only".into(),
+            ));
+        }
+        return Ok(FlushPolicy::Eager);
+    }
+    let mut w = match current {
+        FlushPolicy::Watermark(w) => w,
+        FlushPolicy::Eager => WriteBack::default(),
+    };
+    if let Some(f) = s.high_watermark_fraction {
+        w.high_watermark_fraction = f;
+    }
+    if let Some(f) = s.low_watermark_fraction {
+        w.low_watermark_fraction = f;
+    }
+    if let Some(order) = s.destage_order {
+        w.order = match order {
+            DestageOrderName::Fifo => DestageOrder::Fifo,
+            DestageOrderName::Lru => DestageOrder::Lru,
+        };
+    }
+    if let Some(on) = s.destage_when_idle {
+        w.destage_when_idle = on;
+    }
+    Ok(FlushPolicy::Watermark(w))
 }
 
 fn apply_energy(s: &EnergySection, e: &mut Energy, file: &str) -> Result<(), ConfigError> {
@@ -538,6 +637,27 @@ pub(crate) fn validate(params: &SsdParams, file: &str) -> Result<(), ConfigError
                      {page_bytes} bytes ({} bytes), or be 0 for no buffer",
                     b.capacity_bytes,
                     WRITE_BUFFER_PAGES_MAX * page_bytes
+                ),
+            ));
+        }
+    }
+    if let (Some(_), FlushPolicy::Watermark(w)) = (params.write_buffer, params.write_buffer_policy)
+    {
+        let (high, low) = (w.high_watermark_fraction, w.low_watermark_fraction);
+        if !(high.is_finite() && high > 0.0 && high <= 1.0) {
+            return Err(invalid(
+                file,
+                "ssd.write_buffer.high_watermark_fraction",
+                format!("must be a fraction above 0 and at most 1, got {high}"),
+            ));
+        }
+        if !(low.is_finite() && low >= 0.0 && low < high) {
+            return Err(invalid(
+                file,
+                "ssd.write_buffer.low_watermark_fraction",
+                format!(
+                    "must be a fraction from 0 to below high_watermark_fraction ({high}), \
+                     got {low}"
                 ),
             ));
         }

@@ -221,6 +221,18 @@ impl Core {
             )));
         }
         let min_live_blocks = needed_pages.div_ceil(ppb as u64) as u32;
+        // Background collection stops at the high watermark, but it can only reach a number
+        // of free blocks that the spare space allows. Chasing more would collect blocks with
+        // hardly any invalid page over and over, multiplying write amplification; so the
+        // target is capped to leave a low watermark's worth of each plane's spare blocks
+        // spread as invalid pages (what makes victims worth collecting), and it is never
+        // below the low watermark, which foreground collection keeps anyway.
+        let spare_blocks_per_plane =
+            (pages - logical_pages - meta_pages) / ppb as u64 / planes as u64;
+        let low = params.gc_low_watermark_blocks as u64;
+        let high_watermark = (params.gc_high_watermark_blocks as u64)
+            .min(spare_blocks_per_plane.saturating_sub(low))
+            .max(low) as usize;
 
         let mut plane: Vec<Plane> = (0..planes)
             .map(|_| Plane {
@@ -241,7 +253,7 @@ impl Core {
             planes,
             logical_pages: logical_pages as u32,
             low_watermark: params.gc_low_watermark_blocks as usize,
-            high_watermark: params.gc_high_watermark_blocks as usize,
+            high_watermark,
             background_gc: params.gc_background,
             l2p: vec![NONE; logical_pages as usize],
             meta_l2p: vec![NONE; meta_pages as usize],

@@ -94,6 +94,19 @@ impl PageStatic {
         }
         Ok(lpn as usize)
     }
+
+    /// Checks that the request's pages exist; returns the page after its last.
+    fn check_request(&self, first_lpn: u64, pages: u64) -> Result<u64, FtlError> {
+        let logical_pages = self.logical_pages();
+        match first_lpn.checked_add(pages) {
+            Some(end) if end <= logical_pages => Ok(end),
+            // Name the first page past the end.
+            _ => Err(FtlError::OutOfRange {
+                lpn: first_lpn.max(logical_pages),
+                logical_pages,
+            }),
+        }
+    }
 }
 
 impl Ftl for PageStatic {
@@ -120,43 +133,99 @@ impl Ftl for PageStatic {
     }
 
     fn write(&mut self, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
-        let i = self.check(lpn)?;
-        let ppa = Ppa(i as u32);
-        if !self.nand.is_programmed(ppa) {
-            self.nand.program(ppa)?;
-            ops.push(FlashOp::program(ppa, Cause::Host, Dep::None));
-        } else {
-            let geometry = *self.nand.geometry();
-            let block = geometry.block_of(ppa);
-            if erase_retires(&self.nand, block) {
+        // A request of one page: a program, or one rewrite of its block whose erase and
+        // programs wait with `Dep::All` for everything before them, as the rewrite is all the
+        // call does.
+        self.write_request(lpn, 1, ops)
+    }
+
+    fn takes_whole_requests(&self) -> bool {
+        // Fig. 4.1 erases a block at most once per request.
+        true
+    }
+
+    fn write_request(
+        &mut self,
+        first_lpn: u64,
+        pages: u64,
+        ops: &mut Vec<FlashOp>,
+    ) -> Result<(), FtlError> {
+        let end = self.check_request(first_lpn, pages)?;
+        let geometry = *self.nand.geometry();
+        let ppb = geometry.pages_per_block as u64;
+        // The request's pages block by block: (block, first page, end page), physical = logical.
+        let chunks: Vec<(BlockId, u64, u64)> = {
+            let mut chunks = Vec::new();
+            let mut lpn = first_lpn;
+            while lpn < end {
+                let block = geometry.block_of(Ppa(lpn as u32));
+                let chunk_end = end.min((lpn / ppb + 1) * ppb);
+                chunks.push((block, lpn, chunk_end));
+                lpn = chunk_end;
+            }
+            chunks
+        };
+        let dirty = |nand: &NandArray, (_, from, to): (BlockId, u64, u64)| {
+            (from..to).any(|p| nand.is_programmed(Ppa(p as u32)))
+        };
+        // Refuse before changing anything, so that a refused request leaves no page half done.
+        for &chunk in &chunks {
+            if dirty(&self.nand, chunk) && erase_retires(&self.nand, chunk.0) {
                 // This erase would retire the block, and its pages have nowhere else to go:
                 // refusing keeps the data readable. The count includes the block refused.
                 return Err(FtlError::WornOut {
                     retired_blocks: self.nand.retired_blocks() + 1,
                 });
             }
-            let first = geometry.ppa(block, 0).0 as usize;
-            let content = &self.content;
-            let copied = rewrite_block(
-                &mut self.nand,
-                ops,
-                block,
-                block,
-                |page| content[first + page as usize] != Content::Nothing,
-                geometry.page_in_block(ppa),
-                Cause::Merge,
-            )?;
-            // The erase dropped the trimmed pages (their content is already `Nothing`); the
-            // live and prewritten ones were programmed back and keep their content.
-            self.block_rewrites += 1;
-            self.rewrite_copied_pages += copied;
         }
-        if self.content[i] != Content::Host {
-            if self.content[i] == Content::Prewritten {
-                self.prewritten_pages -= 1;
+        let call_start = ops.len();
+        for chunk in chunks {
+            let (block, from, to) = chunk;
+            if !dirty(&self.nand, chunk) {
+                // Every target page is erased: program them, each waiting for nothing.
+                for p in from..to {
+                    let ppa = Ppa(p as u32);
+                    self.nand.program(ppa)?;
+                    ops.push(FlashOp::program(ppa, Cause::Host, Dep::None));
+                }
+            } else {
+                // Read the block's other live pages, erase it, program them back with the new
+                // data: once for all of this request's pages in the block. The first rewrite of
+                // the call waits with `Dep::All` (nothing else precedes it); a later one is a
+                // chain of its own, so it does not wait for other blocks' work.
+                let waits = if ops.len() == call_start {
+                    Waits::All
+                } else {
+                    Waits::Chain
+                };
+                let first = geometry.ppa(block, 0).0 as u64;
+                let content = &self.content;
+                let target = |page: u32| (from..to).contains(&(first + page as u64));
+                let copied = rewrite_pages(
+                    &mut self.nand,
+                    ops,
+                    block,
+                    block,
+                    |page| content[(first + page as u64) as usize] != Content::Nothing,
+                    target,
+                    Cause::Merge,
+                    waits,
+                )?;
+                // The erase dropped the trimmed pages (their content is already `Nothing`);
+                // the live and prewritten ones were programmed back and keep their content.
+                self.block_rewrites += 1;
+                self.rewrite_copied_pages += copied;
             }
-            self.content[i] = Content::Host;
-            self.valid_pages += 1;
+            for p in from..to {
+                let c = &mut self.content[p as usize];
+                if *c != Content::Host {
+                    if *c == Content::Prewritten {
+                        self.prewritten_pages -= 1;
+                    }
+                    *c = Content::Host;
+                    self.valid_pages += 1;
+                }
+            }
         }
         Ok(())
     }
@@ -199,6 +268,21 @@ pub(crate) fn erase_retires(nand: &NandArray, block: BlockId) -> bool {
     nand.erase_count(block).saturating_add(1) >= nand.endurance()
 }
 
+/// How the operations of one block rewrite wait for each other.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Waits {
+    /// Reads wait for nothing; the erase and the programs wait for every operation before them
+    /// in the call (`Dep::All`). Exact when the rewrite's operations are the first of the call.
+    All,
+    /// A chain: the rewrite's first operation waits for nothing and each later one for the one
+    /// just before it (`Dep::Previous`), so every operation still follows all the rewrite's
+    /// earlier ones (an erase after every read out of its block, a program after the erase and
+    /// the read of its data) but none waits for the other operations of the call (another
+    /// block's rewrite in the same request). A block sits on one die, which runs its
+    /// operations in order anyway, so the chain costs no time.
+    Chain,
+}
+
 /// The read-modify-write cycle of Fig. 4.1, which ANAND and FMAX also use for a chain of one
 /// unit: reads the pages of `src` that `keep` selects (except `new_page`, which the host
 /// replaces), erases `src`, and programs the kept pages and the host's new page into `dst` in
@@ -214,15 +298,46 @@ pub(crate) fn rewrite_block(
     new_page: u32,
     cause: Cause,
 ) -> Result<u64, FtlError> {
+    rewrite_pages(
+        nand,
+        ops,
+        src,
+        dst,
+        keep,
+        |page| page == new_page,
+        cause,
+        Waits::All,
+    )
+}
+
+/// [`rewrite_block`] for any set of the host's new pages of the block (`new`: programmed as the
+/// host's) and of pages to keep (`keep`, except the new ones: read and copied), with the waits
+/// of `waits`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn rewrite_pages(
+    nand: &mut NandArray,
+    ops: &mut Vec<FlashOp>,
+    src: BlockId,
+    dst: BlockId,
+    keep: impl Fn(u32) -> bool,
+    new: impl Fn(u32) -> bool,
+    cause: Cause,
+    waits: Waits,
+) -> Result<u64, FtlError> {
     let geometry = *nand.geometry();
     let ppb = geometry.pages_per_block;
-    let kept: Vec<u32> = (0..ppb)
-        .filter(|&page| page != new_page && keep(page))
-        .collect();
+    let start = ops.len();
+    // `wait_all` is what the operation waits for in `Waits::All`.
+    let dep = |ops: &Vec<FlashOp>, wait_all: Dep| match waits {
+        Waits::All => wait_all,
+        Waits::Chain if ops.len() == start => Dep::None,
+        Waits::Chain => Dep::Previous,
+    };
+    let kept: Vec<u32> = (0..ppb).filter(|&page| !new(page) && keep(page)).collect();
     for &page in &kept {
         let from = geometry.ppa(src, page);
         nand.check_read(from)?;
-        ops.push(FlashOp::read(from, cause, Dep::None));
+        ops.push(FlashOp::read(from, cause, dep(ops, Dep::None)));
     }
     let in_place = src == dst;
     if in_place {
@@ -230,25 +345,38 @@ pub(crate) fn rewrite_block(
             !nand.erase(src)?,
             "rewrite_block: an in-place rewrite retired its block"
         );
-        ops.push(FlashOp::erase(geometry.ppa(src, 0), cause, Dep::All));
+        ops.push(FlashOp::erase(
+            geometry.ppa(src, 0),
+            cause,
+            dep(ops, Dep::All),
+        ));
     }
     // Programs go in page order, as NAND wants within a block; each waits for everything before
     // it (the reads that fetched its data, and in place the erase).
     let mut next = kept.iter().peekable();
     for page in 0..ppb {
         let to = geometry.ppa(dst, page);
-        if page == new_page {
-            nand.program(to)?;
-            ops.push(FlashOp::program(to, Cause::Host, Dep::All));
-        } else if next.peek() == Some(&&page) {
+        if next.peek() == Some(&&page) {
             next.next();
             nand.program(to)?;
-            ops.push(FlashOp::copy(geometry.ppa(src, page), to, cause, Dep::All));
+            ops.push(FlashOp::copy(
+                geometry.ppa(src, page),
+                to,
+                cause,
+                dep(ops, Dep::All),
+            ));
+        } else if new(page) {
+            nand.program(to)?;
+            ops.push(FlashOp::program(to, Cause::Host, dep(ops, Dep::All)));
         }
     }
     if !in_place {
         nand.erase(src)?;
-        ops.push(FlashOp::erase(geometry.ppa(src, 0), cause, Dep::All));
+        ops.push(FlashOp::erase(
+            geometry.ppa(src, 0),
+            cause,
+            dep(ops, Dep::All),
+        ));
     }
     Ok(kept.len() as u64)
 }

@@ -108,6 +108,74 @@ impl Iterator for Only {
     }
 }
 
+/// Whether a quick scan shows that the file names a single device, so that laying devices out
+/// one after another is the identity and the sizing pass (a full parse) can be skipped. Only
+/// the whitespace-separated `time device ...` family is scanned, by comparing the bytes of the
+/// device column of every line; any other format, or any doubt (a line with one field), says
+/// no and the sizing pass runs as usual. Malformed lines are left to the parse that follows.
+pub(crate) fn names_one_device(
+    path: &std::path::Path,
+    format: super::TraceFormat,
+    ctx: &super::ParseContext,
+) -> Result<bool, WorkloadError> {
+    use super::TraceFormat;
+    if !matches!(format, TraceFormat::MqsimAscii | TraceFormat::DiskSimAscii) {
+        return Ok(false);
+    }
+    let mut reader = super::input::open_input(path, ctx)?;
+    let mut device: Vec<u8> = Vec::new();
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let buf = reader.fill_buf().map_err(|e| ctx.io(e))?;
+        if buf.is_empty() {
+            break;
+        }
+        let mut start = 0;
+        while let Some(end) = memchr::memchr(b'\n', &buf[start..]) {
+            let line = if carry.is_empty() {
+                &buf[start..start + end]
+            } else {
+                carry.extend_from_slice(&buf[start..start + end]);
+                &carry[..]
+            };
+            if !same_device(line, &mut device) {
+                return Ok(false);
+            }
+            carry.clear();
+            start += end + 1;
+        }
+        // A line split across two buffer fills: keep its first part (bounded by the line
+        // length limit, past which the scan gives up).
+        carry.extend_from_slice(&buf[start..]);
+        if carry.len() > super::input::MAX_LINE_BYTES {
+            return Ok(false);
+        }
+        let consumed = buf.len();
+        reader.consume(consumed);
+    }
+    Ok(same_device(&carry, &mut device))
+}
+
+/// Checks one line's second field against the device seen so far (recording the first).
+fn same_device(line: &[u8], device: &mut Vec<u8>) -> bool {
+    let content = super::fields::trim(line);
+    if content.is_empty() || content[0] == b'#' {
+        return true;
+    }
+    let mut fields = content
+        .split(|&b| b == b' ' || b == b'\t' || b == b'\r')
+        .filter(|f| !f.is_empty());
+    let Some(dev) = fields.nth(1) else {
+        return false;
+    };
+    if device.is_empty() {
+        device.extend_from_slice(dev);
+        true
+    } else {
+        device.as_slice() == dev
+    }
+}
+
 /// Where each device starts when the devices are laid out one after another.
 pub(crate) struct ConcatLayout {
     base_bytes: BTreeMap<u32, u64>,
@@ -200,4 +268,43 @@ impl ConcatLayout {
 
 fn round_up(value: u64, align: u64) -> Option<u64> {
     value.checked_add(align - 1).map(|v| v / align * align)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{ParseContext, TraceFormat};
+
+    fn scan(name: &str, text: &[u8], format: TraceFormat) -> bool {
+        let path =
+            std::env::temp_dir().join(format!("storsim-devscan-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let ctx = ParseContext::new(&path, false);
+        let one = names_one_device(&path, format, &ctx).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        one
+    }
+
+    #[test]
+    fn the_device_scan_says_one_only_when_every_line_agrees() {
+        let mq = TraceFormat::MqsimAscii;
+        assert!(scan(
+            "one",
+            b"# c\n0 7 0 8 1\n\n10 7 8 8 0\r\n20 7 16 8 1",
+            mq
+        ));
+        assert!(!scan("two", b"0 7 0 8 1\n10 3 8 8 0\n", mq));
+        // Textually different spellings are treated as different: the sizing pass decides.
+        assert!(!scan("spelling", b"0 7 0 8 1\n10 07 8 8 0\n", mq));
+        assert!(!scan("short", b"0 7 0 8 1\n10\n", mq));
+        // A long trace crosses many buffer fills, and a line may straddle two of them.
+        let mut long = Vec::new();
+        for i in 0..100_000u64 {
+            long.extend_from_slice(format!("{i} 4 {i} 8 1\n").as_bytes());
+        }
+        assert!(scan("long", &long, mq));
+        long.extend_from_slice(b"100000 5 0 8 1\n");
+        assert!(!scan("long-tail", &long, mq));
+        assert!(!scan("msr", b"0,h,0,Read,0,4096,1\n", TraceFormat::Msr));
+    }
 }

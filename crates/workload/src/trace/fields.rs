@@ -90,6 +90,44 @@ pub(crate) fn parse_u64(s: &[u8]) -> Option<u64> {
     Some(value)
 }
 
+/// Exactly `N` unsigned decimal integers separated by spaces or tabs, in one pass over the
+/// line; `None` for anything else (a sign, a letter, a missing or extra field, a value of 19
+/// digits or more), which the caller's general path then parses and reports precisely. This is
+/// the hot path of all-integer formats: it avoids splitting first and checking each digit's
+/// arithmetic.
+#[inline]
+pub(crate) fn parse_uints<const N: usize>(line: &[u8]) -> Option<[u64; N]> {
+    let mut out = [0u64; N];
+    let mut i = 0;
+    let len = line.len();
+    for slot in out.iter_mut() {
+        while i < len && is_blank(line[i]) {
+            i += 1;
+        }
+        let start = i;
+        let mut value = 0u64;
+        while i < len {
+            let digit = line[i].wrapping_sub(b'0');
+            if digit > 9 {
+                break;
+            }
+            // Wrapping: a value past 18 digits is thrown away below, whatever it became.
+            value = value.wrapping_mul(10).wrapping_add(digit as u64);
+            i += 1;
+        }
+        // 18 digits cannot overflow; longer numbers take the checked path.
+        let digits = i - start;
+        if digits == 0 || digits > 18 || (i < len && !is_blank(line[i])) {
+            return None;
+        }
+        *slot = value;
+    }
+    while i < len && is_blank(line[i]) {
+        i += 1;
+    }
+    (i == len).then_some(out)
+}
+
 pub(crate) fn parse_u32(s: &[u8]) -> Option<u32> {
     parse_u64(s).and_then(|v| u32::try_from(v).ok())
 }
@@ -202,6 +240,32 @@ pub(crate) fn check_end(offset_bytes: u64, len_bytes: u64) -> Result<(), String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parse_uints_takes_exactly_n_plain_integers() {
+        assert_eq!(parse_uints::<3>(b"1 22\t333"), Some([1, 22, 333]));
+        assert_eq!(parse_uints::<3>(b"  1 22 333  "), Some([1, 22, 333]));
+        assert_eq!(
+            parse_uints::<1>(b"999999999999999999"),
+            Some([999_999_999_999_999_999])
+        );
+        for bad in [
+            &b"1 2"[..],
+            b"1 2 3 4",
+            b"1 -2 3",
+            b"1 2x 3",
+            b"1 2 3x",
+            b"",
+            b"1 2 9999999999999999999",
+        ] {
+            assert_eq!(
+                parse_uints::<3>(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
+        }
+    }
 
     #[test]
     fn whitespace_split_counts_every_field() {

@@ -113,6 +113,21 @@ impl<P: LineParser> TextRecords<P> {
     /// been discarded so that reading resumes at the next line).
     fn read_line(&mut self) -> std::io::Result<Option<bool>> {
         self.line.clear();
+        // Fast path: the whole line already sits in the reader's buffer, as nearly every line
+        // does; one search and one copy, without `read_until`'s per-call machinery.
+        let buf = self.reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(None);
+        }
+        if let Some(end) = memchr::memchr(b'\n', buf) {
+            if end <= MAX_LINE_BYTES {
+                let line = &buf[..end];
+                let line = line.strip_suffix(b"\r").unwrap_or(line);
+                self.line.extend_from_slice(line);
+                self.reader.consume(end + 1);
+                return Ok(Some(false));
+            }
+        }
         let limit = MAX_LINE_BYTES as u64 + 1;
         let n = (&mut self.reader)
             .take(limit)

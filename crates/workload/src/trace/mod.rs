@@ -246,7 +246,9 @@ pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError>
     };
     let ctx = ParseContext::new(path, opts.skip_bad);
     let records: Records = match opts.devices {
-        DeviceSelection::Concat if !format.is_single_device() => {
+        DeviceSelection::Concat
+            if !format.is_single_device() && !devices::names_one_device(path, format, &ctx)? =>
+        {
             // The sizing pass gets its own counters so that nothing is counted twice.
             let sizing = ParseContext::new(path, opts.skip_bad);
             let layout = devices::ConcatLayout::measure(

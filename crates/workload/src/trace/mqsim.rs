@@ -5,7 +5,7 @@
 //! column order with different units, which is why detection has to look at the values.
 
 use super::fields::{
-    bad_field, blocks_to_bytes, check_end, parse_u32, parse_u64, split_whitespace,
+    bad_field, blocks_to_bytes, check_end, parse_u32, parse_u64, parse_uints, split_whitespace,
 };
 use super::input::{text_records, LineParser, Parsed};
 use super::{ParseContext, Records};
@@ -25,6 +25,35 @@ impl LineParser for MqsimParser {
     type Item = Record;
 
     fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Record>, String> {
+        // Nearly every line is five plain integers: take them in one pass. Anything else goes
+        // through the field-by-field path below, which names what is wrong.
+        if let Some([timestamp_ns, dev, start, size, kind]) = parse_uints::<5>(line) {
+            let op = match kind {
+                1 => Some(Op::Read),
+                0 => Some(Op::Write),
+                _ => None,
+            };
+            // Values of up to 18 digits: a sector number times 512 may still overflow, and
+            // the device number must fit; those cases fall through to the checked path.
+            if let (Some(op), Ok(dev), true) = (op, u32::try_from(dev), size > 0) {
+                if let (Some(offset_bytes), Some(len_bytes)) = (
+                    start.checked_mul(SECTOR_BYTES),
+                    size.checked_mul(SECTOR_BYTES),
+                ) {
+                    if offset_bytes.checked_add(len_bytes).is_some() {
+                        return Ok(Parsed::Item(Record {
+                            timestamp_ns,
+                            op,
+                            offset_bytes,
+                            len_bytes,
+                            dev,
+                            think_ns: 0,
+                            origin: line_no,
+                        }));
+                    }
+                }
+            }
+        }
         let mut f = [&b""[..]; 5];
         let n = split_whitespace(line, &mut f);
         if n != 5 {

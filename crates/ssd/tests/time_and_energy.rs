@@ -1,0 +1,126 @@
+//! Die time by cause (the "GC time" of the statistics) and idle energy, checked against
+//! timelines worked out by hand.
+
+use storsim_core::{Device, Op, Request, SimDuration, SimTime};
+use storsim_flash::{CellType, Geometry, Timing};
+use storsim_ftl::FtlConfig;
+use storsim_ssd::{presets, Precondition, SsdDevice, SsdParams};
+
+const TR_NS: u64 = 50_000;
+const TPROG_NS: u64 = 500_000;
+const CMD_NS: u64 = 1_000;
+/// 4096 bytes at 400 MT/s × 1 byte.
+const XFER_NS: u64 = 10_240;
+
+/// 4 dies on 2 channels, 4 KiB pages, uniform SLC timing, clean, page FTL.
+fn params() -> SsdParams {
+    let mut p = presets::flashsim_2009(FtlConfig::default_for("page").unwrap());
+    p.geometry = Geometry {
+        channels: 2,
+        chips_per_channel: 2,
+        dies_per_chip: 1,
+        planes_per_die: 1,
+        blocks_per_plane: 32,
+        pages_per_block: 16,
+        page_bytes: 4096,
+        oob_bytes: 0,
+    };
+    p.timing = Timing::uniform(
+        CellType::Slc,
+        SimDuration(TR_NS),
+        SimDuration(TPROG_NS),
+        SimDuration(2_000_000),
+        SimDuration(CMD_NS),
+        400,
+        1,
+    );
+    p.write_buffer = None;
+    p.controller_overhead = SimDuration::ZERO;
+    p.precondition = Precondition::Clean;
+    p
+}
+
+fn counter(d: &SsdDevice, name: &str) -> f64 {
+    d.counters()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no counter {name}"))
+        .value
+}
+
+/// Submits `op` on `page` at `at` and runs the device until it completes; returns the finish.
+fn one(d: &mut SsdDevice, id: u64, op: Op, page: u64, at: u64) -> u64 {
+    let r = Request {
+        id,
+        op,
+        offset_bytes: page * 4096,
+        len_bytes: 4096,
+        arrival: SimTime(at),
+    };
+    d.submit(SimTime(at), r).unwrap();
+    let t = d.next_deadline().unwrap();
+    let mut done = Vec::new();
+    d.advance(t, &mut done);
+    assert_eq!(done.len(), 1);
+    done[0].finish.as_ns()
+}
+
+#[test]
+fn die_time_is_counted_per_cause() {
+    let mut d = SsdDevice::new(params()).unwrap();
+    // Spaced far apart so that no operation waits: each holds its die for exactly its own time.
+    one(&mut d, 0, Op::Write, 0, 0);
+    one(&mut d, 1, Op::Read, 0, 10_000_000);
+    one(&mut d, 2, Op::Read, 0, 20_000_000);
+    let program = CMD_NS + XFER_NS + TPROG_NS;
+    let read = CMD_NS + TR_NS + CMD_NS + XFER_NS;
+    assert_eq!(counter(&d, "die_time_host_ns"), (program + 2 * read) as f64);
+    assert_eq!(counter(&d, "die_time_gc_ns"), 0.0);
+}
+
+#[test]
+fn garbage_collection_time_is_reported() {
+    let mut p = params();
+    p.precondition = Precondition::SequentialFill { fraction: 1.0 };
+    let mut d = SsdDevice::new(p).unwrap();
+    let pages = d.capacity_bytes() / 4096;
+    let mut at = 0;
+    // Overwrite the full device twice, one page at a time: collection must run.
+    for i in 0..2 * pages {
+        at = one(&mut d, i, Op::Write, (i * 7) % pages, at);
+    }
+    let gc_ns = counter(&d, "die_time_gc_ns");
+    let gc_programs = counter(&d, "flash_programs_gc");
+    assert!(gc_programs > 0.0, "the overwrites must collect garbage");
+    // Each copied page holds its die at least for a read and a program.
+    assert!(
+        gc_ns >= gc_programs * (TR_NS + TPROG_NS) as f64,
+        "{gc_ns} ns"
+    );
+}
+
+#[test]
+fn idle_energy_is_drawn_only_by_idle_dies() {
+    let mut p = params();
+    p.energy.idle_power_w = 1.0;
+    let mut d = SsdDevice::new(p).unwrap();
+    let finish = one(&mut d, 0, Op::Write, 0, 0);
+    // One of four dies was busy for the whole run, the other three idle throughout.
+    let expected_uj = 1.0 * 0.75 * finish as f64 / 1e3;
+    let got = counter(&d, "energy_idle_uj");
+    assert!(
+        (got - expected_uj).abs() < 1e-6 * expected_uj,
+        "{got} vs {expected_uj}"
+    );
+
+    // A second write a long idle gap later: the gap is idle for every die.
+    let gap = 100_000_000;
+    let second = one(&mut d, 1, Op::Write, 1, finish + gap);
+    let busy_total = 2 * finish;
+    let expected_uj = (4 * second - busy_total) as f64 / 4.0 / 1e3;
+    let got = counter(&d, "energy_idle_uj");
+    assert!(
+        (got - expected_uj).abs() < 1e-6 * expected_uj,
+        "{got} vs {expected_uj}"
+    );
+}
