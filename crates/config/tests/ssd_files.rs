@@ -1254,3 +1254,11 @@ fn bad_write_buffer_policy_values_name_their_key() {
         assert!(msg.contains(&format!("line {line}")), "{text}: {msg}");
     }
 }
+
+#[test]
+fn copy_back_is_a_device_key() {
+    assert!(parse("preset = \"flashsim-2009\"\n").copyback);
+    assert!(!parse("preset = \"bench2g\"\n").copyback);
+    assert!(parse("preset = \"bench2g\"\n[ssd]\ncopyback = true\n").copyback);
+    assert!(!parse("preset = \"flashsim-2009\"\n[ssd]\ncopyback = false\n").copyback);
+}

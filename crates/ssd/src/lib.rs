@@ -25,8 +25,8 @@ use storsim_core::{
     check_range, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op, Request,
     SimDuration, SimTime,
 };
-use storsim_flash::{FlashOpKind, Scheduler};
-use storsim_ftl::{Dep, FlashOp, Ftl, FtlError};
+use storsim_flash::{FlashOpKind, Ppa, Scheduler};
+use storsim_ftl::{Cause, Dep, FlashOp, Ftl, FtlError};
 use write_back::DirtyPages;
 
 /// Why a device could not be built.
@@ -164,21 +164,55 @@ impl SsdDevice {
     fn schedule_ops(&mut self, start: SimTime) -> SimTime {
         let mut previous = start;
         let mut all = start;
-        for op in &self.ops {
+        let mut i = 0;
+        while i < self.ops.len() {
+            let op = self.ops[i];
             let earliest = match op.dep {
                 Dep::None => start,
                 Dep::Previous => previous,
                 Dep::All => all,
             };
-            let (finish, die_busy) = self.scheduler.schedule_busy(op.kind, op.ppa, earliest);
-            self.counts.add(op.kind, op.cause, die_busy);
-            if op.kind == FlashOpKind::Program {
-                self.last_program_finish = self.last_program_finish.max(finish);
-            }
+            let (finish, _) = match self.copy_back_pair(i) {
+                Some(to) => {
+                    // The read and the program that follows it become one copy-back.
+                    i += 1;
+                    let placed = self.scheduler.schedule_copyback(op.ppa, to, earliest);
+                    self.counts.add(FlashOpKind::CopyBack, op.cause, placed.1);
+                    self.last_program_finish = self.last_program_finish.max(placed.0);
+                    placed
+                }
+                None => {
+                    let placed = self.scheduler.schedule_busy(op.kind, op.ppa, earliest);
+                    self.counts.add(op.kind, op.cause, placed.1);
+                    if op.kind == FlashOpKind::Program {
+                        self.last_program_finish = self.last_program_finish.max(placed.0);
+                    }
+                    placed
+                }
+            };
             previous = finish;
             all = all.max(finish);
+            i += 1;
         }
         all
+    }
+
+    /// With copy-back on: when `ops[i]` reads a page that `ops[i + 1]` programs right after it
+    /// (`Dep::Previous`) into the same plane, for the FTL's own bookkeeping (not the host's
+    /// data, which must reach the controller), the destination page.
+    fn copy_back_pair(&self, i: usize) -> Option<Ppa> {
+        if !self.params.copyback {
+            return None;
+        }
+        let read = self.ops[i];
+        let program = self.ops.get(i + 1)?;
+        let pair = read.kind == FlashOpKind::Read
+            && read.cause != Cause::Host
+            && program.kind == FlashOpKind::Program
+            && program.dep == Dep::Previous
+            && program.data_from == Some(read.ppa)
+            && self.scheduler.can_copy_back(read.ppa, program.ppa);
+        pair.then_some(program.ppa)
     }
 
     fn ftl_failure(&mut self, e: FtlError) -> DeviceError {

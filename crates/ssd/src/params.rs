@@ -125,6 +125,10 @@ pub struct SsdParams {
     pub idle_gc_delay: SimDuration,
     /// Controller time per request before any flash operation (command decode, DMA setup).
     pub controller_overhead: SimDuration,
+    /// Run a garbage-collection or merge copy whose source and destination share a plane as
+    /// a copy-back (FlashSim's Algorithm 2): the data stays in the plane's page register, so
+    /// the channel carries two commands instead of the page twice.
+    pub copyback: bool,
     /// Seed for everything random in preconditioning.
     pub seed: u64,
 }

@@ -48,6 +48,7 @@ pub fn flashsim_2009(ftl: FtlConfig) -> SsdParams {
         background_gc: false,
         idle_gc_delay: us(1000.0),
         controller_overhead: SimDuration::ZERO,
+        copyback: true,
         seed: 1,
     }
 }
@@ -98,6 +99,7 @@ pub fn bench2g() -> SsdParams {
         background_gc: false,
         idle_gc_delay: us(1000.0),
         controller_overhead: SimDuration::ZERO,
+        copyback: false,
         seed: 1,
     }
 }
@@ -141,6 +143,7 @@ pub fn sandisk_usb_anand() -> SsdParams {
         background_gc: false,
         idle_gc_delay: us(1000.0),
         controller_overhead: SimDuration::ZERO,
+        copyback: false,
         seed: 1,
     }
 }
@@ -196,6 +199,7 @@ pub fn tlc_nvme() -> SsdParams {
         background_gc: true,
         idle_gc_delay: us(1000.0),
         controller_overhead: us(5.0),
+        copyback: false,
         seed: 1,
     }
 }

@@ -124,3 +124,39 @@ fn idle_energy_is_drawn_only_by_idle_dies() {
         "{got} vs {expected_uj}"
     );
 }
+
+/// Garbage collection on a full device with copy-back off and on: the FTL makes the same
+/// decisions, but with copy-back each same-plane copy holds its die for two commands, tR and
+/// tPROG only, and moves nothing over the channel.
+#[test]
+fn copy_back_moves_gc_copies_off_the_channel() {
+    let run = |copyback: bool| {
+        let mut p = params();
+        p.precondition = Precondition::SequentialFill { fraction: 1.0 };
+        p.copyback = copyback;
+        let mut d = SsdDevice::new(p).unwrap();
+        let pages = d.capacity_bytes() / 4096;
+        let mut at = 0;
+        for i in 0..2 * pages {
+            at = one(&mut d, i, Op::Write, (i * 7) % pages, at);
+        }
+        d
+    };
+    let (off, on) = (run(false), run(true));
+    for name in ["flash_reads_gc", "flash_programs_gc", "flash_erases_gc"] {
+        assert_eq!(counter(&off, name), counter(&on, name), "{name}");
+    }
+    let copies = counter(&on, "flash_programs_gc");
+    let erases = counter(&on, "flash_erases_gc");
+    assert!(copies > 0.0);
+    let copy_back_ns = (2 * CMD_NS + TR_NS + TPROG_NS) as f64;
+    let erase_ns = (CMD_NS + 2_000_000) as f64;
+    assert_eq!(
+        counter(&on, "die_time_gc_ns"),
+        copies * copy_back_ns + erases * erase_ns
+    );
+    assert!(counter(&off, "die_time_gc_ns") > counter(&on, "die_time_gc_ns"));
+    let channel =
+        |d: &SsdDevice| counter(d, "channel_0_utilisation") + counter(d, "channel_1_utilisation");
+    assert!(channel(&on) < channel(&off));
+}

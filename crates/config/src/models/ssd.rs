@@ -189,6 +189,7 @@ pub(crate) struct SsdSection {
     ftl: Option<FtlName>,
     endurance_erases: Option<u32>,
     controller_overhead_us: Option<f64>,
+    copyback: Option<bool>,
     background_gc: Option<bool>,
     idle_gc_delay_us: Option<f64>,
     seed: Option<u64>,
@@ -299,6 +300,7 @@ pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams
         background_gc: false,
         idle_gc_delay: SimDuration::from_us(1000),
         controller_overhead: SimDuration::ZERO,
+        copyback: false,
         seed: 1,
     })
 }
@@ -320,6 +322,9 @@ pub(crate) fn apply(
     }
     if let Some(n) = section.endurance_erases {
         params.endurance = n;
+    }
+    if let Some(on) = section.copyback {
+        params.copyback = on;
     }
     if let Some(us) = section.controller_overhead_us {
         params.controller_overhead = delay_us(file, "ssd.controller_overhead_us", us)?;
