@@ -37,12 +37,12 @@ impl fmt::Display for GeometryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             GeometryError::Zero { field } => write!(f, "{field} must be at least 1"),
-            GeometryError::TooLarge { pages } => {
-                write!(
-                    f,
-                    "{pages} physical pages is more than the 2^32 storsim addresses"
-                )
-            }
+            GeometryError::TooLarge { pages } => write!(
+                f,
+                "{pages} physical pages is more than the 2^32 storsim addresses: channels × \
+                 chips_per_channel × dies_per_chip × planes_per_die × blocks_per_plane × \
+                 pages_per_block must be below 2^32"
+            ),
         }
     }
 }

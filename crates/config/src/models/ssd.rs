@@ -690,44 +690,7 @@ pub(crate) fn validate(params: &SsdParams, file: &str) -> Result<(), ConfigError
 }
 
 fn validate_geometry(g: &Geometry, file: &str) -> Result<(), ConfigError> {
-    let counts = [
-        ("channels", g.channels),
-        ("chips_per_channel", g.chips_per_channel),
-        ("dies_per_chip", g.dies_per_chip),
-        ("planes_per_die", g.planes_per_die),
-        ("blocks_per_plane", g.blocks_per_plane),
-        ("pages_per_block", g.pages_per_block),
-        ("page_bytes", g.page_bytes),
-    ];
-    if let Some((field, _)) = counts.iter().find(|&&(_, v)| v == 0) {
-        return Err(invalid(
-            file,
-            &format!("ssd.geometry.{field}"),
-            "must be at least 1".into(),
-        ));
-    }
-    // Geometry::validate multiplies the six counts in a u64, which overflows for counts near
-    // u32::MAX; the product is checked here first, without overflowing.
-    let pages = counts[..6]
-        .iter()
-        .try_fold(1u64, |product, &(_, v)| product.checked_mul(v as u64));
-    let too_many = match pages {
-        Some(p) if p <= u32::MAX as u64 => None,
-        Some(p) => Some(p.to_string()),
-        None => Some("more than 2^64".to_string()),
-    };
-    if let Some(pages) = too_many {
-        return Err(invalid(
-            file,
-            "ssd.geometry",
-            format!(
-                "{pages} physical pages is more than the 2^32 storsim addresses: channels × \
-                 chips_per_channel × dies_per_chip × planes_per_die × blocks_per_plane × \
-                 pages_per_block must be below 2^32"
-            ),
-        ));
-    }
-    // Whatever else the flash crate checks, it reports by field name.
+    // The flash crate checks the counts; its errors name the field, which becomes the key.
     g.validate().map_err(|e| {
         let key = match e {
             GeometryError::Zero { field } => format!("ssd.geometry.{field}"),

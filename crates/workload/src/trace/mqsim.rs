@@ -25,62 +25,11 @@ impl LineParser for MqsimParser {
     type Item = Record;
 
     fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Record>, String> {
-        // Nearly every line is five plain integers: take them in one pass. Anything else goes
-        // through the field-by-field path below, which names what is wrong.
-        if let Some([timestamp_ns, dev, start, size, kind]) = parse_uints::<5>(line) {
-            let op = match kind {
-                1 => Some(Op::Read),
-                0 => Some(Op::Write),
-                _ => None,
-            };
-            // Values of up to 18 digits: a sector number times 512 may still overflow, and
-            // the device number must fit; those cases fall through to the checked path.
-            if let (Some(op), Ok(dev), true) = (op, u32::try_from(dev), size > 0) {
-                if let (Some(offset_bytes), Some(len_bytes)) = (
-                    start.checked_mul(SECTOR_BYTES),
-                    size.checked_mul(SECTOR_BYTES),
-                ) {
-                    if offset_bytes.checked_add(len_bytes).is_some() {
-                        return Ok(Parsed::Item(Record {
-                            timestamp_ns,
-                            op,
-                            offset_bytes,
-                            len_bytes,
-                            dev,
-                            think_ns: 0,
-                            origin: line_no,
-                        }));
-                    }
-                }
-            }
-        }
-        let mut f = [&b""[..]; 5];
-        let n = split_whitespace(line, &mut f);
-        if n != 5 {
-            return Err(format!(
-                "expected 5 whitespace-separated fields ({LAYOUT}), found {n}"
-            ));
-        }
-        let timestamp_ns = parse_u64(f[0])
-            .ok_or_else(|| bad_field(1, "arrival_ns", "an integer number of nanoseconds", f[0]))?;
-        let dev = parse_u32(f[1]).ok_or_else(|| bad_field(2, "device", "a device number", f[1]))?;
-        let start =
-            parse_u64(f[2]).ok_or_else(|| bad_field(3, "start_sector", "a sector number", f[2]))?;
-        let size = match parse_u64(f[3]) {
-            Some(0) | None => {
-                return Err(bad_field(
-                    4,
-                    "size_sectors",
-                    "a positive number of sectors",
-                    f[3],
-                ))
-            }
-            Some(size) => size,
-        };
-        let op = match f[4] {
-            b"1" => Op::Read,
-            b"0" => Op::Write,
-            other => return Err(bad_field(5, "type", "1 (read) or 0 (write)", other)),
+        // Nearly every line is five plain, valid integers: take them in one pass. Anything
+        // else goes through the field-by-field path, which names what is wrong.
+        let (timestamp_ns, dev, start, size, op) = match quick_fields(line) {
+            Some(fields) => fields,
+            None => checked_fields(line)?,
         };
         let offset_bytes = blocks_to_bytes(start, SECTOR_BYTES, 3, "start_sector")?;
         let len_bytes = blocks_to_bytes(size, SECTOR_BYTES, 4, "size_sectors")?;
@@ -95,4 +44,52 @@ impl LineParser for MqsimParser {
             origin: line_no,
         }))
     }
+}
+
+type Fields = (u64, u32, u64, u64, Op);
+
+/// The fields of a line of five plain integers that are all in range, or `None`.
+#[inline]
+fn quick_fields(line: &[u8]) -> Option<Fields> {
+    let [timestamp_ns, dev, start, size, kind] = parse_uints::<5>(line)?;
+    let op = match kind {
+        1 => Op::Read,
+        0 => Op::Write,
+        _ => return None,
+    };
+    let dev = u32::try_from(dev).ok()?;
+    (size > 0).then_some((timestamp_ns, dev, start, size, op))
+}
+
+/// The fields of any line, or a message naming the first one that is wrong.
+fn checked_fields(line: &[u8]) -> Result<Fields, String> {
+    let mut f = [&b""[..]; 5];
+    let n = split_whitespace(line, &mut f);
+    if n != 5 {
+        return Err(format!(
+            "expected 5 whitespace-separated fields ({LAYOUT}), found {n}"
+        ));
+    }
+    let timestamp_ns = parse_u64(f[0])
+        .ok_or_else(|| bad_field(1, "arrival_ns", "an integer number of nanoseconds", f[0]))?;
+    let dev = parse_u32(f[1]).ok_or_else(|| bad_field(2, "device", "a device number", f[1]))?;
+    let start =
+        parse_u64(f[2]).ok_or_else(|| bad_field(3, "start_sector", "a sector number", f[2]))?;
+    let size = match parse_u64(f[3]) {
+        Some(0) | None => {
+            return Err(bad_field(
+                4,
+                "size_sectors",
+                "a positive number of sectors",
+                f[3],
+            ))
+        }
+        Some(size) => size,
+    };
+    let op = match f[4] {
+        b"1" => Op::Read,
+        b"0" => Op::Write,
+        other => return Err(bad_field(5, "type", "1 (read) or 0 (write)", other)),
+    };
+    Ok((timestamp_ns, dev, start, size, op))
 }
