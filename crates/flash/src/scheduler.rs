@@ -44,6 +44,13 @@ impl Timeline {
     /// Reservations that ended by `horizon` (the driver's present) are forgotten first.
     fn reserve(&mut self, earliest: u64, len: u64, horizon: u64) -> u64 {
         self.prune(horizon);
+        // Most reservations start after everything reserved so far: append them directly.
+        if self.busy.back().is_none_or(|&(_, e)| e <= earliest) {
+            if len > 0 {
+                self.push_back_bounded((earliest, earliest + len));
+            }
+            return earliest;
+        }
         // Intervals are disjoint and sorted, so their ends are sorted too: skip every interval
         // that ended by `earliest` with a binary search instead of a walk from the front.
         let mut at = self.busy.partition_point(|&(_, e)| e <= earliest);
@@ -56,14 +63,29 @@ impl Timeline {
             at += 1;
         }
         if len > 0 {
-            self.busy.insert(at, (start, start + len));
-            if self.busy.len() > CHANNEL_INTERVALS_MAX {
-                let (s0, _) = self.busy.pop_front().expect("over the bound");
-                let first = self.busy.front_mut().expect("over the bound");
-                first.0 = s0;
+            if at == self.busy.len() {
+                self.push_back_bounded((start, start + len));
+            } else {
+                self.busy.insert(at, (start, start + len));
+                self.merge_if_over_bound();
             }
         }
         start
+    }
+
+    fn push_back_bounded(&mut self, interval: (u64, u64)) {
+        self.busy.push_back(interval);
+        self.merge_if_over_bound();
+    }
+
+    /// Past the bound the two earliest reservations merge (their gap counts as busy), which can
+    /// only delay later operations, never make them early.
+    fn merge_if_over_bound(&mut self) {
+        if self.busy.len() > CHANNEL_INTERVALS_MAX {
+            let (s0, _) = self.busy.pop_front().expect("over the bound");
+            let first = self.busy.front_mut().expect("over the bound");
+            first.0 = s0;
+        }
     }
 
     fn prune(&mut self, now: u64) {

@@ -12,6 +12,7 @@
 mod params;
 mod precondition;
 pub mod presets;
+mod release;
 mod stats;
 mod write_back;
 
@@ -20,6 +21,7 @@ pub use params::{
 };
 pub use precondition::PreconditionReport;
 
+use release::ReleaseQueue;
 use stats::{BufferCounts, OpCounts};
 use storsim_core::{
     check_range, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op, Request,
@@ -78,7 +80,7 @@ pub struct SsdDevice {
     capacity_bytes: u64,
     /// Write buffer: pages held until their program finishes, by release time. Under the
     /// watermark policy it holds destaged pages only; dirty pages are in `write_back`.
-    buffer: EventQueue<u64>,
+    buffer: ReleaseQueue,
     buffer_pages_held: u64,
     buffer_capacity_pages: u64,
     /// Buffer admission is FIFO: no write is admitted before an earlier one.
@@ -129,7 +131,7 @@ impl SsdDevice {
         Ok(SsdDevice {
             scheduler: Scheduler::new(params.geometry, params.timing.clone()),
             completions: EventQueue::with_capacity(params.queue_depth),
-            buffer: EventQueue::with_capacity(buffer_capacity_pages.max(1) as usize),
+            buffer: ReleaseQueue::new(buffer_capacity_pages),
             ops: Vec::with_capacity(256),
             counts: OpCounts::default(),
             page_bytes,

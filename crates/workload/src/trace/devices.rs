@@ -156,18 +156,31 @@ pub(crate) fn names_one_device(
     Ok(same_device(&carry, &mut device))
 }
 
-/// Checks one line's second field against the device seen so far (recording the first).
+/// Checks one line's second field against the device seen so far (recording the first). A
+/// plain byte walk: this runs once per line of the largest traces.
 fn same_device(line: &[u8], device: &mut Vec<u8>) -> bool {
-    let content = super::fields::trim(line);
-    if content.is_empty() || content[0] == b'#' {
+    let blank = |b: u8| b == b' ' || b == b'\t' || b == b'\r';
+    let len = line.len();
+    let mut i = 0;
+    while i < len && blank(line[i]) {
+        i += 1;
+    }
+    if i == len || line[i] == b'#' {
         return true;
     }
-    let mut fields = content
-        .split(|&b| b == b' ' || b == b'\t' || b == b'\r')
-        .filter(|f| !f.is_empty());
-    let Some(dev) = fields.nth(1) else {
+    // The first field (the timestamp) is the longest: find its end with a vector search.
+    i += memchr::memchr2(b' ', b'\t', &line[i..]).unwrap_or(len - i);
+    while i < len && blank(line[i]) {
+        i += 1;
+    }
+    let start = i;
+    while i < len && !blank(line[i]) {
+        i += 1;
+    }
+    let dev = &line[start..i];
+    if dev.is_empty() {
         return false;
-    };
+    }
     if device.is_empty() {
         device.extend_from_slice(dev);
         true
