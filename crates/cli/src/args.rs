@@ -41,6 +41,22 @@ pub struct TraceArgs {
     /// blkparse traces: which events are requests (D = dispatched to the device, Q = queued).
     #[arg(long, default_value = "D", value_name = "D|Q")]
     pub blkparse_event: String,
+    /// Parse a trace file on a second thread, overlapping the simulation (`on`), or on the
+    /// simulation's own thread (`off`). The results are the same either way.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "on",
+        ignore_case = true,
+        value_name = "on|off"
+    )]
+    pub parse_thread: Switch,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
 }
 
 #[derive(Clone, Copy, ValueEnum)]

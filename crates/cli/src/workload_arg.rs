@@ -1,6 +1,6 @@
 //! Turning the `--workload` argument and trace options into a [`Workload`].
 
-use crate::args::TraceArgs;
+use crate::args::{Switch, TraceArgs};
 use crate::CliError;
 use std::path::Path;
 use storsim_workload::trace::{self, BlkparseEvent, DeviceSelection, TraceFormat, TraceOptions};
@@ -45,6 +45,7 @@ pub fn trace_options(args: &TraceArgs) -> Result<TraceOptions, CliError> {
         skip_bad: args.skip_bad,
         devices,
         blkparse_event,
+        parse_thread: args.parse_thread == Switch::On,
     })
 }
 

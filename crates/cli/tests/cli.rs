@@ -534,3 +534,118 @@ fn presets_lists_every_builtin_device() {
         );
     }
 }
+
+/// Runs `args` with `--parse-thread on` and `--parse-thread off` and returns both outputs and,
+/// when `json` is set, the JSON each wrote to a file of its own.
+fn both_ways(args: &[&str], json: bool) -> [(Output, Option<String>); 2] {
+    let dir = temp_dir("parse-thread");
+    let tag = args.join(" ").len();
+    ["on", "off"].map(|mode| {
+        let out = dir.join(format!("{tag}-{}-{mode}.json", args.len()));
+        let out_s = out.to_str().unwrap().to_string();
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend_from_slice(&["--parse-thread", mode]);
+        if json {
+            full.extend_from_slice(&["--json", &out_s]);
+        }
+        let o = storsim(&full);
+        let text = json.then(|| std::fs::read_to_string(&out).unwrap_or_default());
+        (o, text)
+    })
+}
+
+#[test]
+fn the_parse_thread_changes_no_byte_of_the_results() {
+    let data = "crates/workload/tests/data";
+    let msr_bad = format!("{data}/msr_bad.csv");
+    let mqsim = format!("{data}/mqsim_sample.trace");
+    let blkparse = format!("{data}/blkparse_sample.txt");
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["--workload", "examples/oltp-sample.msr.csv"],
+        // Stopping early: the counters reported are those of the records read so far.
+        vec![
+            "--workload",
+            "examples/oltp-sample.msr.csv",
+            "--max-requests",
+            "1234",
+        ],
+        vec!["--workload", &msr_bad, "--skip-bad", "--wrap"],
+        vec![
+            "--workload",
+            &msr_bad,
+            "--skip-bad",
+            "--wrap",
+            "--max-requests",
+            "2",
+        ],
+        // Several devices laid out one after another.
+        vec!["--workload", &mqsim, "--wrap"],
+        vec!["--workload", &blkparse, "--wrap"],
+        vec!["--workload", &blkparse, "--wrap", "--blkparse-event", "Q"],
+    ];
+    for run in runs {
+        let mut args = vec!["simulate", "--device", "stec-zeus", "--quiet"];
+        args.extend_from_slice(&run);
+        let [(on, on_json), (off, off_json)] = both_ways(&args, true);
+        assert!(on.status.success(), "{run:?}: {}", stderr(&on));
+        assert!(off.status.success(), "{run:?}: {}", stderr(&off));
+        let (on_json, off_json) = (on_json.unwrap(), off_json.unwrap());
+        assert!(on_json.contains("\"summary\""), "{run:?}: {on_json}");
+        assert_eq!(on_json, off_json, "{run:?}");
+    }
+    let v: Value = serde_json::from_str(
+        &both_ways(
+            &[
+                "simulate",
+                "--device",
+                "stec-zeus",
+                "--quiet",
+                "--workload",
+                &msr_bad,
+                "--skip-bad",
+                "--wrap",
+            ],
+            true,
+        )[0]
+        .1
+        .clone()
+        .unwrap(),
+    )
+    .unwrap();
+    assert!(
+        v["workload"]["skipped_records"].as_u64().unwrap() > 0,
+        "{v}"
+    );
+
+    // The same message and exit status for a malformed trace, with and without the sizing pass.
+    for devices in ["concat", "overlay"] {
+        let args = [
+            "simulate",
+            "--device",
+            "stec-zeus",
+            "--workload",
+            &msr_bad,
+            "--trace-devices",
+            devices,
+        ];
+        let [(on, _), (off, _)] = both_ways(&args, false);
+        assert_eq!(on.status.code(), Some(2), "{}", stderr(&on));
+        assert_eq!(off.status.code(), Some(2), "{}", stderr(&off));
+        assert_eq!(stderr(&on), stderr(&off));
+        assert!(
+            stderr(&on).contains("msr_bad.csv: line 2"),
+            "{}",
+            stderr(&on)
+        );
+    }
+
+    // inspect reads through the same path.
+    for extra in [&[][..], &["--skip-bad"][..]] {
+        let mut args = vec!["inspect", &msr_bad, "--trace-devices", "overlay"];
+        args.extend_from_slice(extra);
+        let [(on, on_json), (off, off_json)] = both_ways(&args, true);
+        assert_eq!(on.status.code(), off.status.code());
+        assert_eq!(stderr(&on), stderr(&off));
+        assert_eq!(on_json, off_json);
+    }
+}

@@ -18,6 +18,7 @@ fn main() {
     if let Some(path) = args.first() {
         let opts = TraceOptions {
             devices: DeviceSelection::Overlay,
+            parse_thread: false,
             ..TraceOptions::default()
         };
         if let Err(e) = run(Path::new(path), &opts) {
@@ -29,6 +30,8 @@ fn main() {
     let opts = TraceOptions {
         format: Some(TraceFormat::MqsimAscii),
         devices: DeviceSelection::Overlay,
+        // The parser's own speed, on the calling thread.
+        parse_thread: false,
         ..TraceOptions::default()
     };
     for lines in [10_000u64, 10_000_000] {

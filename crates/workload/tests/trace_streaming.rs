@@ -2,13 +2,18 @@
 //!
 //! A reader generates an MQSim trace on the fly, so no trace is ever held in memory or on disk,
 //! and a counting allocator records the peak of live heap bytes while the records are consumed.
-//! Parsing a hundred times more lines must not raise that peak. This file holds a single test
-//! so that no other test allocates while it measures.
+//! Parsing a hundred times more lines must not raise that peak. The same holds for a file read
+//! by `open` on its parse thread (the allocator counts every thread's allocations): the
+//! records cross to the consumer in batches through a bounded channel, so a consumer that
+//! falls behind holds the parser back instead of letting batches pile up. This file holds a
+//! single test so that no other test allocates while it measures.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{BufReader, Read};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use storsim_workload::trace::{open_reader, DeviceSelection, TraceFormat, TraceOptions};
+use std::time::Duration;
+use storsim_workload::trace::{open, open_reader, DeviceSelection, TraceFormat, TraceOptions};
 
 struct Counting;
 
@@ -101,6 +106,44 @@ fn peak_growth(lines: u64) -> usize {
     PEAK.load(Ordering::Relaxed) - before
 }
 
+/// Writes the generated trace of `lines` lines to a file.
+fn write_trace(lines: u64) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "storsim-streaming-{}-{lines}.trace",
+        std::process::id()
+    ));
+    let mut out = BufWriter::new(std::fs::File::create(&path).unwrap());
+    std::io::copy(&mut Generator::new(lines), &mut out).unwrap();
+    out.flush().unwrap();
+    path
+}
+
+/// Reads a trace file with `open` on the parse thread, devices overlaid, and returns the growth
+/// of the heap's peak (over both threads) above the live heap before opening. The consumer
+/// pauses after the first record, long enough for the parser to fill the channel and wait,
+/// so that the peak is the pipeline's full capacity whatever the threads' relative speeds.
+fn threaded_peak_growth(path: &Path, lines: u64) -> usize {
+    let opts = TraceOptions {
+        format: Some(TraceFormat::MqsimAscii),
+        devices: DeviceSelection::Overlay,
+        parse_thread: true,
+        ..TraceOptions::default()
+    };
+    let before = LIVE.load(Ordering::Relaxed);
+    PEAK.store(before, Ordering::Relaxed);
+    let workload = open(path, &opts).unwrap();
+    let mut count = 0u64;
+    for record in workload.records {
+        record.unwrap();
+        count += 1;
+        if count == 1 {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+    assert_eq!(count, lines);
+    PEAK.load(Ordering::Relaxed) - before
+}
+
 #[test]
 fn memory_does_not_grow_with_trace_length() {
     let small = peak_growth(10_000);
@@ -111,5 +154,24 @@ fn memory_does_not_grow_with_trace_length() {
     assert!(
         large < 2 * 1024 * 1024,
         "{large} bytes is more than the read buffers need"
+    );
+
+    // On the parse thread. The smaller trace (100k lines, some 25 batches) is still long
+    // enough to fill the channel, so both reach the same peak: the read buffer plus at most
+    // six batches (four waiting, one being filled, one being drained) of 4096 records of
+    // 56 bytes, under 1.6 MiB. A channel without a bound would hold most of the 1M-line
+    // trace, over 50 MB, while the consumer pauses.
+    let (small_file, large_file) = (write_trace(100_000), write_trace(1_000_000));
+    let small = threaded_peak_growth(&small_file, 100_000);
+    let large = threaded_peak_growth(&large_file, 1_000_000);
+    std::fs::remove_file(&small_file).unwrap();
+    std::fs::remove_file(&large_file).unwrap();
+    eprintln!(
+        "peak heap growth on the parse thread: {small} bytes for 100k lines, {large} bytes for 1M lines"
+    );
+    assert!(large <= small + 64 * 1024, "{large} > {small} + 64 KiB");
+    assert!(
+        large < 3 * 1024 * 1024,
+        "{large} bytes is more than the read buffer and the batches need"
     );
 }

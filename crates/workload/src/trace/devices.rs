@@ -189,10 +189,11 @@ fn same_device(line: &[u8], device: &mut Vec<u8>) -> bool {
     }
 }
 
-/// Where each device starts when the devices are laid out one after another.
+/// Where each device starts when the devices are laid out one after another. It holds no `Rc`,
+/// so that it can be measured on the calling thread and applied on the parse thread.
 pub(crate) struct ConcatLayout {
     base_bytes: BTreeMap<u32, u64>,
-    source: Rc<str>,
+    source: String,
 }
 
 impl ConcatLayout {
@@ -200,11 +201,7 @@ impl ConcatLayout {
     /// rounded up to [`REGION_ALIGN_BYTES`] (and at least one such unit, so that a device that
     /// only saw flushes still has a region of its own). Regions follow each other in device
     /// number order, which makes the layout independent of record order.
-    pub fn measure(
-        records: Records,
-        origin: Origin,
-        source: Rc<str>,
-    ) -> Result<Self, WorkloadError> {
+    pub fn measure(records: Records, origin: Origin, source: &str) -> Result<Self, WorkloadError> {
         let mut end_bytes: BTreeMap<u32, u64> = BTreeMap::new();
         for item in records {
             let record = item?;
@@ -235,7 +232,10 @@ impl ConcatLayout {
                 ),
             })?;
         }
-        Ok(ConcatLayout { base_bytes, source })
+        Ok(ConcatLayout {
+            base_bytes,
+            source: source.to_string(),
+        })
     }
 
     /// The byte offset at which `dev`'s region starts.
@@ -259,7 +259,7 @@ impl ConcatLayout {
             let base = self
                 .base_bytes(record.dev)
                 .ok_or_else(|| WorkloadError::Malformed {
-                    source: self.source.to_string(),
+                    source: self.source.clone(),
                     position: origin.describe(record.origin),
                     message: format!(
                     "device {} did not appear when the file was first read; did the file change?",
@@ -269,7 +269,7 @@ impl ConcatLayout {
             record.offset_bytes =
                 base.checked_add(record.offset_bytes)
                     .ok_or_else(|| WorkloadError::Malformed {
-                        source: self.source.to_string(),
+                        source: self.source.clone(),
                         position: origin.describe(record.origin),
                         message: "the record's offset overflows the concatenated address space"
                             .to_string(),

@@ -23,12 +23,21 @@ pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// Opens `path` for buffered reading, decompressing it when it starts with the gzip magic bytes.
+/// The reader can be handed to another thread (see `parse_thread`).
 pub(crate) fn open_input(
     path: &Path,
     ctx: &ParseContext,
-) -> Result<Box<dyn BufRead>, WorkloadError> {
+) -> Result<Box<dyn BufRead + Send>, WorkloadError> {
     let file = File::open(path).map_err(|e| ctx.io(e))?;
-    gunzip_if_compressed(Box::new(BufReader::with_capacity(BUFFER_BYTES, file)), ctx)
+    let mut reader = BufReader::with_capacity(BUFFER_BYTES, file);
+    if starts_compressed(&mut reader).map_err(|e| ctx.io(e))? {
+        Ok(Box::new(BufReader::with_capacity(
+            BUFFER_BYTES,
+            MultiGzDecoder::new(reader),
+        )))
+    } else {
+        Ok(Box::new(reader))
+    }
 }
 
 /// Wraps `reader` in a gzip decoder when its first bytes are the gzip magic. Concatenated gzip
@@ -37,14 +46,7 @@ pub(crate) fn gunzip_if_compressed(
     mut reader: Box<dyn BufRead>,
     ctx: &ParseContext,
 ) -> Result<Box<dyn BufRead>, WorkloadError> {
-    let head = reader.fill_buf().map_err(|e| ctx.io(e))?;
-    // A first read may return a single byte; the magic needs two.
-    let compressed = if head.len() >= GZIP_MAGIC.len() {
-        head.starts_with(&GZIP_MAGIC)
-    } else {
-        head.first() == Some(&GZIP_MAGIC[0])
-    };
-    if compressed {
+    if starts_compressed(&mut reader).map_err(|e| ctx.io(e))? {
         Ok(Box::new(BufReader::with_capacity(
             BUFFER_BYTES,
             MultiGzDecoder::new(reader),
@@ -52,6 +54,17 @@ pub(crate) fn gunzip_if_compressed(
     } else {
         Ok(reader)
     }
+}
+
+/// Whether the input starts with the gzip magic bytes (without consuming them).
+fn starts_compressed(reader: &mut dyn BufRead) -> std::io::Result<bool> {
+    let head = reader.fill_buf()?;
+    // A first read may return a single byte; the magic needs two.
+    Ok(if head.len() >= GZIP_MAGIC.len() {
+        head.starts_with(&GZIP_MAGIC)
+    } else {
+        head.first() == Some(&GZIP_MAGIC[0])
+    })
 }
 
 /// Reads up to `limit` bytes from the start of the (decompressed) file, for format detection.

@@ -14,6 +14,11 @@
 //! vscsi INQUIRY, a blkparse event without data and without a flush flag, a fio `wait` in a
 //! version 3 log). They are dropped and counted separately, in [`Workload::ignored`].
 //!
+//! By default [`open`] parses on a second thread, which hands the records over in batches
+//! through a small bounded channel, so that parsing overlaps the simulation; the records, their
+//! order, the errors and the counters are the same as when parsing on the calling thread
+//! ([`TraceOptions::parse_thread`] off), which [`open_reader`] always does.
+//!
 //! The per-format pages in `docs/formats/` give each layout, its units and how detection
 //! recognises it.
 
@@ -29,6 +34,7 @@ mod input;
 mod inspect;
 mod mqsim;
 mod msr;
+mod parse_thread;
 mod spc;
 mod validate;
 mod vscsi;
@@ -181,7 +187,7 @@ pub enum BlkparseEvent {
 }
 
 /// How [`open`] reads a trace.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceOptions {
     /// The format, or `None` to [`detect`] it from the file's content.
     pub format: Option<TraceFormat>,
@@ -189,6 +195,23 @@ pub struct TraceOptions {
     pub skip_bad: bool,
     pub devices: DeviceSelection,
     pub blkparse_event: BlkparseEvent,
+    /// Parse on a second thread (the default), so that parsing overlaps whatever consumes the
+    /// records; `false` parses on the calling thread as the records are pulled. The records,
+    /// errors and counters are the same either way. Only [`open`] uses it: [`open_reader`]
+    /// always parses on the calling thread.
+    pub parse_thread: bool,
+}
+
+impl Default for TraceOptions {
+    fn default() -> Self {
+        TraceOptions {
+            format: None,
+            skip_bad: false,
+            devices: DeviceSelection::default(),
+            blkparse_event: BlkparseEvent::default(),
+            parse_thread: true,
+        }
+    }
 }
 
 /// What every parser needs besides its input: the file name for messages, the bad-record policy
@@ -238,32 +261,49 @@ pub(crate) type Records = Box<dyn Iterator<Item = Result<Record, WorkloadError>>
 /// The format is `opts.format` or, when that is `None`, what [`detect`] finds. With
 /// [`DeviceSelection::Concat`] on a format that can hold several devices, the file is read once
 /// before this returns to size each device's region, so a malformed record may already be
-/// reported here.
+/// reported here. Opening the file, detection and that sizing pass happen on the calling thread
+/// and report their errors here; with [`TraceOptions::parse_thread`] the pass that yields the
+/// records then runs on a thread of its own, which ends when the stream ends or is dropped.
 pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError> {
     let format = match opts.format {
         Some(format) => format,
         None => detect(path)?,
     };
     let ctx = ParseContext::new(path, opts.skip_bad);
-    let records: Records = match opts.devices {
+    let layout = match opts.devices {
         DeviceSelection::Concat
             if !format.is_single_device() && !devices::names_one_device(path, format, &ctx)? =>
         {
             // The sizing pass gets its own counters so that nothing is counted twice.
             let sizing = ParseContext::new(path, opts.skip_bad);
-            let layout = devices::ConcatLayout::measure(
+            Some(devices::ConcatLayout::measure(
                 parse(path, format, opts, &sizing)?,
                 format_origin(format),
-                ctx.source.clone(),
-            )?;
-            Box::new(layout.apply(parse(path, format, opts, &ctx)?, format_origin(format)))
+                &ctx.source,
+            )?)
         }
-        DeviceSelection::Concat | DeviceSelection::Overlay => parse(path, format, opts, &ctx)?,
-        DeviceSelection::Only(dev) => Box::new(devices::only(
-            parse(path, format, opts, &ctx)?,
-            dev,
-            ctx.source.clone(),
-        )),
+        _ => None,
+    };
+    let reader = input::open_input(path, &ctx)?;
+    let records: Records = if opts.parse_thread {
+        let (path, opts) = (path.to_path_buf(), opts.clone());
+        Box::new(parse_thread::spawn(
+            &ctx.source,
+            ctx.skipped.clone(),
+            ctx.ignored.clone(),
+            move |cancel| {
+                // The thread counts in a context of its own; the consumer copies the counts.
+                let ctx = ParseContext::new(&path, opts.skip_bad);
+                let reader = Box::new(parse_thread::Cancellable::new(reader, cancel));
+                parse_thread::Stream {
+                    records: stream(reader, format, &opts, layout, &ctx),
+                    skipped: ctx.skipped,
+                    ignored: ctx.ignored,
+                }
+            },
+        )?)
+    } else {
+        stream(reader, format, opts, layout, &ctx)
     };
     let pacing = format_pacing(format);
     let name = path.display().to_string();
@@ -278,6 +318,25 @@ pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError>
         format: Some(format.name()),
         seed: None,
     })
+}
+
+/// The record stream of [`open`]'s main pass over an opened file: parsed, then moved into the
+/// devices' regions when there is a `layout`, or filtered to one device.
+fn stream(
+    reader: Box<dyn BufRead>,
+    format: TraceFormat,
+    opts: &TraceOptions,
+    layout: Option<devices::ConcatLayout>,
+    ctx: &ParseContext,
+) -> Records {
+    let records = parse_reader(reader, format, opts, ctx);
+    match (layout, opts.devices) {
+        (Some(layout), _) => Box::new(layout.apply(records, format_origin(format))),
+        (None, DeviceSelection::Only(dev)) => {
+            Box::new(devices::only(records, dev, ctx.source.clone()))
+        }
+        (None, DeviceSelection::Concat | DeviceSelection::Overlay) => records,
+    }
 }
 
 /// Reads a trace from a stream (standard input, a pipe, a socket) rather than a file. `name`
