@@ -1,34 +1,11 @@
 //! The `storsim` binary end to end: the quick-start command, determinism, the JSON schema users
 //! script against, and the exit status and message for bad input.
 
+mod common;
+
+use common::{stderr, storsim, temp_dir};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn storsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_storsim"))
-        .args(args)
-        .current_dir(repo_root())
-        .output()
-        .expect("the storsim binary runs")
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("storsim-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use std::process::Output;
 
 fn simulate_json(device: &str, workload: &str, extra: &[&str]) -> (Value, String) {
     let dir = temp_dir("json");

@@ -1,27 +1,10 @@
 //! The SSD model through the `storsim` binary: a preset with an FTL variant, a device file
 //! written from scratch, the presets listing, and a bad SSD file's exit status and message.
 
+mod common;
+
+use common::{stderr, storsim, temp_dir};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn storsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_storsim"))
-        .args(args)
-        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
-        .output()
-        .expect("the storsim binary runs")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("storsim-ssd-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
 
 /// Runs `simulate` and returns its JSON report.
 fn simulate_json(device: &str, workload: &str, name: &str) -> Value {
