@@ -6,6 +6,7 @@
 mod geometry;
 mod nand;
 mod scheduler;
+mod timeline;
 mod timing;
 
 pub use geometry::{BlockId, Geometry, GeometryError, Ppa};

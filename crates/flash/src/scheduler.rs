@@ -16,8 +16,8 @@
 //!
 //! Planes of a die share the die's timeline (no multi-plane commands yet).
 
+use crate::timeline::Timeline;
 use crate::{Geometry, Ppa, Timing};
-use std::collections::VecDeque;
 use storsim_core::{SimDuration, SimTime};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,93 +26,6 @@ pub enum FlashOpKind {
     Program,
     Erase,
     CopyBack,
-}
-
-/// The most reservations a channel keeps (16 MiB); beyond it the two earliest merge (their gap
-/// counts as busy), which can only delay later operations, never make them early. It is large
-/// on purpose: a device with a big write buffer under sustained random writes schedules
-/// garbage collection seconds ahead, half a million reservations a channel, and an earlier
-/// bound of 512 made such runs report less than half their throughput.
-const CHANNEL_INTERVALS_MAX: usize = 1 << 20;
-
-#[derive(Clone, Debug, Default)]
-struct Timeline {
-    /// Busy intervals `[start, end)` in ns, sorted and disjoint. A deque because reservations
-    /// are forgotten at the front (pruning, merging) and mostly added near the back.
-    busy: VecDeque<(u64, u64)>,
-}
-
-impl Timeline {
-    /// Reserves `len` ns at the earliest start >= `earliest` that fits; returns the start.
-    /// Reservations that ended by `horizon` (the driver's present) are forgotten first.
-    fn reserve(&mut self, earliest: u64, len: u64, horizon: u64) -> u64 {
-        self.prune(horizon);
-        // Most reservations start after everything reserved so far: append them directly.
-        if self.busy.back().is_none_or(|&(_, e)| e <= earliest) {
-            if len > 0 {
-                let at = self.busy.len();
-                self.place(at, earliest, len);
-            }
-            return earliest;
-        }
-        // Intervals are disjoint and sorted, so their ends are sorted too: skip every interval
-        // that ended by `earliest` with a binary search instead of a walk from the front.
-        let mut at = self.busy.partition_point(|&(_, e)| e <= earliest);
-        let mut start = earliest;
-        while let Some(&(s, e)) = self.busy.get(at) {
-            if s >= start + len {
-                break;
-            }
-            start = start.max(e);
-            at += 1;
-        }
-        if len > 0 {
-            self.place(at, start, len);
-        }
-        start
-    }
-
-    /// Records `[start, start + len)` before the interval at index `at` (which it does not
-    /// overlap). A reservation that touches its neighbour extends it instead: the busy time is
-    /// the same, and back-to-back transfers then cost one interval, not one each.
-    fn place(&mut self, at: usize, start: u64, len: u64) {
-        let end = start + len;
-        let joins_previous = at > 0 && self.busy[at - 1].1 == start;
-        let joins_next = self.busy.get(at).is_some_and(|&(s, _)| s == end);
-        match (joins_previous, joins_next) {
-            (true, true) => {
-                let (_, next_end) = self.busy.remove(at).expect("checked");
-                self.busy[at - 1].1 = next_end;
-            }
-            (true, false) => self.busy[at - 1].1 = end,
-            (false, true) => self.busy[at].0 = start,
-            (false, false) => {
-                if at == self.busy.len() {
-                    self.busy.push_back((start, end));
-                } else {
-                    self.busy.insert(at, (start, end));
-                }
-                self.merge_if_over_bound();
-            }
-        }
-    }
-
-    /// Past the bound the two earliest reservations merge (their gap counts as busy), which can
-    /// only delay later operations, never make them early.
-    fn merge_if_over_bound(&mut self) {
-        if self.busy.len() > CHANNEL_INTERVALS_MAX {
-            let (s0, _) = self.busy.pop_front().expect("over the bound");
-            let first = self.busy.front_mut().expect("over the bound");
-            first.0 = s0;
-        }
-    }
-
-    fn prune(&mut self, now: u64) {
-        // Called on every reservation, when at most a few reservations have ended since.
-        while self.busy.front().is_some_and(|&(_, e)| e <= now) {
-            self.busy.pop_front();
-        }
-    }
 }
 
 /// Busy fractions over a span of time.
@@ -260,11 +173,7 @@ impl Scheduler {
     /// The time every die and channel is idle from.
     pub fn all_idle_at(&self) -> SimTime {
         let dies = self.die_free_at.iter().copied().max().unwrap_or(0);
-        let chans = self
-            .channels
-            .iter()
-            .filter_map(|c| c.busy.back().map(|&(_, e)| e))
-            .max();
+        let chans = self.channels.iter().filter_map(Timeline::last_end).max();
         SimTime(dies.max(chans.unwrap_or(0)))
     }
 
@@ -386,24 +295,6 @@ mod tests {
     }
 
     #[test]
-    fn back_to_back_reservations_share_one_interval() {
-        let mut t = Timeline::default();
-        assert_eq!(t.reserve(0, 10, 0), 0);
-        assert_eq!(t.reserve(0, 10, 0), 10);
-        assert_eq!(t.reserve(30, 5, 0), 30);
-        // Fills the gap [20, 30) exactly: all three become one.
-        assert_eq!(t.reserve(15, 10, 0), 20);
-        assert_eq!(t.busy.iter().copied().collect::<Vec<_>>(), [(0, 35)]);
-        // A reservation that ends where the next begins joins it.
-        assert_eq!(t.reserve(40, 5, 0), 40);
-        assert_eq!(t.reserve(37, 3, 0), 37);
-        assert_eq!(
-            t.busy.iter().copied().collect::<Vec<_>>(),
-            [(0, 35), (37, 45)]
-        );
-    }
-
-    #[test]
     fn channels_are_independent() {
         let (g, mut s) = setup(2, 1);
         let a = s.schedule(FlashOpKind::Program, page_on_die(&g, 0), SimTime(0));
@@ -427,11 +318,11 @@ mod tests {
             s.schedule(FlashOpKind::Read, page_on_die(&g, 0), SimTime(i));
         }
         // Reads of one die: each leaves a command and, tR later, its data out, apart.
-        assert!(s.channels[0].busy.len() <= 20_000);
+        assert!(s.channels[0].len() <= 20_000);
         // Once time has passed them, the next reservation on the channel forgets them all.
-        let last_end = s.channels[0].busy.back().unwrap().1;
+        let last_end = s.channels[0].last_end().unwrap();
         s.prune(SimTime(last_end));
         s.schedule(FlashOpKind::Erase, page_on_die(&g, 0), SimTime(last_end));
-        assert_eq!(s.channels[0].busy.len(), 1);
+        assert_eq!(s.channels[0].len(), 1);
     }
 }
