@@ -24,6 +24,9 @@ const CHUNK_MAX: usize = 128;
 pub(crate) struct Timeline {
     /// Non-empty sorted chunks, in order.
     chunks: VecDeque<Vec<(u64, u64)>>,
+    /// Emptied chunks kept for reuse, so that a timeline that moves along (appending at one
+    /// end, pruning at the other) stops allocating.
+    spare: Vec<Vec<(u64, u64)>>,
     len: usize,
 }
 
@@ -57,8 +60,7 @@ impl Timeline {
         // Most reservations start after everything reserved so far: append them directly.
         if self.last_end().is_none_or(|e| e <= earliest) {
             if len > 0 {
-                let at = self.end_pos();
-                self.place(at, earliest, len);
+                self.append(earliest, earliest + len);
             }
             return earliest;
         }
@@ -76,6 +78,28 @@ impl Timeline {
             self.place(at, start, len);
         }
         start
+    }
+
+    /// [`Timeline::place`] at the end, the common case, without the general bookkeeping.
+    fn append(&mut self, start: u64, end: u64) {
+        if let Some(last) = self.chunks.back_mut().and_then(|c| c.last_mut()) {
+            if last.1 == start {
+                last.1 = end;
+                return;
+            }
+        }
+        self.len += 1;
+        match self.chunks.back_mut() {
+            Some(chunk) if chunk.len() < CHUNK_MAX => chunk.push((start, end)),
+            _ => {
+                let mut chunk = self.new_chunk();
+                chunk.push((start, end));
+                self.chunks.push_back(chunk);
+            }
+        }
+        if self.len > INTERVALS_MAX {
+            self.merge_first_two();
+        }
     }
 
     fn get(&self, at: Pos) -> Option<(u64, u64)> {
@@ -171,14 +195,30 @@ impl Timeline {
             _ => at,
         };
         if at.chunk == self.chunks.len() {
-            self.chunks.push_back(vec![interval]);
+            let mut chunk = self.new_chunk();
+            chunk.push(interval);
+            self.chunks.push_back(chunk);
             return;
         }
-        let chunk = &mut self.chunks[at.chunk];
-        chunk.insert(at.index, interval);
-        if chunk.len() > CHUNK_MAX {
-            let upper = chunk.split_off(CHUNK_MAX / 2);
+        self.chunks[at.chunk].insert(at.index, interval);
+        if self.chunks[at.chunk].len() > CHUNK_MAX {
+            let mut upper = self.new_chunk();
+            upper.extend(self.chunks[at.chunk].drain(CHUNK_MAX / 2..));
             self.chunks.insert(at.chunk + 1, upper);
+        }
+    }
+
+    fn new_chunk(&mut self) -> Vec<(u64, u64)> {
+        self.spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(CHUNK_MAX + 1))
+    }
+
+    fn recycle(&mut self, mut chunk: Vec<(u64, u64)>) {
+        // A few spares suffice: chunks are emptied about as fast as they are filled.
+        if self.spare.len() < 8 {
+            chunk.clear();
+            self.spare.push(chunk);
         }
     }
 
@@ -187,7 +227,8 @@ impl Timeline {
         let chunk = &mut self.chunks[at.chunk];
         chunk.remove(at.index);
         if chunk.is_empty() {
-            self.chunks.remove(at.chunk);
+            let chunk = self.chunks.remove(at.chunk).expect("exists");
+            self.recycle(chunk);
         }
     }
 
@@ -208,7 +249,8 @@ impl Timeline {
             }
             self.len -= ended;
             if ended == chunk.len() {
-                self.chunks.pop_front();
+                let chunk = self.chunks.pop_front().expect("exists");
+                self.recycle(chunk);
             } else {
                 chunk.drain(..ended);
                 return;
