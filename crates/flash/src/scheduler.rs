@@ -85,6 +85,10 @@ impl Scheduler {
         ppa: Ppa,
         earliest: SimTime,
     ) -> (SimTime, SimDuration) {
+        if kind == FlashOpKind::CopyBack {
+            // Without the source page, the read is timed at the destination's page level.
+            return self.schedule_copyback(ppa, ppa, earliest);
+        }
         let block = self.geometry.block_of(ppa);
         let page = self.geometry.page_in_block(ppa);
         let die = self.geometry.die_of(block) as usize;
@@ -113,13 +117,7 @@ impl Scheduler {
                 let c = channel.reserve(t0, cmd, horizon);
                 (c, c + cmd + self.timing.erase.as_ns(), cmd)
             }
-            FlashOpKind::CopyBack => {
-                // Without the source page, the read is timed at the destination's level;
-                // `schedule_copyback` knows both.
-                let c = channel.reserve(t0, 2 * cmd, horizon);
-                let array = self.timing.read_of(page) + self.timing.program_of(page);
-                (c, c + 2 * cmd + array.as_ns(), 2 * cmd)
-            }
+            FlashOpKind::CopyBack => unreachable!("handled above"),
         };
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - die_start;

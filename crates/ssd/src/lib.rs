@@ -114,16 +114,12 @@ impl SsdDevice {
         let write_back = match params.write_buffer_policy {
             FlushPolicy::Watermark(w) if buffer_capacity_pages > 0 => {
                 let (high_pages, low_pages) = w.watermark_pages(buffer_capacity_pages);
-                let g = &params.geometry;
                 Some(WriteBackState {
                     dirty: DirtyPages::new(w.order, buffer_capacity_pages),
                     high_pages,
                     low_pages,
                     destage_when_idle: w.destage_when_idle,
-                    idle_batch: (g.channels as u64
-                        * g.chips_per_channel as u64
-                        * g.dies_per_chip as u64)
-                        .max(1),
+                    idle_batch: params.geometry.dies() as u64,
                 })
             }
             _ => None,
@@ -217,11 +213,20 @@ impl SsdDevice {
         pair.then_some(program.ppa)
     }
 
+    /// A host request the FTL refused (a raw-flash misuse, a page out of range) is invalid;
+    /// any other FTL error fails the device.
     fn ftl_failure(&mut self, e: FtlError) -> DeviceError {
-        let reason = format!("flash translation layer: {e}");
         if matches!(e, FtlError::Rejected { .. } | FtlError::OutOfRange { .. }) {
-            return DeviceError::Invalid { reason };
+            return DeviceError::Invalid {
+                reason: format!("flash translation layer: {e}"),
+            };
         }
+        self.fail(e)
+    }
+
+    /// Marks the device failed: it accepts no more requests.
+    fn fail(&mut self, e: FtlError) -> DeviceError {
+        let reason = format!("flash translation layer: {e}");
         self.failed = Some(e);
         DeviceError::Failed { reason }
     }
@@ -229,10 +234,7 @@ impl SsdDevice {
     /// Admits `pages` into the write buffer no earlier than `now`; returns the admission time.
     fn admit_to_buffer(&mut self, now: SimTime, pages: u64) -> SimTime {
         let mut at = now.max(self.buffer_admit_floor);
-        while let Some((release, held)) = self.buffer.pop_due(at) {
-            debug_assert!(release <= at);
-            self.buffer_pages_held -= held;
-        }
+        self.release_due(at);
         while self.buffer_pages_held + pages > self.buffer_capacity_pages {
             let (release, held) = self.buffer.pop().expect("a full buffer holds pages");
             self.buffer_pages_held -= held;
@@ -272,6 +274,13 @@ impl SsdDevice {
         }
         self.idle_work_possible = true;
         Ok(finish)
+    }
+
+    /// How long the write buffer takes to accept or return a page (none without a buffer).
+    fn buffer_latency(&self) -> SimDuration {
+        self.params
+            .write_buffer
+            .map_or(SimDuration::ZERO, |b| b.latency)
     }
 
     /// Frees the slots of destaged pages whose programs have finished by `at`.
@@ -316,9 +325,7 @@ impl SsdDevice {
                 self.ftl.write(first, &mut self.ops)
             };
             if let Err(e) = written {
-                let reason = format!("flash translation layer: {e}");
-                self.failed = Some(e);
-                return Err(DeviceError::Failed { reason });
+                return Err(self.fail(e));
             }
             let done = self.schedule_ops(start);
             finish = finish.max(done);
@@ -450,10 +457,7 @@ impl Device for SsdDevice {
         let mut finish = start;
         match request.op {
             Op::Read => {
-                let latency = self
-                    .params
-                    .write_buffer
-                    .map_or(SimDuration::ZERO, |b| b.latency);
+                let latency = self.buffer_latency();
                 for lpn in pages {
                     if self
                         .write_back
@@ -488,10 +492,7 @@ impl Device for SsdDevice {
                 } else {
                     // Write-back: the write is done once its data is in DRAM.
                     let admitted = self.write_back_admit(now, pages)?;
-                    let latency = self
-                        .params
-                        .write_buffer
-                        .map_or(SimDuration::ZERO, |b| b.latency);
+                    let latency = self.buffer_latency();
                     self.counts.host_write_pages += n;
                     service_start = admitted;
                     finish = admitted + overhead + latency;
@@ -506,10 +507,7 @@ impl Device for SsdDevice {
                     // holds the pages until their programs finish.
                     let admitted = self.admit_to_buffer(now, n);
                     let release = finish;
-                    let latency = self
-                        .params
-                        .write_buffer
-                        .map_or(SimDuration::ZERO, |b| b.latency);
+                    let latency = self.buffer_latency();
                     service_start = admitted;
                     finish = admitted + overhead + latency;
                     self.buffer_pages_held += n;

@@ -134,13 +134,7 @@ pub(crate) fn validate(params: &LinearParams, file: &str) -> Result<(), ConfigEr
             format!("must be 1..=65536, got {}", params.servers),
         );
     }
-    if params.queue_depth == 0 || params.queue_depth > storsim_core::QUEUE_DEPTH_MAX as usize {
-        return invalid(
-            "queue_depth",
-            format!("must be 1..=65536, got {}", params.queue_depth),
-        );
-    }
-    Ok(())
+    super::check_queue_depth(file, params.queue_depth)
 }
 
 /// B from a file, in µs per KiB: at most one second per KiB, which is already far slower than

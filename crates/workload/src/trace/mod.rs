@@ -366,11 +366,8 @@ pub fn open_reader(
     }
     let ctx = ParseContext::named(name, opts.skip_bad);
     let reader = input::gunzip_if_compressed(reader, &ctx)?;
-    let records = parse_reader(reader, format, opts, &ctx);
-    let records: Records = match opts.devices {
-        DeviceSelection::Only(dev) => Box::new(devices::only(records, dev, ctx.source.clone())),
-        DeviceSelection::Concat | DeviceSelection::Overlay => records,
-    };
+    // Concat was refused above for formats that need a layout: no layout to apply.
+    let records = stream(reader, format, opts, None, &ctx);
     Ok(Workload {
         name: name.to_string(),
         records,
