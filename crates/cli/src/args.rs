@@ -20,6 +20,9 @@ pub enum Command {
     Simulate(SimulateArgs),
     /// Characterise a trace: request count, read %, sizes, sequentiality, arrivals, address range.
     Inspect(InspectArgs),
+    /// Serve a device model as a real disk (NBD server and/or FUSE file) whose I/Os complete
+    /// when the model says, with the bytes kept in a block store.
+    Emulate(EmulateArgs),
     /// List the built-in devices.
     Presets,
 }
@@ -28,7 +31,7 @@ pub enum Command {
 #[derive(Args, Clone)]
 pub struct TraceArgs {
     /// Trace format, instead of detecting it from the content (msr, spc, disksim-ascii, mqsim,
-    /// blkparse, fio-iolog, fiu, validate, hp-srt, vscsi).
+    /// blkparse, fio-iolog, fiu, validate, hp-srt, vscsi, storsim-record).
     #[arg(long)]
     pub format: Option<String>,
     /// Skip malformed records (counting them) instead of stopping at the first one.
@@ -116,6 +119,59 @@ pub struct InspectArgs {
     #[command(flatten)]
     pub options: TraceArgs,
     /// Write the characterisation as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("frontend").required(true).multiple(true).args(["nbd", "nbd_unix", "fuse"])))]
+pub struct EmulateArgs {
+    /// A preset name (see `storsim presets`) or a device TOML file.
+    #[arg(long)]
+    pub device: String,
+    /// The emulated disk's size (512, 4k, 64m, 8g, ...); at most the device's capacity, which
+    /// is the default.
+    #[arg(long)]
+    pub size: Option<String>,
+    /// Serve NBD over TCP on ADDR:PORT (port 0 picks a free one; the address is printed).
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub nbd: Option<String>,
+    /// Serve NBD on a Unix socket at this path.
+    #[arg(long, value_name = "PATH")]
+    pub nbd_unix: Option<PathBuf>,
+    /// Mount a FUSE file system at this directory holding one file, `disk`, the size of the
+    /// export (use `losetup --direct-io=on` on it for a block device).
+    #[arg(long, value_name = "DIR")]
+    pub fuse: Option<PathBuf>,
+    /// Where the bytes live: `memory` (sparse), `file:PATH` (sparse backing file with an
+    /// allocation map, kept across runs) or `none` (timing only, reads return zeros).
+    #[arg(long, default_value = "memory")]
+    pub backing: String,
+    /// Write the request stream the disk received (arrival, intended and actual completion) to
+    /// this file, in the storsim-record trace format that `storsim simulate` replays.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// Take commands on this Unix socket (`help` lists them): report, change parameters, switch
+    /// devices at run time.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
+    /// The NBD export's name.
+    #[arg(long, default_value = "storsim")]
+    pub export_name: String,
+    /// Refuse writes.
+    #[arg(long)]
+    pub read_only: bool,
+    /// Let --nbd listen on an address other than loopback: anyone who can reach it can read and
+    /// write the disk.
+    #[arg(long)]
+    pub allow_remote: bool,
+    /// Replies more than this many microseconds after their instant count as late.
+    #[arg(long, default_value_t = 20.0)]
+    pub late_threshold_us: f64,
+    /// Sleep until this many microseconds before a completion, then spin.
+    #[arg(long, default_value_t = 100.0)]
+    pub spin_margin_us: f64,
+    /// Write the final report as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
 }

@@ -1,6 +1,7 @@
 //! `storsim`: argument parsing and glue. Everything that computes lives in the library crates.
 
 mod args;
+mod emulate;
 mod inspect;
 mod progress;
 mod report;
@@ -44,6 +45,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         args::Command::Simulate(a) => simulate::run(a),
         args::Command::Inspect(a) => inspect::run(a),
+        args::Command::Emulate(a) => emulate::run(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
                 println!("{:<18} {:<8} {}", p.name, p.model, p.summary);

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 use storsim_core::{Completion, Device, DeviceCounter, Op};
+use storsim_emulate::{Backing, EmulatorReport};
 use storsim_engine::{Replay, RunInfo};
 use storsim_stats::{Distribution, OpSummary, Summary};
 use storsim_workload::trace::Characterisation;
@@ -62,31 +63,6 @@ fn op_json(s: &OpSummary) -> Value {
 /// The JSON document of a `simulate` run. Keys are sorted and nothing in it depends on the wall
 /// clock, so the same run always produces the same bytes.
 pub fn simulation_json(r: &SimulationResults) -> Value {
-    let s = &r.summary;
-    let mut summary = match op_json(&s.all) {
-        Value::Object(m) => m,
-        _ => Map::new(),
-    };
-    summary.insert("elapsed_ns".into(), json!(s.elapsed_ns));
-    summary.insert("read".into(), op_json(&s.read));
-    summary.insert("write".into(), op_json(&s.write));
-    summary.insert("trim".into(), op_json(&s.trim));
-    summary.insert("flush".into(), op_json(&s.flush));
-    summary.insert(
-        "latency_cdf".into(),
-        Value::Array(
-            s.latency_cdf
-                .iter()
-                .map(|p| json!({"latency_ns": p.latency_ns, "fraction": p.fraction}))
-                .collect(),
-        ),
-    );
-    let counters: Map<String, Value> = r
-        .device
-        .counters()
-        .into_iter()
-        .map(|c| (c.name, counter_json(c.value)))
-        .collect();
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "seed": r.seed,
@@ -95,7 +71,7 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
             "model": r.device.model_name(),
             "capacity_bytes": r.device.capacity_bytes(),
             "queue_depth": r.device.queue_depth(),
-            "counters": counters,
+            "counters": counters_json(r.device.counters()),
         },
         "workload": {
             "name": r.workload.name,
@@ -114,7 +90,7 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
             "end_ns": r.info.end_ns,
             "device_failed": r.info.device_failed,
         },
-        "summary": Value::Object(summary),
+        "summary": summary_json(&r.summary),
     })
 }
 
@@ -206,7 +182,19 @@ pub fn simulation_text(r: &SimulationResults) -> String {
         s.all.iops,
         human_bytes(s.all.bandwidth_bytes_per_s)
     );
-    out += &format!(
+    out += &latency_table(s);
+    let counters = r.device.counters();
+    if !counters.is_empty() {
+        out += "\ndevice counters\n";
+        out += &counter_lines(&counters);
+    }
+    out
+}
+
+/// The latency table of a summary: one row per operation that occurred, then queueing and
+/// service, in microseconds.
+fn latency_table(s: &Summary) -> String {
+    let mut out = format!(
         "{:<16}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}\n",
         "latency (us)", "requests", "mean", "p50", "p90", "p99", "p99.9", "max"
     );
@@ -233,10 +221,137 @@ pub fn simulation_text(r: &SimulationResults) -> String {
     row("  flush", &s.flush.latency_ns, s.flush.requests);
     row("queueing", &s.all.queueing_ns, s.all.requests);
     row("service", &s.all.service_ns, s.all.requests);
-    let counters = r.device.counters();
-    if !counters.is_empty() {
+    out
+}
+
+/// The summary's JSON object: all operations' figures at the top level, then one object per
+/// operation and the latency CDF.
+fn summary_json(s: &Summary) -> Value {
+    let mut summary = match op_json(&s.all) {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    summary.insert("elapsed_ns".into(), json!(s.elapsed_ns));
+    summary.insert("read".into(), op_json(&s.read));
+    summary.insert("write".into(), op_json(&s.write));
+    summary.insert("trim".into(), op_json(&s.trim));
+    summary.insert("flush".into(), op_json(&s.flush));
+    summary.insert(
+        "latency_cdf".into(),
+        Value::Array(
+            s.latency_cdf
+                .iter()
+                .map(|p| json!({"latency_ns": p.latency_ns, "fraction": p.fraction}))
+                .collect(),
+        ),
+    );
+    Value::Object(summary)
+}
+
+fn counters_json(counters: Vec<DeviceCounter>) -> Value {
+    Value::Object(
+        counters
+            .into_iter()
+            .map(|c| (c.name, counter_json(c.value)))
+            .collect(),
+    )
+}
+
+/// The JSON document of an `emulate` run (final, or asked for on the control socket). Unlike
+/// simulation results it holds wall-clock measurements, so two runs never match byte for byte.
+pub fn emulation_json(r: &EmulatorReport) -> Value {
+    let l = &r.lateness;
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "device": {
+            "name": r.device_name,
+            "counters": counters_json(r.device_counters.clone()),
+            "switches": r.switches,
+        },
+        "export_bytes": r.export_bytes,
+        "backing": backing_name(&r.backing),
+        "allocated_bytes": r.allocated_bytes,
+        "elapsed_ns": r.elapsed_ns,
+        "requests": {
+            "replied": l.replies,
+            "failed": r.failed,
+            "answered_at_once": r.answered_at_once,
+            "in_flight": r.in_flight,
+            "read": l.replies_by_op[Op::Read.index()],
+            "write": l.replies_by_op[Op::Write.index()],
+            "trim": l.replies_by_op[Op::Trim.index()],
+            "flush": l.replies_by_op[Op::Flush.index()],
+        },
+        "intake_ns": distribution_json(&r.intake_ns),
+        "lateness": {
+            "threshold_ns": l.threshold_ns,
+            "late": l.late,
+            "overran": l.overran,
+            "lateness_ns": distribution_json(&l.lateness_ns),
+        },
+        "model": summary_json(&r.model),
+    })
+}
+
+fn backing_name(b: &Backing) -> String {
+    match b {
+        Backing::Memory => "memory".to_string(),
+        Backing::None => "none".to_string(),
+        Backing::File(path) => format!("file:{}", path.display()),
+    }
+}
+
+/// The human-readable emulator report: what was served, how punctually, and the model's view.
+pub fn emulation_text(r: &EmulatorReport) -> String {
+    let l = &r.lateness;
+    let mut out = format!(
+        "storsim {}   emulating {} for {:.3} s\n",
+        env!("CARGO_PKG_VERSION"),
+        r.device_name,
+        r.elapsed_ns as f64 / 1e9
+    );
+    out += &format!(
+        "export    {} ({} bytes), backing {}, {} held\n",
+        human_bytes(r.export_bytes as f64),
+        r.export_bytes,
+        backing_name(&r.backing),
+        human_bytes(r.allocated_bytes as f64)
+    );
+    if !r.switches.is_empty() {
+        out += &format!("switched  to {}\n", r.switches.join(", then "));
+    }
+    out += &format!(
+        "requests  {} replied (read {}, write {}, trim {}, flush {}), {} failed, {} in flight\n",
+        l.replies,
+        l.replies_by_op[Op::Read.index()],
+        l.replies_by_op[Op::Write.index()],
+        l.replies_by_op[Op::Trim.index()],
+        l.replies_by_op[Op::Flush.index()],
+        r.failed,
+        r.in_flight
+    );
+    let d = &l.lateness_ns;
+    out += &format!(
+        "lateness  p50 {} us, p99 {} us, p99.9 {} us, max {} us; {} late (over {} us), {} of them computed after their instant\n",
+        us(d.p50 as f64),
+        us(d.p99 as f64),
+        us(d.p999 as f64),
+        us(d.max as f64),
+        l.late,
+        us(l.threshold_ns as f64),
+        l.overran
+    );
+    out += &format!(
+        "intake    p50 {} us, p99 {} us, max {} us from receiving a request to the model seeing it\n\n",
+        us(r.intake_ns.p50 as f64),
+        us(r.intake_ns.p99 as f64),
+        us(r.intake_ns.max as f64)
+    );
+    out += "the model's response times\n";
+    out += &latency_table(&r.model);
+    if !r.device_counters.is_empty() {
         out += "\ndevice counters\n";
-        out += &counter_lines(&counters);
+        out += &counter_lines(&r.device_counters);
     }
     out
 }

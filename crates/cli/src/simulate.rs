@@ -119,7 +119,7 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
 
 /// Refuses a device whose model state would not fit in the memory available, with a message
 /// that says so, instead of letting the allocation abort the process.
-fn check_memory(name: &str, spec: &storsim_config::DeviceSpec) -> Result<(), CliError> {
+pub(crate) fn check_memory(name: &str, spec: &storsim_config::DeviceSpec) -> Result<(), CliError> {
     let (Some(need), Some(available)) = (spec.state_bytes_bound(), mem_available_bytes()) else {
         return Ok(());
     };

@@ -91,6 +91,68 @@ pub fn load_device(arg: &str) -> Result<LoadedDevice, ConfigError> {
     })
 }
 
+/// Resolves a `--device` argument with `KEY=VALUE` overrides on top, as the emulator's control
+/// socket sends them (`set ssd.timing.read_us=50`). Keys are dotted paths into the device file;
+/// values are TOML values (`50`, `"greedy"`, `true`). The result is what a device file holding
+/// the base plus those keys would give, with the same checks and messages (which name the
+/// argument and say "with overrides").
+pub fn load_device_with(arg: &str, overrides: &[String]) -> Result<LoadedDevice, ConfigError> {
+    if overrides.is_empty() {
+        return load_device(arg);
+    }
+    let name = format!("{arg} with overrides");
+    let base_text = if preset_spec(arg).is_some() {
+        format!("preset = {}", toml::Value::String(arg.to_string()))
+    } else {
+        std::fs::read_to_string(arg).map_err(|e| ConfigError::NotFound {
+            name: arg.to_string(),
+            reason: e.to_string(),
+        })?
+    };
+    let mut table: toml::Table = toml::from_str(&base_text).map_err(|e| ConfigError::Syntax {
+        file: arg.to_string(),
+        message: e.to_string(),
+    })?;
+    for entry in overrides {
+        apply_override(&mut table, entry, &name)?;
+    }
+    let spec = parse_device_toml(&table.to_string(), &name)?;
+    Ok(LoadedDevice { name, spec })
+}
+
+/// Sets one `dotted.key=value` in a device file's table, creating the tables on its path.
+fn apply_override(table: &mut toml::Table, entry: &str, file: &str) -> Result<(), ConfigError> {
+    let bad = |message: String| ConfigError::Invalid {
+        file: file.to_string(),
+        key: entry.split('=').next().unwrap_or(entry).trim().to_string(),
+        message,
+    };
+    let (key, value) = entry.split_once('=').ok_or_else(|| {
+        bad("an override is KEY=VALUE, as in ssd.page.gc_policy=\"greedy\"".into())
+    })?;
+    let path: Vec<&str> = key.trim().split('.').map(str::trim).collect();
+    if path.iter().any(|part| part.is_empty()) {
+        return Err(bad("the key has an empty part".into()));
+    }
+    // A value is parsed as TOML; a bare word that is not TOML (greedy) is taken as a string.
+    let value = match toml::from_str::<toml::Table>(&format!("v = {}", value.trim())) {
+        Ok(mut parsed) => parsed.remove("v").expect("the document holds v"),
+        Err(_) => toml::Value::String(value.trim().to_string()),
+    };
+    let (last, parents) = path.split_last().expect("split gives at least one part");
+    let mut node = table;
+    for part in parents {
+        let child = node
+            .entry(part.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        node = child
+            .as_table_mut()
+            .ok_or_else(|| bad(format!("`{part}` is a value, not a section")))?;
+    }
+    node.insert(last.to_string(), value);
+    Ok(())
+}
+
 /// Parses device-file text; `file` names it in error messages.
 pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigError> {
     let parsed: DeviceFile = toml::from_str(text).map_err(|e| ConfigError::Syntax {

@@ -27,7 +27,7 @@ mod models;
 mod presets;
 
 pub use error::ConfigError;
-pub use file::{load_device, parse_device_toml};
+pub use file::{load_device, load_device_with, parse_device_toml};
 pub use presets::{preset, preset_spec, presets, PresetInfo};
 
 use storsim_blackbox::linear::{LinearDevice, LinearParams};

@@ -122,3 +122,60 @@ fn a_missing_file_is_reported_with_its_name() {
     let err = load_device("/nonexistent/dev.toml").unwrap_err();
     assert!(err.to_string().contains("/nonexistent/dev.toml"));
 }
+
+#[test]
+fn overrides_apply_on_top_of_a_preset_and_name_bad_keys() {
+    let base = storsim_config::load_device("stec-zeus").unwrap();
+    let changed = storsim_config::load_device_with(
+        "stec-zeus",
+        &[
+            "capacity_bytes=1000000000".to_string(),
+            "queue_depth = 4".to_string(),
+        ],
+    )
+    .unwrap();
+    assert_eq!(changed.name, "stec-zeus with overrides");
+    match (&base.spec, &changed.spec) {
+        (storsim_config::DeviceSpec::Linear(b), storsim_config::DeviceSpec::Linear(c)) => {
+            assert_eq!(c.capacity_bytes, 1_000_000_000);
+            assert_eq!(c.queue_depth, 4);
+            assert_ne!(b.capacity_bytes, c.capacity_bytes);
+        }
+        other => panic!("expected two linear specs, got {other:?}"),
+    }
+    // A key the model does not know is refused with its name, as in a file.
+    let err = storsim_config::load_device_with("stec-zeus", &["linear.bogus=1".to_string()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bogus"), "{err}");
+    // Not KEY=VALUE at all.
+    let err = storsim_config::load_device_with("stec-zeus", &["capacity_bytes".to_string()])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("KEY=VALUE"), "{err}");
+    // A path through a value.
+    let err = storsim_config::load_device_with(
+        "stec-zeus",
+        &[
+            "capacity_bytes=1".to_string(),
+            "capacity_bytes.x=1".to_string(),
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("not a section"), "{err}");
+}
+
+#[test]
+fn overrides_apply_on_top_of_a_file_and_reach_nested_sections() {
+    let dir = std::env::temp_dir().join(format!("storsim-overrides-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("d.toml");
+    std::fs::write(&path, "preset = \"flashsim-2009\"\n[ssd]\nftl = \"page\"\n").unwrap();
+    let arg = path.to_str().unwrap();
+    let changed = storsim_config::load_device_with(arg, &["ssd.page.gc_policy=random".to_string()]);
+    let plain = storsim_config::load_device(arg).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let changed = changed.unwrap();
+    assert_ne!(changed.spec, plain.spec, "the override changed nothing");
+}

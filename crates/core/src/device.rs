@@ -85,7 +85,10 @@ impl DeviceCounter {
 /// - `next_deadline()` is the earliest instant at which the device's state changes by itself
 ///   (a completion, or internal work such as garbage collection), or `None` when idle;
 /// - a driver that advances to `next_deadline()` collects the completions due at that instant.
-pub trait Device {
+///
+/// Devices are `Send` so that the emulator can build a replacement on its control thread (an
+/// SSD's preconditioning takes seconds) and hand it to the pacing thread without stalling it.
+pub trait Device: Send {
     /// The model's name as used in presets and results (`linear`, `table`, ...).
     fn model_name(&self) -> &'static str;
 

@@ -16,7 +16,7 @@
 //!
 //! Planes of a die share the die's timeline (no multi-plane commands yet).
 
-use crate::timeline::Timeline;
+use crate::timeline::{Cursor, Timeline};
 use crate::{Geometry, Ppa, Timing};
 use storsim_core::{SimDuration, SimTime};
 
@@ -39,6 +39,9 @@ pub struct Scheduler {
     geometry: Geometry,
     timing: Timing,
     channels: Vec<Timeline>,
+    /// Per die, where its last reservation went on its channel: its next one lands at or after
+    /// it (a die runs its operations in order), so the search starts there.
+    cursors: Vec<Cursor>,
     /// The driver's present: channel reservations that ended by then can be forgotten.
     horizon: u64,
     die_free_at: Vec<u64>,
@@ -52,6 +55,7 @@ impl Scheduler {
         let transfer = timing.transfer(geometry.page_bytes + geometry.oob_bytes);
         Scheduler {
             channels: vec![Timeline::default(); geometry.channels as usize],
+            cursors: vec![Cursor::default(); geometry.dies() as usize],
             horizon: 0,
             die_free_at: vec![0; geometry.dies() as usize],
             channel_busy_ns: vec![0; geometry.channels as usize],
@@ -98,15 +102,16 @@ impl Scheduler {
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
         let horizon = self.horizon;
         let channel = &mut self.channels[ch];
+        let cursor = &mut self.cursors[die];
         let (die_start, finish, channel_ns) = match kind {
             FlashOpKind::Read => {
-                let c = channel.reserve(t0, cmd, horizon);
+                let c = channel.reserve(t0, cmd, horizon, cursor);
                 let ready = c + cmd + self.timing.read_of(page).as_ns();
-                let out = channel.reserve(ready, cmd + xfer, horizon);
+                let out = channel.reserve(ready, cmd + xfer, horizon, cursor);
                 (c, out + cmd + xfer, 2 * cmd + xfer)
             }
             FlashOpKind::Program => {
-                let c = channel.reserve(t0, cmd + xfer, horizon);
+                let c = channel.reserve(t0, cmd + xfer, horizon, cursor);
                 (
                     c,
                     c + cmd + xfer + self.timing.program_of(page).as_ns(),
@@ -114,7 +119,7 @@ impl Scheduler {
                 )
             }
             FlashOpKind::Erase => {
-                let c = channel.reserve(t0, cmd, horizon);
+                let c = channel.reserve(t0, cmd, horizon, cursor);
                 (c, c + cmd + self.timing.erase.as_ns(), cmd)
             }
             FlashOpKind::CopyBack => unreachable!("handled above"),
@@ -153,7 +158,7 @@ impl Scheduler {
             + self.timing.program_of(self.geometry.page_in_block(to));
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
         let horizon = self.horizon;
-        let c = self.channels[ch].reserve(t0, 2 * cmd, horizon);
+        let c = self.channels[ch].reserve(t0, 2 * cmd, horizon, &mut self.cursors[die]);
         let finish = c + 2 * cmd + array.as_ns();
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - c;

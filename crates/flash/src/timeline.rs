@@ -28,7 +28,20 @@ pub(crate) struct Timeline {
     /// end, pruning at the other) stops allocating.
     spare: Vec<Vec<(u64, u64)>>,
     len: usize,
+    /// Chunks pruned from the front so far. A [`Cursor`] counts chunks from the first one the
+    /// timeline ever had, so that pruning does not move what it points at.
+    pruned_chunks: usize,
 }
+
+/// Where one stream of reservations (one die's, on its channel) last went: the search for the
+/// stream's next reservation starts there. Under a deep backlog each die's reservations land at
+/// the end of its own backlog, which moves forward steadily but may lie thousands of
+/// reservations before the channel's last one; starting from the cursor finds the place in a
+/// few steps where a binary search over every chunk touches a dozen cold ones. A cursor is
+/// only a hint: a search from a stale one (after chunks split or emptied) takes longer but
+/// finds the same place.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Cursor(usize);
 
 /// Where an interval is, or would go: chunk and index within it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,18 +67,20 @@ impl Timeline {
     }
 
     /// Reserves `len` ns at the earliest start >= `earliest` that fits; returns the start.
-    /// Reservations that ended by `horizon` (the driver's present) are forgotten first.
-    pub fn reserve(&mut self, earliest: u64, len: u64, horizon: u64) -> u64 {
+    /// Reservations that ended by `horizon` (the driver's present) are forgotten first. The
+    /// search starts from `cursor`, which is left where this reservation went.
+    pub fn reserve(&mut self, earliest: u64, len: u64, horizon: u64, cursor: &mut Cursor) -> u64 {
         self.prune(horizon);
         // Most reservations start after everything reserved so far: append them directly.
         if self.last_end().is_none_or(|e| e <= earliest) {
             if len > 0 {
                 self.append(earliest, earliest + len);
             }
+            *cursor = Cursor(self.pruned_chunks + self.chunks.len().saturating_sub(1));
             return earliest;
         }
         // Ends are sorted like starts: skip every interval that ended by `earliest`.
-        let mut at = self.first_ending_after(earliest);
+        let mut at = self.first_ending_after(earliest, *cursor);
         let mut start = earliest;
         while let Some((s, e)) = self.get(at) {
             if s >= start + len {
@@ -74,6 +89,7 @@ impl Timeline {
             start = start.max(e);
             at = self.next(at);
         }
+        *cursor = Cursor(self.pruned_chunks + at.chunk);
         if len > 0 {
             self.place(at, start, len);
         }
@@ -127,10 +143,43 @@ impl Timeline {
         }
     }
 
-    fn first_ending_after(&self, t: u64) -> Pos {
-        let chunk = self
-            .chunks
-            .partition_point(|c| c.last().expect("chunks are not empty").1 <= t);
+    /// The position of the first interval ending after `t` (or the end), found by galloping
+    /// from `cursor` to bracket the chunk, then binary searches within the bracket and the
+    /// chunk. The answer does not depend on the cursor.
+    fn first_ending_after(&self, t: u64, cursor: Cursor) -> Pos {
+        let n = self.chunks.len();
+        // Whether every interval of chunk `i` ended by `t`: true for a prefix of the chunks.
+        let ended = |i: usize| self.chunks[i].last().expect("chunks are not empty").1 <= t;
+        // Bracket the first chunk that has not ended in `lo..=hi`.
+        let (mut lo, mut hi) = (0, n);
+        if n > 0 {
+            let guess = cursor.0.saturating_sub(self.pruned_chunks).min(n - 1);
+            let mut step = 1;
+            if ended(guess) {
+                lo = guess + 1;
+                while lo + step - 1 < n && ended(lo + step - 1) {
+                    lo += step;
+                    step *= 2;
+                }
+                hi = (lo + step - 1).min(n);
+            } else {
+                hi = guess;
+                while hi >= step && !ended(hi - step) {
+                    hi -= step;
+                    step *= 2;
+                }
+                lo = hi.saturating_sub(step - 1);
+            }
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if ended(mid) {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        let chunk = lo;
         match self.chunks.get(chunk) {
             Some(c) => Pos {
                 chunk,
@@ -243,13 +292,15 @@ impl Timeline {
     /// Forgets the reservations that ended by `now`.
     pub fn prune(&mut self, now: u64) {
         while let Some(chunk) = self.chunks.front_mut() {
-            let ended = chunk.partition_point(|&(_, e)| e <= now);
-            if ended == 0 {
+            // Usually nothing has ended since the last call: one comparison says so.
+            if chunk[0].1 > now {
                 return;
             }
+            let ended = chunk.partition_point(|&(_, e)| e <= now);
             self.len -= ended;
             if ended == chunk.len() {
                 let chunk = self.chunks.pop_front().expect("exists");
+                self.pruned_chunks += 1;
                 self.recycle(chunk);
             } else {
                 chunk.drain(..ended);
@@ -301,15 +352,16 @@ mod tests {
     #[test]
     fn back_to_back_reservations_share_one_interval() {
         let mut t = Timeline::default();
-        assert_eq!(t.reserve(0, 10, 0), 0);
-        assert_eq!(t.reserve(0, 10, 0), 10);
-        assert_eq!(t.reserve(30, 5, 0), 30);
+        let mut c = Cursor::default();
+        assert_eq!(t.reserve(0, 10, 0, &mut c), 0);
+        assert_eq!(t.reserve(0, 10, 0, &mut c), 10);
+        assert_eq!(t.reserve(30, 5, 0, &mut c), 30);
         // Fills the gap [20, 30) exactly: all three become one.
-        assert_eq!(t.reserve(15, 10, 0), 20);
+        assert_eq!(t.reserve(15, 10, 0, &mut c), 20);
         assert_eq!(t.intervals(), [(0, 35)]);
         // A reservation that ends where the next begins joins it.
-        assert_eq!(t.reserve(40, 5, 0), 40);
-        assert_eq!(t.reserve(37, 3, 0), 37);
+        assert_eq!(t.reserve(40, 5, 0, &mut c), 40);
+        assert_eq!(t.reserve(37, 3, 0, &mut c), 37);
         assert_eq!(t.intervals(), [(0, 35), (37, 45)]);
         assert_eq!(t.len(), 2);
     }
@@ -323,6 +375,9 @@ mod tests {
             let mut r = Reference::default();
             let mut horizon = 0u64;
             let mut chunks_max = 0;
+            // Cursors picked at random are mostly far from where the search ends: the answer
+            // must not depend on them.
+            let mut cursors = [Cursor::default(); 4];
             for step in 0..2_000 {
                 // Reservations land anywhere in a window ahead of the present, so chunks fill,
                 // split and empty; the present moves on now and then.
@@ -331,7 +386,8 @@ mod tests {
                 }
                 let earliest = horizon + rng.below(50_000);
                 let len = rng.below(30);
-                let a = t.reserve(earliest, len, horizon);
+                let c = &mut cursors[rng.below(4) as usize];
+                let a = t.reserve(earliest, len, horizon, c);
                 let b = r.reserve(earliest, len, horizon);
                 assert_eq!(a, b, "seed {seed} step {step}");
                 assert_eq!(t.intervals(), r.0, "seed {seed} step {step}");
@@ -343,16 +399,49 @@ mod tests {
     }
 
     #[test]
+    fn matches_the_definition_with_one_cursor_per_stream() {
+        // As the scheduler uses it: each die is a stream whose reservations move forward from
+        // its own backlog, interleaved with the other streams' on one channel, while the
+        // present moves on and prunes whole chunks.
+        for seed in 0..4u64 {
+            let mut rng = Prng::new(100 + seed);
+            let mut t = Timeline::default();
+            let mut r = Reference::default();
+            let mut horizon = 0u64;
+            let mut backlog = [0u64; 4];
+            let mut cursors = [Cursor::default(); 4];
+            let mut pruned_max = 0;
+            for step in 0..20_000 {
+                horizon += rng.below(40);
+                let die = rng.below(4) as usize;
+                let earliest = backlog[die].max(horizon) + rng.below(100);
+                let len = 1 + rng.below(20);
+                let a = t.reserve(earliest, len, horizon, &mut cursors[die]);
+                let b = r.reserve(earliest, len, horizon);
+                assert_eq!(a, b, "seed {seed} step {step}");
+                backlog[die] = a + len + rng.below(300);
+                if step % 64 == 0 {
+                    assert_eq!(t.intervals(), r.0, "seed {seed} step {step}");
+                }
+                pruned_max = pruned_max.max(t.pruned_chunks);
+            }
+            assert_eq!(t.intervals(), r.0);
+            assert!(pruned_max > 4, "the test must prune whole chunks");
+        }
+    }
+
+    #[test]
     fn the_bound_merges_the_earliest_two() {
         let mut t = Timeline::default();
+        let mut c = Cursor::default();
         for i in 0..(INTERVALS_MAX as u64 + 1) {
-            t.reserve(10 * i, 1, 0);
+            t.reserve(10 * i, 1, 0, &mut c);
         }
         assert_eq!(t.len(), INTERVALS_MAX);
         assert_eq!(t.intervals()[..2], [(0, 11), (20, 21)]);
         // Once time has passed them all, the next reservation forgets them.
         let last = t.last_end().unwrap();
-        t.reserve(last, 1, last);
+        t.reserve(last, 1, last, &mut c);
         assert_eq!(t.len(), 1);
     }
 }

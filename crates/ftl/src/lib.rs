@@ -106,8 +106,9 @@ impl FtlConfig {
 /// A flash translation layer over one NAND array.
 ///
 /// Logical pages are numbered `0..logical_pages()`; each is one flash page of data. Operations
-/// are appended to `ops` in an order the SSD can execute: see [`Dep`].
-pub trait Ftl {
+/// are appended to `ops` in an order the SSD can execute: see [`Dep`]. FTLs are `Send` because
+/// the devices holding them are (see `storsim_core::Device`).
+pub trait Ftl: Send {
     /// The FTL's name as used in device files (`page`, `dftl`, ...).
     fn name(&self) -> &'static str;
 

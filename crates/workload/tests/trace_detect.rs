@@ -28,6 +28,8 @@ fn every_sample_is_recognised() {
         ("fio_v3_sample.log", TraceFormat::FioIolog),
         ("fiu_sample.blkparse", TraceFormat::Fiu),
         ("validate_sample.trace", TraceFormat::Validate),
+        ("storsim_record_sample.rec", TraceFormat::StorsimRecord),
+        ("storsim_record_bad.rec", TraceFormat::StorsimRecord),
     ] {
         assert_eq!(
             detect(&data(file)).unwrap_or_else(|e| panic!("{e}")),

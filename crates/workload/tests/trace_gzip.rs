@@ -44,6 +44,7 @@ fn compressed_text_traces_read_like_plain_ones() {
         ("blkparse_sample.txt", TraceFormat::Blkparse),
         ("validate_sample.trace", TraceFormat::Validate),
         ("fio_v3_sample.log", TraceFormat::FioIolog),
+        ("storsim_record_sample.rec", TraceFormat::StorsimRecord),
     ] {
         let plain = data(file);
         // No `.gz` in the name: the content decides.

@@ -73,7 +73,7 @@ fn random_and_mutated_inputs_never_panic() {
     let mut rng = Prng::new(SEED);
     let samples = samples();
     let path = std::env::temp_dir().join(format!("storsim-trace-hostile-{}", std::process::id()));
-    let interesting: [&[u8]; 12] = [
+    let interesting: [&[u8]; 13] = [
         b"18446744073709551615",
         b"18446744073709551616",
         b"99999999999999999999999",
@@ -86,6 +86,7 @@ fn random_and_mutated_inputs_never_panic() {
         b"\xff\xfe",
         b"$$TR_IOREC",
         b"fio version 3 iolog\n",
+        b"# storsim-record v1\n",
     ];
     for round in 0..2000 {
         let mut bytes = match round % 3 {

@@ -424,7 +424,9 @@ fn split_number(value: &str) -> Option<(u64, &str)> {
 const SIZE_EXPECTED: &str =
     "a size such as 512, 4k, 1m or 8g (suffixes k, m, g, t are KiB, MiB, GiB, TiB; 4KiB also works)";
 
-fn parse_size(value: &str) -> Result<u64, String> {
+/// Parses a size as the synthetic syntax writes it (`512`, `4k`, `64m`, `8g`, `1t`, `4KiB`); the
+/// emulator's `--size` takes the same.
+pub fn parse_size(value: &str) -> Result<u64, String> {
     let (number, suffix) = split_number(value).ok_or_else(|| SIZE_EXPECTED.to_string())?;
     let shift = match suffix.to_ascii_lowercase().as_str() {
         "" | "b" => 0,

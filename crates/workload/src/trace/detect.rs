@@ -1,9 +1,10 @@
 //! Recognising a trace's format from its first bytes and lines, never from its name.
 //!
-//! Binary formats are recognised by their magic or by fields at fixed offsets. For text, the
-//! first data line (blank and `#` lines skipped, and an MSR column header) is checked against
-//! each format's grammar in turn; a file whose later lines are malformed is still recognised, so
-//! that the parser can report them precisely. DiskSim's and MQSim's ASCII formats share a
+//! storsim's own recordings start with a magic line naming their version, which settles the
+//! format before anything else is tried. Binary formats are recognised by their magic or by
+//! fields at fixed offsets. For text, the first data line (blank and `#` lines skipped, and an
+//! MSR column header) is checked against each format's grammar in turn; a file whose later
+//! lines are malformed is still recognised, so that the parser can report them precisely. DiskSim's and MQSim's ASCII formats share a
 //! layout, so the values of the first data lines (up to [`SAMPLE_LINES`] of them) decide:
 //! fractional times, tab separators or flags other than 0 and 1 mean DiskSim; all-integer times
 //! that advance by 1000 or more per request (the median of non-zero steps) mean MQSim's
@@ -17,7 +18,9 @@ use super::fields::{
     parse_decimal_scaled, parse_hex_u64, parse_u64, split_on, split_whitespace, trim,
 };
 use super::input::read_head;
-use super::{blkparse, fio, hp_srt, msr, validate, vscsi, ParseContext, TraceFormat};
+use super::{
+    blkparse, fio, hp_srt, msr, storsim_record, validate, vscsi, ParseContext, TraceFormat,
+};
 use crate::WorkloadError;
 use std::path::Path;
 
@@ -42,6 +45,9 @@ pub fn detect(path: &Path) -> Result<TraceFormat, WorkloadError> {
 fn detect_bytes(head: &[u8]) -> Result<TraceFormat, (String, String)> {
     if head.is_empty() {
         return Err(("byte 0".to_string(), "the file is empty".to_string()));
+    }
+    if let Some(found) = storsim_record::detect_head(head) {
+        return found;
     }
     if head.starts_with(hp_srt::HEADER_MAGIC) || hp_srt::looks_like_record(head) {
         return Ok(TraceFormat::HpSrt);

@@ -97,6 +97,19 @@ pub(crate) enum Parsed<T> {
 pub(crate) trait LineParser {
     type Item;
     fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Self::Item>, String>;
+
+    /// Sees a comment line (its first non-blank character is `#`), which is otherwise skipped.
+    /// Most formats ignore comments; a format whose first line is a `#` magic line checks it
+    /// here. An `Err` is reported at that line like a malformed record.
+    fn comment(&mut self, _line: &[u8], _line_no: u64) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// Called once when the input ends cleanly, so that a format can report a file that stops
+    /// before something it requires (such as a header). An `Err` is reported at the last line.
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// Streams the items of a text trace, one line at a time.
@@ -193,7 +206,17 @@ impl<P: LineParser> Iterator for TextRecords<P> {
                 Ok(Some(too_long)) => too_long,
                 Ok(None) => {
                     self.done = true;
-                    return None;
+                    match self.parser.finish() {
+                        Ok(()) => return None,
+                        Err(message) => {
+                            if self.ctx.skip_bad {
+                                self.ctx.skipped.set(self.ctx.skipped.get() + 1);
+                                return None;
+                            }
+                            let position = format!("line {}", self.line_no);
+                            return Some(Err(self.ctx.malformed(position, message)));
+                        }
+                    }
                 }
                 Err(e) => {
                     self.done = true;
@@ -210,10 +233,16 @@ impl<P: LineParser> Iterator for TextRecords<P> {
                     line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
                 }
                 let content = super::fields::trim(line);
-                if content.is_empty() || content[0] == b'#' {
+                if content.is_empty() {
                     continue;
                 }
-                self.parser.parse_line(line, self.line_no)
+                if content[0] == b'#' {
+                    self.parser
+                        .comment(line, self.line_no)
+                        .map(|()| Parsed::Skip)
+                } else {
+                    self.parser.parse_line(line, self.line_no)
+                }
             };
             match outcome {
                 Ok(Parsed::Item(item)) => return Some(Ok(item)),

@@ -1,5 +1,5 @@
-//! Trace files: detection, streaming parsers for ten block-trace formats, multi-device layout and
-//! a streaming characterisation.
+//! Trace files: detection, streaming parsers for eleven block-trace formats, multi-device layout
+//! and a streaming characterisation, and the writer of storsim's own recording format.
 //!
 //! [`open`] turns a file into a [`Workload`] whose records are read lazily from a buffered
 //! reader, so memory stays flat however long the trace is; [`open_reader`] does the same for a
@@ -36,6 +36,7 @@ mod mqsim;
 mod msr;
 mod parse_thread;
 mod spc;
+mod storsim_record;
 mod validate;
 mod vscsi;
 
@@ -48,6 +49,7 @@ use std::rc::Rc;
 
 pub use detect::detect;
 pub use inspect::{inspect, Characterisation, SIZE_BUCKET_UPPER_BOUNDS};
+pub use storsim_record::{recorded_ios, RecordWriter, RecordedIo};
 pub use validate::validate_measured_access_us;
 
 /// The trace formats storsim reads.
@@ -73,10 +75,13 @@ pub enum TraceFormat {
     HpSrt,
     /// VMware vscsiStats binary traces (CloudPhysics), record versions 1 and 2.
     Vscsi,
+    /// storsim's own recording of the requests an emulated disk received (`storsim emulate
+    /// --record`): `arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns`.
+    StorsimRecord,
 }
 
 impl TraceFormat {
-    pub const ALL: [TraceFormat; 10] = [
+    pub const ALL: [TraceFormat; 11] = [
         TraceFormat::Msr,
         TraceFormat::Spc,
         TraceFormat::DiskSimAscii,
@@ -87,6 +92,7 @@ impl TraceFormat {
         TraceFormat::Validate,
         TraceFormat::HpSrt,
         TraceFormat::Vscsi,
+        TraceFormat::StorsimRecord,
     ];
 
     /// The name used on the command line and in configuration files.
@@ -102,6 +108,7 @@ impl TraceFormat {
             TraceFormat::Validate => "validate",
             TraceFormat::HpSrt => "hp-srt",
             TraceFormat::Vscsi => "vscsi",
+            TraceFormat::StorsimRecord => "storsim-record",
         }
     }
 
@@ -143,6 +150,9 @@ impl TraceFormat {
             }
             TraceFormat::HpSrt => "HP Labs SRT binary ($$TR_IOREC header, or hpl2 without it)",
             TraceFormat::Vscsi => "VMware vscsiStats binary records (v1 32 B, v2 40 B), CloudPhysics",
+            TraceFormat::StorsimRecord => {
+                "storsim emulator recording: arrival(ns),op(R|W|T|F),offset(B),len(B),intended_finish(ns),actual_finish(ns)"
+            }
         }
     }
 
@@ -153,7 +163,10 @@ impl TraceFormat {
 
     /// Formats whose records always carry device 0, so that concatenation has nothing to do.
     fn is_single_device(self) -> bool {
-        matches!(self, TraceFormat::Validate | TraceFormat::Vscsi)
+        matches!(
+            self,
+            TraceFormat::Validate | TraceFormat::Vscsi | TraceFormat::StorsimRecord
+        )
     }
 }
 
@@ -426,5 +439,6 @@ fn parse_reader(
         TraceFormat::Validate => validate::records(reader, ctx),
         TraceFormat::HpSrt => hp_srt::records(reader, ctx),
         TraceFormat::Vscsi => vscsi::records(reader, ctx),
+        TraceFormat::StorsimRecord => storsim_record::records(reader, ctx),
     }
 }

@@ -1,0 +1,313 @@
+//! `storsim emulate`.
+
+use crate::args::EmulateArgs;
+use crate::report;
+use crate::CliError;
+use serde_json::json;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::{mpsc, Arc, Mutex};
+use storsim_emulate::control::ControlSocket;
+use storsim_emulate::frontend::{FuseFrontend, NbdFrontend};
+use storsim_emulate::signals::{self, Signal};
+use storsim_emulate::{Backing, Emulator, EmulatorOptions, RecordTarget, Store};
+
+/// The file the FUSE mount holds.
+const FUSE_FILE_NAME: &str = "disk";
+
+/// Why the emulator stops.
+enum StopReason {
+    Signal,
+    /// The FUSE file system was unmounted from outside.
+    Unmounted,
+}
+
+pub fn run(args: EmulateArgs) -> Result<(), CliError> {
+    // Before any thread starts, so that only the watcher receives these signals.
+    signals::block().map_err(|e| CliError::failure(format!("blocking signals: {e}")))?;
+
+    let loaded = storsim_config::load_device(&args.device).map_err(CliError::input)?;
+    crate::simulate::check_memory(&loaded.name, &loaded.spec)?;
+    let nbd_addr = match &args.nbd {
+        Some(text) => Some(nbd_address(text, args.allow_remote)?),
+        None => None,
+    };
+    let backing: Backing = args
+        .backing
+        .parse()
+        .map_err(|e| CliError::input(format!("--backing: {e}")))?;
+    let late_threshold_ns = microseconds_arg("--late-threshold-us", args.late_threshold_us)?;
+    let spin_margin_ns = microseconds_arg("--spin-margin-us", args.spin_margin_us)?;
+
+    let device = loaded
+        .spec
+        .build()
+        .map_err(|e| CliError::input(format!("{}: {e}", loaded.name)))?;
+    let capacity_bytes = device.capacity_bytes();
+    let export_bytes = match &args.size {
+        Some(text) => storsim_workload::synthetic::parse_size(text)
+            .map_err(|e| CliError::input(format!("--size {text}: {e}")))?,
+        None => capacity_bytes,
+    };
+    if export_bytes == 0 || export_bytes % 512 != 0 {
+        return Err(CliError::input(format!(
+            "--size: {export_bytes} bytes is not a positive multiple of 512 (block devices and \
+             NBD clients address 512-byte sectors)"
+        )));
+    }
+    if export_bytes > capacity_bytes {
+        return Err(CliError::input(format!(
+            "--size: {export_bytes} bytes is more than {} holds ({capacity_bytes} bytes)",
+            loaded.name
+        )));
+    }
+    let store = Store::open(&backing, export_bytes)
+        .map_err(|e| CliError::input(format!("--backing {}: {e}", args.backing)))?;
+    let record = match &args.record {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .map_err(|e| CliError::failure(format!("--record {}: {e}", path.display())))?;
+            Some(RecordTarget {
+                out: Box::new(std::io::BufWriter::with_capacity(1 << 20, file)),
+                header: vec![
+                    ("device".to_string(), loaded.name.clone()),
+                    ("export_bytes".to_string(), export_bytes.to_string()),
+                    ("backing".to_string(), args.backing.clone()),
+                ],
+            })
+        }
+        None => None,
+    };
+
+    let options = EmulatorOptions {
+        late_threshold_ns,
+        spin_margin_ns,
+        ..EmulatorOptions::new(export_bytes)
+    };
+    let emulator = Arc::new(
+        Emulator::start(device, &loaded.name, Arc::new(store), options, record)
+            .map_err(CliError::input)?,
+    );
+
+    let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
+    {
+        let emulator = Arc::clone(&emulator);
+        signals::watch(move |signal| match signal {
+            Signal::Report => eprint!("{}", report::emulation_text(&emulator.report())),
+            // The receiver only goes away once shutdown has begun.
+            Signal::Stop => drop(stop_tx.send(StopReason::Signal)),
+        })
+        .map_err(|e| CliError::failure(format!("starting the signal thread: {e}")))?;
+    }
+
+    let log: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(|line: &str| eprintln!("storsim: {line}"));
+    let mut servers = Vec::new();
+    let nbd_export = storsim_nbd::Export {
+        name: args.export_name.clone(),
+        description: format!("storsim emulating {}", loaded.name),
+        size_bytes: export_bytes,
+        read_only: args.read_only,
+    };
+    let listens = nbd_addr
+        .map(storsim_nbd::Listen::Tcp)
+        .into_iter()
+        .chain(args.nbd_unix.clone().map(storsim_nbd::Listen::Unix));
+    for listen in listens {
+        let config = storsim_nbd::ServerConfig {
+            log: Arc::clone(&log),
+            ..storsim_nbd::ServerConfig::new(nbd_export.clone())
+        };
+        let handler = Arc::new(NbdFrontend {
+            emulator: Arc::clone(&emulator),
+        });
+        let server = storsim_nbd::Server::bind(&listen, config, handler)
+            .map_err(|e| CliError::failure(format!("NBD: {e}")))?;
+        let address = server.local_addr();
+        println!("nbd: {}", nbd_uri(&address, &listen, &args.export_name));
+        servers.push(server.spawn());
+    }
+
+    let mount = match &args.fuse {
+        Some(dir) => {
+            let export = storsim_fuse::FileExport {
+                file_name: FUSE_FILE_NAME.to_string(),
+                size_bytes: export_bytes,
+                read_only: args.read_only,
+            };
+            let options = storsim_fuse::MountOptions {
+                log: Arc::clone(&log),
+                ..storsim_fuse::MountOptions::default()
+            };
+            let handler = Arc::new(FuseFrontend {
+                emulator: Arc::clone(&emulator),
+            });
+            let mount = storsim_fuse::Mount::mount(dir, export, options, handler)
+                .map_err(|e| CliError::failure(format!("--fuse {}: {e}", dir.display())))?;
+            println!("fuse: {}", dir.join(FUSE_FILE_NAME).display());
+            Some(mount)
+        }
+        None => None,
+    };
+
+    let control = match &args.control {
+        Some(path) => {
+            let handler = control_handler(Arc::clone(&emulator), &args.device);
+            let socket = ControlSocket::bind(path, handler)
+                .map_err(|e| CliError::failure(format!("--control {}: {e}", path.display())))?;
+            println!("control: {}", path.display());
+            Some(socket)
+        }
+        None => None,
+    };
+    eprintln!(
+        "storsim: emulating {} ({} bytes, backing {}); Ctrl-C stops, SIGUSR1 prints the report",
+        loaded.name, export_bytes, args.backing
+    );
+    // Tests and scripts read the addresses above from a pipe.
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+
+    // The FUSE session can also end from outside (someone ran umount): look now and then.
+    let reason = loop {
+        match stop_rx.recv_timeout(std::time::Duration::from_millis(200)) {
+            Ok(reason) => break reason,
+            Err(mpsc::RecvTimeoutError::Disconnected) => break StopReason::Signal,
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if mount.as_ref().is_some_and(|m| m.has_ended()) {
+                    break StopReason::Unmounted;
+                }
+            }
+        }
+    };
+    drop(control);
+    // Front ends first: they answer what they hold, then the emulator drains the model.
+    for server in servers {
+        server.shutdown();
+    }
+    if let Some(mount) = mount {
+        if let StopReason::Signal = reason {
+            mount
+                .unmount()
+                .map_err(|e| CliError::failure(format!("unmounting: {e}")))?;
+        }
+    }
+    let final_report = emulator.shutdown().map_err(CliError::failure)?;
+    if let Some(path) = &args.json {
+        report::write_json(path, &report::emulation_json(&final_report))?;
+    }
+    if args.json.as_deref() != Some(std::path::Path::new("-")) {
+        print!("{}", report::emulation_text(&final_report));
+    }
+    Ok(())
+}
+
+fn microseconds_arg(flag: &str, us: f64) -> Result<u64, CliError> {
+    if !(us.is_finite() && (0.0..=1e9).contains(&us)) {
+        return Err(CliError::input(format!(
+            "{flag}: {us} is not a number of microseconds between 0 and 1e9"
+        )));
+    }
+    Ok((us * 1000.0).round() as u64)
+}
+
+/// Resolves `--nbd ADDR:PORT`, refusing non-loopback addresses without `--allow-remote`.
+fn nbd_address(text: &str, allow_remote: bool) -> Result<SocketAddr, CliError> {
+    let addr = text
+        .to_socket_addrs()
+        .map_err(|e| CliError::input(format!("--nbd {text}: not an ADDR:PORT ({e})")))?
+        .next()
+        .ok_or_else(|| CliError::input(format!("--nbd {text}: resolves to no address")))?;
+    let loopback = match addr.ip() {
+        IpAddr::V4(ip) => ip.is_loopback(),
+        IpAddr::V6(ip) => ip.is_loopback(),
+    };
+    if !loopback && !allow_remote {
+        return Err(CliError::input(format!(
+            "--nbd {text}: {} is not a loopback address; anyone who can reach it could read and \
+             write the disk. Add --allow-remote if that is what you want",
+            addr.ip()
+        )));
+    }
+    Ok(addr)
+}
+
+/// The URI clients (qemu, nbdinfo) take for an export.
+fn nbd_uri(address: &str, listen: &storsim_nbd::Listen, export: &str) -> String {
+    match listen {
+        storsim_nbd::Listen::Tcp(_) => format!("nbd://{address}/{export}"),
+        storsim_nbd::Listen::Unix(path) => {
+            format!("nbd+unix:///{export}?socket={}", path.display())
+        }
+    }
+}
+
+/// What `set` and `device` build on: the device argument and the overrides given so far.
+struct DeviceChoice {
+    base: String,
+    overrides: Vec<String>,
+}
+
+/// The control socket's commands. Each answer is one JSON line with `ok`.
+fn control_handler(
+    emulator: Arc<Emulator>,
+    device: &str,
+) -> storsim_emulate::control::CommandHandler {
+    let choice = Mutex::new(DeviceChoice {
+        base: device.to_string(),
+        overrides: Vec::new(),
+    });
+    Arc::new(move |line: &str| {
+        let (command, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
+        let rest = rest.trim();
+        let answer = match command {
+            "report" | "stats" => Ok(json!({
+                "ok": true,
+                "report": report::emulation_json(&emulator.report()),
+            })),
+            "device" | "set" => {
+                let mut choice = choice.lock().unwrap_or_else(|p| p.into_inner());
+                let (base, overrides) = if command == "device" {
+                    (rest.to_string(), Vec::new())
+                } else {
+                    let mut all = choice.overrides.clone();
+                    all.extend(rest.split_whitespace().map(str::to_string));
+                    (choice.base.clone(), all)
+                };
+                switch_device(&emulator, &base, &overrides).map(|name| {
+                    choice.base = base;
+                    choice.overrides = overrides;
+                    json!({"ok": true, "device": name})
+                })
+            }
+            "help" | "" => Ok(json!({
+                "ok": true,
+                "commands": [
+                    "report: the emulator's report so far (JSON)",
+                    "set KEY=VALUE ...: rebuild the device with these device-file keys changed",
+                    "device PRESET|FILE: switch to another device description",
+                ],
+            })),
+            other => Err(format!("unknown command `{other}` (try `help`)")),
+        };
+        answer
+            .unwrap_or_else(|e| json!({"ok": false, "error": e}))
+            .to_string()
+    })
+}
+
+/// Builds a device from an argument and overrides and hands it to the emulator; the old model
+/// finishes the requests it holds.
+fn switch_device(emulator: &Emulator, base: &str, overrides: &[String]) -> Result<String, String> {
+    if base.is_empty() {
+        return Err("`device` needs a preset name or a device file".into());
+    }
+    let loaded = storsim_config::load_device_with(base, overrides).map_err(|e| e.to_string())?;
+    crate::simulate::check_memory(&loaded.name, &loaded.spec).map_err(|e| e.message)?;
+    let device = loaded
+        .spec
+        .build()
+        .map_err(|e| format!("{}: {e}", loaded.name))?;
+    emulator
+        .replace_device(device, &loaded.name)
+        .map_err(|e| e.to_string())?;
+    Ok(loaded.name)
+}

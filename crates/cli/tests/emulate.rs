@@ -1,0 +1,906 @@
+//! `storsim emulate` end to end, with the real clients users would use: qemu-io / qemu-img,
+//! nbdinfo / nbdcopy, fio's nbd engine, a FUSE mount with a loop device and ext4 on it.
+//! `.ci/run` installs them; a test whose tool is missing says so and stops (a machine without
+//! FUSE or loop devices likewise).
+
+mod common;
+
+use common::{repo_root, temp_dir};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A linear device with 20 µs per access plus 0.5 µs per KiB and eight servers: fast enough
+/// for mkfs and fio, slow enough that pacing matters.
+const FAST_LINEAR: &str = r#"
+model = "linear"
+capacity_bytes = 1073741824
+queue_depth = 64
+[linear]
+servers = 8
+trim_latency_us = 20.0
+flush_latency_us = 50.0
+[linear.sr]
+a_us = 20.0
+b_us_per_kib = 0.5
+[linear.rr]
+a_us = 20.0
+b_us_per_kib = 0.5
+[linear.sw]
+a_us = 30.0
+b_us_per_kib = 0.5
+[linear.rw]
+a_us = 30.0
+b_us_per_kib = 0.5
+"#;
+
+fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .env("PATH", path_with_sbin())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("SKIP: `{tool}` is not installed (.ci/run installs it)");
+    }
+    found
+}
+
+/// Debian keeps mkfs.ext4, losetup and e2fsck in /sbin and /usr/sbin.
+fn path_with_sbin() -> String {
+    format!(
+        "{}:/usr/sbin:/sbin",
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+fn run(program: &str, args: &[&str]) -> Output {
+    Command::new(program)
+        .args(args)
+        .env("PATH", path_with_sbin())
+        .output()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"))
+}
+
+fn run_ok(program: &str, args: &[&str]) -> String {
+    let out = run(program, args);
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A running `storsim emulate`, stopped with SIGTERM when dropped.
+struct Emulator {
+    child: Option<Child>,
+    stdout: BufReader<ChildStdout>,
+    nbd: Option<String>,
+    fuse_file: Option<PathBuf>,
+}
+
+impl Emulator {
+    /// Starts the emulator and reads the addresses it prints (one line per front end).
+    fn start(args: &[&str]) -> Emulator {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_storsim"))
+            .arg("emulate")
+            .args(args)
+            .current_dir(repo_root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("storsim runs");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let wanted = ["--nbd", "--nbd-unix", "--fuse", "--control"]
+            .iter()
+            .filter(|flag| args.contains(flag))
+            .count();
+        let (mut nbd, mut fuse_file) = (None, None);
+        for _ in 0..wanted {
+            let mut line = String::new();
+            if stdout.read_line(&mut line).unwrap() == 0 {
+                let mut err = String::new();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                panic!("storsim emulate {args:?} stopped early: {err}");
+            }
+            let line = line.trim();
+            if let Some(uri) = line.strip_prefix("nbd: ") {
+                nbd = Some(uri.to_string());
+            } else if let Some(file) = line.strip_prefix("fuse: ") {
+                fuse_file = Some(PathBuf::from(file));
+            }
+        }
+        Emulator {
+            child: Some(child),
+            stdout,
+            nbd,
+            fuse_file,
+        }
+    }
+
+    fn nbd(&self) -> &str {
+        self.nbd.as_deref().expect("started with --nbd")
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        run_ok("kill", &[&format!("-{signal}"), &pid]);
+    }
+
+    /// Stops with SIGINT and returns the exit status, standard output and standard error.
+    fn stop(mut self) -> (std::process::ExitStatus, String, String) {
+        self.signal("INT");
+        let mut child = self.child.take().unwrap();
+        let mut out = String::new();
+        self.stdout.read_to_string(&mut out).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (child.wait().unwrap(), out, err)
+    }
+
+    fn kill_9(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn device_file(dir: &Path) -> String {
+    let path = dir.join("fast.toml");
+    std::fs::write(&path, FAST_LINEAR).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn random_file(path: &Path, len: usize, seed: u64) {
+    let mut x = seed | 1;
+    let bytes: Vec<u8> = (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn nbd_clients_write_read_and_see_the_export() {
+    if !(have("qemu-io") && have("nbdinfo") && have("nbdcopy") && have("qemu-img")) {
+        return;
+    }
+    let dir = temp_dir("emu-nbd");
+    let device = device_file(&dir);
+    let emu = Emulator::start(&[
+        "--device",
+        &device,
+        "--size",
+        "64m",
+        "--nbd",
+        "127.0.0.1:0",
+        "--export-name",
+        "disk0",
+    ]);
+    let uri = emu.nbd().to_string();
+    assert!(uri.ends_with("/disk0"), "{uri}");
+
+    let info = run_ok("nbdinfo", &["--json", &uri]);
+    let info: serde_json::Value = serde_json::from_str(&info).unwrap();
+    let export = &info["exports"][0];
+    assert_eq!(export["export-size"], 64 << 20, "{info}");
+    assert_eq!(export["export-name"], "disk0");
+    assert_eq!(export["is_read_only"], false);
+    for flag in [
+        "can_flush",
+        "can_fua",
+        "can_trim",
+        "can_zero",
+        "can_multi_conn",
+    ] {
+        assert_eq!(export[flag], true, "{flag}: {info}");
+    }
+    let img = run_ok("qemu-img", &["info", "--output=json", "-f", "raw", &uri]);
+    let img: serde_json::Value = serde_json::from_str(&img).unwrap();
+    assert_eq!(img["virtual-size"], 64 << 20);
+
+    // A pattern written with qemu-io reads back, and the bytes around it stay zero.
+    run_ok(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            &uri,
+            "-c",
+            "write -P 0xa5 1M 3M",
+            "-c",
+            "flush",
+        ],
+    );
+    let out = run_ok(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            &uri,
+            "-c",
+            "read -P 0xa5 1M 3M",
+            "-c",
+            "read -P 0 0 1M",
+            "-c",
+            "read -P 0 4M 1M",
+        ],
+    );
+    assert!(!out.contains("Pattern verification failed"), "{out}");
+    let out = run("qemu-io", &["-f", "raw", &uri, "-c", "read -P 0x5a 1M 4k"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("Pattern verification failed"),
+        "a wrong pattern must not verify"
+    );
+
+    // nbdcopy a random file in and back out, over four connections.
+    let input = dir.join("in.bin");
+    let output = dir.join("out.bin");
+    random_file(&input, 8 << 20, 7);
+    run_ok(
+        "nbdcopy",
+        &["--connections=4", input.to_str().unwrap(), &uri],
+    );
+    run_ok("nbdcopy", &[&uri, output.to_str().unwrap()]);
+    let got = std::fs::read(&output).unwrap();
+    assert_eq!(got.len(), 64 << 20);
+    assert!(
+        got[..8 << 20] == std::fs::read(&input).unwrap()[..],
+        "nbdcopy round trip differs"
+    );
+
+    let (status, out, _) = emu.stop();
+    assert!(status.success(), "{status}: {out}");
+    assert!(out.contains("lateness"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_read_only_export_refuses_writes_and_unix_sockets_work() {
+    if !(have("qemu-io") && have("nbdinfo")) {
+        return;
+    }
+    let dir = temp_dir("emu-ro");
+    let socket = dir.join("nbd.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "16m",
+        "--nbd-unix",
+        socket.to_str().unwrap(),
+        "--read-only",
+    ]);
+    let uri = emu.nbd().to_string();
+    assert!(uri.starts_with("nbd+unix://"), "{uri}");
+    let info: serde_json::Value =
+        serde_json::from_str(&run_ok("nbdinfo", &["--json", &uri])).unwrap();
+    assert_eq!(info["exports"][0]["is_read_only"], true, "{info}");
+    let out = run("qemu-io", &["-f", "raw", &uri, "-c", "write -P 1 0 4k"]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        !out.status.success() || text.contains("failed"),
+        "a write succeeded: {text}"
+    );
+    run_ok(
+        "qemu-io",
+        &["-r", "-f", "raw", &uri, "-c", "read -P 0 0 64k"],
+    );
+    let (status, _, _) = emu.stop();
+    assert!(status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn fio_verifies_through_the_nbd_engine() {
+    if !have("fio") {
+        return;
+    }
+    let dir = temp_dir("emu-fio-nbd");
+    let device = device_file(&dir);
+    let emu = Emulator::start(&["--device", &device, "--size", "64m", "--nbd", "127.0.0.1:0"]);
+    let uri = emu.nbd().to_string();
+    let out = run(
+        "fio",
+        &[
+            "--name=verify",
+            "--ioengine=nbd",
+            &format!("--uri={uri}"),
+            "--rw=randwrite",
+            "--bs=4k",
+            "--iodepth=16",
+            "--size=16m",
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_fatal=1",
+            "--verify_state_save=0",
+            "--output-format=json",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "fio failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let job = &json["jobs"][0];
+    assert_eq!(job["error"], 0, "{job}");
+    assert_eq!(job["write"]["io_bytes"], 16 << 20, "{job}");
+    assert_eq!(
+        job["read"]["io_bytes"],
+        16 << 20,
+        "fio did not read back everything: {job}"
+    );
+    let (status, out, _) = emu.stop();
+    assert!(status.success());
+    assert!(out.contains("write 4096"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Attaches `file` to a loop device with direct I/O, detached on drop.
+struct Loop(String);
+
+impl Loop {
+    fn attach(file: &Path) -> Option<Loop> {
+        let out = run(
+            "losetup",
+            &["--direct-io=on", "-f", "--show", file.to_str().unwrap()],
+        );
+        if !out.status.success() {
+            eprintln!(
+                "SKIP: no loop device: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        Some(Loop(
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        ))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = run("losetup", &["-d", &self.0]);
+    }
+}
+
+/// Mounts `dev` at `dir`, unmounted on drop.
+struct Mounted(PathBuf);
+
+impl Mounted {
+    fn new(dev: &str, dir: &Path) -> Mounted {
+        std::fs::create_dir_all(dir).unwrap();
+        run_ok("mount", &[dev, dir.to_str().unwrap()]);
+        Mounted(dir.to_path_buf())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let out = run("umount", &[self.0.to_str().unwrap()]);
+        if !out.status.success() {
+            let _ = run("umount", &["-l", self.0.to_str().unwrap()]);
+        }
+    }
+}
+
+fn checksums(root: &Path) -> Vec<(String, u64, u64)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else if entry.file_type().unwrap().is_file() {
+                let bytes = std::fs::read(&path).unwrap();
+                // FNV-1a: enough to tell files apart, no dependency.
+                let hash = bytes.iter().fold(0xcbf29ce484222325u64, |h, &b| {
+                    (h ^ b as u64).wrapping_mul(0x100000001b3)
+                });
+                let rel = path.strip_prefix(root).unwrap().display().to_string();
+                out.push((rel, bytes.len() as u64, hash));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn fuse_loop_and_ext4_keep_a_directory_tree_across_remounts_and_fio_verifies() {
+    let fuse = Path::new("/dev/fuse").exists();
+    if !fuse {
+        eprintln!("SKIP: no /dev/fuse");
+    }
+    if !(fuse && have("losetup") && have("mkfs.ext4") && have("e2fsck") && have("fio")) {
+        return;
+    }
+    let dir = temp_dir("emu-fuse");
+    let device = device_file(&dir);
+    let mountpoint = dir.join("fuse");
+    std::fs::create_dir_all(&mountpoint).unwrap();
+    let emu = Emulator::start(&[
+        "--device",
+        &device,
+        "--size",
+        "256m",
+        "--fuse",
+        mountpoint.to_str().unwrap(),
+    ]);
+    let disk = emu.fuse_file.clone().unwrap();
+    assert_eq!(std::fs::metadata(&disk).unwrap().len(), 256 << 20);
+    let Some(lo) = Loop::attach(&disk) else {
+        return;
+    };
+    run_ok("mkfs.ext4", &["-q", "-F", &lo.0]);
+    let fs = dir.join("ext4");
+    let source = repo_root().join("crates");
+    let before = checksums(&source);
+    {
+        let _m = Mounted::new(&lo.0, &fs);
+        run_ok(
+            "cp",
+            &[
+                "-a",
+                source.to_str().unwrap(),
+                fs.join("tree").to_str().unwrap(),
+            ],
+        );
+        run_ok("sync", &[]);
+    }
+    {
+        let _m = Mounted::new(&lo.0, &fs);
+        assert_eq!(
+            checksums(&fs.join("tree")),
+            before,
+            "the tree changed across a remount"
+        );
+    }
+    run_ok("e2fsck", &["-fn", &lo.0]);
+
+    // fio on the loop device, below the file system's region: random writes verified.
+    let out = run(
+        "fio",
+        &[
+            "--name=verify",
+            &format!("--filename={}", lo.0),
+            "--ioengine=libaio",
+            "--direct=1",
+            "--rw=randwrite",
+            "--bs=4k",
+            "--iodepth=16",
+            "--offset=192m",
+            "--size=16m",
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_fatal=1",
+            "--verify_state_save=0",
+            "--output-format=json",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "fio failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    assert_eq!(json["jobs"][0]["error"], 0);
+    assert_eq!(json["jobs"][0]["read"]["io_bytes"], 16 << 20);
+    drop(lo);
+    let (status, out, err) = emu.stop();
+    assert!(status.success(), "{status}: {out}{err}");
+    assert!(
+        !mountpoint.join("disk").exists(),
+        "the FUSE mount is still there"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn file_backing_keeps_everything_flushed_before_a_kill_9() {
+    if !have("qemu-io") {
+        return;
+    }
+    let dir = temp_dir("emu-kill");
+    let device = device_file(&dir);
+    let backing = format!("file:{}", dir.join("disk.img").display());
+    let emu = Emulator::start(&[
+        "--device",
+        &device,
+        "--size",
+        "64m",
+        "--nbd",
+        "127.0.0.1:0",
+        "--backing",
+        &backing,
+    ]);
+    let uri = emu.nbd().to_string();
+    run_ok(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            &uri,
+            "-c",
+            "write -P 0x11 0 4M",
+            "-c",
+            "write -P 0x22 4M 4M",
+            "-c",
+            "flush",
+        ],
+    );
+    // A stream of writes after the flush, killed in the middle.
+    let mut stream = Command::new("qemu-io")
+        .args(["-f", "raw", &uri])
+        .args((0..64).flat_map(|i| {
+            [
+                "-c".to_string(),
+                format!("write -P 0x33 {}M 512k", 8 + i / 2),
+            ]
+        }))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    emu.kill_9();
+    let _ = stream.wait();
+
+    let emu = Emulator::start(&[
+        "--device",
+        &device,
+        "--size",
+        "64m",
+        "--nbd",
+        "127.0.0.1:0",
+        "--backing",
+        &backing,
+    ]);
+    let out = run_ok(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            emu.nbd(),
+            "-c",
+            "read -P 0x11 0 4M",
+            "-c",
+            "read -P 0x22 4M 4M",
+        ],
+    );
+    assert!(
+        !out.contains("verification failed"),
+        "flushed data lost: {out}"
+    );
+    // A different size on the same file is refused rather than reinterpreted.
+    drop(emu);
+    let o = common::storsim(&[
+        "emulate",
+        "--device",
+        &device,
+        "--size",
+        "32m",
+        "--nbd",
+        "127.0.0.1:0",
+        "--backing",
+        &backing,
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_record_replays_in_simulate_with_the_same_service_times() {
+    if !have("fio") {
+        return;
+    }
+    let dir = temp_dir("emu-record");
+    let device = device_file(&dir);
+    let record = dir.join("run.record");
+    let emu = Emulator::start(&[
+        "--device",
+        &device,
+        "--size",
+        "64m",
+        "--nbd",
+        "127.0.0.1:0",
+        "--record",
+        record.to_str().unwrap(),
+    ]);
+    let uri = emu.nbd().to_string();
+    run_ok(
+        "fio",
+        &[
+            "--name=rec",
+            "--ioengine=nbd",
+            &format!("--uri={uri}"),
+            "--rw=randrw",
+            "--bs=4k",
+            "--iodepth=1",
+            "--size=2m",
+            "--randseed=3",
+        ],
+    );
+    let (status, _, _) = emu.stop();
+    assert!(status.success());
+
+    let csv = dir.join("sim.csv");
+    let o = common::storsim(&[
+        "simulate",
+        "--device",
+        &device,
+        "--workload",
+        record.to_str().unwrap(),
+        "--requests-csv",
+        csv.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    // Recorded: arrival, intended finish. Simulated: arrival, finish. Same model, same arrivals:
+    // the same response time for every request.
+    let text = std::fs::read_to_string(&record).unwrap();
+    let mut recorded: Vec<(u64, u64)> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let arrival: u64 = f[0].parse().unwrap();
+            (arrival, f[4].parse::<u64>().unwrap() - arrival)
+        })
+        .collect();
+    let sim = std::fs::read_to_string(&csv).unwrap();
+    let mut simulated: Vec<(u64, u64)> = sim
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let arrival: u64 = f[4].parse().unwrap();
+            (arrival, f[6].parse::<u64>().unwrap() - arrival)
+        })
+        .collect();
+    recorded.sort();
+    simulated.sort();
+    assert!(
+        recorded.len() >= 512,
+        "fio's 2 MiB of 4 KiB requests: {}",
+        recorded.len()
+    );
+    // The trace starts at the first arrival; compare response times request by request.
+    let rec: Vec<u64> = recorded.iter().map(|r| r.1).collect();
+    let simr: Vec<u64> = simulated.iter().map(|r| r.1).collect();
+    assert_eq!(
+        rec, simr,
+        "response times differ between emulation and simulation"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn control(socket: &Path, command: &str) -> serde_json::Value {
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    stream.write_all(format!("{command}\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+#[test]
+fn the_control_socket_reports_changes_parameters_and_switches_devices() {
+    if !have("qemu-io") {
+        return;
+    }
+    let dir = temp_dir("emu-control");
+    let device = device_file(&dir);
+    let socket = dir.join("control.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        &device,
+        "--size",
+        "64m",
+        "--nbd",
+        "127.0.0.1:0",
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    let uri = emu.nbd().to_string();
+    run_ok("qemu-io", &["-f", "raw", &uri, "-c", "write -P 7 0 64k"]);
+    let report = control(&socket, "report");
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["report"]["requests"]["write"], 1, "{report}");
+
+    // Random reads become 5 ms: the model's response time says so after the change.
+    let changed = control(&socket, "set linear.rr.a_us=5000 linear.sr.a_us=5000");
+    assert_eq!(changed["ok"], true, "{changed}");
+    run_ok("qemu-io", &["-f", "raw", &uri, "-c", "read -P 7 0 64k"]);
+    let report = control(&socket, "report");
+    assert!(
+        report["report"]["model"]["read"]["latency_ns"]["min"]
+            .as_u64()
+            .unwrap()
+            >= 5_000_000,
+        "{report}"
+    );
+    let switched = control(&socket, "device stec-zeus");
+    assert_eq!(switched["ok"], true, "{switched}");
+    // The data stayed where it was.
+    run_ok("qemu-io", &["-f", "raw", &uri, "-c", "read -P 7 0 64k"]);
+    let refused = control(&socket, "device no-such-device");
+    assert_eq!(refused["ok"], false);
+    assert!(
+        refused["error"]
+            .as_str()
+            .unwrap()
+            .contains("no-such-device"),
+        "{refused}"
+    );
+    let refused = control(&socket, "set linear.bogus=1");
+    assert_eq!(refused["ok"], false);
+    assert!(
+        refused["error"].as_str().unwrap().contains("bogus"),
+        "{refused}"
+    );
+    assert_eq!(control(&socket, "frobnicate")["ok"], false);
+
+    emu.signal("USR1");
+    let (status, out, err) = emu.stop();
+    assert!(status.success());
+    assert!(err.contains("lateness"), "SIGUSR1 printed no report: {err}");
+    assert!(out.contains("stec-zeus"), "{out}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn hostile_bytes_close_one_connection_and_the_server_serves_on() {
+    if !have("qemu-io") {
+        return;
+    }
+    let dir = temp_dir("emu-hostile");
+    let device = device_file(&dir);
+    let emu = Emulator::start(&["--device", &device, "--size", "16m", "--nbd", "127.0.0.1:0"]);
+    let uri = emu.nbd().to_string();
+    run_ok("qemu-io", &["-f", "raw", &uri, "-c", "write -P 3 0 64k"]);
+    let addr = uri
+        .trim_start_matches("nbd://")
+        .split('/')
+        .next()
+        .unwrap()
+        .to_string();
+    let mut x = 99u64;
+    for _ in 0..20 {
+        if let Ok(mut s) = std::net::TcpStream::connect(&addr) {
+            let junk: Vec<u8> = (0..4096)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect();
+            let _ = s.write_all(&junk);
+        }
+    }
+    let out = run_ok("qemu-io", &["-f", "raw", &uri, "-c", "read -P 3 0 64k"]);
+    assert!(!out.contains("verification failed"), "{out}");
+    let (status, _, _) = emu.stop();
+    assert!(status.success());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_emulate_arguments_are_refused_with_exit_2() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &[
+                "--device",
+                "stec-zeus",
+                "--size",
+                "16m",
+                "--nbd",
+                "0.0.0.0:0",
+            ],
+            "loopback",
+        ),
+        (
+            &[
+                "--device",
+                "stec-zeus",
+                "--size",
+                "1000",
+                "--nbd",
+                "127.0.0.1:0",
+            ],
+            "512",
+        ),
+        (
+            &[
+                "--device",
+                "stec-zeus",
+                "--size",
+                "1t",
+                "--nbd",
+                "127.0.0.1:0",
+            ],
+            "more than",
+        ),
+        (
+            &[
+                "--device",
+                "stec-zeus",
+                "--size",
+                "16m",
+                "--nbd",
+                "127.0.0.1:0",
+                "--backing",
+                "tape",
+            ],
+            "--backing",
+        ),
+        (
+            &[
+                "--device",
+                "no-such",
+                "--size",
+                "16m",
+                "--nbd",
+                "127.0.0.1:0",
+            ],
+            "no-such",
+        ),
+        (&["--device", "stec-zeus", "--size", "16m"], "--nbd"),
+    ];
+    for (args, needle) in cases {
+        let mut all = vec!["emulate"];
+        all.extend_from_slice(args);
+        let o = common::storsim(&all);
+        let err = common::stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains(needle),
+            "{args:?}: expected `{needle}` in: {err}"
+        );
+    }
+}

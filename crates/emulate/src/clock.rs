@@ -1,0 +1,43 @@
+//! The wall clock as the model sees it: nanoseconds since the emulator started.
+
+use std::time::{Duration, Instant};
+use storsim_core::SimTime;
+
+/// Converts between `Instant`s and the `SimTime` the model is driven with. The epoch is the
+/// emulator's start, so recorded traces begin near zero.
+#[derive(Clone, Copy, Debug)]
+pub struct WallClock {
+    epoch: Instant,
+}
+
+impl WallClock {
+    pub fn start() -> Self {
+        WallClock {
+            epoch: Instant::now(),
+        }
+    }
+
+    pub fn now(&self) -> SimTime {
+        self.at(Instant::now())
+    }
+
+    pub fn at(&self, instant: Instant) -> SimTime {
+        // A u64 of nanoseconds lasts 584 years; saturating keeps a wrapped value impossible.
+        let ns = instant.saturating_duration_since(self.epoch).as_nanos();
+        SimTime::from_ns(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// How long until `t`, or zero when it has passed.
+    pub fn until(&self, t: SimTime) -> Duration {
+        Duration::from_nanos(t.as_ns().saturating_sub(self.now().as_ns()))
+    }
+}
+
+/// Lowers this thread's timer slack to 1 ns so that timed waits wake when asked rather than up
+/// to 50 µs later (Linux's default slack), which would otherwise be most of a flash read.
+pub fn lower_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK takes one integer argument and affects only the calling thread.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+    }
+}

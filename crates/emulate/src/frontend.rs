@@ -1,0 +1,95 @@
+//! The front ends' side of the emulator: the NBD server's and the FUSE file's handlers turn
+//! protocol requests into [`HostIo`]s and outcomes back into protocol replies.
+
+use crate::{Emulator, HostIo, HostOp, IoFailure, Outcome, Responder};
+use std::sync::Arc;
+
+/// Serves NBD requests from the emulator.
+pub struct NbdFrontend {
+    pub emulator: Arc<Emulator>,
+}
+
+impl storsim_nbd::Handler for NbdFrontend {
+    fn request(&self, request: storsim_nbd::Request, reply: storsim_nbd::Reply) {
+        let op = match request.command {
+            storsim_nbd::Command::Read => HostOp::Read,
+            storsim_nbd::Command::Write => HostOp::Write,
+            storsim_nbd::Command::Flush => HostOp::Flush,
+            storsim_nbd::Command::Trim => HostOp::Trim,
+            storsim_nbd::Command::WriteZeroes => HostOp::WriteZeroes,
+        };
+        let io = HostIo {
+            op,
+            offset_bytes: request.offset,
+            len_bytes: u64::from(request.length),
+            fua: request.fua,
+            data: request.data,
+        };
+        self.emulator.submit(io, Box::new(NbdResponder(reply)));
+    }
+}
+
+struct NbdResponder(storsim_nbd::Reply);
+
+impl Responder for NbdResponder {
+    fn respond(self: Box<Self>, outcome: Outcome) {
+        match outcome {
+            Outcome::Data(bytes) => self.0.data(&bytes),
+            Outcome::Done => self.0.ok(),
+            Outcome::Failed(failure) => self.0.error(match failure {
+                IoFailure::OutOfRange => storsim_nbd::Errno::Inval,
+                IoFailure::Store(_) | IoFailure::DeviceFailed(_) => storsim_nbd::Errno::Io,
+                IoFailure::ShuttingDown => storsim_nbd::Errno::Shutdown,
+            }),
+        }
+    }
+}
+
+/// Serves the FUSE file's reads and writes from the emulator.
+pub struct FuseFrontend {
+    pub emulator: Arc<Emulator>,
+}
+
+impl storsim_fuse::Handler for FuseFrontend {
+    fn request(&self, request: storsim_fuse::Request, reply: storsim_fuse::Reply) {
+        let op = match request.command {
+            storsim_fuse::Command::Read => HostOp::Read,
+            storsim_fuse::Command::Write => HostOp::Write,
+            storsim_fuse::Command::Fsync => HostOp::Flush,
+            storsim_fuse::Command::Trim => HostOp::Trim,
+        };
+        let io = HostIo {
+            op,
+            offset_bytes: request.offset,
+            len_bytes: u64::from(request.length),
+            fua: false,
+            data: request.data,
+        };
+        let responder = FuseResponder {
+            reply,
+            written: (op == HostOp::Write).then_some(request.length),
+        };
+        self.emulator.submit(io, Box::new(responder));
+    }
+}
+
+struct FuseResponder {
+    reply: storsim_fuse::Reply,
+    /// A write's length, which its reply reports.
+    written: Option<u32>,
+}
+
+impl Responder for FuseResponder {
+    fn respond(self: Box<Self>, outcome: Outcome) {
+        match (outcome, self.written) {
+            (Outcome::Data(bytes), _) => self.reply.data(&bytes),
+            (Outcome::Done, Some(n)) => self.reply.written(n),
+            (Outcome::Done, None) => self.reply.ok(),
+            (Outcome::Failed(failure), _) => self.reply.error(match failure {
+                IoFailure::OutOfRange => libc::EINVAL,
+                IoFailure::Store(_) | IoFailure::DeviceFailed(_) => libc::EIO,
+                IoFailure::ShuttingDown => libc::ESHUTDOWN,
+            }),
+        }
+    }
+}

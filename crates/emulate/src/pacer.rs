@@ -1,0 +1,496 @@
+//! The pacing thread: owns the device model, submits requests at the wall clock's "now",
+//! waits for the model's deadlines and replies when completions fall due.
+
+use crate::clock::{lower_timer_slack, WallClock};
+use crate::{IoFailure, Outcome, RecordTarget, Responder, Shared};
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::io::Write;
+use std::sync::atomic::Ordering;
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
+use storsim_workload::trace::{RecordWriter, RecordedIo};
+
+/// What front ends and the control socket send the pacing thread.
+pub(crate) enum Message {
+    Io(Submission),
+    /// Sequence number `seq` ended before reaching the model (refused, failed in the store, or
+    /// empty); the recorder must not wait for it.
+    Skip {
+        seq: u64,
+    },
+    Replace {
+        device: Box<dyn Device>,
+        name: String,
+        done: mpsc::Sender<()>,
+    },
+    /// The current device's counters, wanted by a report.
+    Counters {
+        reply: mpsc::Sender<Vec<DeviceCounter>>,
+    },
+    Shutdown,
+}
+
+/// A host I/O on its way to the model.
+pub(crate) struct Submission {
+    pub seq: u64,
+    /// When the front end received it.
+    pub received: SimTime,
+    pub op: Op,
+    pub offset_bytes: u64,
+    pub len_bytes: u64,
+    pub fua: bool,
+    /// A read's bytes, read from the store on arrival and sent at completion.
+    pub read_data: Option<Vec<u8>>,
+    pub responder: Box<dyn Responder>,
+}
+
+/// Which part of a host I/O the model is working on: a FUA write is the write, then a flush.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Main,
+    FuaFlush,
+}
+
+/// A host I/O inside the pacer, with what is known of its progress.
+struct InFlight {
+    io: Submission,
+    stage: Stage,
+    /// When the request was first offered to the model: its arrival as the model sees it, and
+    /// as the record gives it, so that a replay of the record meets the model as it was met
+    /// here. It is later than `received` by the front end's and the store's work (the intake).
+    offered: Option<SimTime>,
+    /// When the model began the first stage.
+    service_start: Option<SimTime>,
+    /// When the model had been told of this stage: a completion due before it was computed too
+    /// late to be punctual.
+    known_at: SimTime,
+    /// Which device (by generation) holds this stage.
+    generation: u64,
+}
+
+struct Slot {
+    device: Box<dyn Device>,
+    generation: u64,
+    outstanding: usize,
+}
+
+/// Writes the record in arrival order although completions come in finishing order: rows wait
+/// here until every earlier sequence number has completed or been skipped. At most one entry
+/// per request in the emulator, so it is bounded like the inbox.
+struct Recorder {
+    writer: RecordWriter<Box<dyn Write + Send>>,
+    next_seq: u64,
+    ready: BTreeMap<u64, Option<RecordedIo>>,
+}
+
+impl Recorder {
+    fn settle(&mut self, seq: u64, row: Option<RecordedIo>) -> std::io::Result<()> {
+        self.ready.insert(seq, row);
+        while let Some(entry) = self.ready.first_entry() {
+            if *entry.key() != self.next_seq {
+                break;
+            }
+            if let Some(row) = entry.remove() {
+                self.writer.write(&row)?;
+            }
+            self.next_seq += 1;
+        }
+        Ok(())
+    }
+
+    /// Writes what is left, across gaps: requests refused during shutdown never settle.
+    fn finish(mut self) -> std::io::Result<()> {
+        for row in std::mem::take(&mut self.ready).into_values().flatten() {
+            self.writer.write(&row)?;
+        }
+        self.writer.finish()?.flush()
+    }
+}
+
+pub(crate) struct Pacer {
+    shared: Arc<Shared>,
+    clock: WallClock,
+    /// The current device is the last; earlier ones finish what they hold and are dropped.
+    slots: Vec<Slot>,
+    in_flight: HashMap<u64, InFlight>,
+    /// Host I/Os the current device had no queue room for, in arrival order.
+    host_queue: VecDeque<InFlight>,
+    next_id: u64,
+    last_now: SimTime,
+    done: Vec<Completion>,
+    recorder: Option<Recorder>,
+    device_failed: Option<String>,
+    shutting_down: bool,
+    /// The first error writing the record; the run goes on without it and reports it at the end.
+    record_error: Option<String>,
+}
+
+impl Pacer {
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        device: Box<dyn Device>,
+        record: Option<RecordTarget>,
+    ) -> std::io::Result<Pacer> {
+        let recorder = match record {
+            Some(target) => Some(Recorder {
+                writer: RecordWriter::new(target.out, &target.header)?,
+                next_seq: 0,
+                ready: BTreeMap::new(),
+            }),
+            None => None,
+        };
+        Ok(Pacer {
+            clock: shared.clock,
+            shared,
+            slots: vec![Slot {
+                device,
+                generation: 0,
+                outstanding: 0,
+            }],
+            in_flight: HashMap::new(),
+            host_queue: VecDeque::new(),
+            next_id: 0,
+            last_now: SimTime::ZERO,
+            done: Vec::new(),
+            recorder,
+            device_failed: None,
+            shutting_down: false,
+            record_error: None,
+        })
+    }
+
+    pub(crate) fn run(mut self) -> Result<(), String> {
+        lower_timer_slack();
+        loop {
+            for message in self.wait_for_work() {
+                self.handle(message);
+            }
+            self.pace();
+            if self.shutting_down && self.in_flight.is_empty() && self.host_queue.is_empty() {
+                break;
+            }
+        }
+        self.shared.tally().final_counters = self.current().counters();
+        if let Some(recorder) = self.recorder.take() {
+            if let Err(e) = recorder.finish() {
+                self.record_error
+                    .get_or_insert(format!("writing the record: {e}"));
+            }
+        }
+        match self.record_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn current(&self) -> &dyn Device {
+        self.slots
+            .last()
+            .expect("there is always a current device")
+            .device
+            .as_ref()
+    }
+
+    fn next_deadline(&self) -> Option<SimTime> {
+        self.slots
+            .iter()
+            .filter_map(|s| s.device.next_deadline())
+            .min()
+    }
+
+    /// Blocks until there are messages, or until a margin before the model's next deadline;
+    /// returns the messages.
+    fn wait_for_work(&mut self) -> Vec<Message> {
+        let margin_ns = self.shared.options.spin_margin_ns;
+        let deadline = self.next_deadline();
+        let mut inbox = self.shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        while inbox.items.is_empty() {
+            match deadline {
+                None if self.shutting_down => break,
+                None => {
+                    inbox = self
+                        .shared
+                        .work
+                        .wait(inbox)
+                        .unwrap_or_else(|p| p.into_inner())
+                }
+                Some(d) => {
+                    let wake_ns = d.as_ns().saturating_sub(margin_ns);
+                    let now_ns = self.clock.now().as_ns();
+                    if now_ns >= wake_ns {
+                        break;
+                    }
+                    inbox = self
+                        .shared
+                        .work
+                        .wait_timeout(inbox, Duration::from_nanos(wake_ns - now_ns))
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0;
+                }
+            }
+        }
+        let messages: Vec<Message> = inbox.items.drain(..).collect();
+        self.shared.waiting.store(0, Ordering::Release);
+        drop(inbox);
+        self.shared.space.notify_all();
+        messages
+    }
+
+    fn handle(&mut self, message: Message) {
+        match message {
+            Message::Io(io) => {
+                let now = self.now();
+                self.submit(InFlight {
+                    io,
+                    stage: Stage::Main,
+                    offered: None,
+                    service_start: None,
+                    known_at: now,
+                    generation: 0,
+                })
+            }
+            Message::Skip { seq } => self.settle_record(seq, None),
+            Message::Replace { device, name, done } => {
+                let generation = self.slots.last().map_or(0, |s| s.generation + 1);
+                self.slots.push(Slot {
+                    device,
+                    generation,
+                    outstanding: 0,
+                });
+                self.retire_idle_devices();
+                // A new model is a fresh start: it has not failed.
+                self.device_failed = None;
+                let mut tally = self.shared.tally();
+                tally.device_name = name.clone();
+                tally.switches.push(name);
+                drop(tally);
+                // The requester may have gone; the switch stands either way.
+                let _ = done.send(());
+                self.drain_host_queue();
+            }
+            Message::Counters { reply } => {
+                // The asker may have given up waiting.
+                let _ = reply.send(self.current().counters());
+            }
+            Message::Shutdown => self.shutting_down = true,
+        }
+    }
+
+    /// The wall clock, never earlier than an instant the models were already given.
+    fn now(&mut self) -> SimTime {
+        self.last_now = self.last_now.max(self.clock.now());
+        self.last_now
+    }
+
+    /// Sleeps off nothing: spins to the next deadline when it is within the margin (leaving
+    /// early when new work arrives, so that it reaches the model first), then advances.
+    fn pace(&mut self) {
+        let Some(deadline) = self.next_deadline() else {
+            return;
+        };
+        let margin_ns = self.shared.options.spin_margin_ns;
+        let mut now = self.clock.now();
+        if now.as_ns().saturating_add(margin_ns) < deadline.as_ns() {
+            return;
+        }
+        while now < deadline {
+            if self.shared.waiting.load(Ordering::Acquire) > 0 {
+                return;
+            }
+            std::hint::spin_loop();
+            now = self.clock.now();
+        }
+        self.advance()
+    }
+
+    fn advance(&mut self) {
+        let now = self.now();
+        for index in 0..self.slots.len() {
+            let mut done = std::mem::take(&mut self.done);
+            self.slots[index].device.advance(now, &mut done);
+            let generation = self.slots[index].generation;
+            for completion in done.drain(..) {
+                self.slots[index].outstanding -= 1;
+                self.complete(completion, generation);
+            }
+            self.done = done;
+        }
+        self.retire_idle_devices();
+        self.drain_host_queue();
+    }
+
+    /// Drops replaced devices that hold nothing more.
+    fn retire_idle_devices(&mut self) {
+        let current = self.slots.len() - 1;
+        let mut index = 0;
+        self.slots.retain(|slot| {
+            let keep = index == current || slot.outstanding > 0;
+            index += 1;
+            keep
+        });
+    }
+
+    fn submit(&mut self, request: InFlight) {
+        if !self.host_queue.is_empty() {
+            self.host_queue.push_back(request);
+            return;
+        }
+        if let Err(request) = self.try_submit(request) {
+            self.host_queue.push_back(*request);
+        }
+    }
+
+    /// Gives the current device one stage of a request. Hands the request back when the
+    /// device's queue is full; answers it at once when the device refuses it.
+    fn try_submit(&mut self, mut request: InFlight) -> Result<(), Box<InFlight>> {
+        if let Some(reason) = &self.device_failed {
+            let failure = IoFailure::DeviceFailed(reason.clone());
+            self.fail(request, failure);
+            return Ok(());
+        }
+        let now = self.now();
+        let id = self.next_id;
+        let (op, offset_bytes, len_bytes) = match request.stage {
+            Stage::Main => (request.io.op, request.io.offset_bytes, request.io.len_bytes),
+            Stage::FuaFlush => (Op::Flush, 0, 0),
+        };
+        let arrival = match (request.stage, request.offered) {
+            (Stage::Main, Some(offered)) => offered,
+            (Stage::Main, None) => {
+                let intake_ns = now.as_ns().saturating_sub(request.io.received.as_ns());
+                self.shared.tally().intake.record(intake_ns);
+                *request.offered.insert(now)
+            }
+            (Stage::FuaFlush, _) => now,
+        };
+        let slot = self
+            .slots
+            .last_mut()
+            .expect("there is always a current device");
+        let outcome = slot.device.submit(
+            now,
+            Request {
+                id,
+                op,
+                offset_bytes,
+                len_bytes,
+                arrival,
+            },
+        );
+        match outcome {
+            Ok(()) => {
+                self.next_id += 1;
+                slot.outstanding += 1;
+                request.generation = slot.generation;
+                request.known_at = self.clock.now();
+                self.in_flight.insert(id, request);
+                Ok(())
+            }
+            Err(DeviceError::QueueFull { .. }) => Err(Box::new(request)),
+            Err(DeviceError::Failed { reason }) => {
+                self.device_failed = Some(reason.clone());
+                self.fail(request, IoFailure::DeviceFailed(reason));
+                Ok(())
+            }
+            Err(DeviceError::OutOfRange { .. }) => {
+                self.fail(request, IoFailure::OutOfRange);
+                Ok(())
+            }
+            Err(DeviceError::Invalid { reason }) => {
+                self.fail(
+                    request,
+                    IoFailure::Store(format!("the model refused it: {reason}")),
+                );
+                Ok(())
+            }
+        }
+    }
+
+    fn drain_host_queue(&mut self) {
+        while let Some(request) = self.host_queue.pop_front() {
+            if let Err(request) = self.try_submit(request) {
+                self.host_queue.push_front(*request);
+                break;
+            }
+        }
+    }
+
+    fn fail(&mut self, request: InFlight, failure: IoFailure) {
+        self.shared.tally().failed += 1;
+        let seq = request.io.seq;
+        request.io.responder.respond(Outcome::Failed(failure));
+        self.settle_record(seq, None);
+    }
+
+    fn complete(&mut self, completion: Completion, generation: u64) {
+        let id = completion.request.id;
+        let mut request = self
+            .in_flight
+            .remove(&id)
+            .unwrap_or_else(|| panic!("device completed request {id}, which it was never given"));
+        assert_eq!(
+            request.generation, generation,
+            "request {id} completed on a device it was not submitted to"
+        );
+        request
+            .service_start
+            .get_or_insert(completion.service_start);
+        if request.stage == Stage::Main && request.io.fua && request.io.op == Op::Write {
+            request.stage = Stage::FuaFlush;
+            self.submit(request);
+            return;
+        }
+        let intended = completion.finish;
+        let overran = intended < request.known_at;
+        let arrival = request
+            .offered
+            .expect("a request the model completed was offered to it");
+        let io = request.io;
+        let outcome = match io.read_data {
+            Some(data) => Outcome::Data(data),
+            None => Outcome::Done,
+        };
+        let actual = self.clock.now();
+        io.responder.respond(outcome);
+        let lateness_ns = actual.as_ns().saturating_sub(intended.as_ns());
+        let host_view = Completion {
+            request: Request {
+                id,
+                op: io.op,
+                offset_bytes: io.offset_bytes,
+                len_bytes: io.len_bytes,
+                arrival,
+            },
+            service_start: request.service_start.unwrap_or(arrival),
+            finish: intended,
+        };
+        {
+            let mut tally = self.shared.tally();
+            tally.lateness.record(io.op, lateness_ns, overran);
+            tally.model.record(&host_view);
+        }
+        self.settle_record(
+            io.seq,
+            Some(RecordedIo {
+                arrival_ns: arrival.as_ns(),
+                op: io.op,
+                offset_bytes: io.offset_bytes,
+                len_bytes: io.len_bytes,
+                intended_finish_ns: intended.as_ns(),
+                actual_finish_ns: actual.as_ns(),
+            }),
+        );
+    }
+
+    fn settle_record(&mut self, seq: u64, row: Option<RecordedIo>) {
+        if let Some(recorder) = self.recorder.as_mut() {
+            if let Err(e) = recorder.settle(seq, row) {
+                self.record_error
+                    .get_or_insert(format!("writing the record: {e}"));
+                // Without a working writer there is no record to keep in order.
+                self.recorder = None;
+            }
+        }
+    }
+}

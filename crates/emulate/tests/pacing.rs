@@ -1,0 +1,297 @@
+//! The emulator core without a front end: host I/Os submitted directly, replies collected on a
+//! channel. Timing checks are lower bounds only (a reply may never leave before the model's
+//! instant); how punctual replies are on this machine is a benchmark, not a test.
+
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use storsim_blackbox::linear::{stec_zeus, LinearCost, LinearDevice, LinearParams};
+use storsim_blackbox::AccessPattern;
+use storsim_core::SimDuration;
+use storsim_emulate::{
+    Backing, Emulator, EmulatorOptions, HostIo, HostOp, IoFailure, Outcome, RecordTarget,
+    Responder, Store,
+};
+
+/// A linear device whose every access takes `fixed_us` plus nothing per byte.
+fn flat_device(fixed_us: f64, capacity_bytes: u64, queue_depth: usize) -> LinearDevice {
+    let mut p: LinearParams = stec_zeus();
+    p.capacity_bytes = capacity_bytes;
+    p.costs = [LinearCost::from_us(fixed_us, 0.0); 4];
+    p.trim = SimDuration::from_us(fixed_us as u64);
+    p.flush = SimDuration::from_us(fixed_us as u64);
+    p.queue_depth = queue_depth;
+    p.servers = 1;
+    LinearDevice::new(p)
+}
+
+struct ToChannel(mpsc::Sender<(Outcome, Instant)>);
+
+impl Responder for ToChannel {
+    fn respond(self: Box<Self>, outcome: Outcome) {
+        let _ = self.0.send((outcome, Instant::now()));
+    }
+}
+
+fn start(device: LinearDevice, export_bytes: u64) -> Emulator {
+    let store = Arc::new(Store::open(&Backing::Memory, export_bytes).unwrap());
+    Emulator::start(
+        Box::new(device),
+        "flat",
+        store,
+        EmulatorOptions::new(export_bytes),
+        None,
+    )
+    .unwrap()
+}
+
+fn io(op: HostOp, offset_bytes: u64, len_bytes: u64, data: Vec<u8>) -> HostIo {
+    HostIo {
+        op,
+        offset_bytes,
+        len_bytes,
+        fua: false,
+        data,
+    }
+}
+
+/// Submits one I/O and waits for its reply; returns the outcome and the time it took.
+fn roundtrip(emulator: &Emulator, host_io: HostIo) -> (Outcome, Duration) {
+    let (tx, rx) = mpsc::channel();
+    let start = Instant::now();
+    emulator.submit(host_io, Box::new(ToChannel(tx)));
+    let (outcome, at) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    (outcome, at - start)
+}
+
+#[test]
+fn data_round_trips_and_replies_wait_for_the_model() {
+    let emulator = start(flat_device(3000.0, 1 << 30, 32), 1 << 20);
+    let pattern: Vec<u8> = (0..8192u32).map(|i| (i * 7 % 251) as u8).collect();
+    let (outcome, took) = roundtrip(&emulator, io(HostOp::Write, 4096, 8192, pattern.clone()));
+    assert!(matches!(outcome, Outcome::Done), "{outcome:?}");
+    assert!(
+        took >= Duration::from_micros(3000),
+        "write replied after {took:?}"
+    );
+    let (outcome, took) = roundtrip(&emulator, io(HostOp::Read, 4096, 8192, Vec::new()));
+    match outcome {
+        Outcome::Data(bytes) => assert_eq!(bytes, pattern),
+        other => panic!("read gave {other:?}"),
+    }
+    assert!(
+        took >= Duration::from_micros(3000),
+        "read replied after {took:?}"
+    );
+    let report = emulator.shutdown().unwrap();
+    assert_eq!(report.lateness.replies, 2);
+    assert_eq!(report.in_flight, 0);
+    assert_eq!(report.model.all.requests, 2);
+    // The model's own response time is its 3 ms, whatever the wall clock did.
+    assert!(
+        report.model.all.latency_ns.min >= 3_000_000,
+        "{:?}",
+        report.model
+    );
+}
+
+#[test]
+fn out_of_range_requests_fail_without_touching_the_store() {
+    let emulator = start(flat_device(10.0, 1 << 30, 32), 1 << 20);
+    let (outcome, _) = roundtrip(
+        &emulator,
+        io(HostOp::Write, (1 << 20) - 512, 1024, vec![1; 1024]),
+    );
+    assert!(
+        matches!(outcome, Outcome::Failed(IoFailure::OutOfRange)),
+        "{outcome:?}"
+    );
+    let (outcome, _) = roundtrip(&emulator, io(HostOp::Read, u64::MAX - 10, 512, Vec::new()));
+    assert!(
+        matches!(outcome, Outcome::Failed(IoFailure::OutOfRange)),
+        "{outcome:?}"
+    );
+    assert_eq!(emulator.store().allocated_bytes(), 0);
+    let report = emulator.shutdown().unwrap();
+    assert_eq!(report.failed, 2);
+    assert_eq!(report.lateness.replies, 0);
+}
+
+#[test]
+fn a_full_device_queue_holds_requests_at_the_host_and_all_complete() {
+    // Queue depth 1 and one server: eight writes take at least eight service times.
+    let emulator = Arc::new(start(flat_device(1000.0, 1 << 30, 1), 1 << 20));
+    let (tx, rx) = mpsc::channel();
+    let start = Instant::now();
+    for i in 0..8u64 {
+        let data = vec![i as u8; 4096];
+        emulator.submit(
+            io(HostOp::Write, i * 4096, 4096, data),
+            Box::new(ToChannel(tx.clone())),
+        );
+    }
+    let mut last = start;
+    for _ in 0..8 {
+        let (outcome, at) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert!(matches!(outcome, Outcome::Done), "{outcome:?}");
+        last = last.max(at);
+    }
+    assert!(
+        last - start >= Duration::from_micros(8000),
+        "{:?}",
+        last - start
+    );
+    for i in 0..8u64 {
+        let (outcome, _) = roundtrip(&emulator, io(HostOp::Read, i * 4096, 4096, Vec::new()));
+        match outcome {
+            Outcome::Data(bytes) => assert!(bytes.iter().all(|&b| b == i as u8)),
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(emulator.shutdown().unwrap().in_flight, 0);
+}
+
+#[test]
+fn shutdown_answers_everything_accepted() {
+    let emulator = start(flat_device(20_000.0, 1 << 30, 64), 1 << 20);
+    let (tx, rx) = mpsc::channel();
+    for i in 0..16u64 {
+        emulator.submit(
+            io(HostOp::Write, i * 512, 512, vec![9; 512]),
+            Box::new(ToChannel(tx.clone())),
+        );
+    }
+    let report = emulator.shutdown().unwrap();
+    drop(tx);
+    let outcomes: Vec<Outcome> = rx.iter().map(|(o, _)| o).collect();
+    assert_eq!(outcomes.len(), 16);
+    assert!(
+        outcomes.iter().all(|o| matches!(o, Outcome::Done)),
+        "{outcomes:?}"
+    );
+    assert_eq!(report.lateness.replies, 16);
+    // After shutdown nothing more is taken.
+    let (outcome, _) = roundtrip(&emulator, io(HostOp::Read, 0, 512, Vec::new()));
+    assert!(
+        matches!(outcome, Outcome::Failed(IoFailure::ShuttingDown)),
+        "{outcome:?}"
+    );
+}
+
+#[test]
+fn switching_devices_keeps_data_and_in_flight_requests() {
+    let emulator = Arc::new(start(flat_device(50_000.0, 1 << 30, 64), 1 << 20));
+    let (tx, rx) = mpsc::channel();
+    // In flight on the slow device when the switch happens.
+    emulator.submit(
+        io(HostOp::Write, 0, 4096, vec![5; 4096]),
+        Box::new(ToChannel(tx)),
+    );
+    emulator
+        .replace_device(Box::new(flat_device(100.0, 1 << 30, 64)), "fast")
+        .unwrap();
+    let (outcome, took) = roundtrip(&emulator, io(HostOp::Read, 0, 4096, Vec::new()));
+    match outcome {
+        Outcome::Data(bytes) => assert!(bytes.iter().all(|&b| b == 5)),
+        other => panic!("{other:?}"),
+    }
+    assert!(took >= Duration::from_micros(100));
+    let (outcome, _) = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert!(
+        matches!(outcome, Outcome::Done),
+        "the old device's write was lost: {outcome:?}"
+    );
+    // A device smaller than the export is refused and the current one stays.
+    let err = emulator
+        .replace_device(Box::new(flat_device(100.0, 4096, 64)), "tiny")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("tiny"), "{err}");
+    let report = emulator.shutdown().unwrap();
+    assert_eq!(report.device_name, "fast");
+    assert_eq!(report.switches, vec!["fast".to_string()]);
+    assert_eq!(report.lateness.replies, 2);
+}
+
+#[test]
+fn the_record_lists_requests_in_arrival_order_and_replays() {
+    let dir = std::env::temp_dir().join(format!("storsim-emulate-record-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("run.record");
+    let store = Arc::new(Store::open(&Backing::Memory, 1 << 20).unwrap());
+    let record = RecordTarget {
+        out: Box::new(std::fs::File::create(&path).unwrap()),
+        header: vec![("device".into(), "flat".into())],
+    };
+    // Four servers, reads faster than writes: completions come out of arrival order.
+    let mut p = stec_zeus();
+    p.capacity_bytes = 1 << 30;
+    p.costs = [LinearCost::from_us(4000.0, 0.0); 4];
+    p.costs[AccessPattern::SequentialRead.index()] = LinearCost::from_us(200.0, 0.0);
+    p.costs[AccessPattern::RandomRead.index()] = LinearCost::from_us(200.0, 0.0);
+    p.servers = 4;
+    let device = LinearDevice::new(p);
+    let emulator = Emulator::start(
+        Box::new(device),
+        "flat",
+        store,
+        EmulatorOptions::new(1 << 20),
+        Some(record),
+    )
+    .unwrap();
+    let (tx, rx) = mpsc::channel();
+    let mut sent = Vec::new();
+    for i in 0..12u64 {
+        let (op, data) = if i % 3 == 0 {
+            (HostOp::Write, vec![1; 4096])
+        } else {
+            (HostOp::Read, Vec::new())
+        };
+        sent.push((op, i * 4096));
+        emulator.submit(
+            io(op, i * 4096, 4096, data),
+            Box::new(ToChannel(tx.clone())),
+        );
+    }
+    for _ in 0..12 {
+        rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    }
+    emulator.shutdown().unwrap();
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    let rows: Vec<Vec<u64>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
+        .map(|l| {
+            l.split(',')
+                .filter(|f| f.parse::<u64>().is_ok())
+                .map(|f| f.parse().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 12, "{text}");
+    let mut previous_arrival = 0;
+    for (row, (op, offset)) in rows.iter().zip(&sent) {
+        let (arrival, offset_bytes, len, intended, actual) =
+            (row[0], row[1], row[2], row[3], row[4]);
+        assert!(
+            arrival >= previous_arrival,
+            "rows out of arrival order:\n{text}"
+        );
+        previous_arrival = arrival;
+        assert_eq!(offset_bytes, *offset, "{text}");
+        assert_eq!(len, 4096);
+        let service = if *op == HostOp::Write {
+            4_000_000
+        } else {
+            200_000
+        };
+        assert!(intended >= arrival + service, "{text}");
+        assert!(actual >= intended, "{text}");
+    }
+    // The file is a trace `simulate` reads: the same requests in the same order.
+    let workload = storsim_workload::trace::open(&path, &Default::default()).unwrap();
+    let records: Vec<_> = workload.records.map(|r| r.unwrap()).collect();
+    assert_eq!(records.len(), 12);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,0 +1,509 @@
+//! Mounting (by `mount(2)` as root, else through `fusermount3`), the reader threads, and
+//! unmounting.
+
+use std::ffi::CString;
+use std::fs;
+use std::io::{self, Read};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command as Process, Stdio};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::channel::Channel;
+use crate::session::{Poller, Session, MAX_IO_BYTES};
+use crate::{FileExport, FuseError, Handler, MountOptions};
+
+/// How long `Mount::mount` waits for the kernel's INIT request, which it sends as soon as the
+/// mount exists; only a wedged kernel takes longer.
+const INIT_TIMEOUT: Duration = Duration::from_secs(10);
+/// More readers than this only add idle threads: the kernel hands each request to one reader,
+/// and readers never wait for the handler.
+const MAX_THREADS: usize = 64;
+const FUSERMOUNT: &str = "fusermount3";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Method {
+    /// `mount(2)` by this process (root); undone with `umount2(MNT_DETACH)`.
+    Syscall,
+    /// `fusermount3`, which passes the descriptor back over a socket; undone with
+    /// `fusermount3 -u -z`.
+    Fusermount,
+}
+
+/// A mounted export. Unmounts on [`unmount`](Mount::unmount) or, best effort, on drop.
+pub struct Mount {
+    dir: PathBuf,
+    file_name: String,
+    session: Arc<Session>,
+    threads: Vec<JoinHandle<()>>,
+    method: Method,
+    /// The device number the mount point showed once mounted, to recognise it at unmount time.
+    st_dev: Option<u64>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Mount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mount")
+            .field("dir", &self.dir)
+            .field("file_name", &self.file_name)
+            .field("method", &self.method)
+            .field("threads", &self.threads.len())
+            .finish()
+    }
+}
+
+fn validate(export: &FileExport) -> Result<(), FuseError> {
+    let name = &export.file_name;
+    let reason = if name.is_empty() {
+        Some("the file name is empty".to_string())
+    } else if name == "." || name == ".." {
+        Some(format!("the file name {name:?} is reserved"))
+    } else if name.contains('/') || name.contains('\0') {
+        Some(format!("the file name {name:?} contains '/' or NUL"))
+    } else if name.len() > 255 {
+        Some(format!(
+            "the file name is {} bytes long (at most 255)",
+            name.len()
+        ))
+    } else {
+        None
+    };
+    match reason {
+        Some(reason) => Err(FuseError::InvalidExport { reason }),
+        None => Ok(()),
+    }
+}
+
+fn c_path(path: &Path) -> io::Result<CString> {
+    CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
+}
+
+fn open_dev_fuse() -> Result<OwnedFd, FuseError> {
+    // SAFETY: the path is a NUL-terminated literal.
+    let fd = unsafe {
+        libc::open(
+            c"/dev/fuse".as_ptr(),
+            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
+        )
+    };
+    if fd < 0 {
+        return Err(FuseError::DeviceUnavailable {
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: open returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// The mount options both mount paths share. `default_permissions` makes the kernel check the
+/// mode bits itself; `max_read` lets one READ carry as much as one WRITE.
+fn common_options(options: &MountOptions) -> String {
+    let mut s = format!("max_read={MAX_IO_BYTES},default_permissions");
+    if options.allow_other {
+        s.push_str(",allow_other");
+    }
+    s
+}
+
+fn mount_syscall(dir: &Path, fd: &OwnedFd, options: &MountOptions) -> io::Result<()> {
+    // SAFETY: geteuid and getegid cannot fail.
+    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let data = format!(
+        "fd={},rootmode=40000,user_id={uid},group_id={gid},{}",
+        fd.as_raw_fd(),
+        common_options(options)
+    );
+    let data = CString::new(data).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    let target = c_path(dir)?;
+    let flags = libc::MS_NOSUID | libc::MS_NODEV;
+    let attempt = |fstype: &std::ffi::CStr| -> io::Result<()> {
+        // SAFETY: every pointer is a live NUL-terminated string for the duration of the call.
+        let rc = unsafe {
+            libc::mount(
+                c"storsim".as_ptr(),
+                target.as_ptr(),
+                fstype.as_ptr(),
+                flags,
+                data.as_ptr() as *const libc::c_void,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    match attempt(c"fuse.storsim") {
+        // A kernel without file system subtypes knows only "fuse".
+        Err(e) if e.raw_os_error() == Some(libc::ENODEV) => attempt(c"fuse"),
+        other => other,
+    }
+}
+
+/// Receives the descriptor `fusermount3` sends as SCM_RIGHTS ancillary data over `socket`.
+fn receive_fd(socket: &OwnedFd) -> io::Result<Option<OwnedFd>> {
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr() as *mut libc::c_void,
+        iov_len: byte.len(),
+    };
+    // Eight u64s give an 8-byte-aligned 64-byte buffer, more than CMSG_SPACE of one int.
+    let mut control = [0u64; 8];
+    // SAFETY: an all-zero msghdr is a valid empty header.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    let n = loop {
+        // SAFETY: `msg` points at live buffers sized as declared.
+        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        if n >= 0 {
+            break n;
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EINTR) {
+            return Err(err);
+        }
+    };
+    if n == 0 {
+        return Ok(None);
+    }
+    // SAFETY: the CMSG macros walk the control buffer recvmsg filled, within msg_controllen.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let fd: RawFd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const RawFd);
+                return Ok(Some(OwnedFd::from_raw_fd(fd)));
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok(None)
+}
+
+/// Mounts through `fusermount3`, the set-uid helper unprivileged users need. It opens
+/// `/dev/fuse`, mounts, and passes the descriptor back over the socket named by `_FUSE_COMMFD`.
+fn mount_fusermount(dir: &Path, options: &MountOptions) -> Result<OwnedFd, FuseError> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` is a valid array of two descriptors for socketpair to fill.
+    let rc = unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        return Err(FuseError::Io {
+            context: "socketpair for fusermount3",
+            source: io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: socketpair succeeded, so both descriptors are open and owned by nobody else.
+    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let theirs_raw = theirs.as_raw_fd();
+    let mut command = Process::new(FUSERMOUNT);
+    command
+        .arg("-o")
+        .arg(format!(
+            "fsname=storsim,subtype=storsim,{}",
+            common_options(options)
+        ))
+        .arg("--")
+        .arg(dir)
+        .env("_FUSE_COMMFD", theirs_raw.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // The socket is close-on-exec so no other child inherits it; only fusermount3 may, so the
+    // flag is cleared in the child between fork and exec.
+    // SAFETY: fcntl is async-signal-safe and touches only the child's copy of the descriptor.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::fcntl(theirs_raw, libc::F_SETFD, 0) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = command.spawn().map_err(|e| FuseError::Fusermount {
+        reason: format!("cannot run {FUSERMOUNT}: {e}"),
+    })?;
+    // Our copy of the child's end must be closed, or recvmsg would wait forever if fusermount3
+    // exits without sending anything.
+    drop(theirs);
+    let received = receive_fd(&ours);
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let status = child.wait().map_err(|e| FuseError::Fusermount {
+        reason: format!("waiting for {FUSERMOUNT}: {e}"),
+    })?;
+    match received {
+        Ok(Some(fd)) if status.success() => Ok(fd),
+        Ok(_) => Err(FuseError::Fusermount {
+            reason: format!("{status}: {}", stderr.trim()),
+        }),
+        Err(e) => Err(FuseError::Fusermount {
+            reason: format!("receiving the descriptor: {e}; {}", stderr.trim()),
+        }),
+    }
+}
+
+fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on a descriptor this process owns.
+    unsafe {
+        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
+        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+impl Mount {
+    /// Mounts `export` on the directory `dir` and starts `options.threads` reader threads.
+    ///
+    /// Returns once the kernel's INIT handshake is done, so the file can be used at once. As
+    /// root the mount is made with `mount(2)`; otherwise (or if that is refused with EPERM)
+    /// through `fusermount3`.
+    // `Mount::mount` is the name the emulator is written against, and reads as what it does.
+    #[allow(clippy::self_named_constructors)]
+    pub fn mount(
+        dir: &Path,
+        export: FileExport,
+        options: MountOptions,
+        handler: Arc<dyn Handler>,
+    ) -> Result<Mount, FuseError> {
+        validate(&export)?;
+        let not_a_dir = || FuseError::NotADirectory {
+            path: dir.to_path_buf(),
+        };
+        if !fs::metadata(dir).map_err(|_| not_a_dir())?.is_dir() {
+            return Err(not_a_dir());
+        }
+        // An absolute path keeps unmounting right even if the working directory changes.
+        let dir = fs::canonicalize(dir).map_err(|_| not_a_dir())?;
+        let log = Arc::clone(&options.log);
+
+        // SAFETY: geteuid cannot fail.
+        let is_root = unsafe { libc::geteuid() } == 0;
+        let mut mounted = None;
+        if is_root {
+            let fd = open_dev_fuse()?;
+            match mount_syscall(&dir, &fd, &options) {
+                Ok(()) => mounted = Some((fd, Method::Syscall)),
+                // Root inside a user namespace may not mount FUSE directly.
+                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                    log(&format!(
+                        "fuse: mount(2) refused ({e}); trying {FUSERMOUNT}"
+                    ));
+                }
+                Err(source) => return Err(FuseError::Mount { path: dir, source }),
+            }
+        }
+        let (fd, method) = match mounted {
+            Some(m) => m,
+            None => {
+                let fd = mount_fusermount(&dir, &options)?;
+                (fd, Method::Fusermount)
+            }
+        };
+
+        // Readers wait in epoll and read without blocking, so that stopping them never depends
+        // on a request arriving. The descriptor from fusermount3 comes without the flag.
+        if let Err(source) = set_nonblocking(&fd) {
+            let _ = detach(&dir, method);
+            return Err(FuseError::Io {
+                context: "making /dev/fuse non-blocking",
+                source,
+            });
+        }
+        let channel = Arc::new(Channel::new(fd, Arc::clone(&log)));
+        let session = match Session::new(channel, export.clone(), handler) {
+            Ok(s) => Arc::new(s),
+            Err(source) => {
+                let _ = detach(&dir, method);
+                return Err(FuseError::Io {
+                    context: "creating the stop pipe",
+                    source,
+                });
+            }
+        };
+        // From here on, dropping `mount` unmounts, so every early return below cleans up.
+        let mut mount = Mount {
+            dir,
+            file_name: export.file_name,
+            session,
+            threads: Vec::new(),
+            method,
+            st_dev: None,
+            finished: false,
+        };
+        let threads = options.threads.clamp(1, MAX_THREADS);
+        for i in 0..threads {
+            let poller = Poller::new(mount.session.channel().raw_fd(), mount.session.stop_fd())
+                .map_err(|source| FuseError::Io {
+                    context: "creating an epoll instance",
+                    source,
+                })?;
+            let session = Arc::clone(&mount.session);
+            let handle = std::thread::Builder::new()
+                .name(format!("storsim-fuse-{i}"))
+                .spawn(move || session.run(poller))
+                .map_err(|source| FuseError::Io {
+                    context: "spawning a FUSE reader thread",
+                    source,
+                })?;
+            mount.threads.push(handle);
+        }
+        mount
+            .session
+            .wait_init(INIT_TIMEOUT)
+            .map_err(|reason| FuseError::Init { reason })?;
+        mount.st_dev = fs::metadata(&mount.dir).ok().map(|m| m.dev());
+        log(&format!(
+            "fuse: mounted {} ({} bytes{}) on {} with {threads} reader threads",
+            mount.file_name,
+            export.size_bytes,
+            if export.read_only { ", read-only" } else { "" },
+            mount.dir.display()
+        ));
+        Ok(mount)
+    }
+
+    /// The mount point.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The path of the exported file inside the mount point.
+    pub fn file_path(&self) -> PathBuf {
+        self.dir.join(&self.file_name)
+    }
+
+    /// Whether the kernel has ended the session (someone unmounted the file system).
+    pub fn has_ended(&self) -> bool {
+        self.session.has_ended()
+    }
+
+    /// Blocks until the kernel ends the session, which happens when someone unmounts the
+    /// directory (`umount DIR`, `fusermount3 -u DIR`) and nothing holds the file open any more.
+    pub fn wait(&self) {
+        self.session.wait_end();
+    }
+
+    /// Unmounts (lazily: a file system still in use, such as a file still attached to a loop
+    /// device, is detached from the directory at once) and stops the reader threads.
+    ///
+    /// Once the readers are gone and the handler has answered or dropped every outstanding
+    /// [`Reply`](crate::Reply), the `/dev/fuse` descriptor closes, which aborts the connection:
+    /// anything still using the file then gets errors (ENOTCONN, or EIO through a loop device)
+    /// instead of hanging.
+    pub fn unmount(mut self) -> Result<(), FuseError> {
+        self.shutdown()
+    }
+
+    /// Whether the directory still holds this file system. A live session says yes. An ended
+    /// one was usually unmounted, but the kernel also ends a session that is aborted while
+    /// mounted (through `/sys/fs/fuse/connections`), which leaves a mount answering ENOTCONN
+    /// that still needs unmounting; and after an unmount, whatever is mounted there now
+    /// belongs to someone else and must be left alone.
+    fn still_mounted(&self) -> bool {
+        if !self.session.has_ended() {
+            return true;
+        }
+        match fs::metadata(&self.dir) {
+            Ok(m) => Some(m.dev()) == self.st_dev,
+            Err(e) => e.raw_os_error() == Some(libc::ENOTCONN),
+        }
+    }
+
+    fn shutdown(&mut self) -> Result<(), FuseError> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        let result = if self.still_mounted() {
+            detach(&self.dir, self.method)
+        } else {
+            Ok(())
+        };
+        self.session.stop();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+        let log = |m: &str| self.session.channel().log(m);
+        match result {
+            Ok(()) => {
+                log(&format!("fuse: unmounted {}", self.dir.display()));
+                Ok(())
+            }
+            Err(source) => Err(FuseError::Unmount {
+                path: self.dir.clone(),
+                source,
+            }),
+        }
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            self.session.channel().log(&format!("fuse: {e}"));
+        }
+    }
+}
+
+/// Detaches the mount from `dir`. "Not mounted" counts as success: someone else unmounted it
+/// first.
+fn detach(dir: &Path, method: Method) -> io::Result<()> {
+    match method {
+        Method::Syscall => {
+            let target = c_path(dir)?;
+            // SAFETY: `target` is a live NUL-terminated path.
+            if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } == 0 {
+                return Ok(());
+            }
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINVAL) | Some(libc::ENOENT) => Ok(()),
+                _ => Err(err),
+            }
+        }
+        Method::Fusermount => {
+            let output = Process::new(FUSERMOUNT)
+                .arg("-u")
+                .arg("-z")
+                .arg("--")
+                .arg(dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .output()?;
+            if output.status.success() {
+                return Ok(());
+            }
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            if stderr.contains("not mounted") || stderr.contains("not found in") {
+                return Ok(());
+            }
+            Err(io::Error::other(format!(
+                "{FUSERMOUNT} -u: {}: {}",
+                output.status,
+                stderr.trim()
+            )))
+        }
+    }
+}

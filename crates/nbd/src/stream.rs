@@ -1,0 +1,212 @@
+//! One socket type for TCP and Unix-domain connections, and the listener that produces them.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::Listen;
+
+/// A connected client socket of either family.
+#[derive(Debug)]
+pub(crate) enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    /// Another handle to the same socket, so that reading, writing and shutting down can happen
+    /// on different threads.
+    pub(crate) fn try_clone(&self) -> io::Result<Stream> {
+        Ok(match self {
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+        })
+    }
+
+    /// Shuts down one or both directions. Errors are ignored because the only one possible
+    /// here is "not connected", which means the goal is already reached.
+    pub(crate) fn shutdown(&self, how: Shutdown) {
+        let _ = match self {
+            Stream::Tcp(s) => s.shutdown(how),
+            Stream::Unix(s) => s.shutdown(how),
+        };
+    }
+
+    pub(crate) fn set_read_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(timeout),
+            Stream::Unix(s) => s.set_read_timeout(timeout),
+        }
+    }
+
+    pub(crate) fn set_write_timeout(&self, timeout: Option<Duration>) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_write_timeout(timeout),
+            Stream::Unix(s) => s.set_write_timeout(timeout),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            Stream::Unix(s) => s.flush(),
+        }
+    }
+}
+
+/// A bound listening socket.
+#[derive(Debug)]
+pub(crate) enum Listener {
+    Tcp(TcpListener),
+    Unix {
+        listener: UnixListener,
+        path: PathBuf,
+        /// Device and inode of the socket file we created, so that dropping the listener
+        /// removes our file and never one that somebody else put at the same path later.
+        identity: (u64, u64),
+    },
+}
+
+impl Listener {
+    pub(crate) fn bind(listen: &Listen) -> io::Result<Listener> {
+        match listen {
+            Listen::Tcp(addr) => Ok(Listener::Tcp(TcpListener::bind(addr)?)),
+            Listen::Unix(path) => {
+                remove_stale_socket(path)?;
+                let listener = UnixListener::bind(path)?;
+                let meta = fs::symlink_metadata(path)?;
+                Ok(Listener::Unix {
+                    listener,
+                    path: path.clone(),
+                    identity: (meta.dev(), meta.ino()),
+                })
+            }
+        }
+    }
+
+    /// Accepts one connection and names its peer for logs.
+    pub(crate) fn accept(&self) -> io::Result<(Stream, String)> {
+        match self {
+            Listener::Tcp(l) => {
+                let (s, peer) = l.accept()?;
+                // NBD replies are small headers often followed by data in a second write;
+                // Nagle's algorithm would hold the header back waiting for an ACK.
+                s.set_nodelay(true)?;
+                Ok((Stream::Tcp(s), peer.to_string()))
+            }
+            Listener::Unix { listener, path, .. } => {
+                let (s, _) = listener.accept()?;
+                // Unix-domain clients are almost always unnamed, so the socket path is the most
+                // useful thing to show.
+                Ok((Stream::Unix(s), format!("unix:{}", path.display())))
+            }
+        }
+    }
+
+    /// "127.0.0.1:PORT" for TCP, the socket path for Unix.
+    pub(crate) fn local_addr(&self) -> String {
+        match self {
+            Listener::Tcp(l) => match l.local_addr() {
+                Ok(addr) => addr.to_string(),
+                Err(e) => format!("<unknown address: {e}>"),
+            },
+            Listener::Unix { path, .. } => path.display().to_string(),
+        }
+    }
+
+    /// Unblocks a thread sitting in `accept`. The caller has already set the shutdown flag, so
+    /// whatever `accept` returns next is discarded.
+    pub(crate) fn wake(&self) {
+        match self {
+            Listener::Tcp(l) => {
+                if let Ok(addr) = l.local_addr() {
+                    let _ = TcpStream::connect_timeout(&loopback_for(addr), Duration::from_secs(1));
+                }
+                shutdown_listener(l.as_raw_fd());
+            }
+            Listener::Unix { listener, path, .. } => {
+                let _ = UnixStream::connect(path);
+                shutdown_listener(listener.as_raw_fd());
+            }
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        if let Listener::Unix { path, identity, .. } = self {
+            if let Ok(meta) = fs::symlink_metadata(&*path) {
+                if meta.file_type().is_socket() && (meta.dev(), meta.ino()) == *identity {
+                    let _ = fs::remove_file(&*path);
+                }
+            }
+        }
+    }
+}
+
+/// A wildcard listening address cannot be connected to, so wake-up connections go to the
+/// loopback address of the same family instead.
+fn loopback_for(addr: SocketAddr) -> SocketAddr {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    SocketAddr::new(ip, addr.port())
+}
+
+/// On Linux, shutting down a listening socket makes a blocked `accept` return at once. It backs
+/// up the wake-up connection, which can fail (for example when the socket file was deleted).
+fn shutdown_listener(fd: std::os::unix::io::RawFd) {
+    // SAFETY: `fd` is a listening socket owned by a live listener; `shutdown` neither closes nor
+    // invalidates the descriptor, it only changes the socket's state.
+    unsafe {
+        libc::shutdown(fd, libc::SHUT_RDWR);
+    }
+}
+
+/// Removes a socket file left behind by an earlier server, refusing to touch anything that is
+/// not a socket or that still has a server listening on it.
+fn remove_stale_socket(path: &Path) -> io::Result<()> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("{} exists and is not a socket", path.display()),
+        ));
+    }
+    if UnixStream::connect(path).is_ok() {
+        return Err(io::Error::new(
+            io::ErrorKind::AddrInUse,
+            format!("a server is already listening on {}", path.display()),
+        ));
+    }
+    fs::remove_file(path)
+}
