@@ -111,6 +111,8 @@ pub struct EmulatorOptions {
     /// The pacing thread sleeps until this long before a deadline and spins the rest: a timed
     /// wait wakes tens of microseconds late, a spin to the nanosecond.
     pub spin_margin_ns: u64,
+    /// When idle, the pacing thread polls for new work this long before it sleeps.
+    pub idle_spin_ns: u64,
     /// Replies leaving more than this after their instant count as late. The co-simulation
     /// thesis held 99.995 % of its responses within 20 µs.
     pub late_threshold_ns: u64,
@@ -123,6 +125,7 @@ impl EmulatorOptions {
         EmulatorOptions {
             export_bytes,
             spin_margin_ns: 100_000,
+            idle_spin_ns: 50_000,
             late_threshold_ns: 20_000,
             inbox_capacity: 4096,
         }

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Emulator benchmarks for docs/PERFORMANCE.md: reply lateness with a `linear` model at 100 µs
+# service time, and the emulator's own ceiling with a zero-latency model, through NBD (fio's nbd
+# engine) and through FUSE + a direct-I/O loop device (fio's libaio engine), at iodepth 1 and
+# 32. Needs root (FUSE mount, losetup), fio with the nbd engine, and a release build.
+#
+#   bench/emulate.sh [SECONDS]      (default 10 s per run)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-10}
+cargo build --release -q -p storsim
+bin=$PWD/target/release/storsim
+work=$(mktemp -d)
+trap 'umount -l "$work/fuse" 2>/dev/null || true; rm -rf "$work"' EXIT
+
+device() { # NAME SERVICE_US
+  cat > "$work/$1.toml" <<EOF
+model = "linear"
+capacity_bytes = 1073741824
+queue_depth = 64
+[linear]
+servers = 64
+[linear.sr]
+a_us = $2
+b_us_per_kib = 0.0
+[linear.rr]
+a_us = $2
+b_us_per_kib = 0.0
+[linear.sw]
+a_us = $2
+b_us_per_kib = 0.0
+[linear.rw]
+a_us = $2
+b_us_per_kib = 0.0
+EOF
+}
+device lin100 100.0
+device zero 0.0
+
+report() { # LABEL FIO_JSON EMULATOR_JSON
+  python3 - "$@" <<'EOF'
+import json, sys
+label, fio_path, emu_path = sys.argv[1:4]
+text = open(fio_path).read()
+job = json.loads(text[text.index('{'):])["jobs"][0]["read"]
+emu = json.load(open(emu_path))
+lat = emu["lateness"]["lateness_ns"]
+us = lambda ns: f"{ns / 1000:.1f}"
+print(f"| {label} | {job['iops']:.0f} | {us(job['clat_ns']['mean'])} | {us(job['clat_ns']['percentile']['50.000000'])} "
+      f"| {us(lat['p50'])} | {us(lat['p99'])} | {us(lat['p999'])} | {us(lat['max'])} "
+      f"| {emu['lateness']['late']} / {emu['requests']['replied']} | {us(emu['intake_ns']['p50'])} |")
+EOF
+}
+
+echo "| run | IOPS | fio clat mean (us) | fio clat p50 (us) | lateness p50 | p99 | p99.9 | max (us) | late / replies | intake p50 (us) |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for model in lin100 zero; do
+  for depth in 1 32; do
+    # NBD
+    "$bin" emulate --device "$work/$model.toml" --size 1g --nbd 127.0.0.1:0 \
+      --json "$work/emu.json" > "$work/out.txt" 2> "$work/err.txt" &
+    pid=$!
+    until grep -q '^nbd: ' "$work/out.txt" 2>/dev/null; do sleep 0.05; done
+    uri=$(sed -n 's/^nbd: //p' "$work/out.txt")
+    fio --name=b --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --iodepth="$depth" \
+      --size=1g --time_based --runtime="$seconds" --output-format=json > "$work/fio.json"
+    kill -INT "$pid"; wait "$pid"
+    report "nbd, $model, QD$depth" "$work/fio.json" "$work/emu.json"
+    # FUSE + loop
+    mkdir -p "$work/fuse"
+    "$bin" emulate --device "$work/$model.toml" --size 1g --fuse "$work/fuse" \
+      --json "$work/emu.json" > "$work/out.txt" 2> "$work/err.txt" &
+    pid=$!
+    until grep -q '^fuse: ' "$work/out.txt" 2>/dev/null; do sleep 0.05; done
+    loop=$(losetup --direct-io=on -f --show "$work/fuse/disk")
+    fio --name=b --filename="$loop" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+      --iodepth="$depth" --time_based --runtime="$seconds" --output-format=json > "$work/fio.json"
+    losetup -d "$loop"
+    kill -INT "$pid"; wait "$pid"
+    report "fuse+loop, $model, QD$depth" "$work/fio.json" "$work/emu.json"
+  done
+done
