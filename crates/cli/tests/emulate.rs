@@ -177,6 +177,13 @@ impl Drop for Emulator {
     }
 }
 
+/// Starts the emulator on `device` with an NBD server on a free loopback port.
+fn nbd_emulator(device: &str, size: &str, extra: &[&str]) -> Emulator {
+    let mut args = vec!["--device", device, "--size", size, "--nbd", "127.0.0.1:0"];
+    args.extend_from_slice(extra);
+    Emulator::start(&args)
+}
+
 fn device_file(dir: &Path) -> String {
     let path = dir.join("fast.toml");
     std::fs::write(&path, FAST_LINEAR).unwrap();
@@ -203,16 +210,7 @@ fn nbd_clients_write_read_and_see_the_export() {
     }
     let dir = temp_dir("emu-nbd");
     let device = device_file(&dir);
-    let emu = Emulator::start(&[
-        "--device",
-        &device,
-        "--size",
-        "64m",
-        "--nbd",
-        "127.0.0.1:0",
-        "--export-name",
-        "disk0",
-    ]);
+    let emu = nbd_emulator(&device, "64m", &["--export-name", "disk0"]);
     let uri = emu.nbd().to_string();
     assert!(uri.ends_with("/disk0"), "{uri}");
 
@@ -338,7 +336,7 @@ fn fio_verifies_through_the_nbd_engine() {
     }
     let dir = temp_dir("emu-fio-nbd");
     let device = device_file(&dir);
-    let emu = Emulator::start(&["--device", &device, "--size", "64m", "--nbd", "127.0.0.1:0"]);
+    let emu = nbd_emulator(&device, "64m", &[]);
     let uri = emu.nbd().to_string();
     let out = run(
         "fio",
@@ -549,16 +547,7 @@ fn file_backing_keeps_everything_flushed_before_a_kill_9() {
     let dir = temp_dir("emu-kill");
     let device = device_file(&dir);
     let backing = format!("file:{}", dir.join("disk.img").display());
-    let emu = Emulator::start(&[
-        "--device",
-        &device,
-        "--size",
-        "64m",
-        "--nbd",
-        "127.0.0.1:0",
-        "--backing",
-        &backing,
-    ]);
+    let emu = nbd_emulator(&device, "64m", &["--backing", &backing]);
     let uri = emu.nbd().to_string();
     run_ok(
         "qemu-io",
@@ -591,16 +580,7 @@ fn file_backing_keeps_everything_flushed_before_a_kill_9() {
     emu.kill_9();
     let _ = stream.wait();
 
-    let emu = Emulator::start(&[
-        "--device",
-        &device,
-        "--size",
-        "64m",
-        "--nbd",
-        "127.0.0.1:0",
-        "--backing",
-        &backing,
-    ]);
+    let emu = nbd_emulator(&device, "64m", &["--backing", &backing]);
     let out = run_ok(
         "qemu-io",
         &[
@@ -642,16 +622,7 @@ fn the_record_replays_in_simulate_with_the_same_service_times() {
     let dir = temp_dir("emu-record");
     let device = device_file(&dir);
     let record = dir.join("run.record");
-    let emu = Emulator::start(&[
-        "--device",
-        &device,
-        "--size",
-        "64m",
-        "--nbd",
-        "127.0.0.1:0",
-        "--record",
-        record.to_str().unwrap(),
-    ]);
+    let emu = nbd_emulator(&device, "64m", &["--record", record.to_str().unwrap()]);
     let uri = emu.nbd().to_string();
     run_ok(
         "fio",
@@ -736,16 +707,7 @@ fn the_control_socket_reports_changes_parameters_and_switches_devices() {
     let dir = temp_dir("emu-control");
     let device = device_file(&dir);
     let socket = dir.join("control.sock");
-    let emu = Emulator::start(&[
-        "--device",
-        &device,
-        "--size",
-        "64m",
-        "--nbd",
-        "127.0.0.1:0",
-        "--control",
-        socket.to_str().unwrap(),
-    ]);
+    let emu = nbd_emulator(&device, "64m", &["--control", socket.to_str().unwrap()]);
     let uri = emu.nbd().to_string();
     run_ok("qemu-io", &["-f", "raw", &uri, "-c", "write -P 7 0 64k"]);
     let report = control(&socket, "report");
@@ -800,7 +762,7 @@ fn hostile_bytes_close_one_connection_and_the_server_serves_on() {
     }
     let dir = temp_dir("emu-hostile");
     let device = device_file(&dir);
-    let emu = Emulator::start(&["--device", &device, "--size", "16m", "--nbd", "127.0.0.1:0"]);
+    let emu = nbd_emulator(&device, "16m", &[]);
     let uri = emu.nbd().to_string();
     run_ok("qemu-io", &["-f", "raw", &uri, "-c", "write -P 3 0 64k"]);
     let addr = uri
