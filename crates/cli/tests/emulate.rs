@@ -329,6 +329,35 @@ fn a_read_only_export_refuses_writes_and_unix_sockets_work() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// fio random 4 KiB writes at iodepth 16 with crc32c verification on `target` (engine, file,
+/// range); asserts fio succeeded and returns its job object.
+fn fio_verify(target: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "--name=verify",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--iodepth=16",
+        "--verify=crc32c",
+        "--do_verify=1",
+        "--verify_fatal=1",
+        "--verify_state_save=0",
+        "--output-format=json",
+    ];
+    args.extend_from_slice(target);
+    let out = run("fio", &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "fio failed: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // fio's nbd engine prints a line before the JSON.
+    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
+    let job = json["jobs"][0].clone();
+    assert_eq!(job["error"], 0, "{job}");
+    job
+}
+
 #[test]
 fn fio_verifies_through_the_nbd_engine() {
     if !have("fio") {
@@ -338,32 +367,7 @@ fn fio_verifies_through_the_nbd_engine() {
     let device = device_file(&dir);
     let emu = nbd_emulator(&device, "64m", &[]);
     let uri = emu.nbd().to_string();
-    let out = run(
-        "fio",
-        &[
-            "--name=verify",
-            "--ioengine=nbd",
-            &format!("--uri={uri}"),
-            "--rw=randwrite",
-            "--bs=4k",
-            "--iodepth=16",
-            "--size=16m",
-            "--verify=crc32c",
-            "--do_verify=1",
-            "--verify_fatal=1",
-            "--verify_state_save=0",
-            "--output-format=json",
-        ],
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "fio failed: {text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
-    let job = &json["jobs"][0];
-    assert_eq!(job["error"], 0, "{job}");
+    let job = fio_verify(&["--ioengine=nbd", &format!("--uri={uri}"), "--size=16m"]);
     assert_eq!(job["write"]["io_bytes"], 16 << 20, "{job}");
     assert_eq!(
         job["read"]["io_bytes"],
@@ -501,34 +505,14 @@ fn fuse_loop_and_ext4_keep_a_directory_tree_across_remounts_and_fio_verifies() {
     run_ok("e2fsck", &["-fn", &lo.0]);
 
     // fio on the loop device, below the file system's region: random writes verified.
-    let out = run(
-        "fio",
-        &[
-            "--name=verify",
-            &format!("--filename={}", lo.0),
-            "--ioengine=libaio",
-            "--direct=1",
-            "--rw=randwrite",
-            "--bs=4k",
-            "--iodepth=16",
-            "--offset=192m",
-            "--size=16m",
-            "--verify=crc32c",
-            "--do_verify=1",
-            "--verify_fatal=1",
-            "--verify_state_save=0",
-            "--output-format=json",
-        ],
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "fio failed: {text}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..]).unwrap();
-    assert_eq!(json["jobs"][0]["error"], 0);
-    assert_eq!(json["jobs"][0]["read"]["io_bytes"], 16 << 20);
+    let job = fio_verify(&[
+        &format!("--filename={}", lo.0),
+        "--ioengine=libaio",
+        "--direct=1",
+        "--offset=192m",
+        "--size=16m",
+    ]);
+    assert_eq!(job["read"]["io_bytes"], 16 << 20, "{job}");
     drop(lo);
     let (status, out, err) = emu.stop();
     assert!(status.success(), "{status}: {out}{err}");
