@@ -3,12 +3,14 @@
 //! its channel and die ([`Scheduler`]). Policy (which page to write, when to collect garbage)
 //! belongs to the FTL crate; this crate never decides anything.
 
+mod divisor;
 mod geometry;
 mod nand;
 mod scheduler;
 mod timeline;
 mod timing;
 
+pub use divisor::Divisor;
 pub use geometry::{BlockId, Geometry, GeometryError, Ppa};
 pub use nand::{NandArray, NandError};
 pub use scheduler::{FlashOpKind, Scheduler, Utilisation};

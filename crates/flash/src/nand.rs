@@ -4,6 +4,7 @@
 //!
 //! Memory: one bit per page plus 12 bytes per block.
 
+use crate::divisor::Divisor;
 use crate::{BlockId, Geometry, Ppa};
 use std::fmt;
 
@@ -44,6 +45,10 @@ impl std::error::Error for NandError {}
 #[derive(Clone, Debug)]
 pub struct NandArray {
     geometry: Geometry,
+    /// The geometry's page count, and its pages per block prepared for division: checking
+    /// and locating a page is on the path of every program and read.
+    pages: u32,
+    pages_per_block: Divisor,
     programmed: Vec<u64>,
     erase_counts: Vec<u32>,
     programmed_in_block: Vec<u32>,
@@ -60,6 +65,8 @@ impl NandArray {
         let blocks = geometry.blocks() as usize;
         NandArray {
             geometry,
+            pages: geometry.pages(),
+            pages_per_block: Divisor::new(geometry.pages_per_block),
             programmed: vec![0; pages.div_ceil(64)],
             erase_counts: vec![0; blocks],
             programmed_in_block: vec![0; blocks],
@@ -79,10 +86,10 @@ impl NandArray {
     }
 
     pub fn program(&mut self, ppa: Ppa) -> Result<(), NandError> {
-        if ppa.0 >= self.geometry.pages() {
+        if ppa.0 >= self.pages {
             return Err(NandError::OutOfRange { ppa });
         }
-        let block = self.geometry.block_of(ppa);
+        let block = BlockId(self.pages_per_block.quotient(ppa.0));
         if self.retired[block.0 as usize] {
             return Err(NandError::BlockRetired { block });
         }
@@ -96,7 +103,7 @@ impl NandArray {
     }
 
     pub fn check_read(&self, ppa: Ppa) -> Result<(), NandError> {
-        if ppa.0 >= self.geometry.pages() {
+        if ppa.0 >= self.pages {
             return Err(NandError::OutOfRange { ppa });
         }
         if !self.is_programmed(ppa) {
@@ -118,8 +125,18 @@ impl NandArray {
             return Err(NandError::BlockRetired { block });
         }
         let first = self.geometry.ppa(block, 0).0 as usize;
-        for i in first..first + self.geometry.pages_per_block as usize {
-            self.programmed[i / 64] &= !(1 << (i % 64));
+        let end = first + self.geometry.pages_per_block as usize;
+        // Whole words at a time: a mask for each word the block's bits touch.
+        let mut i = first;
+        while i < end {
+            let bits = (end - i).min(64 - i % 64);
+            let mask = if bits == 64 {
+                u64::MAX
+            } else {
+                ((1u64 << bits) - 1) << (i % 64)
+            };
+            self.programmed[i / 64] &= !mask;
+            i += bits;
         }
         self.programmed_in_block[b] = 0;
         self.erase_counts[b] += 1;
@@ -192,6 +209,31 @@ mod tests {
         a.program(Ppa(5)).unwrap();
         assert_eq!(a.erase_count(BlockId(1)), 1);
         assert_eq!(a.total_erases(), 1);
+    }
+
+    #[test]
+    fn an_erase_clears_exactly_its_block() {
+        // 37 pages a block: blocks straddle the bitmap's words.
+        let g = Geometry {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 9,
+            pages_per_block: 37,
+            page_bytes: 2048,
+            oob_bytes: 0,
+        };
+        for victim in 0..9 {
+            let mut a = NandArray::new(g, 10);
+            for p in 0..g.pages() {
+                a.program(Ppa(p)).unwrap();
+            }
+            a.erase(BlockId(victim)).unwrap();
+            for p in 0..g.pages() {
+                assert_eq!(a.is_programmed(Ppa(p)), p / 37 != victim, "page {p}");
+            }
+        }
     }
 
     #[test]

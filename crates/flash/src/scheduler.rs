@@ -16,6 +16,7 @@
 //!
 //! Planes of a die share the die's timeline (no multi-plane commands yet).
 
+use crate::divisor::Divisor;
 use crate::timeline::{Cursor, Timeline};
 use crate::{Geometry, Ppa, Timing};
 use storsim_core::{SimDuration, SimTime};
@@ -38,6 +39,16 @@ pub struct Utilisation {
 pub struct Scheduler {
     geometry: Geometry,
     timing: Timing,
+    /// Where a page is, from its address: die (pages per die), channel (dies per channel),
+    /// page in its block and its level (bits per cell), by multiplication rather than hardware
+    /// division.
+    pages_per_die: Divisor,
+    dies_per_channel: Divisor,
+    pages_per_block: Divisor,
+    levels: Divisor,
+    /// tR and tPROG in ns by page level, as in [`Timing::read_of`] and [`Timing::program_of`].
+    read_ns: [u64; 3],
+    program_ns: [u64; 3],
     channels: Vec<Timeline>,
     /// Per die, where its last reservation went on its channel: its next one lands at or after
     /// it (a die runs its operations in order), so the search starts there.
@@ -53,7 +64,16 @@ pub struct Scheduler {
 impl Scheduler {
     pub fn new(geometry: Geometry, timing: Timing) -> Self {
         let transfer = timing.transfer(geometry.page_bytes + geometry.oob_bytes);
+        let dies_per_channel = geometry.chips_per_channel * geometry.dies_per_chip;
         Scheduler {
+            pages_per_die: Divisor::new(
+                geometry.pages_per_block * geometry.blocks_per_plane * geometry.planes_per_die,
+            ),
+            dies_per_channel: Divisor::new(dies_per_channel),
+            pages_per_block: Divisor::new(geometry.pages_per_block),
+            levels: Divisor::new(timing.cell.bits()),
+            read_ns: timing.read.map(|t| t.as_ns()),
+            program_ns: timing.program.map(|t| t.as_ns()),
             channels: vec![Timeline::default(); geometry.channels as usize],
             cursors: vec![Cursor::default(); geometry.dies() as usize],
             horizon: 0,
@@ -93,10 +113,9 @@ impl Scheduler {
             // Without the source page, the read is timed at the destination's page level.
             return self.schedule_copyback(ppa, ppa, earliest);
         }
-        let block = self.geometry.block_of(ppa);
-        let page = self.geometry.page_in_block(ppa);
-        let die = self.geometry.die_of(block) as usize;
-        let ch = self.geometry.channel_of(block) as usize;
+        let (die, ch, page) = self.locate(ppa);
+        let level = self.level(page);
+        let (read_ns, program_ns) = (self.read_ns[level], self.program_ns[level]);
         let cmd = self.timing.command.as_ns();
         let xfer = self.transfer.as_ns();
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
@@ -106,17 +125,13 @@ impl Scheduler {
         let (die_start, finish, channel_ns) = match kind {
             FlashOpKind::Read => {
                 let c = channel.reserve(t0, cmd, horizon, cursor);
-                let ready = c + cmd + self.timing.read_of(page).as_ns();
+                let ready = c + cmd + read_ns;
                 let out = channel.reserve(ready, cmd + xfer, horizon, cursor);
                 (c, out + cmd + xfer, 2 * cmd + xfer)
             }
             FlashOpKind::Program => {
                 let c = channel.reserve(t0, cmd + xfer, horizon, cursor);
-                (
-                    c,
-                    c + cmd + xfer + self.timing.program_of(page).as_ns(),
-                    cmd + xfer,
-                )
+                (c, c + cmd + xfer + program_ns, cmd + xfer)
             }
             FlashOpKind::Erase => {
                 let c = channel.reserve(t0, cmd, horizon, cursor);
@@ -150,20 +165,33 @@ impl Scheduler {
             self.can_copy_back(from, to),
             "copy-back from {from:?} to {to:?} crosses planes"
         );
-        let block = self.geometry.block_of(to);
-        let die = self.geometry.die_of(block) as usize;
-        let ch = self.geometry.channel_of(block) as usize;
+        let (die, ch, to_page) = self.locate(to);
+        let from_page = self.pages_per_block.remainder(from.0) as usize;
         let cmd = self.timing.command.as_ns();
-        let array = self.timing.read_of(self.geometry.page_in_block(from))
-            + self.timing.program_of(self.geometry.page_in_block(to));
+        let array = self.read_ns[self.level(from_page)] + self.program_ns[self.level(to_page)];
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
         let horizon = self.horizon;
         let c = self.channels[ch].reserve(t0, 2 * cmd, horizon, &mut self.cursors[die]);
-        let finish = c + 2 * cmd + array.as_ns();
+        let finish = c + 2 * cmd + array;
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - c;
         self.channel_busy_ns[ch] += 2 * cmd;
         (SimTime(finish), SimDuration(finish - c))
+    }
+
+    /// The die, the channel and the page in its block of `ppa`, as indices.
+    #[inline]
+    fn locate(&self, ppa: Ppa) -> (usize, usize, usize) {
+        let die = self.pages_per_die.quotient(ppa.0);
+        let ch = self.dies_per_channel.quotient(die);
+        let page = self.pages_per_block.remainder(ppa.0);
+        (die as usize, ch as usize, page as usize)
+    }
+
+    /// The level of page `page` of a block, as [`Timing`] defines it.
+    #[inline]
+    fn level(&self, page: usize) -> usize {
+        self.levels.remainder(page as u32) as usize
     }
 
     /// Tells the scheduler that simulated time has reached `now`, as the driver does on every
@@ -303,6 +331,41 @@ mod tests {
         let a = s.schedule(FlashOpKind::Program, page_on_die(&g, 0), SimTime(0));
         let b = s.schedule(FlashOpKind::Program, page_on_die(&g, 1), SimTime(0));
         assert_eq!(a, b);
+    }
+
+    #[test]
+    fn page_levels_take_their_own_times() {
+        let (g, _) = setup(1, 1);
+        // TLC: pages 0, 1, 2 of a block are levels 0, 1, 2; page 4 is level 1 again.
+        let t = Timing {
+            cell: CellType::Tlc,
+            read: [SimDuration(1_000), SimDuration(2_000), SimDuration(3_000)],
+            program: [
+                SimDuration(10_000),
+                SimDuration(20_000),
+                SimDuration(30_000),
+            ],
+            ..Timing::uniform(
+                CellType::Tlc,
+                SimDuration(0),
+                SimDuration(0),
+                SimDuration(100_000),
+                SimDuration(100),
+                1000,
+                1,
+            )
+        };
+        for page in 0..g.pages_per_block {
+            let mut s = Scheduler::new(g, t.clone());
+            let ppa = g.ppa(BlockId(1), page);
+            let r = s.schedule(FlashOpKind::Read, ppa, SimTime(0));
+            assert_eq!(r.as_ns(), 100 + t.read_of(page).as_ns() + 100 + 1_000);
+            let w = s.schedule(FlashOpKind::Program, ppa, r);
+            assert_eq!(
+                w.as_ns(),
+                r.as_ns() + 100 + 1_000 + t.program_of(page).as_ns()
+            );
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod op;
 pub mod page;
 pub mod page_static;
 pub mod raw;
+mod table;
 pub mod wear;
 
 pub use op::{Cause, Dep, FlashOp, FtlError};

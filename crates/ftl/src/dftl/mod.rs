@@ -139,7 +139,7 @@ impl Cmt {
             capacity,
             entries_per_page,
             logical_pages,
-            slot_of: vec![NONE; logical_pages as usize],
+            slot_of: crate::table::filled(logical_pages as usize, NONE),
             slots: Vec::with_capacity(capacity.min(logical_pages) as usize),
             head: NONE,
             tail: NONE,

@@ -89,10 +89,17 @@ pub(crate) trait BlockInfo {
 struct Buckets {
     /// `plane * pages_per_block + valid` → first block of that list.
     heads: Vec<u32>,
-    next: Vec<u32>,
-    prev: Vec<u32>,
+    /// Per block, the next and the previous block of its list, side by side: unlinking a
+    /// block reads both, and its neighbours' entries, at random places in a large table.
+    links: Vec<Link>,
     /// Per plane, no list below this valid count is non-empty.
     min_hint: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Link {
+    next: u32,
+    prev: u32,
 }
 
 /// Random and cost-benefit's index: per plane, the candidates in an array (swap-remove).
@@ -122,8 +129,13 @@ impl VictimIndex {
         let blocks = (planes * blocks_per_plane) as usize;
         let buckets = policy.uses_buckets().then(|| Buckets {
             heads: vec![NONE; planes as usize * ppb as usize],
-            next: vec![NONE; blocks],
-            prev: vec![NONE; blocks],
+            links: vec![
+                Link {
+                    next: NONE,
+                    prev: NONE
+                };
+                blocks
+            ],
             min_hint: vec![ppb; planes as usize],
         });
         let dense = policy.uses_dense().then(|| Dense {
@@ -171,6 +183,25 @@ impl VictimIndex {
             b.unlink(plane, ppb, block, valid + 1);
             b.link(plane, ppb, block, valid);
         }
+    }
+
+    /// Reads what [`VictimIndex::invalidated`] on `block` will read, and returns a value
+    /// made from it: a caller about to invalidate many blocks calls this for each first, so
+    /// that their cache misses overlap (see `Core::apply_invalidations`).
+    #[inline]
+    pub(crate) fn touch(&self, block: u32) -> u32 {
+        let Some(b) = &self.buckets else {
+            return 0;
+        };
+        let Link { next, prev } = b.links[block as usize];
+        let mut seen = next ^ prev;
+        if next != NONE {
+            seen ^= b.links[next as usize].prev;
+        }
+        if prev != NONE {
+            seen ^= b.links[prev as usize].next;
+        }
+        seen
     }
 
     /// Sealed block `block` (with `valid` valid pages) leaves the index: it is being collected
@@ -332,10 +363,12 @@ impl Buckets {
     fn link(&mut self, plane: u32, ppb: u32, block: u32, valid: u32) {
         let h = (plane * ppb + valid) as usize;
         let old = self.heads[h];
-        self.next[block as usize] = old;
-        self.prev[block as usize] = NONE;
+        self.links[block as usize] = Link {
+            next: old,
+            prev: NONE,
+        };
         if old != NONE {
-            self.prev[old as usize] = block;
+            self.links[old as usize].prev = block;
         }
         self.heads[h] = block;
         let hint = &mut self.min_hint[plane as usize];
@@ -346,7 +379,7 @@ impl Buckets {
 
     #[inline]
     fn unlink(&mut self, plane: u32, ppb: u32, block: u32, valid: u32) {
-        let (n, p) = (self.next[block as usize], self.prev[block as usize]);
+        let Link { next: n, prev: p } = self.links[block as usize];
         if p == NONE {
             let h = (plane * ppb + valid) as usize;
             assert!(
@@ -355,10 +388,10 @@ impl Buckets {
             );
             self.heads[h] = n;
         } else {
-            self.next[p as usize] = n;
+            self.links[p as usize].next = n;
         }
         if n != NONE {
-            self.prev[n as usize] = p;
+            self.links[n as usize].prev = p;
         }
     }
 }

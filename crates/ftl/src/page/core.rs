@@ -8,10 +8,11 @@
 
 use super::Params;
 use crate::gc::{BlockInfo, VictimIndex};
+use crate::table;
 use crate::wear::{FreePool, StaticWl};
 use crate::{Cause, Dep, FlashOp, FtlError};
 use storsim_core::{DeviceCounter, Prng};
-use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
+use storsim_flash::{BlockId, Divisor, Geometry, NandArray, Ppa};
 
 /// "No page" / "no block" in every u32 table.
 pub(crate) const NONE: u32 = u32::MAX;
@@ -108,6 +109,8 @@ pub(crate) struct CoreCounters {
 pub(crate) struct Core {
     pub(crate) nand: NandArray,
     ppb: u32,
+    /// `ppb` prepared for division: every program and invalidation finds its page's block.
+    ppb_div: Divisor,
     blocks_per_plane: u32,
     planes: u32,
     logical_pages: u32,
@@ -145,8 +148,17 @@ pub(crate) struct Core {
     moved: Vec<u32>,
     /// Scratch: the valid (page, owner) pairs of the block being collected.
     batch: Vec<(u32, u32)>,
+    /// Scratch: whether each page of the block being collected is valid.
+    valid: Vec<bool>,
+    /// Pages that host writes made invalid, with the host-write count at the time, whose
+    /// blocks' counts are not updated yet (see [`Core::invalidate_later`]).
+    pending: Vec<(u32, u64)>,
     pub(crate) counters: CoreCounters,
 }
+
+/// Invalidations held back at most: enough for their cache misses to overlap, few enough to
+/// stay in the first-level cache.
+const PENDING_MAX: usize = 32;
 
 /// Logical pages of a page-mapped FTL with `params` over `geometry`, before any metadata:
 /// `floor(physical × (1 − over-provisioning))`.
@@ -249,24 +261,25 @@ impl Core {
         Ok(Core {
             nand: NandArray::new(geometry, endurance),
             ppb,
+            ppb_div: Divisor::new(ppb),
             blocks_per_plane: geometry.blocks_per_plane,
             planes,
             logical_pages: logical_pages as u32,
             low_watermark: params.gc_low_watermark_blocks as usize,
             high_watermark,
             background_gc: params.gc_background,
-            l2p: vec![NONE; logical_pages as usize],
-            meta_l2p: vec![NONE; meta_pages as usize],
-            p2l: vec![NONE; pages as usize],
-            blocks: vec![
+            l2p: table::filled(logical_pages as usize, NONE),
+            meta_l2p: table::filled(meta_pages as usize, NONE),
+            p2l: table::filled(pages as usize, NONE),
+            blocks: table::filled(
+                blocks as usize,
                 BlockMeta {
                     modified: 0,
                     valid: 0,
                     state: BlockState::Free,
                     kind: PageKind::Data,
-                };
-                blocks as usize
-            ],
+                },
+            ),
             plane,
             stripe: (0..planes as u64)
                 .map(|n| geometry.striped_plane(n))
@@ -290,6 +303,8 @@ impl Core {
             worn_out: false,
             moved: Vec::new(),
             batch: Vec::new(),
+            valid: Vec::new(),
+            pending: Vec::with_capacity(PENDING_MAX),
             counters: CoreCounters::default(),
         })
     }
@@ -421,7 +436,7 @@ impl Core {
         if old == NONE {
             self.data_valid += 1;
         } else {
-            self.invalidate(old);
+            self.invalidate_later(old);
         }
         Ok(())
     }
@@ -458,6 +473,7 @@ impl Core {
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<(), FtlError> {
+        self.apply_invalidations();
         let mut victims = 0;
         while self.plane[p as usize].free.len() < self.low_watermark {
             let now = self.counters.host_writes;
@@ -492,6 +508,7 @@ impl Core {
         if self.worn_out {
             return Ok(false);
         }
+        self.apply_invalidations();
         if self.background_gc {
             for k in 0..self.planes {
                 let p = (self.background_cursor + k) % self.planes;
@@ -520,6 +537,7 @@ impl Core {
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<bool, FtlError> {
+        self.apply_invalidations();
         let blocks = &self.blocks;
         let Some(b) = self.wear.find(self.nand.erase_counts(), |b| {
             blocks[b as usize].state == BlockState::Sealed
@@ -602,6 +620,7 @@ impl Core {
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<(), FtlError> {
+        self.apply_invalidations();
         assert!(
             self.blocks[b as usize].state == BlockState::Sealed,
             "only full blocks are collected (block {b})"
@@ -614,22 +633,30 @@ impl Core {
 
         // First pass: find the valid pages. A page is valid when the map of its owner still
         // points at it. These map reads are independent of each other, so their cache misses
-        // overlap; the second pass then finds the lines it updates already cached.
+        // overlap, the more so as nothing else in their loop waits for them (the valid pages
+        // are gathered afterwards); the copies then find the lines they update cached.
         let mut batch = std::mem::take(&mut self.batch);
+        let mut valid = std::mem::take(&mut self.valid);
         let first = b * self.ppb;
         batch.clear();
-        batch.resize(self.ppb as usize, (0, 0));
+        batch.extend((first..first + self.ppb).map(|src| (src, self.p2l[src as usize])));
         let map = match kind {
             PageKind::Data => &self.l2p,
             PageKind::Meta => &self.meta_l2p,
         };
+        valid.clear();
+        valid.extend(
+            batch
+                .iter()
+                .map(|&(src, owner)| map.get(owner as usize) == Some(&src)),
+        );
         let mut n = 0;
-        for src in first..first + self.ppb {
-            let owner = self.p2l[src as usize];
-            batch[n] = (src, owner);
-            n += (map.get(owner as usize) == Some(&src)) as usize;
+        for k in 0..batch.len() {
+            batch[n] = batch[k];
+            n += valid[k] as usize;
         }
         batch.truncate(n);
+        self.valid = valid;
         assert!(
             n == self.blocks[b as usize].valid as usize,
             "block {b}: {n} pages mapped, {} counted valid",
@@ -804,10 +831,12 @@ impl Core {
     #[inline]
     fn commit(&mut self, ppa: u32, owner: u32, kind: PageKind) {
         self.p2l[ppa as usize] = owner;
-        let b = ppa / self.ppb;
+        let b = self.ppb_div.quotient(ppa);
         self.blocks[b as usize].valid += 1;
         self.blocks[b as usize].modified = self.counters.host_writes;
         if ppa - b * self.ppb == self.ppb - 1 {
+            // The block joins the victim index with its count: earlier invalidations first.
+            self.apply_invalidations();
             self.blocks[b as usize].state = BlockState::Sealed;
             match kind {
                 PageKind::Data => {
@@ -835,18 +864,62 @@ impl Core {
     /// Physical page `ppa` no longer holds current data. Its reverse-map entry stays: a page
     /// is valid only while its owner's map points at it, so the caller's map update is what
     /// invalidates it, and the host path saves a cache miss on the reverse map.
-    #[inline]
     fn invalidate(&mut self, ppa: u32) {
-        let b = ppa / self.ppb;
-        let v = &mut self.blocks[b as usize].valid;
+        self.apply_invalidations();
+        self.apply_invalidation(ppa, self.counters.host_writes);
+    }
+
+    /// [`Core::invalidate`] for a host write, deferred. The block's count lives in a table
+    /// too large for the cache, and the block is known only once the map's old entry is read,
+    /// itself a cache miss: done at once, the two misses come one after the other on every
+    /// host write. Deferred, the counts of a few dozen writes are updated together and their
+    /// misses overlap. Nothing observes the difference: every reader of block counts or of
+    /// the victim index, and every other change to them (sealing a block, another
+    /// invalidation, collecting), applies the pending invalidations first, in order.
+    #[inline]
+    fn invalidate_later(&mut self, ppa: u32) {
+        self.pending.push((ppa, self.counters.host_writes));
+        if self.pending.len() == PENDING_MAX {
+            self.apply_invalidations();
+        }
+    }
+
+    /// Applies the invalidations [`Core::invalidate_later`] held back, in order.
+    fn apply_invalidations(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        // Reading every block's record first starts all their cache misses at once; the
+        // updates then find them cached.
+        let mut touched = 0;
+        for &(ppa, _) in &pending {
+            let b = self.ppb_div.quotient(ppa);
+            touched ^= self.blocks[b as usize].valid ^ self.victims.touch(b);
+        }
+        std::hint::black_box(touched);
+        for &(ppa, stamp) in &pending {
+            self.apply_invalidation(ppa, stamp);
+        }
+        self.pending = pending;
+        self.pending.clear();
+    }
+
+    /// Invalidates `ppa` as of host-write count `stamp`.
+    #[inline]
+    fn apply_invalidation(&mut self, ppa: u32, stamp: u64) {
+        let b = self.ppb_div.quotient(ppa);
+        let meta = &mut self.blocks[b as usize];
         assert!(
-            *v > 0,
+            meta.valid > 0,
             "invalidating a page of block {b}, which has no valid page"
         );
-        *v -= 1;
-        let v = *v;
-        self.blocks[b as usize].modified = self.counters.host_writes;
-        if self.blocks[b as usize].state == BlockState::Sealed {
+        meta.valid -= 1;
+        // Later changes to the block (a program) may have been recorded already: the last
+        // change is the latest.
+        meta.modified = meta.modified.max(stamp);
+        if meta.state == BlockState::Sealed {
+            let v = meta.valid;
             self.victims.invalidated(b, v);
         }
     }
