@@ -1,6 +1,6 @@
 //! The wall clock as the model sees it: nanoseconds since the emulator started.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use storsim_core::SimTime;
 
 /// Converts between `Instant`s and the `SimTime` the model is driven with. The epoch is the
@@ -18,18 +18,9 @@ impl WallClock {
     }
 
     pub fn now(&self) -> SimTime {
-        self.at(Instant::now())
-    }
-
-    pub fn at(&self, instant: Instant) -> SimTime {
         // A u64 of nanoseconds lasts 584 years; saturating keeps a wrapped value impossible.
-        let ns = instant.saturating_duration_since(self.epoch).as_nanos();
+        let ns = self.epoch.elapsed().as_nanos();
         SimTime::from_ns(u64::try_from(ns).unwrap_or(u64::MAX))
-    }
-
-    /// How long until `t`, or zero when it has passed.
-    pub fn until(&self, t: SimTime) -> Duration {
-        Duration::from_nanos(t.as_ns().saturating_sub(self.now().as_ns()))
     }
 }
 

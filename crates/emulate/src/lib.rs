@@ -25,10 +25,10 @@ mod lateness;
 mod pacer;
 pub mod signals;
 
-pub use clock::WallClock;
 pub use lateness::{Lateness, LatenessSummary};
 pub use storsim_store::{Backing, Store, StoreError};
 
+use clock::WallClock;
 use pacer::{Message, Pacer, Submission};
 use std::collections::VecDeque;
 use std::io::Write;
@@ -304,10 +304,6 @@ impl Emulator {
         })
     }
 
-    pub fn export_bytes(&self) -> u64 {
-        self.shared.options.export_bytes
-    }
-
     pub fn store(&self) -> &Arc<Store> {
         &self.shared.store
     }
@@ -476,11 +472,6 @@ impl Emulator {
             }
         }
         self.shared.tally().final_counters.clone()
-    }
-
-    /// The clock the model is driven with, for front ends and tests that want to compare.
-    pub fn clock(&self) -> WallClock {
-        self.shared.clock
     }
 
     /// Stops taking host I/O, lets every accepted request complete at its instant, flushes the

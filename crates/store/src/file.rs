@@ -264,27 +264,7 @@ impl FileStore {
             if slots_in_file == 0 {
                 // A crash between writing the data header and completing the map's header: no
                 // block can have been written yet, so the map is created afresh, empty.
-                let journal = Self::create_journal(&map_path, size, store_id)?;
-                sync_parent(&map_path)?;
-                let recovery = Recovery {
-                    created: true,
-                    ..Recovery::default()
-                };
-                return Ok(Self::assemble(
-                    path.to_path_buf(),
-                    map_path,
-                    size,
-                    store_id,
-                    data,
-                    journal,
-                    Replayed {
-                        live: BlockMap::default(),
-                        used: SlotSet::default(),
-                        committed: 0,
-                    },
-                    0,
-                    recovery,
-                ));
+                return Self::start_empty(path, map_path, size, store_id, data);
             }
             return Err(corrupt(
                 &map_path,
@@ -400,8 +380,21 @@ impl FileStore {
             .and_then(|()| data.sync_all())
             .map_err(io_err(path, "write the data file header"))?;
         // The data header is durable before the map exists; see the crash case in `open`.
+        Self::start_empty(path, map_path, size, store_id, data)
+    }
+
+    /// A store with a durable data header and no blocks: creates its map and makes the
+    /// directory entries durable.
+    fn start_empty(
+        path: &Path,
+        map_path: PathBuf,
+        size: u64,
+        store_id: u64,
+        data: File,
+    ) -> Result<FileStore, StoreError> {
         let journal = Self::create_journal(&map_path, size, store_id)?;
-        sync_parent(path)?;
+        // The map sits beside the data file, so this makes both names durable.
+        sync_parent(&map_path)?;
         Ok(Self::assemble(
             path.to_path_buf(),
             map_path,
