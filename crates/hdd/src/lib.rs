@@ -1,0 +1,1 @@
+//! Hard-disk model (in progress).

@@ -1,0 +1,1 @@
+//! Hybrid flash + disk drives (in progress).
