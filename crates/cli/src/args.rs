@@ -23,8 +23,35 @@ pub enum Command {
     /// Serve a device model as a real disk (NBD server and/or FUSE file) whose I/Os complete
     /// when the model says, with the bytes kept in a block store.
     Emulate(EmulateArgs),
+    /// Compare a device model with measurements of a real device.
+    #[command(subcommand)]
+    Validate(ValidateCommand),
     /// List the built-in devices.
     Presets,
+}
+
+#[derive(Subcommand)]
+pub enum ValidateCommand {
+    /// Replay a DiskSim validate trace closed loop (one request outstanding, each next request
+    /// issued its think time after the previous completes) and print DiskSim's demerit: the RMS
+    /// horizontal distance between the simulated and the measured access-time CDFs.
+    Disksim(ValidateDisksimArgs),
+}
+
+#[derive(Args)]
+pub struct ValidateDisksimArgs {
+    /// A preset name or a device TOML file (for example one written by `storsim import disksim`).
+    #[arg(long)]
+    pub device: String,
+    /// A trace in DiskSim's validate format (`R|W Hit|Miss blkno bcount access_us think_us`).
+    #[arg(long)]
+    pub trace: PathBuf,
+    /// Write the comparison as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Write the simulated and measured access time of every request, in trace order, as CSV.
+    #[arg(long, value_name = "OUT")]
+    pub requests_csv: Option<PathBuf>,
 }
 
 /// Options that say how to read a trace file.

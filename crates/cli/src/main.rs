@@ -6,6 +6,7 @@ mod inspect;
 mod progress;
 mod report;
 mod simulate;
+mod validate;
 mod workload_arg;
 
 use clap::Parser;
@@ -46,6 +47,7 @@ fn main() -> ExitCode {
         args::Command::Simulate(a) => simulate::run(a),
         args::Command::Inspect(a) => inspect::run(a),
         args::Command::Emulate(a) => emulate::run(a),
+        args::Command::Validate(args::ValidateCommand::Disksim(a)) => validate::disksim(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
                 println!("{:<18} {:<8} {}", p.name, p.model, p.summary);

@@ -9,7 +9,7 @@ use std::path::Path;
 use storsim_core::{Completion, Device, DeviceCounter, Op};
 use storsim_emulate::{Backing, EmulatorReport};
 use storsim_engine::{Replay, RunInfo};
-use storsim_stats::{Distribution, OpSummary, Summary};
+use storsim_stats::{Demerit, Distribution, OpSummary, Summary};
 use storsim_workload::trace::Characterisation;
 use storsim_workload::Workload;
 
@@ -578,6 +578,90 @@ pub fn inspect_text(name: &str, c: &Characterisation) -> String {
         }
     }
     out
+}
+
+/// A `validate disksim` run: the model's access times beside the measured ones, in trace order.
+pub struct ValidationResults<'a> {
+    pub device_name: &'a str,
+    pub device: &'a dyn Device,
+    pub trace: &'a Path,
+    pub simulated_ms: &'a [f64],
+    pub measured_ms: &'a [f64],
+    pub demerit: Demerit,
+}
+
+/// Percentiles of a sample of access times in ms (nearest rank), for the side-by-side table.
+fn percentiles_ms(values: &[f64]) -> [f64; 5] {
+    let mut sorted = values.to_vec();
+    sorted.sort_unstable_by(f64::total_cmp);
+    let at = |q: f64| {
+        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+        sorted[rank - 1]
+    };
+    [at(0.1), at(0.5), at(0.9), at(0.99), at(1.0)]
+}
+
+pub fn validation_json(r: &ValidationResults) -> Value {
+    let side = |values: &[f64], mean: f64| {
+        let [p10, p50, p90, p99, max] = percentiles_ms(values);
+        json!({"mean_ms": mean, "p10_ms": p10, "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": max})
+    };
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "device": {
+            "name": r.device_name,
+            "model": r.device.model_name(),
+            "capacity_bytes": r.device.capacity_bytes(),
+            "counters": counters_json(r.device.counters()),
+        },
+        "trace": r.trace.display().to_string(),
+        "requests": r.measured_ms.len(),
+        "demerit_ms": r.demerit.demerit_ms,
+        "demerit_pct_of_mean": r.demerit.demerit_pct_of_mean,
+        "simulated": side(r.simulated_ms, r.demerit.simulated_mean_ms),
+        "measured": side(r.measured_ms, r.demerit.measured_mean_ms),
+    })
+}
+
+pub fn validation_text(r: &ValidationResults) -> String {
+    let mut out = format!(
+        "device   {} ({})\ntrace    {} ({} requests, closed loop, one outstanding)\n\n",
+        r.device_name,
+        r.device.model_name(),
+        r.trace.display(),
+        r.measured_ms.len()
+    );
+    out += &format!(
+        "{:<20}{:>9}{:>9}{:>9}{:>9}{:>9}{:>9}\n",
+        "access time (ms)", "mean", "p10", "p50", "p90", "p99", "max"
+    );
+    for (name, values, mean) in [
+        ("simulated", r.simulated_ms, r.demerit.simulated_mean_ms),
+        ("measured", r.measured_ms, r.demerit.measured_mean_ms),
+    ] {
+        let p = percentiles_ms(values);
+        out += &format!(
+            "{name:<20}{mean:>9.3}{:>9.3}{:>9.3}{:>9.3}{:>9.3}{:>9.3}\n",
+            p[0], p[1], p[2], p[3], p[4]
+        );
+    }
+    out += &format!(
+        "\ndemerit  {:.3} ms ({:.1} % of the measured mean): the RMS horizontal distance between \
+         the simulated and measured access-time CDFs, computed as DiskSim does\n",
+        r.demerit.demerit_ms, r.demerit.demerit_pct_of_mean
+    );
+    out
+}
+
+/// One line per request in trace order: its simulated and measured access time.
+pub fn write_validation_csv(path: &Path, r: &ValidationResults) -> Result<(), CliError> {
+    let failed = |e: std::io::Error| CliError::failure(format!("writing {}: {e}", path.display()));
+    let mut out = BufWriter::new(File::create(path).map_err(failed)?);
+    writeln!(out, "request,simulated_ms,measured_ms").map_err(failed)?;
+    for (i, (s, m)) in r.simulated_ms.iter().zip(r.measured_ms).enumerate() {
+        writeln!(out, "{i},{s},{m}").map_err(failed)?;
+    }
+    out.flush().map_err(failed)
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@
 //! ```
 //! See docs/config.md; each model's section is described in docs/models/NAME.md.
 
+pub mod disksim;
 mod error;
 mod file;
 mod models;

@@ -1,0 +1,1 @@
+//! Turning a DiskSim drive into a storsim `hdd` device description (in progress).
