@@ -1,1 +1,710 @@
-//! RAID-0 / RAID-1 arrays over child devices (in progress).
+//! RAID-0 striping and RAID-1 mirroring over any child devices (SSDs, disks, black-box models
+//! or other arrays, mixed freely). See docs/models/array.md.
+//!
+//! An [`ArrayDevice`] splits each host request into child requests ("pieces"), hands them to
+//! its children and completes the host request when the last piece completes: its finish is
+//! the latest piece's finish and its service start the earliest piece's start. The array adds
+//! no time of its own; everything it reports comes from the children's models.
+//!
+//! A child that is full (it refuses with `QueueFull`) gets the piece later: the array keeps it
+//! in that child's pending queue, in arrival order, and submits it at the instant the child
+//! completes something. Each outstanding host request has at most one piece per child, so a
+//! pending queue never holds more than the array's queue depth.
+//!
+//! A child that fails ends a RAID-0 array (it refuses everything after); a RAID-1 array runs
+//! on the surviving copies and fails when none is left. A request is refused whole when its
+//! first piece cannot be placed; a later piece that nothing can serve is counted as lost, and
+//! the array fails right there, so the run's results say so.
+
+mod mapping;
+
+use std::collections::{HashMap, VecDeque};
+use storsim_core::{
+    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    QUEUE_DEPTH_MAX, SECTOR_BYTES,
+};
+
+use mapping::{raid0_capacity_bytes, raid0_pieces, Piece};
+
+/// Which child serves a RAID-1 read. Every copy holds the same bytes, so the choice only
+/// affects timing; both policies are deterministic.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPolicy {
+    /// The surviving child with the fewest pieces outstanding (in the child plus waiting for
+    /// it); ties go to the lowest index. Adapts to children of different speeds.
+    LeastOutstanding,
+    /// The surviving children in turn, starting with child 0.
+    RoundRobin,
+}
+
+/// The array's organisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RaidLevel {
+    /// Striping: stripe unit k of the array lives on child k mod n, in row k / n.
+    Raid0 { stripe_unit_bytes: u64 },
+    /// Mirroring: every child holds the whole array; writes go to all, reads to one.
+    Raid1 { read_policy: ReadPolicy },
+}
+
+impl RaidLevel {
+    pub fn name(self) -> &'static str {
+        match self {
+            RaidLevel::Raid0 { .. } => "raid0",
+            RaidLevel::Raid1 { .. } => "raid1",
+        }
+    }
+}
+
+/// Everything the array needs besides its children; plain data that the config layer fills in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArrayParams {
+    pub level: RaidLevel,
+    /// Host requests outstanding at once (accepted and not yet reported complete).
+    pub queue_depth: usize,
+}
+
+/// One host request in the array, from acceptance until its completion is reported.
+struct Parent {
+    request: Request,
+    /// Acceptance order, which breaks ties between completions at the same instant.
+    seq: u64,
+    /// Pieces not yet completed, dropped or lost.
+    remaining: usize,
+    service_start: Option<SimTime>,
+    finish: SimTime,
+}
+
+/// A host request whose pieces are all done, waiting for `advance` to report it.
+struct Finished {
+    seq: u64,
+    slot: usize,
+    completion: Completion,
+}
+
+#[derive(Default)]
+struct ChildCounts {
+    pieces: u64,
+    read_bytes: u64,
+    write_bytes: u64,
+    trim_bytes: u64,
+    flushes: u64,
+    queued_pieces: u64,
+}
+
+struct Child {
+    device: Box<dyn Device>,
+    /// Pieces the child refused with `QueueFull`, in the order the array accepted them.
+    pending: VecDeque<Request>,
+    /// Pieces in the child plus pieces pending for it.
+    outstanding: usize,
+    /// Why the child failed, once it has.
+    failed: Option<String>,
+    counts: ChildCounts,
+}
+
+#[derive(Clone, Default)]
+struct ArrayCounts {
+    requests: u64,
+    split_requests: u64,
+    pieces: u64,
+    queued_pieces: u64,
+    redirected_reads: u64,
+    degraded_pieces: u64,
+    lost_pieces: u64,
+}
+
+/// What to do with a piece its child refused with an error other than `QueueFull`.
+enum Recovery {
+    /// A RAID-1 read: another surviving copy serves it.
+    Redirect(usize),
+    /// A RAID-1 write, trim or flush: the surviving copies carry it, this copy is gone.
+    Drop,
+    /// Nothing can serve the piece.
+    Fail,
+}
+
+pub struct ArrayDevice {
+    level: RaidLevel,
+    capacity_bytes: u64,
+    children: Vec<Child>,
+    /// Host requests by slot; a slot is free from the report of one request to the next
+    /// acceptance.
+    parents: Vec<Option<Parent>>,
+    free_slots: Vec<usize>,
+    /// Child request id -> parent slot, for every piece in a child or pending for one.
+    pieces: HashMap<u64, usize>,
+    next_piece_id: u64,
+    next_seq: u64,
+    finished: Vec<Finished>,
+    round_robin_next: usize,
+    /// Why the array accepts no more requests, once it does not.
+    failed: Option<String>,
+    plan: Vec<Piece>,
+    child_done: Vec<Completion>,
+    counts: ArrayCounts,
+}
+
+impl ArrayDevice {
+    /// An array over `children`, in order. Fails when the parameters cannot describe an array
+    /// (no children, a stripe unit that is not a whole number of sectors, a child smaller than
+    /// one stripe unit, a queue depth outside 1..=`QUEUE_DEPTH_MAX`).
+    pub fn new(params: ArrayParams, children: Vec<Box<dyn Device>>) -> Result<Self, String> {
+        if children.is_empty() {
+            return Err("an array needs at least one child device".into());
+        }
+        if params.queue_depth == 0 || params.queue_depth > QUEUE_DEPTH_MAX as usize {
+            return Err(format!(
+                "queue depth must be 1..={QUEUE_DEPTH_MAX}, got {}",
+                params.queue_depth
+            ));
+        }
+        let child_min_bytes = children
+            .iter()
+            .map(|c| c.capacity_bytes())
+            .min()
+            .expect("at least one child");
+        let capacity_bytes = match params.level {
+            RaidLevel::Raid0 { stripe_unit_bytes } => {
+                if stripe_unit_bytes == 0 || stripe_unit_bytes % SECTOR_BYTES != 0 {
+                    return Err(format!(
+                        "the stripe unit must be a positive multiple of {SECTOR_BYTES} bytes, \
+                         got {stripe_unit_bytes}"
+                    ));
+                }
+                let capacity =
+                    raid0_capacity_bytes(child_min_bytes, stripe_unit_bytes, children.len())
+                        .ok_or_else(|| {
+                            format!(
+                                "{} children of {child_min_bytes} bytes do not fit in a \
+                                 64-bit byte count",
+                                children.len()
+                            )
+                        })?;
+                if capacity == 0 {
+                    return Err(format!(
+                        "the smallest child ({child_min_bytes} bytes) holds less than one \
+                         stripe unit ({stripe_unit_bytes} bytes)"
+                    ));
+                }
+                capacity
+            }
+            RaidLevel::Raid1 { .. } => child_min_bytes,
+        };
+        let depth = params.queue_depth;
+        let n = children.len();
+        Ok(ArrayDevice {
+            level: params.level,
+            capacity_bytes,
+            children: children
+                .into_iter()
+                .map(|device| Child {
+                    device,
+                    pending: VecDeque::with_capacity(depth),
+                    outstanding: 0,
+                    failed: None,
+                    counts: ChildCounts::default(),
+                })
+                .collect(),
+            parents: (0..depth).map(|_| None).collect(),
+            free_slots: (0..depth).rev().collect(),
+            pieces: HashMap::with_capacity(depth.saturating_mul(n).min(1 << 20)),
+            next_piece_id: 0,
+            next_seq: 0,
+            finished: Vec::with_capacity(depth),
+            round_robin_next: 0,
+            failed: None,
+            plan: Vec::with_capacity(n),
+            child_done: Vec::new(),
+            counts: ArrayCounts::default(),
+        })
+    }
+
+    pub fn level(&self) -> RaidLevel {
+        self.level
+    }
+
+    /// The children, in array order.
+    pub fn children(&self) -> impl Iterator<Item = &dyn Device> {
+        self.children.iter().map(|c| c.device.as_ref())
+    }
+
+    fn survivors(&self) -> usize {
+        self.children.iter().filter(|c| c.failed.is_none()).count()
+    }
+
+    /// The child that serves the next RAID-1 read, or `None` when every child has failed.
+    fn choose_reader(&mut self, policy: ReadPolicy) -> Option<usize> {
+        let n = self.children.len();
+        match policy {
+            ReadPolicy::LeastOutstanding => (0..n)
+                .filter(|&i| self.children[i].failed.is_none())
+                .min_by_key(|&i| (self.children[i].outstanding, i)),
+            ReadPolicy::RoundRobin => {
+                let i = (0..n)
+                    .map(|k| (self.round_robin_next + k) % n)
+                    .find(|&i| self.children[i].failed.is_none())?;
+                self.round_robin_next = (i + 1) % n;
+                Some(i)
+            }
+        }
+    }
+
+    /// Fills `self.plan` with the pieces of `request`. `None` when nothing can serve it.
+    fn split(&mut self, request: &Request) -> Option<()> {
+        self.plan.clear();
+        let n = self.children.len();
+        let whole = |child| Piece {
+            child,
+            offset_bytes: request.offset_bytes,
+            len_bytes: request.len_bytes,
+        };
+        match (self.level, request.op) {
+            // A flush carries no range: every child makes its own writes durable.
+            (_, Op::Flush) => self.plan.extend((0..n).map(|child| Piece {
+                child,
+                offset_bytes: 0,
+                len_bytes: 0,
+            })),
+            (RaidLevel::Raid0 { stripe_unit_bytes }, _) => {
+                let pieces = raid0_pieces(
+                    request.offset_bytes,
+                    request.len_bytes,
+                    stripe_unit_bytes,
+                    n,
+                );
+                self.plan.extend(pieces);
+            }
+            (RaidLevel::Raid1 { read_policy }, Op::Read) => {
+                let child = self.choose_reader(read_policy)?;
+                self.plan.push(whole(child));
+            }
+            (RaidLevel::Raid1 { .. }, Op::Write | Op::Trim) => {
+                self.plan.extend((0..n).map(whole));
+            }
+        }
+        Some(())
+    }
+
+    /// Marks child `i` failed and, when the array can no longer serve its whole range, the
+    /// array too.
+    fn mark_child_failed(&mut self, i: usize, reason: &str) {
+        if self.children[i].failed.is_none() {
+            self.children[i].failed = Some(reason.to_string());
+        }
+        let array_fails = match self.level {
+            RaidLevel::Raid0 { .. } => true,
+            RaidLevel::Raid1 { .. } => self.survivors() == 0,
+        };
+        if array_fails && self.failed.is_none() {
+            self.failed = Some(format!("child {i} failed: {reason}"));
+        }
+    }
+
+    fn recovery(&mut self, error: &DeviceError, piece: &Request) -> Recovery {
+        let DeviceError::Failed { .. } = error else {
+            return Recovery::Fail;
+        };
+        match self.level {
+            RaidLevel::Raid1 { read_policy } if self.survivors() > 0 => {
+                if piece.op == Op::Read {
+                    match self.choose_reader(read_policy) {
+                        Some(j) => Recovery::Redirect(j),
+                        None => Recovery::Fail,
+                    }
+                } else {
+                    Recovery::Drop
+                }
+            }
+            _ => Recovery::Fail,
+        }
+    }
+
+    /// Hands `piece` of the host request in `slot` to child `i` at `now`: submitted, or
+    /// pending when the child is full. When the child refuses it otherwise, the piece is
+    /// redirected or dropped (RAID-1 with survivors) or, when nothing can serve it, either
+    /// refused (`refusable`: no piece of its request is accepted yet, so the whole request can
+    /// still be refused) or lost, which fails the array. Returns whether the piece was
+    /// accepted by a child or a pending queue.
+    fn place(
+        &mut self,
+        now: SimTime,
+        mut i: usize,
+        mut piece: Request,
+        slot: usize,
+        refusable: bool,
+    ) -> Result<bool, DeviceError> {
+        loop {
+            piece.arrival = now;
+            let child = &mut self.children[i];
+            let result = if let Some(reason) = &child.failed {
+                Err(DeviceError::Failed {
+                    reason: reason.clone(),
+                })
+            } else if !child.pending.is_empty() {
+                // Earlier pieces are waiting for this child: this one goes behind them.
+                Err(DeviceError::QueueFull {
+                    queue_depth: child.device.queue_depth(),
+                })
+            } else {
+                child.device.submit(now, piece)
+            };
+            match result {
+                Ok(()) => {
+                    child.outstanding += 1;
+                    count_piece(&mut child.counts, &piece);
+                    self.pieces.insert(piece.id, slot);
+                    return Ok(true);
+                }
+                Err(DeviceError::QueueFull { .. }) => {
+                    // Each outstanding host request has at most one piece per child, so a
+                    // pending queue never outgrows the array's depth.
+                    assert!(
+                        child.pending.len() < self.parents.len(),
+                        "child {i}'s pending queue outgrew the array's queue depth"
+                    );
+                    child.pending.push_back(piece);
+                    child.outstanding += 1;
+                    child.counts.queued_pieces += 1;
+                    self.counts.queued_pieces += 1;
+                    self.pieces.insert(piece.id, slot);
+                    return Ok(true);
+                }
+                Err(error) => {
+                    if let DeviceError::Failed { reason } = &error {
+                        let reason = reason.clone();
+                        self.mark_child_failed(i, &reason);
+                    }
+                    match self.recovery(&error, &piece) {
+                        Recovery::Redirect(j) => {
+                            self.counts.redirected_reads += 1;
+                            i = j;
+                        }
+                        Recovery::Drop => {
+                            self.counts.degraded_pieces += 1;
+                            self.piece_gone(slot, piece.id, now);
+                            return Ok(false);
+                        }
+                        Recovery::Fail if refusable => return Err(error),
+                        Recovery::Fail => {
+                            if self.failed.is_none() {
+                                self.failed = Some(format!(
+                                    "child {i} refused part of accepted request {}: {error}",
+                                    self.parents[slot].as_ref().map_or(0, |p| p.request.id)
+                                ));
+                            }
+                            self.counts.lost_pieces += 1;
+                            self.piece_gone(slot, piece.id, now);
+                            return Ok(false);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// A piece of the request in `slot` is finished (completed at `finish`, or given up then).
+    fn piece_gone(&mut self, slot: usize, piece_id: u64, finish: SimTime) {
+        self.pieces.remove(&piece_id);
+        let parent = self.parents[slot]
+            .as_mut()
+            .expect("a piece belongs to an outstanding request");
+        assert!(
+            parent.remaining > 0,
+            "a request lost more pieces than it had"
+        );
+        parent.remaining -= 1;
+        parent.finish = parent.finish.max(finish);
+        if parent.remaining == 0 {
+            self.finish_parent(slot);
+        }
+    }
+
+    fn finish_parent(&mut self, slot: usize) {
+        let parent = self.parents[slot].as_ref().expect("an outstanding request");
+        let completion = Completion {
+            request: parent.request,
+            service_start: parent.service_start.unwrap_or(parent.finish),
+            finish: parent.finish,
+        };
+        assert!(
+            completion.request.arrival <= completion.service_start
+                && completion.service_start <= completion.finish,
+            "request {} completed out of order",
+            completion.request.id
+        );
+        self.finished.push(Finished {
+            seq: parent.seq,
+            slot,
+            completion,
+        });
+    }
+
+    /// Submits what waits for child `i`, in order, while it accepts.
+    fn drain_pending(&mut self, i: usize, now: SimTime) {
+        while let Some(&front) = self.children[i].pending.front() {
+            let piece = Request {
+                arrival: now,
+                ..front
+            };
+            let child = &mut self.children[i];
+            let result = match &child.failed {
+                Some(reason) => Err(DeviceError::Failed {
+                    reason: reason.clone(),
+                }),
+                None => child.device.submit(now, piece),
+            };
+            match result {
+                Ok(()) => {
+                    child.pending.pop_front();
+                    count_piece(&mut child.counts, &piece);
+                }
+                Err(DeviceError::QueueFull { .. }) => break,
+                Err(error) => {
+                    child.pending.pop_front();
+                    child.outstanding -= 1;
+                    let slot = self.pieces[&piece.id];
+                    if let DeviceError::Failed { reason } = &error {
+                        let reason = reason.clone();
+                        self.mark_child_failed(i, &reason);
+                    }
+                    match self.recovery(&error, &piece) {
+                        Recovery::Redirect(j) => {
+                            self.counts.redirected_reads += 1;
+                            // An accepted request cannot be refused any more, so the result
+                            // is always Ok.
+                            let _ = self.place(now, j, piece, slot, false);
+                        }
+                        Recovery::Drop => {
+                            self.counts.degraded_pieces += 1;
+                            self.piece_gone(slot, piece.id, now);
+                        }
+                        Recovery::Fail => {
+                            if self.failed.is_none() {
+                                self.failed = Some(format!(
+                                    "child {i} refused part of accepted request: {error}"
+                                ));
+                            }
+                            self.counts.lost_pieces += 1;
+                            self.piece_gone(slot, piece.id, now);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Moves every child to `now`, one instant at a time, so that a piece waiting for a full
+    /// child is submitted at the instant the child completes something rather than later.
+    fn step_to(&mut self, now: SimTime) {
+        loop {
+            let due = self
+                .children
+                .iter()
+                .filter_map(|c| c.device.next_deadline())
+                .min();
+            let t = match due {
+                Some(t) if t <= now => t,
+                _ => break,
+            };
+            for i in 0..self.children.len() {
+                let due_now = matches!(self.children[i].device.next_deadline(), Some(d) if d <= t);
+                if !due_now {
+                    continue;
+                }
+                let mut done = std::mem::take(&mut self.child_done);
+                self.children[i].device.advance(t, &mut done);
+                for c in done.drain(..) {
+                    self.children[i].outstanding -= 1;
+                    let slot = *self
+                        .pieces
+                        .get(&c.request.id)
+                        .expect("a child completed a piece the array gave it");
+                    let parent = self.parents[slot]
+                        .as_mut()
+                        .expect("a piece belongs to an outstanding request");
+                    parent.service_start = Some(
+                        parent
+                            .service_start
+                            .map_or(c.service_start, |s| s.min(c.service_start)),
+                    );
+                    self.piece_gone(slot, c.request.id, c.finish);
+                }
+                self.child_done = done;
+                self.drain_pending(i, t);
+            }
+        }
+    }
+
+    /// Gives back `slot` after a refused request, undoing its registration.
+    fn release_slot(&mut self, slot: usize) {
+        self.parents[slot] = None;
+        self.free_slots.push(slot);
+    }
+}
+
+fn count_piece(counts: &mut ChildCounts, piece: &Request) {
+    counts.pieces += 1;
+    match piece.op {
+        Op::Read => counts.read_bytes += piece.len_bytes,
+        Op::Write => counts.write_bytes += piece.len_bytes,
+        Op::Trim => counts.trim_bytes += piece.len_bytes,
+        Op::Flush => counts.flushes += 1,
+    }
+}
+
+impl Device for ArrayDevice {
+    fn model_name(&self) -> &'static str {
+        "array"
+    }
+
+    fn capacity_bytes(&self) -> u64 {
+        self.capacity_bytes
+    }
+
+    fn queue_depth(&self) -> usize {
+        self.parents.len()
+    }
+
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        // Children may have completed pieces before `now`; their pending pieces go in at
+        // those instants, before this request's pieces.
+        self.step_to(now);
+        if let Some(reason) = &self.failed {
+            return Err(DeviceError::Failed {
+                reason: reason.clone(),
+            });
+        }
+        if request.op != Op::Flush {
+            check_range(&request, self.capacity_bytes)?;
+        }
+        if self.free_slots.is_empty() {
+            return Err(DeviceError::QueueFull {
+                queue_depth: self.parents.len(),
+            });
+        }
+        let round_robin_before = self.round_robin_next;
+        let counts_before = self.counts.clone();
+        if self.split(&request).is_none() {
+            let reason = self
+                .failed
+                .clone()
+                .unwrap_or_else(|| "every child has failed".to_string());
+            return Err(DeviceError::Failed { reason });
+        }
+        let slot = self.free_slots.pop().expect("checked above");
+        let pieces = std::mem::take(&mut self.plan);
+        self.parents[slot] = Some(Parent {
+            request,
+            seq: self.next_seq,
+            remaining: pieces.len(),
+            service_start: None,
+            finish: now,
+        });
+        let mut accepted = false;
+        let mut result = Ok(());
+        for piece in &pieces {
+            let child_request = Request {
+                id: self.next_piece_id,
+                op: request.op,
+                offset_bytes: piece.offset_bytes,
+                len_bytes: piece.len_bytes,
+                arrival: now,
+            };
+            self.next_piece_id += 1;
+            match self.place(now, piece.child, child_request, slot, !accepted) {
+                Ok(placed) => accepted |= placed,
+                Err(error) => {
+                    result = Err(error);
+                    break;
+                }
+            }
+        }
+        let piece_count = pieces.len();
+        self.plan = pieces;
+        if let Err(error) = result {
+            // Nothing of the request reached a child: refusing it leaves them as they were.
+            self.round_robin_next = round_robin_before;
+            self.counts = counts_before;
+            self.finished.retain(|f| f.slot != slot);
+            self.release_slot(slot);
+            return Err(error);
+        }
+        self.next_seq += 1;
+        self.counts.requests += 1;
+        self.counts.pieces += piece_count as u64;
+        if piece_count > 1 {
+            self.counts.split_requests += 1;
+        }
+        // A request with no pieces (an empty range on a RAID-0) touches nothing and is done.
+        if piece_count == 0 {
+            self.finish_parent(slot);
+        }
+        Ok(())
+    }
+
+    fn next_deadline(&self) -> Option<SimTime> {
+        let children = self
+            .children
+            .iter()
+            .filter_map(|c| c.device.next_deadline());
+        let finished = self.finished.iter().map(|f| f.completion.finish);
+        children.chain(finished).min()
+    }
+
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        self.step_to(now);
+        // Every finished request finished by now: pieces complete no later than the instant
+        // their child was advanced to.
+        self.finished
+            .sort_unstable_by_key(|f| (f.completion.finish, f.seq));
+        for f in self.finished.drain(..) {
+            assert!(
+                f.completion.finish <= now,
+                "a request finished in the future"
+            );
+            done.push(f.completion);
+            self.parents[f.slot] = None;
+            self.free_slots.push(f.slot);
+        }
+    }
+
+    fn counters(&self) -> Vec<DeviceCounter> {
+        let c = &self.counts;
+        let mut counters = vec![
+            DeviceCounter::new("children", self.children.len() as f64),
+            DeviceCounter::new("requests", c.requests as f64),
+            DeviceCounter::new("split_requests", c.split_requests as f64),
+            DeviceCounter::new("pieces", c.pieces as f64),
+            DeviceCounter::new("queued_pieces", c.queued_pieces as f64),
+            DeviceCounter::new("redirected_reads", c.redirected_reads as f64),
+            DeviceCounter::new("degraded_pieces", c.degraded_pieces as f64),
+            DeviceCounter::new("lost_pieces", c.lost_pieces as f64),
+            DeviceCounter::new(
+                "failed_children",
+                (self.children.len() - self.survivors()) as f64,
+            ),
+        ];
+        for (i, child) in self.children.iter().enumerate() {
+            let k = &child.counts;
+            let own = [
+                ("pieces", k.pieces),
+                ("read_bytes", k.read_bytes),
+                ("write_bytes", k.write_bytes),
+                ("trim_bytes", k.trim_bytes),
+                ("flushes", k.flushes),
+                ("queued_pieces", k.queued_pieces),
+            ];
+            counters.extend(
+                own.iter()
+                    .map(|(name, v)| DeviceCounter::new(format!("child{i}_{name}"), *v as f64)),
+            );
+            counters.extend(child.device.counters().into_iter().map(|d| {
+                DeviceCounter::new(
+                    format!("child{i}_{}_{}", child.device.model_name(), d.name),
+                    d.value,
+                )
+            }));
+        }
+        counters
+    }
+}

@@ -23,11 +23,30 @@ pub enum Command {
     /// Serve a device model as a real disk (NBD server and/or FUSE file) whose I/Os complete
     /// when the model says, with the bytes kept in a block store.
     Emulate(EmulateArgs),
+    /// Turn another simulator's device description into a storsim device file.
+    #[command(subcommand)]
+    Import(ImportCommand),
     /// Compare a device model with measurements of a real device.
     #[command(subcommand)]
     Validate(ValidateCommand),
     /// List the built-in devices.
     Presets,
+}
+
+#[derive(Subcommand)]
+pub enum ImportCommand {
+    /// Read a DiskSim 4.0 parameter file (`.parv` with the `.diskspecs`, `.model` and `.seek`
+    /// files it sources) and write the disk it instantiates as a storsim `hdd` device file.
+    Disksim(ImportDisksimArgs),
+}
+
+#[derive(Args)]
+pub struct ImportDisksimArgs {
+    /// The DiskSim `.parv` file.
+    pub parv: PathBuf,
+    /// Where to write the device file (`-` for standard output).
+    #[arg(long, short)]
+    pub out: PathBuf,
 }
 
 #[derive(Subcommand)]

@@ -2,6 +2,7 @@
 
 mod args;
 mod emulate;
+mod import;
 mod inspect;
 mod progress;
 mod report;
@@ -47,6 +48,7 @@ fn main() -> ExitCode {
         args::Command::Simulate(a) => simulate::run(a),
         args::Command::Inspect(a) => inspect::run(a),
         args::Command::Emulate(a) => emulate::run(a),
+        args::Command::Import(args::ImportCommand::Disksim(a)) => import::disksim(a),
         args::Command::Validate(args::ValidateCommand::Disksim(a)) => validate::disksim(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {

@@ -140,3 +140,78 @@ fn bad_input_is_refused_with_the_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no-such-device"));
 }
+
+#[test]
+fn an_imported_disksim_drive_validates_against_its_trace() {
+    let valid = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
+    if !valid.is_dir() {
+        eprintln!(
+            "skipping: {} not found (DiskSim's validation data lives beside the repository)",
+            valid.display()
+        );
+        return;
+    }
+    let dir = temp_dir("validate-import");
+    let toml = dir.join("hp_c2490a.toml");
+    let o = storsim(&[
+        "import",
+        "disksim",
+        valid.join("hp_c2490a.parv").to_str().unwrap(),
+        "-o",
+        toml.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&toml).unwrap();
+    assert!(text.contains("model = \"hdd\""), "{text}");
+    let v = validate_json(
+        toml.to_str().unwrap(),
+        valid.join("hp_c2490a.trace").to_str().unwrap(),
+        &dir,
+    );
+    assert_eq!(v["device"]["model"], "hdd");
+    // The drive's capacity is its DiskSim block count.
+    assert_eq!(v["device"]["capacity_bytes"], 4_165_272u64 * 512);
+    // A mechanical model of this drive lands within a millisecond of the measured mean
+    // access time (about 12.5 ms); the demerit bars per drive are in the config crate's
+    // disksim_validation test.
+    let sim = v["simulated"]["mean_ms"].as_f64().unwrap();
+    let meas = v["measured"]["mean_ms"].as_f64().unwrap();
+    assert!(
+        (sim - meas).abs() < 1.0,
+        "simulated {sim} ms, measured {meas} ms"
+    );
+}
+
+#[test]
+fn import_refuses_what_is_not_a_disksim_drive() {
+    let dir = temp_dir("import-bad");
+    let not_parv = dir.join("x.parv");
+    std::fs::write(&not_parv, "disksim_global Global {\n  Init Seed = 42\n}\n").unwrap();
+    let out = dir.join("x.toml");
+    let o = storsim(&[
+        "import",
+        "disksim",
+        not_parv.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("x.parv"), "{}", stderr(&o));
+    assert!(!out.exists());
+
+    std::fs::write(
+        &not_parv,
+        "disksim_disk D {\n  Model = source gone.model\n}\n",
+    )
+    .unwrap();
+    let o = storsim(&[
+        "import",
+        "disksim",
+        not_parv.to_str().unwrap(),
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("x.parv:2") && e.contains("gone.model"), "{e}");
+}

@@ -13,6 +13,9 @@ enum ModelName {
     Table,
     Step,
     Ssd,
+    Array,
+    Hybrid,
+    Hdd,
 }
 
 impl ModelName {
@@ -22,6 +25,9 @@ impl ModelName {
             DeviceSpec::Table(_) => ModelName::Table,
             DeviceSpec::Step(_) => ModelName::Step,
             DeviceSpec::Ssd(_) => ModelName::Ssd,
+            DeviceSpec::Array(_) => ModelName::Array,
+            DeviceSpec::Hybrid(_) => ModelName::Hybrid,
+            DeviceSpec::Hdd(_) => ModelName::Hdd,
         }
     }
 
@@ -32,6 +38,9 @@ impl ModelName {
             ModelName::Table => "table",
             ModelName::Step => "step",
             ModelName::Ssd => "ssd",
+            ModelName::Array => "array",
+            ModelName::Hybrid => "hybrid",
+            ModelName::Hdd => "hdd",
         }
     }
 }
@@ -49,6 +58,9 @@ struct DeviceFile {
     table: Option<models::table::TableSection>,
     step: Option<models::step::StepSection>,
     ssd: Option<models::ssd::SsdSection>,
+    array: Option<models::array::ArraySection>,
+    hybrid: Option<models::hybrid::HybridSection>,
+    hdd: Option<models::hdd::HddSection>,
 }
 
 impl DeviceFile {
@@ -59,6 +71,9 @@ impl DeviceFile {
             (ModelName::Table, self.table.is_some()),
             (ModelName::Step, self.step.is_some()),
             (ModelName::Ssd, self.ssd.is_some()),
+            (ModelName::Array, self.array.is_some()),
+            (ModelName::Hybrid, self.hybrid.is_some()),
+            (ModelName::Hdd, self.hdd.is_some()),
         ]
         .into_iter()
         .filter_map(|(model, present)| present.then_some(model))
@@ -153,8 +168,19 @@ fn apply_override(table: &mut toml::Table, entry: &str, file: &str) -> Result<()
     Ok(())
 }
 
-/// Parses device-file text; `file` names it in error messages.
+/// Parses device-file text; `file` names it in error messages, and an array's child files are
+/// found relative to its directory.
 pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigError> {
+    parse_nested(text, file, &models::array::Nesting::top(file))
+}
+
+/// Parses device-file text that may name other files (an array's children), which `nesting`
+/// places: their directory and the files that led here.
+pub(crate) fn parse_nested(
+    text: &str,
+    file: &str,
+    nesting: &models::array::Nesting,
+) -> Result<DeviceSpec, ConfigError> {
     let parsed: DeviceFile = toml::from_str(text).map_err(|e| ConfigError::Syntax {
         file: file.to_string(),
         message: e.to_string(),
@@ -250,6 +276,23 @@ pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigErr
                     parsed.ssd.as_ref().ok_or_else(no_section)?,
                     file,
                 )?),
+                ModelName::Hdd => DeviceSpec::Hdd(models::hdd::from_scratch(
+                    parsed.hdd.as_ref().ok_or_else(no_section)?,
+                    file,
+                )?),
+                ModelName::Hybrid => DeviceSpec::Hybrid(models::hybrid::from_scratch(
+                    parsed.hybrid.as_ref().ok_or_else(no_section)?,
+                    parsed.capacity_bytes,
+                    parsed.queue_depth,
+                    file,
+                )?),
+                ModelName::Array => DeviceSpec::Array(models::array::from_scratch(
+                    parsed.array.as_ref().ok_or_else(no_section)?,
+                    parsed.capacity_bytes,
+                    parsed.queue_depth,
+                    file,
+                    nesting,
+                )?),
             }
         }
     };
@@ -299,6 +342,29 @@ pub fn parse_device_toml(text: &str, file: &str) -> Result<DeviceSpec, ConfigErr
                 models::ssd::apply(section, p, file)?;
             }
             models::ssd::validate(p, file)?;
+        }
+        // Without a preset, from_scratch read and checked the whole section. On top of a disk,
+        // hybrid or array preset nothing can be overridden yet, and dropping what the file
+        // says without a word would hide that.
+        DeviceSpec::Array(_) | DeviceSpec::Hybrid(_) | DeviceSpec::Hdd(_) => {
+            if parsed.preset.is_some() {
+                let overridden = [
+                    (parsed.hdd.is_some() || parsed.hybrid.is_some() || parsed.array.is_some())
+                        .then_some(model.name()),
+                    parsed.capacity_bytes.map(|_| "capacity_bytes"),
+                    parsed.queue_depth.map(|_| "queue_depth"),
+                ];
+                if let Some(key) = overridden.into_iter().flatten().next() {
+                    return Err(invalid(
+                        key,
+                        format!(
+                            "a `{}` preset cannot be overridden key by key yet; copy its device \
+                             file (crates/config/presets/ in the source) and edit that",
+                            model.name()
+                        ),
+                    ));
+                }
+            }
         }
     }
     Ok(spec)

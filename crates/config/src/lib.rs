@@ -29,6 +29,8 @@ mod presets;
 
 pub use error::ConfigError;
 pub use file::{load_device, load_device_with, parse_device_toml};
+pub use models::array::ArraySpec;
+pub use models::hybrid::{HybridConfiguration, HybridSpec};
 pub use presets::{preset, preset_spec, presets, PresetInfo};
 
 use storsim_blackbox::linear::{LinearDevice, LinearParams};
@@ -41,12 +43,20 @@ use storsim_ssd::{Precondition, SsdDevice, SsdParams};
 pub const SSD_STATE_BYTES_PER_PAGE: u64 = 16;
 
 /// A fully resolved device description: which model, with every parameter set.
+// A description is built once per run and moved a handful of times, so the size of its largest
+// variant (a disk's parameters) costs nothing worth an indirection.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum DeviceSpec {
     Linear(LinearParams),
     Table(TableParams),
     Step(StepParams),
     Ssd(SsdParams),
+    /// RAID-0 / RAID-1 over child devices, each resolved in full.
+    Array(ArraySpec),
+    /// A hybrid flash + disk drive over two children, each resolved in full.
+    Hybrid(HybridSpec),
+    Hdd(storsim_hdd::HddParams),
 }
 
 impl DeviceSpec {
@@ -56,6 +66,9 @@ impl DeviceSpec {
             DeviceSpec::Table(_) => "table",
             DeviceSpec::Step(_) => "step",
             DeviceSpec::Ssd(_) => "ssd",
+            DeviceSpec::Array(_) => "array",
+            DeviceSpec::Hybrid(_) => "hybrid",
+            DeviceSpec::Hdd(_) => "hdd",
         }
     }
 
@@ -68,6 +81,19 @@ impl DeviceSpec {
         match self {
             DeviceSpec::Ssd(p) => Some(p.geometry.pages() as u64 * SSD_STATE_BYTES_PER_PAGE),
             DeviceSpec::Linear(_) | DeviceSpec::Table(_) | DeviceSpec::Step(_) => None,
+            // A hybrid holds its two children: the sum of the bounds they report.
+            // A disk's state is its cache segments and queue, independent of its size.
+            DeviceSpec::Hdd(_) => None,
+            DeviceSpec::Hybrid(h) => [&h.flash, &h.disk]
+                .iter()
+                .filter_map(|c| c.spec.state_bytes_bound())
+                .reduce(u64::saturating_add),
+            // An array holds its children: the sum of the bounds they report.
+            DeviceSpec::Array(a) => a
+                .children
+                .iter()
+                .filter_map(|c| c.spec.state_bytes_bound())
+                .reduce(u64::saturating_add),
         }
     }
 
@@ -89,8 +115,52 @@ impl DeviceSpec {
                     precondition_name(p)
                 )
             })?),
+            DeviceSpec::Array(a) => Box::new(build_array(a)?),
+            DeviceSpec::Hybrid(h) => build_hybrid(h)?,
+            DeviceSpec::Hdd(p) => {
+                Box::new(storsim_hdd::HddDevice::new(p.clone()).map_err(|e| format!("hdd: {e}"))?)
+            }
         })
     }
+}
+
+/// Builds a hybrid's flash and disk, then the hybrid over them.
+fn build_hybrid(h: &HybridSpec) -> Result<Box<dyn Device>, String> {
+    let flash = h
+        .flash
+        .spec
+        .build()
+        .map_err(|e| format!("hybrid flash ({}): {e}", h.flash.name))?;
+    let disk = h
+        .disk
+        .spec
+        .build()
+        .map_err(|e| format!("hybrid disk ({}): {e}", h.disk.name))?;
+    Ok(match &h.configuration {
+        HybridConfiguration::Controller(p) => Box::new(
+            storsim_hybrid::HybridDevice::new(p.clone(), flash, disk)
+                .map_err(|e| format!("hybrid: {e}"))?,
+        ),
+        HybridConfiguration::Host(p) => Box::new(
+            storsim_hybrid::HostTieredDevice::new(p.clone(), flash, disk)
+                .map_err(|e| format!("hybrid: {e}"))?,
+        ),
+    })
+}
+
+/// Builds an array's children in order, then the array over them.
+fn build_array(a: &ArraySpec) -> Result<storsim_array::ArrayDevice, String> {
+    let children = a
+        .children
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            c.spec
+                .build()
+                .map_err(|e| format!("array child {i} ({}): {e}", c.name))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    storsim_array::ArrayDevice::new(a.params, children).map_err(|e| format!("array: {e}"))
 }
 
 /// The preconditioning mode as files write it, for build errors.

@@ -98,7 +98,159 @@ const PRESETS: &[PresetInfo] = &[
         build: || DeviceSpec::Ssd(consistent(ssd::tlc_nvme())),
         variant: None,
     },
+    PresetInfo {
+        name: "hdd-laptop-2007",
+        model: "hdd",
+        summary: "2.5-inch 5400 rpm laptop disk of the first hybrid drives' generation, 160 GB, \
+                  8 MB cache; seek figures of a Travelstar 5K320, zones and overheads assumed",
+        build: || {
+            embedded(
+                "hdd-laptop-2007",
+                include_str!("../presets/hdd-laptop-2007.toml"),
+            )
+        },
+        variant: None,
+    },
+    PresetInfo {
+        name: "hdd-momentus-7200",
+        model: "hdd",
+        summary: "2.5-inch 7200 rpm disk of a first-generation Momentus XT, 500 GB, 32 MB \
+                  cache; 11 ms average seek, zones and overheads assumed",
+        build: || {
+            embedded(
+                "hdd-momentus-7200",
+                include_str!("../presets/hdd-momentus-7200.toml"),
+            )
+        },
+        variant: None,
+    },
+    PresetInfo {
+        name: "hybrid-2007-flash",
+        model: "ssd",
+        summary: "The 256 MiB flash of `hybrid-laptop-2007`: the thesis' ANAND-managed SLC \
+                  module (`sandisk-usb-anand`) scaled from 1 GiB to 256 MiB",
+        build: || {
+            embedded(
+                "hybrid-2007-flash",
+                include_str!("../presets/hybrid-2007-flash.toml"),
+            )
+        },
+        variant: None,
+    },
+    PresetInfo {
+        name: "hybrid-laptop-2007",
+        model: "hybrid",
+        summary: "2007 hybrid laptop drive (Konanki's configuration 2): 256 MiB flash write \
+                  cache over `hdd-laptop-2007` (5400 rpm, 160 GB, 8 MB DRAM); writes under \
+                  64 KiB to flash, on-demand full flush, LRU",
+        build: || {
+            embedded(
+                "hybrid-laptop-2007",
+                include_str!("../presets/hybrid-laptop-2007.toml"),
+            )
+        },
+        variant: None,
+    },
+    PresetInfo {
+        name: "momentus-xt-flash",
+        model: "ssd",
+        summary: "The 4 GiB SLC flash of `momentus-xt`: FlashSim's SLC timings (`flashsim-2009`) \
+                  at half the size, page FTL; timings assumed",
+        build: || {
+            embedded(
+                "momentus-xt-flash",
+                include_str!("../presets/momentus-xt-flash.toml"),
+            )
+        },
+        variant: None,
+    },
+    PresetInfo {
+        name: "momentus-xt",
+        model: "hybrid",
+        summary: "First-generation Seagate Momentus XT: 4 GiB SLC read cache (read misses \
+                  promoted, writes to disk) over `hdd-momentus-7200` (7200 rpm, 500 GB, 32 MB \
+                  DRAM), LRU",
+        build: || embedded("momentus-xt", include_str!("../presets/momentus-xt.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-cheetah9lp",
+        model: "hdd",
+        summary: "Seagate Cheetah 9LP (ST39102LW), 9.1 GB, 10,045 rpm: DiskSim 4.0's validated parameters (valid/cheetah9LP.parv)",
+        build: || embedded("disksim-cheetah9lp", include_str!("../presets/disksim/disksim-cheetah9lp.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-ibm18es",
+        model: "hdd",
+        summary: "IBM Ultrastar 18ES (DNES-309170W), 9.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/ibm18es.parv)",
+        build: || embedded("disksim-ibm18es", include_str!("../presets/disksim/disksim-ibm18es.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-hp-c2247a",
+        model: "hdd",
+        summary: "HP C2247A, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c2247a.parv)",
+        build: || embedded("disksim-hp-c2247a", include_str!("../presets/disksim/disksim-hp-c2247a.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-atlas10k",
+        model: "hdd",
+        summary: "Quantum Atlas 10K, 9.2 GB, 10,025 rpm: DiskSim 4.0's validated parameters (valid/atlas10k.parv)",
+        build: || embedded("disksim-atlas10k", include_str!("../presets/disksim/disksim-atlas10k.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-atlas3",
+        model: "hdd",
+        summary: "Quantum Atlas III (QM39100TD-SW), 9.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/atlas_III.parv)",
+        build: || embedded("disksim-atlas3", include_str!("../presets/disksim/disksim-atlas3.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-barracuda",
+        model: "hdd",
+        summary: "Seagate Barracuda (ST32171W), 2.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/barracuda.parv)",
+        build: || embedded("disksim-barracuda", include_str!("../presets/disksim/disksim-barracuda.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-cheetah4lp",
+        model: "hdd",
+        summary: "Seagate Cheetah 4LP (ST34501N), 4.5 GB, 10,033 rpm: DiskSim 4.0's validated parameters (valid/cheetah4LP.parv)",
+        build: || embedded("disksim-cheetah4lp", include_str!("../presets/disksim/disksim-cheetah4lp.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-hp-c3323a",
+        model: "hdd",
+        summary: "HP C3323A, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c3323a.parv)",
+        build: || embedded("disksim-hp-c3323a", include_str!("../presets/disksim/disksim-hp-c3323a.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-hp-c2490a",
+        model: "hdd",
+        summary: "HP C2490A, 2.1 GB, 6,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c2490a.parv)",
+        build: || embedded("disksim-hp-c2490a", include_str!("../presets/disksim/disksim-hp-c2490a.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-dec-rz26",
+        model: "hdd",
+        summary: "DEC RZ26, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/dec_rz26.parv)",
+        build: || embedded("disksim-dec-rz26", include_str!("../presets/disksim/disksim-dec-rz26.toml")),
+        variant: None,
+    },
 ];
+
+/// A preset kept as a device file in `crates/config/presets/`, for models whose description is
+/// long (a disk's zones). Tests parse every one, so a failure here is a build defect.
+fn embedded(name: &str, text: &str) -> DeviceSpec {
+    crate::parse_device_toml(text, name)
+        .unwrap_or_else(|e| panic!("built-in preset {name} does not parse: {e}"))
+}
 
 /// Every preset, in the order `storsim presets` lists them.
 pub fn presets() -> &'static [PresetInfo] {

@@ -78,11 +78,25 @@ fn every_ssd_preset_loads_and_builds() {
         .collect();
     assert_eq!(
         names,
-        ["flashsim-2009", "bench2g", "sandisk-usb-anand", "tlc-nvme"]
+        [
+            "flashsim-2009",
+            "bench2g",
+            "sandisk-usb-anand",
+            "tlc-nvme",
+            "hybrid-2007-flash",
+            "momentus-xt-flash"
+        ]
     );
     // tlc-nvme is the heavy one: 37.7 M pages of 16 KiB, about 0.3 s and 300 MB to build in a
     // debug build (the page FTL's forward and reverse maps), light enough to build here.
-    let raw_bytes = [8 << 30, 2 << 30, 1 << 30, 8 * 4 * 2 * 4 * 256 * 576 * 16384];
+    let raw_bytes = [
+        8 << 30,
+        2 << 30,
+        1 << 30,
+        8 * 4 * 2 * 4 * 256 * 576 * 16384,
+        256 << 20,
+        4 << 30,
+    ];
     for (name, raw) in names.into_iter().zip(raw_bytes) {
         let loaded = load_device(name).unwrap();
         assert_eq!(loaded.spec.model_name(), "ssd");

@@ -1,7 +1,10 @@
 //! One module per model: its TOML section and how the section overrides the parameters. The
 //! SSD keeps its per-FTL sections in a module of their own (`ftl`).
 
+pub(crate) mod array;
 pub(crate) mod ftl;
+pub(crate) mod hdd;
+pub(crate) mod hybrid;
 pub(crate) mod linear;
 pub(crate) mod ssd;
 pub(crate) mod step;

@@ -1,0 +1,150 @@
+//! Arrays through the `storsim` binary: the bundled RAID-0 example, a RAID-1 file whose
+//! children are files beside it, and a bad array file's exit status and message.
+
+mod common;
+
+use common::{stderr, storsim, temp_dir};
+use serde_json::Value;
+
+fn simulate_json(device: &str, workload: &str, name: &str) -> Value {
+    let out = temp_dir(name).join("out.json");
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        device,
+        "--workload",
+        workload,
+        "--json",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "storsim failed: {}", stderr(&o));
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+fn counter(v: &Value, name: &str) -> f64 {
+    v["device"]["counters"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no counter {name} in {}", v["device"]["counters"]))
+}
+
+#[test]
+fn the_raid0_example_stripes_large_reads_over_both_ssds() {
+    let requests = 2000;
+    let workload = format!("synthetic:rw=read,bs=256k,iodepth=8,requests={requests}");
+    let v = simulate_json("examples/raid0-flashsim.toml", &workload, "raid0");
+    assert_eq!(v["device"]["model"], "array");
+    assert_eq!(v["run"]["requests_completed"], requests);
+    // Capacity: two SSDs, the smaller in whole 64 KiB rows.
+    let one = simulate_json(
+        "flashsim-2009",
+        "synthetic:rw=read,bs=4k,requests=1",
+        "raid0-one",
+    );
+    let ssd_bytes = one["device"]["capacity_bytes"].as_u64().unwrap();
+    assert_eq!(
+        v["device"]["capacity_bytes"].as_u64().unwrap(),
+        2 * (ssd_bytes / 65536 * 65536)
+    );
+    // A 256 KiB read aligned to its size covers four 64 KiB units, two on each child, which
+    // merge into one 128 KiB piece per child.
+    let n = requests as f64;
+    assert_eq!(counter(&v, "requests"), n);
+    assert_eq!(counter(&v, "split_requests"), n);
+    assert_eq!(counter(&v, "pieces"), 2.0 * n);
+    for child in 0..2 {
+        assert_eq!(counter(&v, &format!("child{child}_pieces")), n);
+        assert_eq!(
+            counter(&v, &format!("child{child}_read_bytes")),
+            n * 131072.0
+        );
+        // The SSD's own counters, under the child's prefix: 64 pages of 2 KiB per piece.
+        assert_eq!(
+            counter(&v, &format!("child{child}_ssd_host_read_pages")),
+            n * 64.0
+        );
+    }
+}
+
+#[test]
+fn a_raid1_file_with_children_beside_it_runs_from_another_directory() {
+    let dir = temp_dir("raid1");
+    std::fs::write(
+        dir.join("lin.toml"),
+        r#"
+model = "linear"
+capacity_bytes = 1_000_000_000
+[linear]
+sr = { a_us = 10.0, b_us_per_kib = 1.0 }
+sw = { a_us = 20.0, b_us_per_kib = 2.0 }
+rr = { a_us = 30.0, b_us_per_kib = 1.0 }
+rw = { a_us = 40.0, b_us_per_kib = 2.0 }
+"#,
+    )
+    .unwrap();
+    let array = dir.join("mirror.toml");
+    std::fs::write(
+        &array,
+        r#"
+model = "array"
+[array]
+level = "raid1"
+read_policy = "round-robin"
+queue_depth = 8
+children = ["lin.toml", "stec-zeus"]
+"#,
+    )
+    .unwrap();
+    let requests = 3000;
+    let v = simulate_json(
+        array.to_str().unwrap(),
+        &format!("synthetic:rw=randrw,bs=4k,iodepth=4,requests={requests}"),
+        "raid1-run",
+    );
+    assert_eq!(v["run"]["requests_completed"], requests);
+    assert_eq!(v["device"]["capacity_bytes"], 1_000_000_000u64);
+    // Every write reaches both copies; every read one, alternating.
+    let writes = counter(&v, "child0_write_bytes") / 4096.0;
+    assert_eq!(counter(&v, "child1_write_bytes"), writes * 4096.0);
+    let reads0 = counter(&v, "child0_read_bytes") / 4096.0;
+    let reads1 = counter(&v, "child1_read_bytes") / 4096.0;
+    assert_eq!(reads0 + reads1 + writes, requests as f64);
+    assert!((reads0 - reads1).abs() <= 1.0, "{reads0} vs {reads1}");
+}
+
+#[test]
+fn bad_array_files_exit_2_naming_the_file_and_key() {
+    let dir = temp_dir("array-bad");
+    let cycle = dir.join("cycle.toml");
+    std::fs::write(
+        &cycle,
+        "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"cycle.toml\"]\n",
+    )
+    .unwrap();
+    let missing = dir.join("missing.toml");
+    std::fs::write(
+        &missing,
+        "model = \"array\"\n[array]\nlevel = \"raid0\"\nchildren = [\"stec-zeus\"]\n",
+    )
+    .unwrap();
+    for (file, needles) in [
+        (&cycle, ["array.children", "contains itself"]),
+        (&missing, ["array.stripe_unit_bytes", "required for raid0"]),
+    ] {
+        let o = storsim(&[
+            "simulate",
+            "--device",
+            file.to_str().unwrap(),
+            "--workload",
+            "synthetic:rw=read,bs=4k,requests=10",
+            "--quiet",
+        ]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        let err = stderr(&o);
+        assert!(err.contains(file.to_str().unwrap()), "{err}");
+        for needle in needles {
+            assert!(err.contains(needle), "{needle} missing from {err}");
+        }
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}

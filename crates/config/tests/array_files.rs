@@ -1,0 +1,289 @@
+//! `[array]` device files: children as presets and as files relative to the array file,
+//! nesting, and the errors (unknown key, bad level, missing stripe unit, a cycle of files, a
+//! missing child file), each naming the file and the key.
+
+use std::path::{Path, PathBuf};
+use storsim_array::{ArrayParams, RaidLevel, ReadPolicy};
+use storsim_config::{load_device, ConfigError, DeviceSpec};
+
+/// A scratch directory per test, with a `sub/` directory for children named by path.
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("storsim-array-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.display().to_string()
+}
+
+const LINEAR_CHILD: &str = r#"
+model = "linear"
+capacity_bytes = 1_000_000_000
+[linear]
+sr = { a_us = 10.0, b_us_per_kib = 1.0 }
+sw = { a_us = 10.0, b_us_per_kib = 1.0 }
+rr = { a_us = 10.0, b_us_per_kib = 1.0 }
+rw = { a_us = 10.0, b_us_per_kib = 1.0 }
+"#;
+
+fn invalid_key(e: &ConfigError) -> (&str, &str, &str) {
+    match e {
+        ConfigError::Invalid { file, key, message } => (file, key, message),
+        other => panic!("expected an invalid key, got {other:?}"),
+    }
+}
+
+#[test]
+fn raid0_of_a_preset_and_a_relative_file_resolves_and_builds() {
+    let dir = scratch("raid0");
+    write(&dir, "sub/lin.toml", LINEAR_CHILD);
+    let array = write(
+        &dir,
+        "raid0.toml",
+        r#"
+model = "array"
+[array]
+level = "raid0"
+stripe_unit_bytes = 65536
+queue_depth = 16
+children = ["stec-zeus", "sub/lin.toml"]
+"#,
+    );
+    let loaded = load_device(&array).unwrap();
+    let DeviceSpec::Array(spec) = &loaded.spec else {
+        panic!("not an array: {:?}", loaded.spec.model_name())
+    };
+    assert_eq!(
+        spec.params,
+        ArrayParams {
+            level: RaidLevel::Raid0 {
+                stripe_unit_bytes: 65536
+            },
+            queue_depth: 16
+        }
+    );
+    assert_eq!(spec.children.len(), 2);
+    assert_eq!(spec.children[0].name, "stec-zeus");
+    assert_eq!(spec.children[0].spec.model_name(), "linear");
+    assert!(spec.children[1].name.ends_with("lin.toml"));
+    let device = loaded.spec.build().unwrap();
+    assert_eq!(device.model_name(), "array");
+    assert_eq!(device.queue_depth(), 16);
+    // Two children, the smaller (1 GB) in whole 64 KiB rows.
+    assert_eq!(device.capacity_bytes(), 2 * (1_000_000_000 / 65536 * 65536));
+    // Neither linear child grows with its size, so neither does the array.
+    assert_eq!(loaded.spec.state_bytes_bound(), None);
+}
+
+#[test]
+fn raid1_nests_an_array_file_and_sums_the_ssd_state_bounds() {
+    let dir = scratch("nested");
+    write(
+        &dir,
+        "sub/stripe.toml",
+        r#"
+model = "array"
+[array]
+level = "raid0"
+stripe_unit_bytes = 4096
+children = ["lin.toml", "lin.toml"]
+"#,
+    );
+    write(&dir, "sub/lin.toml", LINEAR_CHILD);
+    let mirror = write(
+        &dir,
+        "mirror.toml",
+        r#"
+model = "array"
+queue_depth = 8
+[array]
+level = "raid1"
+read_policy = "round-robin"
+children = ["sub/stripe.toml", "flashsim-2009", "flashsim-2009:page"]
+"#,
+    );
+    let loaded = load_device(&mirror).unwrap();
+    let DeviceSpec::Array(spec) = &loaded.spec else {
+        panic!("not an array")
+    };
+    assert_eq!(
+        spec.params.level,
+        RaidLevel::Raid1 {
+            read_policy: ReadPolicy::RoundRobin
+        }
+    );
+    assert_eq!(spec.params.queue_depth, 8);
+    // The nested file's children resolve relative to it (sub/), not to the mirror.
+    let DeviceSpec::Array(inner) = &spec.children[0].spec else {
+        panic!("child 0 is not an array")
+    };
+    assert_eq!(inner.children.len(), 2);
+    let ssd_bound = |i: usize| spec.children[i].spec.state_bytes_bound().unwrap();
+    assert_eq!(
+        loaded.spec.state_bytes_bound(),
+        Some(ssd_bound(1) + ssd_bound(2))
+    );
+}
+
+#[test]
+fn unknown_key_in_the_array_section_names_it_and_the_file() {
+    let dir = scratch("unknown");
+    let f = write(
+        &dir,
+        "a.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid1\"\nstripe_size = 4096\nchildren = [\"stec-zeus\"]\n",
+    );
+    let e = load_device(&f).unwrap_err();
+    let ConfigError::Syntax { file, message } = &e else {
+        panic!("expected a syntax error, got {e:?}")
+    };
+    assert_eq!(file, &f);
+    assert!(message.contains("stripe_size"), "{message}");
+}
+
+#[test]
+fn bad_level_names_the_key_and_the_file() {
+    let dir = scratch("level");
+    let f = write(
+        &dir,
+        "a.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid5\"\nchildren = [\"stec-zeus\"]\n",
+    );
+    let e = load_device(&f).unwrap_err();
+    let text = e.to_string();
+    assert!(text.starts_with(&f), "{text}");
+    assert!(text.contains("level") && text.contains("raid5"), "{text}");
+    assert!(text.contains("raid0") && text.contains("raid1"), "{text}");
+}
+
+#[test]
+fn raid0_without_a_stripe_unit_names_the_key() {
+    let dir = scratch("stripe");
+    let f = write(
+        &dir,
+        "a.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid0\"\nchildren = [\"stec-zeus\", \"stec-zeus\"]\n",
+    );
+    let e = load_device(&f).unwrap_err();
+    let (file, key, _) = invalid_key(&e);
+    assert_eq!((file, key), (f.as_str(), "array.stripe_unit_bytes"));
+
+    let odd = write(
+        &dir,
+        "b.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid0\"\nstripe_unit_bytes = 1000\nchildren = [\"stec-zeus\"]\n",
+    );
+    let e = load_device(&odd).unwrap_err();
+    let (_, key, message) = invalid_key(&e);
+    assert_eq!(key, "array.stripe_unit_bytes");
+    assert!(message.contains("512"), "{message}");
+}
+
+#[test]
+fn keys_for_the_other_level_and_a_capacity_are_refused() {
+    let dir = scratch("mismatch");
+    let cases = [
+        (
+            "level = \"raid1\"\nstripe_unit_bytes = 4096",
+            "array.stripe_unit_bytes",
+        ),
+        (
+            "level = \"raid0\"\nstripe_unit_bytes = 4096\nread_policy = \"round-robin\"",
+            "array.read_policy",
+        ),
+        ("level = \"raid1\"\nqueue_depth = 0", "queue_depth"),
+        ("level = \"raid1\"\nchildren = []", "array.children"),
+    ];
+    for (i, (keys, expected_key)) in cases.iter().enumerate() {
+        let children = if keys.contains("children") {
+            ""
+        } else {
+            "\nchildren = [\"stec-zeus\"]"
+        };
+        let f = write(
+            &dir,
+            &format!("{i}.toml"),
+            &format!("model = \"array\"\n[array]\n{keys}{children}\n"),
+        );
+        let e = load_device(&f).unwrap_err();
+        let (file, key, _) = invalid_key(&e);
+        assert_eq!((file, key), (f.as_str(), *expected_key), "case {i}");
+    }
+    let f = write(
+        &dir,
+        "cap.toml",
+        "model = \"array\"\ncapacity_bytes = 1000000\n[array]\nlevel = \"raid1\"\nchildren = [\"stec-zeus\"]\n",
+    );
+    let e = load_device(&f).unwrap_err();
+    assert_eq!(invalid_key(&e).1, "capacity_bytes");
+}
+
+#[test]
+fn a_cycle_of_array_files_is_reported_with_the_chain() {
+    let dir = scratch("cycle");
+    let a = write(
+        &dir,
+        "a.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"stec-zeus\", \"sub/b.toml\"]\n",
+    );
+    write(
+        &dir,
+        "sub/b.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"../a.toml\"]\n",
+    );
+    let e = load_device(&a).unwrap_err();
+    let (file, key, message) = invalid_key(&e);
+    // The file that closes the cycle is named, with the chain of files.
+    assert!(file.ends_with("b.toml"), "{file}");
+    assert_eq!(key, "array.children");
+    assert!(
+        message.contains("a.toml -> ") && message.contains("b.toml -> "),
+        "{message}"
+    );
+
+    let own = write(
+        &dir,
+        "self.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"self.toml\"]\n",
+    );
+    let e = load_device(&own).unwrap_err();
+    let (file, key, message) = invalid_key(&e);
+    assert_eq!((file, key), (own.as_str(), "array.children"));
+    assert!(message.contains("contains itself"), "{message}");
+}
+
+#[test]
+fn a_missing_child_file_names_the_entry_and_the_array_file() {
+    let dir = scratch("missing");
+    let f = write(
+        &dir,
+        "a.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"stec-zeus\", \"nowhere.toml\"]\n",
+    );
+    let e = load_device(&f).unwrap_err();
+    let (file, key, message) = invalid_key(&e);
+    assert_eq!((file, key), (f.as_str(), "array.children"));
+    assert!(message.contains("child 1 'nowhere.toml'"), "{message}");
+    assert!(message.contains("neither a preset"), "{message}");
+}
+
+#[test]
+fn an_error_inside_a_child_file_names_the_child_file() {
+    let dir = scratch("childerr");
+    write(
+        &dir,
+        "sub/bad.toml",
+        "model = \"linear\"\ncapacity_bytes = 0\n[linear]\n",
+    );
+    let f = write(
+        &dir,
+        "a.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"sub/bad.toml\"]\n",
+    );
+    let e = load_device(&f).unwrap_err();
+    let (file, _, _) = invalid_key(&e);
+    assert!(file.ends_with("bad.toml"), "{file}");
+}

@@ -1,0 +1,364 @@
+//! `model = "hybrid"` device files: both configurations, both admission modes, children
+//! relative to the file, errors that name the file and the key, and the hybrid presets.
+
+use std::path::PathBuf;
+use storsim_config::{load_device, presets, ConfigError, DeviceSpec, HybridConfiguration};
+use storsim_core::{Completion, Device, Op, Request, SimTime};
+use storsim_hybrid::{Admission, FlushPolicy, HostPlacement, HybridParams, Replacement};
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "storsim-hybrid-config-{}-{name}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    std::fs::write(
+        d.join("disk.toml"),
+        "model = \"linear\"\ncapacity_bytes = 1_000_000_000\n[linear]\n\
+         sr = { a_us = 100, b_us_per_kib = 10 }\nsw = { a_us = 100, b_us_per_kib = 10 }\n\
+         rr = { a_us = 8000, b_us_per_kib = 10 }\nrw = { a_us = 8000, b_us_per_kib = 10 }\n",
+    )
+    .unwrap();
+    d
+}
+
+fn load(name: &str, hybrid_section: &str) -> Result<DeviceSpec, ConfigError> {
+    let d = dir(name);
+    let file = d.join("hybrid.toml");
+    std::fs::write(
+        &file,
+        format!("model = \"hybrid\"\n[hybrid]\n{hybrid_section}"),
+    )
+    .unwrap();
+    load_device(file.to_str().unwrap()).map(|l| l.spec)
+}
+
+fn invalid_key(e: ConfigError) -> (String, String) {
+    match e {
+        ConfigError::Invalid { file, key, .. } => (file, key),
+        other => panic!("expected an invalid key, got {other}"),
+    }
+}
+
+#[test]
+fn a_controller_file_loads_and_builds() {
+    let spec = load(
+        "controller",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nflush = \"low-watermark\"\n\
+         high_watermark = 0.6\nlow_watermark = 0.2\nreplacement = \"fifo\"\n\
+         pinned = [[0, 65536]]\nqueue_depth = 8\n",
+    )
+    .unwrap();
+    let DeviceSpec::Hybrid(h) = &spec else {
+        panic!("not a hybrid: {spec:?}")
+    };
+    let HybridConfiguration::Controller(p) = &h.configuration else {
+        panic!("not configuration 2")
+    };
+    assert_eq!(
+        p.flush,
+        FlushPolicy::LowWatermark {
+            high_fraction: 0.6,
+            low_fraction: 0.2
+        }
+    );
+    assert_eq!(p.replacement, Replacement::Fifo);
+    assert_eq!(p.queue_depth, 8);
+    assert_eq!(h.flash.spec.model_name(), "ssd");
+    assert_eq!(h.disk.spec.model_name(), "linear");
+    assert_eq!(spec.state_bytes_bound(), h.flash.spec.state_bytes_bound());
+    let device = spec.build().unwrap();
+    assert_eq!(device.model_name(), "hybrid");
+    assert_eq!(device.capacity_bytes(), 1_000_000_000);
+}
+
+#[test]
+fn a_host_file_loads_with_its_placement() {
+    let spec = load(
+        "host",
+        "configuration = \"host\"\nflash = \"flashsim-2009\"\ndisk = \"disk.toml\"\n\
+         placement = \"flash-ranges\"\nflash_ranges = [[0, 1048576]]\n",
+    )
+    .unwrap();
+    let DeviceSpec::Hybrid(h) = &spec else {
+        panic!()
+    };
+    let HybridConfiguration::Host(p) = &h.configuration else {
+        panic!("not configuration 1")
+    };
+    assert!(matches!(&p.placement, HostPlacement::FlashRanges(r) if r.len() == 1));
+    assert_eq!(spec.build().unwrap().capacity_bytes(), 1_000_000_000);
+}
+
+#[test]
+fn an_unknown_key_is_a_syntax_error_naming_the_file_and_key() {
+    let e = load(
+        "unknown",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nflush_policy = \"idle\"\n",
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("hybrid.toml") && text.contains("flush_policy"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_bad_enum_names_its_key() {
+    let e = load(
+        "enum",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nreplacement = \"mru\"\n",
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("replacement") && text.contains("mru"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_missing_child_file_names_the_key_and_the_path() {
+    let e = load(
+        "missing",
+        "flash = \"no-such-flash.toml\"\ndisk = \"disk.toml\"\n",
+    )
+    .unwrap_err();
+    let text = e.to_string();
+    let (file, key) = invalid_key(e);
+    assert!(file.ends_with("hybrid.toml"));
+    assert_eq!(key, "hybrid.flash");
+    assert!(text.contains("no-such-flash.toml"), "{text}");
+}
+
+#[test]
+fn keys_of_the_other_configuration_or_policy_are_refused() {
+    let e = load(
+        "other",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nplacement = \"separate\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(invalid_key(e).1, "hybrid.placement");
+    let e = load(
+        "watermark",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nhigh_watermark = 0.5\n",
+    )
+    .unwrap_err();
+    assert_eq!(invalid_key(e).1, "hybrid.high_watermark");
+    let e = load(
+        "order",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nflush = \"low-watermark\"\n\
+         high_watermark = 0.3\nlow_watermark = 0.6\n",
+    )
+    .unwrap_err();
+    assert_eq!(invalid_key(e).1, "hybrid.low_watermark");
+    let e = load(
+        "capacity",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\ncache_block_bytes = 1000\n",
+    )
+    .unwrap_err();
+    assert_eq!(invalid_key(e).1, "hybrid.cache_block_bytes");
+}
+
+#[test]
+fn a_hybrid_child_is_refused() {
+    let d = dir("nested");
+    std::fs::write(
+        d.join("inner.toml"),
+        "model = \"hybrid\"\n[hybrid]\nflash = \"flashsim-2009\"\ndisk = \"disk.toml\"\n",
+    )
+    .unwrap();
+    let file = d.join("outer.toml");
+    std::fs::write(
+        &file,
+        "model = \"hybrid\"\n[hybrid]\nflash = \"inner.toml\"\ndisk = \"disk.toml\"\n",
+    )
+    .unwrap();
+    let e = load_device(file.to_str().unwrap()).unwrap_err();
+    assert_eq!(invalid_key(e).1, "hybrid.flash");
+}
+
+fn controller_params(spec: &DeviceSpec) -> &HybridParams {
+    let DeviceSpec::Hybrid(h) = spec else {
+        panic!("not a hybrid: {spec:?}")
+    };
+    let HybridConfiguration::Controller(p) = &h.configuration else {
+        panic!("not configuration 2")
+    };
+    p
+}
+
+#[test]
+fn admission_defaults_to_writes_and_reads_is_accepted() {
+    let spec = load(
+        "writes",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\n",
+    )
+    .unwrap();
+    assert_eq!(controller_params(&spec).admission, Admission::Writes);
+    let spec = load(
+        "reads",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nadmission = \"reads\"\n\
+         replacement = \"fifo\"\npinned = [[0, 4096]]\n",
+    )
+    .unwrap();
+    let p = controller_params(&spec);
+    assert_eq!(p.admission, Admission::Reads);
+    assert_eq!(p.replacement, Replacement::Fifo);
+    assert_eq!(spec.build().unwrap().model_name(), "hybrid");
+}
+
+#[test]
+fn write_cache_keys_are_refused_with_read_admission() {
+    for (name, key) in [
+        ("threshold", "small_write_threshold_bytes = 4096"),
+        ("flush", "flush = \"idle\""),
+    ] {
+        let e = load(
+            name,
+            &format!(
+                "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nadmission = \"reads\"\n{key}\n"
+            ),
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        let key_name = key.split(' ').next().unwrap();
+        assert_eq!(invalid_key(e).1, format!("hybrid.{key_name}"));
+        assert!(text.contains("admission = \"writes\""), "{text}");
+    }
+    let e = load(
+        "host-admission",
+        "configuration = \"host\"\nflash = \"flashsim-2009\"\ndisk = \"disk.toml\"\n\
+         placement = \"separate\"\nadmission = \"reads\"\n",
+    )
+    .unwrap_err();
+    assert_eq!(invalid_key(e).1, "hybrid.admission");
+    let e = load(
+        "bad-admission",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nadmission = \"both\"\n",
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("admission"), "{e}");
+}
+
+/// Submits `requests` one after another, each once the device has finished everything
+/// before it (background promotions included), returning the completions.
+fn run_one_by_one(device: &mut dyn Device, requests: &[(Op, u64, u64)]) -> Vec<Completion> {
+    let mut now = SimTime::ZERO;
+    let mut done = Vec::new();
+    for (i, &(op, offset_bytes, len_bytes)) in requests.iter().enumerate() {
+        while let Some(t) = device.next_deadline() {
+            now = t;
+            device.advance(now, &mut done);
+        }
+        device
+            .submit(
+                now,
+                Request {
+                    id: i as u64,
+                    op,
+                    offset_bytes,
+                    len_bytes,
+                    arrival: now,
+                },
+            )
+            .unwrap();
+        while done.len() <= i {
+            now = device
+                .next_deadline()
+                .expect("a busy device has a deadline");
+            device.advance(now, &mut done);
+        }
+    }
+    while let Some(t) = device.next_deadline() {
+        now = t;
+        device.advance(now, &mut done);
+    }
+    done
+}
+
+fn counter(device: &dyn Device, name: &str) -> f64 {
+    device
+        .counters()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no counter {name}"))
+        .value
+}
+
+#[test]
+fn every_hybrid_preset_builds_and_serves_requests() {
+    let hybrids: Vec<&str> = presets()
+        .iter()
+        .filter(|p| p.model == "hybrid")
+        .map(|p| p.name)
+        .collect();
+    assert_eq!(hybrids, ["hybrid-laptop-2007", "momentus-xt"]);
+
+    // The 2007 drive: a small write lands on the flash, a 1 MiB one on the disk; the cache is
+    // the 256 MiB module less ANAND's spare blocks.
+    let loaded = load_device("hybrid-laptop-2007").unwrap();
+    let p = controller_params(&loaded.spec);
+    assert_eq!(p.admission, Admission::Writes);
+    assert_eq!(p.flush, FlushPolicy::OnDemand);
+    assert_eq!(p.small_write_threshold_bytes, 64 << 10);
+    let DeviceSpec::Hybrid(h) = &loaded.spec else {
+        unreachable!()
+    };
+    assert_eq!(
+        (h.flash.name.as_str(), h.disk.name.as_str()),
+        ("hybrid-2007-flash", "hdd-laptop-2007")
+    );
+    let mut dev = loaded.spec.build().unwrap();
+    assert_eq!(
+        dev.capacity_bytes(),
+        312_581_808 * 512,
+        "the disk's capacity"
+    );
+    let cache_bytes = counter(dev.as_ref(), "cache_blocks") * 4096.0;
+    assert!(
+        (200 << 20) as f64 <= cache_bytes && cache_bytes <= (256 << 20) as f64,
+        "{cache_bytes}"
+    );
+    let done = run_one_by_one(
+        dev.as_mut(),
+        &[
+            (Op::Write, 1 << 30, 4096),
+            (Op::Write, 2 << 30, 1 << 20),
+            (Op::Read, 1 << 30, 4096),
+        ],
+    );
+    assert_eq!(done.len(), 3);
+    assert_eq!(counter(dev.as_ref(), "host_writes_flash"), 1.0);
+    assert_eq!(counter(dev.as_ref(), "host_writes_disk"), 1.0);
+    assert_eq!(counter(dev.as_ref(), "host_reads_flash"), 1.0);
+
+    // The Momentus XT: a read misses, is promoted, and is read from the flash next time; a
+    // write goes to the disk and drops the copy.
+    let loaded = load_device("momentus-xt").unwrap();
+    assert_eq!(controller_params(&loaded.spec).admission, Admission::Reads);
+    let mut dev = loaded.spec.build().unwrap();
+    assert_eq!(dev.capacity_bytes(), 976_773_168 * 512);
+    let cache_bytes = counter(dev.as_ref(), "cache_blocks") * 4096.0;
+    assert!(
+        (3584u64 << 20) as f64 <= cache_bytes && cache_bytes <= (4096u64 << 20) as f64,
+        "{cache_bytes}"
+    );
+    let done = run_one_by_one(
+        dev.as_mut(),
+        &[
+            (Op::Read, 5 << 30, 64 << 10),
+            (Op::Read, 5 << 30, 64 << 10),
+            (Op::Write, 5 << 30, 4096),
+            (Op::Read, 5 << 30, 4096),
+        ],
+    );
+    assert_eq!(done.len(), 4);
+    assert_eq!(counter(dev.as_ref(), "promoted_blocks"), 17.0);
+    assert_eq!(counter(dev.as_ref(), "host_reads_flash"), 1.0);
+    assert_eq!(counter(dev.as_ref(), "host_reads_disk"), 2.0);
+    assert_eq!(counter(dev.as_ref(), "host_writes_disk"), 1.0);
+    assert_eq!(counter(dev.as_ref(), "invalidated_blocks"), 1.0);
+    assert!(done[1].finish - done[1].service_start < done[0].finish - done[0].service_start);
+}

@@ -1,0 +1,803 @@
+//! `HddDevice`: the host queue, the controller (command overheads, bus transfers), the
+//! segmented cache with read-ahead and write-back, and the mechanism, composed as DiskSim
+//! composes them for one request at a time:
+//!
+//! - a read that the cache holds costs the read-hit overhead, the data preparation and the bus
+//!   transfer; a read that continues the segment being read ahead waits for the read-ahead;
+//! - a read miss stops any read-ahead, starts the mechanism after the read-miss overhead (and
+//!   after any committed destage), reconnects once the watermark is in the cache, and sends
+//!   the data as the media delivers it; read-ahead then continues from the request's end;
+//! - with write-back a write costs the write-hit overhead and the bus transfer and completes;
+//!   its destage takes the mechanism afterwards, and a write finding every write segment
+//!   dirty waits for the oldest destage; without write-back it completes after the media;
+//! - the completion overhead ends every request; the previous operation picks the overhead.
+//!
+//! The interface serves one command at a time; queued requests wait for it and are ordered by
+//! the scheduler when it frees.
+
+use crate::layout::Pbn;
+use crate::mech::{Cursor, Mech};
+use crate::params::{HddParams, ReadAhead, WriteBack};
+use crate::power::PowerTracker;
+use crate::sched::{pick, Candidate};
+use crate::{layout::Layout, HddError};
+use std::collections::VecDeque;
+use storsim_core::{
+    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    QUEUE_DEPTH_MAX, SECTOR_BYTES,
+};
+
+/// A cache segment: the blocks `[start, end)` it holds.
+#[derive(Clone, Debug, Default)]
+struct Segment {
+    start: u64,
+    end: u64,
+    last_use: u64,
+    /// Only writes use it (the dedicated write segment).
+    write_only: bool,
+}
+
+impl Segment {
+    fn holds(&self, lbn: u64, end: u64) -> bool {
+        self.start < self.end && lbn >= self.start && end <= self.end
+    }
+}
+
+/// Reading ahead into a segment after a read, until stopped or at `limit`.
+#[derive(Clone, Debug)]
+struct Prefetch {
+    seg: usize,
+    cursor: Cursor,
+    next: u64,
+    limit: u64,
+    /// The read-ahead may not be stopped before this block (minimum read-ahead).
+    min_end: u64,
+    /// Tracks the read-ahead may use, for the track- and cylinder-bounded modes.
+    bound: (u32, u32),
+}
+
+/// A destage on the mechanism's timeline.
+#[derive(Clone, Debug)]
+struct Destage {
+    done_ns: f64,
+    end_lbn: u64,
+    cursor: Cursor,
+}
+
+#[derive(Clone, Debug)]
+struct InService {
+    request: Request,
+    start: SimTime,
+    finish: SimTime,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Stats {
+    reads: u64,
+    writes: u64,
+    read_hits: u64,
+    read_partial_hits: u64,
+    read_misses: u64,
+    read_ahead_hits: u64,
+    write_appends: u64,
+    write_buffer_waits: u64,
+    seeks: u64,
+    seek_cylinders: u64,
+    media_sectors: u64,
+}
+
+/// The disk model. Build it with [`HddDevice::new`].
+pub struct HddDevice {
+    p: HddParams,
+    mech: Mech,
+    capacity_bytes: u64,
+    queue: Vec<Request>,
+    in_service: Option<InService>,
+    /// Where the heads are once the committed work ends.
+    head: (u32, u32),
+    /// When the committed mechanical work (reads and destages) ends.
+    hda_free_ns: f64,
+    prefetch: Option<Prefetch>,
+    segs: Vec<Segment>,
+    use_clock: u64,
+    last_was_read: bool,
+    destages: VecDeque<Destage>,
+    power: PowerTracker,
+    stats: Stats,
+}
+
+fn ns(v: u64) -> f64 {
+    v as f64
+}
+
+impl HddDevice {
+    pub fn new(p: HddParams) -> Result<HddDevice, HddError> {
+        let layout = Layout::new(&p.geometry)?;
+        if layout.blocks() == 0 {
+            return Err(HddError::Geometry("the layout holds no blocks".into()));
+        }
+        if !(p.mechanics.rpm.is_finite() && p.mechanics.rpm > 0.0) {
+            return Err(HddError::Parameter {
+                name: "rpm",
+                message: "must be positive".into(),
+            });
+        }
+        if p.queue_depth == 0 || p.queue_depth > QUEUE_DEPTH_MAX {
+            return Err(HddError::Parameter {
+                name: "queue_depth",
+                message: format!("must be in 1..={QUEUE_DEPTH_MAX}"),
+            });
+        }
+        if p.cache.segments == 0 || p.cache.segment_sectors == 0 {
+            return Err(HddError::Parameter {
+                name: "cache.segments",
+                message: "at least one segment of at least one sector is required".into(),
+            });
+        }
+        if !(0.0..=1.0).contains(&p.cache.read_watermark) {
+            return Err(HddError::Parameter {
+                name: "cache.read_watermark",
+                message: "must be within 0..=1".into(),
+            });
+        }
+        if let crate::params::SeekCurve::Extracted { points } = &p.mechanics.seek {
+            if points.is_empty() || points.windows(2).any(|w| w[0].0 >= w[1].0) {
+                return Err(HddError::Parameter {
+                    name: "seek.points",
+                    message: "need at least one point, in increasing distance".into(),
+                });
+            }
+        }
+        let mut segs = vec![Segment::default(); p.cache.segments as usize];
+        if p.cache.dedicated_write_segment && segs.len() > 1 {
+            segs[0].write_only = true;
+        }
+        let capacity_bytes = layout.blocks() * SECTOR_BYTES;
+        let depth = p.queue_depth as usize;
+        Ok(HddDevice {
+            mech: Mech::new(layout, &p.mechanics),
+            p,
+            capacity_bytes,
+            queue: Vec::with_capacity(depth),
+            in_service: None,
+            head: (0, 0),
+            hda_free_ns: 0.0,
+            prefetch: None,
+            segs,
+            use_clock: 0,
+            last_was_read: true,
+            destages: VecDeque::new(),
+            power: PowerTracker::default(),
+            stats: Stats::default(),
+        })
+    }
+
+    /// Blocks the drive holds.
+    pub fn blocks(&self) -> u64 {
+        self.mech.layout.blocks()
+    }
+
+    /// The layout, for tools that want the physical location of a block.
+    pub fn layout(&self) -> &Layout {
+        &self.mech.layout
+    }
+
+    fn pbn(&self, lbn: u64) -> Pbn {
+        // Requests are range-checked on submission and read-ahead stops at the last block,
+        // so every block asked for here exists.
+        self.mech
+            .layout
+            .lbn_to_pbn(lbn)
+            .expect("block inside the checked range")
+    }
+
+    fn touch(&mut self, seg: usize) {
+        self.use_clock += 1;
+        self.segs[seg].last_use = self.use_clock;
+    }
+
+    fn write_segments(&self) -> usize {
+        (self.p.cache.write_segments.max(1) as usize).min(self.segs.len())
+    }
+
+    /// Runs the read-ahead up to instant `t` (blocks done by then stay in the segment) and
+    /// stops it, unless the minimum read-ahead is not reached yet.
+    fn stop_prefetch(&mut self, t: f64) {
+        self.run_prefetch(t);
+        if let Some(pf) = self.prefetch.take() {
+            let mut pf = pf;
+            while pf.next < pf.min_end.min(pf.limit) {
+                let p = self.pbn(pf.next);
+                pf.cursor.transfer(&self.mech, p, false, 0.0, 0.0);
+                self.extend_segment(pf.seg, pf.next + 1);
+                pf.next += 1;
+            }
+            self.head = pf.cursor.position();
+            self.hda_free_ns = self
+                .hda_free_ns
+                .max(pf.cursor.t_ns.min(t.max(self.hda_free_ns)));
+            if pf.next < pf.min_end {
+                self.hda_free_ns = self.hda_free_ns.max(pf.cursor.t_ns);
+            }
+        }
+    }
+
+    fn extend_segment(&mut self, seg: usize, end: u64) {
+        let size = u64::from(self.p.cache.segment_sectors);
+        let s = &mut self.segs[seg];
+        s.end = end;
+        if s.end - s.start > size {
+            s.start = s.end - size;
+        }
+    }
+
+    /// Whether the read-ahead may take block `lbn`, given the mode's track bounds.
+    fn prefetch_allows(&self, pf: &Prefetch, lbn: u64) -> bool {
+        if lbn >= pf.limit || lbn >= self.blocks() {
+            return false;
+        }
+        let p = self.pbn(lbn);
+        match self.p.cache.read_ahead {
+            ReadAhead::None => false,
+            ReadAhead::SegmentEnd => true,
+            ReadAhead::TrackEnd | ReadAhead::DecTracks => {
+                (p.cylinder, p.head) == pf.bound || self.is_dec_second_track(pf, p)
+            }
+            ReadAhead::CylinderEnd => p.cylinder == pf.bound.0,
+        }
+    }
+
+    fn is_dec_second_track(&self, pf: &Prefetch, p: Pbn) -> bool {
+        self.p.cache.read_ahead == ReadAhead::DecTracks && {
+            let first = self.pbn(pf.limit.saturating_sub(1).max(pf.next.min(pf.limit)));
+            (first.cylinder, first.head) == (p.cylinder, p.head)
+        }
+    }
+
+    /// Advances the read-ahead over every block it finishes by `t`.
+    fn run_prefetch(&mut self, t: f64) {
+        let Some(mut pf) = self.prefetch.take() else {
+            return;
+        };
+        while self.prefetch_allows(&pf, pf.next) {
+            let mut c = pf.cursor;
+            let p = self.pbn(pf.next);
+            let done = c.transfer(&self.mech, p, false, 0.0, 0.0);
+            if done > t {
+                break;
+            }
+            pf.cursor = c;
+            self.extend_segment(pf.seg, pf.next + 1);
+            pf.next += 1;
+            self.stats.media_sectors += 1;
+        }
+        self.prefetch = Some(pf);
+    }
+
+    /// Runs the read-ahead through block `end - 1` whatever the time, returning when each
+    /// block from `from` is in the cache.
+    fn prefetch_through(&mut self, from: u64, end: u64, avail: &mut Vec<f64>, t0: f64) {
+        let Some(mut pf) = self.prefetch.take() else {
+            return;
+        };
+        for lbn in from..end {
+            if lbn < pf.next {
+                avail.push(t0);
+                continue;
+            }
+            let p = self.pbn(lbn);
+            let done = pf.cursor.transfer(&self.mech, p, false, 0.0, 0.0);
+            self.extend_segment(pf.seg, lbn + 1);
+            pf.next = lbn + 1;
+            self.stats.media_sectors += 1;
+            avail.push(done);
+        }
+        self.prefetch = Some(pf);
+    }
+
+    fn read_ahead_limit(&self, req_end: u64) -> u64 {
+        let c = &self.p.cache;
+        if !c.enabled || c.read_ahead == ReadAhead::None {
+            return req_end;
+        }
+        let max = u64::from(c.max_read_ahead_sectors.max(c.min_read_ahead_sectors));
+        (req_end + max).min(self.blocks())
+    }
+
+    fn start_prefetch(&mut self, seg: usize, cursor: Cursor, req_last: u64, req_end: u64) {
+        let limit = self.read_ahead_limit(req_end);
+        if limit <= req_end {
+            return;
+        }
+        let last = self.pbn(req_last);
+        let bound = match self.p.cache.read_ahead {
+            ReadAhead::DecTracks => {
+                let n = self.pbn(req_end);
+                (n.cylinder, n.head)
+            }
+            _ => (last.cylinder, last.head),
+        };
+        let min_end = (req_end + u64::from(self.p.cache.min_read_ahead_sectors)).min(limit);
+        self.prefetch = Some(Prefetch {
+            seg,
+            cursor,
+            next: req_end,
+            limit,
+            min_end,
+            bound,
+        });
+    }
+
+    /// Mechanism earliest start for foreground work at `t`, after spin-up when stopped.
+    fn mech_ready(&mut self, t: f64) -> f64 {
+        let mut ready = t.max(self.hda_free_ns);
+        if self.power.in_standby(&self.p.power, t) {
+            self.power.spin_ups += 1;
+            ready = ready.max(t + ns(self.p.power.spin_up_ns));
+            self.power.busy_until_ns = self.power.busy_until_ns.max(ready);
+            // The cache does not survive a spin-down in this model: the drive re-reads.
+            for s in &mut self.segs {
+                s.end = s.start;
+            }
+        }
+        ready
+    }
+
+    /// When the destage holding the mechanism at `t` ends, if one does.
+    fn destage_busy_until(&self, t: f64) -> Option<f64> {
+        self.destages
+            .iter()
+            .map(|d| d.done_ns)
+            .filter(|&d| d > t)
+            .fold(None, |a: Option<f64>, d| Some(a.map_or(d, |a| a.max(d))))
+    }
+
+    fn retire_destages(&mut self, t: f64) {
+        while self.destages.front().is_some_and(|d| d.done_ns <= t) {
+            self.destages.pop_front();
+        }
+    }
+
+    /// The least recently used segment a read may fill.
+    fn victim_segment(&self, for_write: bool) -> usize {
+        let mut best: Option<usize> = None;
+        for (i, s) in self.segs.iter().enumerate() {
+            if s.write_only != for_write && self.segs.iter().any(|x| x.write_only) {
+                continue;
+            }
+            if self.prefetch.as_ref().is_some_and(|pf| pf.seg == i) && !for_write {
+                continue;
+            }
+            if best.is_none_or(|b| s.last_use < self.segs[b].last_use) {
+                best = Some(i);
+            }
+        }
+        best.unwrap_or(0)
+    }
+
+    fn watermark(&self, n: u64) -> u64 {
+        let c = &self.p.cache;
+        let w = if c.watermark_by_request_size {
+            ((n.min(u64::from(c.segment_sectors)) as f64 * c.read_watermark) as u64).max(1)
+        } else {
+            (u64::from(c.segment_sectors) as f64 * c.read_watermark).ceil() as u64
+        };
+        w.clamp(1, n)
+    }
+
+    /// Serves a read dispatched at `t0`; returns its finish instant.
+    fn read(&mut self, t0: f64, lbn: u64, n: u64) -> f64 {
+        let o = self.p.overheads.clone();
+        let end = lbn + n;
+        let after_read = self.last_was_read;
+        let (hit_ovh, miss_ovh, disc_ovh) = if after_read {
+            (
+                o.read_hit_after_read_ns,
+                o.read_miss_after_read_ns,
+                o.read_disconnect_after_read_ns,
+            )
+        } else {
+            (
+                o.read_hit_after_write_ns,
+                o.read_miss_after_write_ns,
+                o.read_disconnect_after_write_ns,
+            )
+        };
+        let xfer = ns(self.p.interface.read_transfer_ns_per_sector);
+        self.stats.reads += 1;
+        self.run_prefetch(t0);
+        self.retire_destages(t0);
+        let cache_on = self.p.cache.enabled;
+        let in_stream = self.prefetch.as_ref().is_some_and(|pf| {
+            let s = &self.segs[pf.seg];
+            cache_on && lbn >= s.start && lbn <= pf.next && s.start < s.end
+        });
+        let whole = if cache_on {
+            (0..self.segs.len()).find(|&i| self.segs[i].holds(lbn, end))
+        } else {
+            None
+        };
+        let per_req = ns(o.per_request_ns);
+        let mut avail: Vec<f64> = Vec::with_capacity(n as usize);
+        let connect;
+        if let Some(seg) =
+            whole.filter(|_| !in_stream || end <= self.prefetch.as_ref().map_or(0, |pf| pf.next))
+        {
+            self.stats.read_hits += 1;
+            if self.prefetch.as_ref().is_some_and(|pf| pf.seg == seg) {
+                self.stats.read_ahead_hits += 1;
+                let limit = self.read_ahead_limit(end);
+                if let Some(pf) = self.prefetch.as_mut() {
+                    pf.limit = pf.limit.max(limit);
+                }
+            } else if self.p.cache.read_ahead_on_idle_hit && self.prefetch.is_none() {
+                let start = self.mech_ready(t0 + per_req + ns(miss_ovh));
+                let c = Cursor::new(start, self.head);
+                let seg_end = self.segs[seg].end;
+                if seg_end < self.blocks() {
+                    self.start_prefetch(seg, c, seg_end - 1, seg_end);
+                }
+            }
+            self.touch(seg);
+            avail.resize(n as usize, t0);
+            connect = match self.destage_busy_until(t0) {
+                // The mechanism is destaging, which cannot be stopped: the drive takes the
+                // command at the read-miss overhead, disconnects, and reconnects once the
+                // destage has released the mechanism (DiskSim's hit-while-busy path).
+                Some(busy) => {
+                    busy.max(t0 + per_req + ns(miss_ovh) + ns(disc_ovh))
+                        + ns(o.first_reselect_ns)
+                        + ns(o.data_preparation_ns)
+                }
+                None => t0 + per_req + ns(hit_ovh) + ns(o.data_preparation_ns),
+            };
+        } else if in_stream {
+            self.stats.read_partial_hits += 1;
+            self.stats.read_ahead_hits += 1;
+            let limit = self.read_ahead_limit(end);
+            if let Some(pf) = self.prefetch.as_mut() {
+                pf.limit = pf.limit.max(limit);
+            }
+            let seg = self.prefetch.as_ref().map_or(0, |pf| pf.seg);
+            self.touch(seg);
+            self.prefetch_through(lbn, end, &mut avail, t0);
+            connect = t0 + per_req + ns(hit_ovh) + ns(o.data_preparation_ns);
+            if let Some(pf) = &self.prefetch {
+                self.head = pf.cursor.position();
+                self.hda_free_ns = self.hda_free_ns.max(pf.cursor.t_ns);
+            }
+        } else {
+            // A miss, or a partial hit on a segment nobody reads into: the cached head of
+            // the request goes at once, the rest comes from the media.
+            self.stop_prefetch(t0);
+            let partial = if cache_on {
+                (0..self.segs.len()).find(|&i| {
+                    let s = &self.segs[i];
+                    !s.write_only && s.start < s.end && lbn >= s.start && lbn < s.end
+                })
+            } else {
+                None
+            };
+            let (seg, media_from) = match partial {
+                Some(seg) => {
+                    self.stats.read_partial_hits += 1;
+                    let e = self.segs[seg].end;
+                    avail.resize((e - lbn) as usize, t0);
+                    (seg, e)
+                }
+                None => {
+                    self.stats.read_misses += 1;
+                    let seg = self.victim_segment(false);
+                    self.segs[seg].start = lbn;
+                    self.segs[seg].end = lbn;
+                    (seg, lbn)
+                }
+            };
+            self.touch(seg);
+            let start = self.mech_ready(t0 + per_req + ns(miss_ovh));
+            let mut c = Cursor::new(start, self.head);
+            for b in media_from..end {
+                let p = self.pbn(b);
+                avail.push(c.transfer(&self.mech, p, false, 0.0, 0.0));
+                self.segs[seg].end = b + 1;
+            }
+            let size = u64::from(self.p.cache.segment_sectors);
+            if self.segs[seg].end - self.segs[seg].start > size {
+                self.segs[seg].start = self.segs[seg].end - size;
+            }
+            self.stats.media_sectors += end - media_from;
+            self.stats.seeks += c.seeks;
+            self.stats.seek_cylinders += c.seek_cylinders;
+            self.head = c.position();
+            self.hda_free_ns = c.t_ns;
+            if partial.is_some() {
+                connect = t0 + per_req + ns(hit_ovh) + ns(o.data_preparation_ns);
+            } else {
+                let w = self.watermark(n) as usize;
+                let ready = avail[w - 1].max(t0 + per_req + ns(miss_ovh) + ns(disc_ovh));
+                connect = ready + ns(o.first_reselect_ns) + ns(o.data_preparation_ns);
+            }
+            if cache_on {
+                self.start_prefetch(seg, c, end - 1, end);
+            }
+        }
+        let mut bus = connect;
+        for &a in &avail {
+            bus = bus.max(a) + xfer;
+        }
+        bus + ns(o.read_completion_ns)
+    }
+
+    /// Serves a write dispatched at `t0`; returns its finish instant.
+    fn write(&mut self, t0: f64, lbn: u64, n: u64) -> f64 {
+        let o = self.p.overheads.clone();
+        let end = lbn + n;
+        let after_read = self.last_was_read;
+        self.stats.writes += 1;
+        let write_back = self.p.cache.write_back != WriteBack::None && self.p.cache.enabled;
+        let cmd = ns(o.per_request_ns)
+            + ns(match (write_back, after_read) {
+                (true, true) => o.write_hit_after_read_ns,
+                (true, false) => o.write_hit_after_write_ns,
+                (false, true) => o.write_miss_after_read_ns,
+                (false, false) => o.write_miss_after_write_ns,
+            });
+        let xfer = ns(self.p.interface.write_transfer_ns_per_sector);
+        self.stop_prefetch(t0);
+        self.retire_destages(t0);
+        // Invalidate what the cache holds of these blocks elsewhere.
+        for s in &mut self.segs {
+            if s.start < end && lbn < s.end {
+                s.end = s.start;
+            }
+        }
+        let append = write_back
+            && self.p.cache.combine_sequential_writes
+            && self
+                .destages
+                .back()
+                .is_some_and(|d| d.end_lbn == lbn && d.done_ns > t0);
+        let mut space_ns = t0;
+        if write_back && !append && self.destages.len() >= self.write_segments() {
+            self.stats.write_buffer_waits += 1;
+            space_ns = self.destages.front().map_or(t0, |d| d.done_ns);
+        }
+        let extra = o.extra_write_disconnect.clone().filter(|_| !write_back);
+        let (xfer_start, mech_after) = match &extra {
+            // The drive disconnects after the command, reconnects after a delay to take the
+            // data, and lets the mechanism start a little after the command.
+            Some(x) => (
+                t0 + ns(o.per_request_ns)
+                    + ns(x.command_ns)
+                    + ns(x.disconnect_ns)
+                    + ns(x.inter_disconnect_ns)
+                    + ns(o.first_reselect_ns)
+                    + ns(o.data_preparation_ns),
+                t0 + ns(o.per_request_ns) + ns(x.command_ns) + ns(x.seek_delta_ns),
+            ),
+            None => (
+                (t0 + cmd + ns(o.data_preparation_ns)).max(space_ns),
+                t0 + cmd,
+            ),
+        };
+        let arrival = |i: u64| xfer_start + (i + 1) as f64 * xfer;
+        let data_done = arrival(n - 1);
+        let mut c = if append {
+            self.stats.write_appends += 1;
+            self.destages
+                .back()
+                .map(|d| d.cursor)
+                .unwrap_or_else(|| Cursor::new(t0, self.head))
+        } else {
+            let ready = self.mech_ready(mech_after);
+            Cursor::new(ready.max(space_ns), self.head)
+        };
+        let min_seek = if append { 0.0 } else { ns(o.minimum_seek_ns) };
+        for (i, b) in (lbn..end).enumerate() {
+            let p = self.pbn(b);
+            c.transfer(
+                &self.mech,
+                p,
+                true,
+                arrival(i as u64),
+                if i == 0 { min_seek } else { 0.0 },
+            );
+        }
+        self.stats.media_sectors += n;
+        self.stats.seeks += c.seeks;
+        self.stats.seek_cylinders += c.seek_cylinders;
+        self.head = c.position();
+        self.hda_free_ns = self.hda_free_ns.max(c.t_ns);
+        if self.p.cache.enabled && self.p.cache.read_hits_on_write_data {
+            let seg = if append {
+                self.segs
+                    .iter()
+                    .position(|s| s.end == lbn && s.start < s.end)
+            } else {
+                None
+            };
+            let seg = seg.unwrap_or_else(|| {
+                let v = self.victim_segment(true);
+                self.segs[v].start = lbn;
+                self.segs[v].end = lbn;
+                v
+            });
+            self.extend_segment(seg, end);
+            self.touch(seg);
+        }
+        if write_back {
+            if append {
+                if let Some(d) = self.destages.back_mut() {
+                    d.done_ns = c.t_ns;
+                    d.end_lbn = end;
+                    d.cursor = c;
+                }
+            } else {
+                self.destages.push_back(Destage {
+                    done_ns: c.t_ns,
+                    end_lbn: end,
+                    cursor: c,
+                });
+            }
+            data_done + ns(o.write_completion_ns)
+        } else {
+            let (disconnect, reselect) = match &extra {
+                Some(x) => (x.second_disconnect_ns, o.other_reselect_ns),
+                None => (o.write_disconnect_ns, o.first_reselect_ns),
+            };
+            let reconnect = c.t_ns.max(data_done + ns(disconnect));
+            reconnect + ns(reselect) + ns(o.write_completion_ns)
+        }
+    }
+
+    /// Computes the service of `r` starting at `t`; returns its finish instant.
+    fn serve(&mut self, t: SimTime, r: &Request) -> SimTime {
+        let t0 = t.as_ns() as f64;
+        self.power.account_to(&self.p.power, t0);
+        let lbn = r.offset_bytes / SECTOR_BYTES;
+        let end = r.end_bytes().div_ceil(SECTOR_BYTES);
+        let n = end - lbn;
+        let finish = match r.op {
+            Op::Read => {
+                let f = self.read(t0, lbn, n);
+                self.last_was_read = true;
+                f
+            }
+            Op::Write => {
+                let f = self.write(t0, lbn, n);
+                self.last_was_read = false;
+                f
+            }
+            Op::Trim => t0 + ns(self.p.overheads.per_request_ns),
+            Op::Flush => {
+                let done = self.destages.back().map_or(t0, |d| d.done_ns);
+                done.max(t0) + ns(self.p.overheads.per_request_ns)
+            }
+        };
+        self.power.busy_until_ns = self.power.busy_until_ns.max(finish).max(self.hda_free_ns);
+        let f = finish.ceil().max(t0);
+        SimTime::from_ns((f as u64).max(t.as_ns()))
+    }
+
+    /// Positioning estimate for SPTF: seek plus rotational latency to the first block.
+    fn positioning_ns(&self, r: &Request, t: f64) -> f64 {
+        let p = self.pbn(r.offset_bytes / SECTOR_BYTES);
+        let start = t.max(self.hda_free_ns);
+        let mv = self
+            .mech
+            .reposition_ns(self.head, (p.cylinder, p.head), r.op == Op::Write);
+        mv + self.mech.latency_ns(start + mv, p)
+    }
+
+    fn dispatch(&mut self, t: SimTime) {
+        if self.in_service.is_some() || self.queue.is_empty() {
+            return;
+        }
+        let tf = t.as_ns() as f64;
+        let cands: Vec<Candidate> = self
+            .queue
+            .iter()
+            .map(|r| Candidate {
+                cylinder: self.pbn(r.offset_bytes / SECTOR_BYTES).cylinder,
+                positioning_ns: if self.p.scheduler == crate::params::SchedulerKind::Sptf {
+                    self.positioning_ns(r, tf)
+                } else {
+                    0.0
+                },
+            })
+            .collect();
+        let i = pick(self.p.scheduler, self.head.0, &cands).unwrap_or(0);
+        let r = self.queue.remove(i);
+        let start = if t < r.arrival { r.arrival } else { t };
+        let finish = self.serve(start, &r);
+        self.in_service = Some(InService {
+            request: r,
+            start,
+            finish,
+        });
+    }
+}
+
+impl Device for HddDevice {
+    fn model_name(&self) -> &'static str {
+        "hdd"
+    }
+
+    fn capacity_bytes(&self) -> u64 {
+        self.capacity_bytes
+    }
+
+    fn queue_depth(&self) -> usize {
+        self.p.queue_depth as usize
+    }
+
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        check_range(&request, self.capacity_bytes)?;
+        if request.len_bytes == 0 && matches!(request.op, Op::Read | Op::Write) {
+            return Err(DeviceError::Invalid {
+                reason: "zero-length read or write".into(),
+            });
+        }
+        let outstanding = self.queue.len() + usize::from(self.in_service.is_some());
+        if outstanding >= self.queue_depth() {
+            return Err(DeviceError::QueueFull {
+                queue_depth: self.queue_depth(),
+            });
+        }
+        self.queue.push(request);
+        self.dispatch(now);
+        Ok(())
+    }
+
+    fn next_deadline(&self) -> Option<SimTime> {
+        self.in_service.as_ref().map(|s| s.finish)
+    }
+
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        while let Some(s) = self.in_service.as_ref() {
+            if s.finish > now {
+                break;
+            }
+            let s = self.in_service.take().expect("checked above");
+            assert!(s.finish >= s.request.arrival, "completion before arrival");
+            done.push(Completion {
+                request: s.request,
+                service_start: s.start,
+                finish: s.finish,
+            });
+            self.dispatch(s.finish);
+        }
+    }
+
+    fn counters(&self) -> Vec<DeviceCounter> {
+        let s = &self.stats;
+        let (ea, ei, es, eu) = self.power.energy_mj(&self.p.power);
+        let mean_seek = if s.seeks == 0 {
+            0.0
+        } else {
+            s.seek_cylinders as f64 / s.seeks as f64
+        };
+        vec![
+            DeviceCounter::new("reads", s.reads as f64),
+            DeviceCounter::new("writes", s.writes as f64),
+            DeviceCounter::new("cache_read_hits", s.read_hits as f64),
+            DeviceCounter::new("cache_read_partial_hits", s.read_partial_hits as f64),
+            DeviceCounter::new("cache_read_misses", s.read_misses as f64),
+            DeviceCounter::new("read_ahead_hits", s.read_ahead_hits as f64),
+            DeviceCounter::new("write_appends", s.write_appends as f64),
+            DeviceCounter::new("write_buffer_waits", s.write_buffer_waits as f64),
+            DeviceCounter::new("seeks", s.seeks as f64),
+            DeviceCounter::new("mean_seek_cylinders", mean_seek),
+            DeviceCounter::new("media_sectors", s.media_sectors as f64),
+            DeviceCounter::new("busy_ns", self.power.active_ns),
+            DeviceCounter::new("idle_ns", self.power.idle_ns),
+            DeviceCounter::new("standby_ns", self.power.standby_ns),
+            DeviceCounter::new("spin_ups", self.power.spin_ups as f64),
+            DeviceCounter::new("energy_active_mj", ea),
+            DeviceCounter::new("energy_idle_mj", ei),
+            DeviceCounter::new("energy_standby_mj", es),
+            DeviceCounter::new("energy_spin_up_mj", eu),
+            DeviceCounter::new("energy_total_mj", ea + ei + es + eu),
+        ]
+    }
+}
