@@ -6,30 +6,8 @@
 
 mod common;
 
-use common::{stderr, storsim, temp_dir};
+use common::{counter, simulate_json, stderr, storsim, temp_dir};
 use serde_json::Value;
-
-fn simulate_json(device: &str, workload: &str, name: &str) -> Value {
-    let out = temp_dir(name).join("out.json");
-    let o = storsim(&[
-        "simulate",
-        "--device",
-        device,
-        "--workload",
-        workload,
-        "--json",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "storsim failed: {}", stderr(&o));
-    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
-}
-
-fn counter(v: &Value, name: &str) -> f64 {
-    v["device"]["counters"][name]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no counter {name} in {}", v["device"]["counters"]))
-}
 
 #[test]
 fn the_example_controller_drive_offloads_small_writes() {

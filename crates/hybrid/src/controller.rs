@@ -12,6 +12,7 @@
 
 use crate::fanout::{ChildDone, Fanout, Route, RouteCause, RouteLog, Side};
 use crate::params::{Admission, FlushPolicy, HybridParams, Replacement};
+use crate::parents::Parents;
 use crate::policy::{CacheEvent, CachePolicy, StampOrder, Victims};
 use std::collections::{BTreeMap, VecDeque};
 use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
@@ -154,16 +155,6 @@ enum Tag {
     },
 }
 
-struct Parent {
-    request: Request,
-    seq: u64,
-    service_start: SimTime,
-    children_left: u32,
-    dispatched: bool,
-    sides: [bool; 2],
-    finish: SimTime,
-}
-
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Plan {
     /// Reads and trims: each block from where its newest copy is.
@@ -255,11 +246,8 @@ pub struct HybridDevice {
     flushing_blocks: u64,
     high_blocks: u64,
     low_blocks: u64,
-    parents: Vec<Option<Parent>>,
-    parent_free: Vec<usize>,
+    parents: Parents,
     outstanding: usize,
-    next_seq: u64,
-    waiting: VecDeque<usize>,
     cursor: Option<Cursor>,
     jobs: Vec<Option<Job>>,
     jobs_in_flight: usize,
@@ -270,7 +258,6 @@ pub struct HybridDevice {
     space_shortfall: Option<u64>,
     idle_since: Option<SimTime>,
     idle_active: bool,
-    finished: Vec<(SimTime, u64, Completion)>,
     victims: Vec<u64>,
     promotions: Vec<Option<Promotion>>,
     promotions_in_flight: usize,
@@ -375,11 +362,8 @@ impl HybridDevice {
             flushing_blocks: 0,
             high_blocks,
             low_blocks,
-            parents: (0..queue_depth).map(|_| None).collect(),
-            parent_free: (0..queue_depth).rev().collect(),
+            parents: Parents::new(queue_depth),
             outstanding: 0,
-            next_seq: 0,
-            waiting: VecDeque::with_capacity(queue_depth),
             cursor: None,
             jobs: vec![None; FLUSH_JOBS_MAX],
             jobs_in_flight: 0,
@@ -389,7 +373,6 @@ impl HybridDevice {
             space_shortfall: None,
             idle_since: Some(SimTime::ZERO),
             idle_active: false,
-            finished: Vec::new(),
             victims: Vec::new(),
             promotions: vec![None; PROMOTE_JOBS_MAX],
             promotions_in_flight: 0,
@@ -497,9 +480,7 @@ impl HybridDevice {
                     self.slots[s as usize].users -= 1;
                     self.release_orphan(s);
                 }
-                let p = self.parents[parent]
-                    .as_mut()
-                    .expect("child of a live parent");
+                let p = self.parents.get_mut(parent);
                 p.children_left -= 1;
                 p.finish = p.finish.max(done.completion.finish);
                 if p.children_left == 0 && p.dispatched {
@@ -568,30 +549,15 @@ impl HybridDevice {
     }
 
     fn complete(&mut self, parent: usize, now: SimTime) {
-        let p = self.parents[parent].take().expect("live parent");
-        self.parent_free.push(parent);
+        let p = self.parents.complete(parent);
         self.outstanding -= 1;
-        let served = match p.sides {
-            [true, false] => 0,
-            [false, true] => 1,
-            _ => 2,
-        };
+        let served = p.served_index();
         match p.request.op {
             Op::Read => self.counts.served[0][served] += 1,
             Op::Write => self.counts.served[1][served] += 1,
             Op::Trim => self.counts.trims += 1,
             Op::Flush => self.counts.flushes += 1,
         }
-        let finish = p.finish.max(p.service_start);
-        self.finished.push((
-            finish,
-            p.seq,
-            Completion {
-                request: p.request,
-                service_start: p.service_start,
-                finish,
-            },
-        ));
         if self.outstanding == 0 {
             self.idle_since = Some(now);
         }
@@ -601,14 +567,14 @@ impl HybridDevice {
     fn dispatch(&mut self, now: SimTime) {
         loop {
             if self.cursor.is_none() {
-                let Some(&parent) = self.waiting.front() else {
+                let Some(&parent) = self.parents.waiting.front() else {
                     return;
                 };
                 let Some(plan) = self.plan(parent) else {
                     return;
                 };
-                self.waiting.pop_front();
-                let p = self.parents[parent].as_mut().expect("waiting parent");
+                self.parents.waiting.pop_front();
+                let p = self.parents.get_mut(parent);
                 p.service_start = now;
                 self.cursor = Some(Cursor {
                     parent,
@@ -622,9 +588,7 @@ impl HybridDevice {
                 self.cursor = Some(cursor);
                 return;
             }
-            let p = self.parents[cursor.parent]
-                .as_mut()
-                .expect("dispatched parent");
+            let p = self.parents.get_mut(cursor.parent);
             p.dispatched = true;
             if p.children_left == 0 {
                 self.complete(cursor.parent, now);
@@ -635,10 +599,7 @@ impl HybridDevice {
     /// Decides how the head request is served (Fig. 4.9 for writes), or `None` when it must
     /// wait for flash space.
     fn plan(&mut self, parent: usize) -> Option<Plan> {
-        let request = self.parents[parent]
-            .as_ref()
-            .expect("waiting parent")
-            .request;
+        let request = self.parents.get(parent).request;
         match request.op {
             Op::Read | Op::Trim => return Some(Plan::Split),
             Op::Flush => return Some(Plan::Both),
@@ -790,10 +751,7 @@ impl HybridDevice {
         let Some(s) = self.free.pop_front() else {
             return false;
         };
-        let seq = self.parents[parent]
-            .as_ref()
-            .expect("dispatching parent")
-            .seq;
+        let seq = self.parents.get(parent).seq;
         self.slots[s as usize] = Slot {
             block,
             state: SlotState::Filling,
@@ -1006,10 +964,7 @@ impl HybridDevice {
     /// Emits the cursor's child requests; returns true when the request is fully dispatched,
     /// false when a child's queue is full (the cursor keeps its place).
     fn split(&mut self, now: SimTime, cursor: &mut Cursor) -> bool {
-        let request = self.parents[cursor.parent]
-            .as_ref()
-            .expect("dispatching parent")
-            .request;
+        let request = self.parents.get(cursor.parent).request;
         match cursor.plan {
             Plan::Both => {
                 if !self.room(Side::Flash) || !self.room(Side::Disk) {
@@ -1211,7 +1166,7 @@ impl HybridDevice {
     }
 
     fn emit(&mut self, now: SimTime, parent: usize, request: Request, run: Run) {
-        let p = self.parents[parent].as_mut().expect("dispatching parent");
+        let p = self.parents.get_mut(parent);
         p.children_left += 1;
         p.sides[match run.side {
             Side::Flash => 0,
@@ -1428,23 +1383,8 @@ impl Device for HybridDevice {
 
     fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
         crate::fanout::check_submission(self.failed.as_deref(), &request, self.capacity_bytes)?;
-        let Some(parent) = self.parent_free.pop() else {
-            return Err(DeviceError::QueueFull {
-                queue_depth: self.params.queue_depth,
-            });
-        };
-        self.parents[parent] = Some(Parent {
-            request,
-            seq: self.next_seq,
-            service_start: now,
-            children_left: 0,
-            dispatched: false,
-            sides: [false; 2],
-            finish: now,
-        });
-        self.next_seq += 1;
+        self.parents.admit(now, request)?;
         self.outstanding += 1;
-        self.waiting.push_back(parent);
         // A host request ends idleness: idle flushing in flight finishes, no more starts.
         self.idle_since = None;
         self.idle_active = false;
@@ -1453,7 +1393,7 @@ impl Device for HybridDevice {
     }
 
     fn next_deadline(&self) -> Option<SimTime> {
-        let finished = self.finished.iter().map(|f| f.0).min();
+        let finished = self.parents.next_finish();
         [finished, self.fanout.next_deadline(), self.idle_deadline()]
             .into_iter()
             .flatten()
@@ -1477,8 +1417,7 @@ impl Device for HybridDevice {
             }
             self.work(t);
         }
-        self.finished.sort_by_key(|f| (f.0, f.1));
-        done.extend(self.finished.drain(..).map(|f| f.2));
+        self.parents.drain(done);
     }
 
     fn counters(&self) -> Vec<DeviceCounter> {

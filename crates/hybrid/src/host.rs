@@ -9,21 +9,12 @@
 
 use crate::fanout::{ChildDone, Fanout, Route, RouteCause, RouteLog, Side};
 use crate::params::{ByteRange, HostPlacement, HostTieredParams};
+use crate::parents::Parents;
 use std::collections::{BTreeMap, VecDeque};
 use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
 
 /// Child requests waiting for one child's queue.
 const PENDING_MAX: usize = 64;
-
-struct Parent {
-    request: Request,
-    seq: u64,
-    service_start: SimTime,
-    children_left: u32,
-    dispatched: bool,
-    sides: [bool; 2],
-    finish: SimTime,
-}
 
 #[derive(Clone, Copy)]
 struct Run {
@@ -66,12 +57,8 @@ pub struct HostTieredDevice {
     /// Flash ranges, sorted by start, with where each begins on the flash.
     ranges: Vec<(ByteRange, u64)>,
     remap: Option<RemapTable>,
-    parents: Vec<Option<Parent>>,
-    parent_free: Vec<usize>,
-    next_seq: u64,
-    waiting: VecDeque<usize>,
+    parents: Parents,
     cursor: Option<Cursor>,
-    finished: Vec<(SimTime, u64, Completion)>,
     log: RouteLog,
     failed: Option<String>,
     served: [[u64; 3]; 4],
@@ -142,12 +129,8 @@ impl HostTieredDevice {
             fanout: Fanout::new(flash, disk, PENDING_MAX),
             ranges,
             remap,
-            parents: (0..queue_depth).map(|_| None).collect(),
-            parent_free: (0..queue_depth).rev().collect(),
-            next_seq: 0,
-            waiting: VecDeque::with_capacity(queue_depth),
+            parents: Parents::new(queue_depth),
             cursor: None,
-            finished: Vec::new(),
             log: RouteLog::default(),
             failed: None,
             served: [[0; 3]; 4],
@@ -282,9 +265,7 @@ impl HostTieredDevice {
             }
         }
         let parent = done.tag;
-        let p = self.parents[parent]
-            .as_mut()
-            .expect("child of a live parent");
+        let p = self.parents.get_mut(parent);
         p.children_left -= 1;
         p.finish = p.finish.max(done.completion.finish);
         if p.children_left == 0 && p.dispatched {
@@ -293,33 +274,17 @@ impl HostTieredDevice {
     }
 
     fn complete(&mut self, parent: usize, _now: SimTime) {
-        let p = self.parents[parent].take().expect("live parent");
-        self.parent_free.push(parent);
-        let served = match p.sides {
-            [true, false] => 0,
-            [false, true] => 1,
-            _ => 2,
-        };
-        self.served[p.request.op.index()][served] += 1;
-        let finish = p.finish.max(p.service_start);
-        self.finished.push((
-            finish,
-            p.seq,
-            Completion {
-                request: p.request,
-                service_start: p.service_start,
-                finish,
-            },
-        ));
+        let p = self.parents.complete(parent);
+        self.served[p.request.op.index()][p.served_index()] += 1;
     }
 
     fn dispatch(&mut self, now: SimTime) {
         loop {
             if self.cursor.is_none() {
-                let Some(parent) = self.waiting.pop_front() else {
+                let Some(parent) = self.parents.waiting.pop_front() else {
                     return;
                 };
-                let p = self.parents[parent].as_mut().expect("waiting parent");
+                let p = self.parents.get_mut(parent);
                 p.service_start = now;
                 self.cursor = Some(Cursor {
                     parent,
@@ -332,9 +297,7 @@ impl HostTieredDevice {
                 self.cursor = Some(cursor);
                 return;
             }
-            let p = self.parents[cursor.parent]
-                .as_mut()
-                .expect("dispatched parent");
+            let p = self.parents.get_mut(cursor.parent);
             p.dispatched = true;
             if p.children_left == 0 {
                 self.complete(cursor.parent, now);
@@ -343,10 +306,7 @@ impl HostTieredDevice {
     }
 
     fn split(&mut self, now: SimTime, cursor: &mut Cursor) -> bool {
-        let request = self.parents[cursor.parent]
-            .as_ref()
-            .expect("dispatching parent")
-            .request;
+        let request = self.parents.get(cursor.parent).request;
         if request.op == Op::Flush {
             if self.fanout.pending_len(Side::Flash) >= PENDING_MAX
                 || self.fanout.pending_len(Side::Disk) >= PENDING_MAX
@@ -407,7 +367,7 @@ impl HostTieredDevice {
     }
 
     fn emit(&mut self, now: SimTime, parent: usize, request: Request, run: Run) {
-        let p = self.parents[parent].as_mut().expect("dispatching parent");
+        let p = self.parents.get_mut(parent);
         p.children_left += 1;
         p.sides[(run.side == Side::Disk) as usize] = true;
         self.log.record(Route {
@@ -444,28 +404,13 @@ impl Device for HostTieredDevice {
 
     fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
         crate::fanout::check_submission(self.failed.as_deref(), &request, self.capacity_bytes)?;
-        let Some(parent) = self.parent_free.pop() else {
-            return Err(DeviceError::QueueFull {
-                queue_depth: self.params.queue_depth,
-            });
-        };
-        self.parents[parent] = Some(Parent {
-            request,
-            seq: self.next_seq,
-            service_start: now,
-            children_left: 0,
-            dispatched: false,
-            sides: [false; 2],
-            finish: now,
-        });
-        self.next_seq += 1;
-        self.waiting.push_back(parent);
+        self.parents.admit(now, request)?;
         self.work(now);
         Ok(())
     }
 
     fn next_deadline(&self) -> Option<SimTime> {
-        let finished = self.finished.iter().map(|f| f.0).min();
+        let finished = self.parents.next_finish();
         [finished, self.fanout.next_deadline()]
             .into_iter()
             .flatten()
@@ -480,8 +425,7 @@ impl Device for HostTieredDevice {
             self.fanout.advance(t);
             self.work(t);
         }
-        self.finished.sort_by_key(|f| (f.0, f.1));
-        done.extend(self.finished.drain(..).map(|f| f.2));
+        self.parents.drain(done);
     }
 
     fn counters(&self) -> Vec<DeviceCounter> {

@@ -18,6 +18,7 @@ mod controller;
 mod fanout;
 mod host;
 mod params;
+mod parents;
 mod policy;
 
 pub use controller::{HybridDevice, Location};

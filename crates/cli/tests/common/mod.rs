@@ -31,3 +31,32 @@ pub fn temp_dir(name: &str) -> PathBuf {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+// The helpers below serve the model test files (ssd, array, hybrid); each test binary compiles
+// this module whole, and those that do not run `simulate` leave them unused.
+
+/// Runs `simulate` with `--json` into a scratch directory called `name` and returns the report.
+#[allow(dead_code)]
+pub fn simulate_json(device: &str, workload: &str, name: &str) -> serde_json::Value {
+    let out = temp_dir(name).join("out.json");
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        device,
+        "--workload",
+        workload,
+        "--json",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert!(o.status.success(), "storsim failed: {}", stderr(&o));
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+/// A device counter from a `simulate` report.
+#[allow(dead_code)]
+pub fn counter(v: &serde_json::Value, name: &str) -> f64 {
+    v["device"]["counters"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no counter {name} in {}", v["device"]["counters"]))
+}
