@@ -29,6 +29,9 @@ pub enum Command {
     /// Compare a device model with measurements of a real device.
     #[command(subcommand)]
     Validate(ValidateCommand),
+    /// Measure a real device or file (or a device model) with microbenchmarks, fit the IBM
+    /// linear, table and step models, and report how well they predict it.
+    Calibrate(CalibrateArgs),
     /// List the built-in devices.
     Presets,
 }
@@ -220,4 +223,118 @@ pub struct EmulateArgs {
     /// Write the final report as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
+}
+
+/// The model `storsim calibrate` writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CalibratedModel {
+    /// IBM's A + n·B per access pattern.
+    Linear,
+    /// Measured times by size and pattern, interpolated.
+    Table,
+    /// The Wisconsin step model (needs --step-run).
+    Step,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CalibrateStatistic {
+    Median,
+    Min,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CalibrateHoldout {
+    Alternate,
+    None,
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["target", "simulate"])))]
+pub struct CalibrateArgs {
+    /// The block device or regular file to measure (O_DIRECT, queue depth 1).
+    #[arg(long, value_name = "PATH")]
+    pub target: Option<PathBuf>,
+    /// Measure a device model (preset or TOML file) in virtual time instead: deterministic, for
+    /// fitting a black-box model to a detailed one.
+    #[arg(long, value_name = "DEVICE")]
+    pub simulate: Option<String>,
+    /// Where to write the fitted device description.
+    #[arg(long, value_name = "MODEL.toml")]
+    pub out: PathBuf,
+    /// Which model to write.
+    #[arg(long, value_enum, default_value = "linear")]
+    pub model: CalibratedModel,
+    /// Write the full report as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "REPORT.json")]
+    pub report: Option<PathBuf>,
+    /// Write measured vs predicted per pattern and size as CSV (plot-ready).
+    #[arg(long, value_name = "OUT.csv")]
+    pub csv: Option<PathBuf>,
+    /// Allow writes to the target (they destroy its contents). Refused anyway when the target
+    /// is mounted or otherwise in use.
+    #[arg(long)]
+    pub allow_writes: bool,
+    /// Access patterns to measure (sr, rr, sw, rw); writes to a --target need --allow-writes.
+    #[arg(long, value_delimiter = ',', default_value = "sr,rr,sw,rw")]
+    pub patterns: Vec<String>,
+    /// Zones spread over the target (odd).
+    #[arg(long, default_value_t = 5)]
+    pub zones: u32,
+    /// Request sizes (512, 4k, 1m, ...), comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "512,1k,2k,4k,8k,16k,32k,64k,128k,256k,512k,1m"
+    )]
+    pub sizes: Vec<String>,
+    /// Runs per pattern, size and zone.
+    #[arg(long, default_value_t = 3)]
+    pub repeats: u32,
+    /// Requests per run (a sequential run's first request is not counted).
+    #[arg(long, default_value_t = 8)]
+    pub requests_per_run: u32,
+    /// Requests issued and discarded before each pattern.
+    #[arg(long, default_value_t = 16)]
+    pub warmup: u32,
+    /// The per-size statistic the fits use.
+    #[arg(long, value_enum, default_value = "median")]
+    pub statistic: CalibrateStatistic,
+    /// Sizes kept out of the fit to validate it: every second size, or none.
+    #[arg(long, value_enum, default_value = "alternate")]
+    pub holdout: CalibrateHoldout,
+    /// Queue depths for a throughput sweep of random requests (for example 1,4,16,32); the
+    /// models' servers/channels come from it.
+    #[arg(long, value_delimiter = ',')]
+    pub iodepth: Vec<u32>,
+    /// Request size of the sweep.
+    #[arg(long, default_value = "4k")]
+    pub sweep_size: String,
+    /// Requests per sweep point.
+    #[arg(long, default_value_t = 2000)]
+    pub sweep_requests: u32,
+    /// Length of one long sequential run per direction for step detection (default 1024 with
+    /// --model step, else none).
+    #[arg(long, value_name = "REQUESTS")]
+    pub step_run: Option<u32>,
+    /// Request size of the step runs.
+    #[arg(long, default_value = "4k")]
+    pub step_size: String,
+    /// Measure this path first with the same plan, serving a device that takes no time (for
+    /// example `storsim emulate` with a zero-latency linear device): its cost is the path's own
+    /// floor, reported and taken off the fits.
+    #[arg(long, value_name = "PATH")]
+    pub baseline: Option<PathBuf>,
+    /// The flash erase latency EL of the thesis' erase correction (published figures; 1500 is
+    /// FlashSim's SLC block erase).
+    #[arg(long, default_value_t = 1500.0)]
+    pub erase_latency_us: f64,
+    /// The queue depth written into the model.
+    #[arg(long, default_value_t = 32)]
+    pub queue_depth: u32,
+    /// Seed of the random offsets (printed).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// No progress line.
+    #[arg(long)]
+    pub quiet: bool,
 }

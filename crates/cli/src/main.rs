@@ -1,6 +1,8 @@
 //! `storsim`: argument parsing and glue. Everything that computes lives in the library crates.
 
 mod args;
+mod calibrate;
+mod calibrate_report;
 mod emulate;
 mod import;
 mod inspect;
@@ -50,6 +52,7 @@ fn main() -> ExitCode {
         args::Command::Emulate(a) => emulate::run(a),
         args::Command::Import(args::ImportCommand::Disksim(a)) => import::disksim(a),
         args::Command::Validate(args::ValidateCommand::Disksim(a)) => validate::disksim(a),
+        args::Command::Calibrate(a) => calibrate::run(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
                 println!("{:<18} {:<8} {}", p.name, p.model, p.summary);

@@ -5,11 +5,12 @@
 
 mod common;
 
+use common::system::{have, run, run_ok, Emulator, Loop, Mounted};
 use common::{repo_root, temp_dir};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 /// A linear device with 20 µs per access plus 0.5 µs per KiB and eight servers: fast enough
 /// for mkfs and fio, slow enough that pacing matters.
@@ -34,148 +35,6 @@ b_us_per_kib = 0.5
 a_us = 30.0
 b_us_per_kib = 0.5
 "#;
-
-fn have(tool: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {tool}")])
-        .env("PATH", path_with_sbin())
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !found {
-        eprintln!("SKIP: `{tool}` is not installed (.ci/run installs it)");
-    }
-    found
-}
-
-/// Debian keeps mkfs.ext4, losetup and e2fsck in /sbin and /usr/sbin.
-fn path_with_sbin() -> String {
-    format!(
-        "{}:/usr/sbin:/sbin",
-        std::env::var("PATH").unwrap_or_default()
-    )
-}
-
-fn run(program: &str, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .env("PATH", path_with_sbin())
-        .output()
-        .unwrap_or_else(|e| panic!("running {program}: {e}"))
-}
-
-fn run_ok(program: &str, args: &[&str]) -> String {
-    let out = run(program, args);
-    assert!(
-        out.status.success(),
-        "{program} {args:?} failed: {}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A running `storsim emulate`, stopped with SIGTERM when dropped.
-struct Emulator {
-    child: Option<Child>,
-    stdout: BufReader<ChildStdout>,
-    nbd: Option<String>,
-    fuse_file: Option<PathBuf>,
-}
-
-impl Emulator {
-    /// Starts the emulator and reads the addresses it prints (one line per front end).
-    fn start(args: &[&str]) -> Emulator {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_storsim"))
-            .arg("emulate")
-            .args(args)
-            .current_dir(repo_root())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("storsim runs");
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let wanted = ["--nbd", "--nbd-unix", "--fuse", "--control"]
-            .iter()
-            .filter(|flag| args.contains(flag))
-            .count();
-        let (mut nbd, mut fuse_file) = (None, None);
-        for _ in 0..wanted {
-            let mut line = String::new();
-            if stdout.read_line(&mut line).unwrap() == 0 {
-                let mut err = String::new();
-                child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut err)
-                    .unwrap();
-                panic!("storsim emulate {args:?} stopped early: {err}");
-            }
-            let line = line.trim();
-            if let Some(uri) = line.strip_prefix("nbd: ") {
-                nbd = Some(uri.to_string());
-            } else if let Some(file) = line.strip_prefix("fuse: ") {
-                fuse_file = Some(PathBuf::from(file));
-            }
-        }
-        Emulator {
-            child: Some(child),
-            stdout,
-            nbd,
-            fuse_file,
-        }
-    }
-
-    fn nbd(&self) -> &str {
-        self.nbd.as_deref().expect("started with --nbd")
-    }
-
-    fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().unwrap().id().to_string();
-        run_ok("kill", &[&format!("-{signal}"), &pid]);
-    }
-
-    /// Stops with SIGINT and returns the exit status, standard output and standard error.
-    fn stop(mut self) -> (std::process::ExitStatus, String, String) {
-        self.signal("INT");
-        let mut child = self.child.take().unwrap();
-        let mut out = String::new();
-        self.stdout.read_to_string(&mut out).unwrap();
-        let mut err = String::new();
-        child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        (child.wait().unwrap(), out, err)
-    }
-
-    fn kill_9(mut self) {
-        let mut child = self.child.take().unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-}
-
-impl Drop for Emulator {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = Command::new("kill")
-                .args(["-TERM", &child.id().to_string()])
-                .status();
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while Instant::now() < deadline {
-                if let Ok(Some(_)) = child.try_wait() {
-                    return;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 /// Starts the emulator on `device` with an NBD server on a free loopback port.
 fn nbd_emulator(device: &str, size: &str, extra: &[&str]) -> Emulator {
@@ -378,54 +237,6 @@ fn fio_verifies_through_the_nbd_engine() {
     assert!(status.success());
     assert!(out.contains("write 4096"), "{out}");
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-/// Attaches `file` to a loop device with direct I/O, detached on drop.
-struct Loop(String);
-
-impl Loop {
-    fn attach(file: &Path) -> Option<Loop> {
-        let out = run(
-            "losetup",
-            &["--direct-io=on", "-f", "--show", file.to_str().unwrap()],
-        );
-        if !out.status.success() {
-            eprintln!(
-                "SKIP: no loop device: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            return None;
-        }
-        Some(Loop(
-            String::from_utf8_lossy(&out.stdout).trim().to_string(),
-        ))
-    }
-}
-
-impl Drop for Loop {
-    fn drop(&mut self) {
-        let _ = run("losetup", &["-d", &self.0]);
-    }
-}
-
-/// Mounts `dev` at `dir`, unmounted on drop.
-struct Mounted(PathBuf);
-
-impl Mounted {
-    fn new(dev: &str, dir: &Path) -> Mounted {
-        std::fs::create_dir_all(dir).unwrap();
-        run_ok("mount", &[dev, dir.to_str().unwrap()]);
-        Mounted(dir.to_path_buf())
-    }
-}
-
-impl Drop for Mounted {
-    fn drop(&mut self) {
-        let out = run("umount", &[self.0.to_str().unwrap()]);
-        if !out.status.success() {
-            let _ = run("umount", &["-l", self.0.to_str().unwrap()]);
-        }
-    }
 }
 
 fn checksums(root: &Path) -> Vec<(String, u64, u64)> {

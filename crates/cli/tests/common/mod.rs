@@ -2,6 +2,10 @@
 //! scratch directory per test, and its standard error as text.
 
 use std::path::{Path, PathBuf};
+
+// Not every test binary drives external tools; those that do not leave these unused.
+#[allow(dead_code)]
+pub mod system;
 use std::process::{Command, Output};
 
 /// Runs the `storsim` binary from the repository root, so relative paths like

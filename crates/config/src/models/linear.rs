@@ -1,20 +1,20 @@
 //! `[linear]`: the IBM linear model's parameters.
 
-use super::{delay_us, non_negative, SequentialName};
+use super::{delay_us, non_negative, toml_int, us_of, SequentialName};
 use crate::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use storsim_blackbox::linear::{LinearCost, LinearParams};
 use storsim_blackbox::{AccessPattern, SequentialDetect};
 use storsim_core::SimDuration;
 
-#[derive(Deserialize, Clone, Debug)]
+#[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct CostSection {
     a_us: Option<f64>,
     b_us_per_kib: Option<f64>,
 }
 
-#[derive(Deserialize, Clone, Debug, Default)]
+#[derive(Deserialize, Serialize, Clone, Debug, Default)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct LinearSection {
     servers: Option<usize>,
@@ -149,4 +149,45 @@ fn per_kib_ps(file: &str, key: &str, b_us_per_kib: f64) -> Result<u64, ConfigErr
         ));
     }
     Ok(LinearCost::from_us(0.0, b).per_kib_ps)
+}
+
+/// A complete device file for `p`, from scratch: `model = "linear"`, the capacity and queue
+/// depth, and a `[linear]` section stating every key (B as `per_kib_ps / 1e6` µs per KiB, which
+/// [`per_kib_ps`]'s `round(b * 1e6)` gives back exactly up to its limit of 1e12 ps).
+/// [`crate::blackbox_device_toml`] checks that it reads back.
+pub(crate) fn device_toml(p: &LinearParams) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct File<'a> {
+        model: &'static str,
+        capacity_bytes: u64,
+        queue_depth: usize,
+        linear: &'a LinearSection,
+    }
+    toml_int("linear", "capacity_bytes", p.capacity_bytes)?;
+    toml_int("linear", "queue_depth", p.queue_depth as u64)?;
+    toml_int("linear", "linear.servers", p.servers as u64)?;
+    let cost = |pattern: AccessPattern| {
+        let c = p.cost(pattern);
+        Some(CostSection {
+            a_us: Some(us_of(c.fixed)),
+            b_us_per_kib: Some(c.per_kib_ps as f64 / 1e6),
+        })
+    };
+    let section = LinearSection {
+        servers: Some(p.servers),
+        sequential: Some(SequentialName::of(p.sequential_detect)),
+        trim_latency_us: Some(us_of(p.trim)),
+        flush_latency_us: Some(us_of(p.flush)),
+        sr: cost(AccessPattern::SequentialRead),
+        sw: cost(AccessPattern::SequentialWrite),
+        rr: cost(AccessPattern::RandomRead),
+        rw: cost(AccessPattern::RandomWrite),
+    };
+    toml::to_string(&File {
+        model: "linear",
+        capacity_bytes: p.capacity_bytes,
+        queue_depth: p.queue_depth,
+        linear: &section,
+    })
+    .map_err(|e| format!("cannot write the `linear` description as TOML: {e}"))
 }

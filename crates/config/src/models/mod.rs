@@ -10,13 +10,13 @@ pub(crate) mod ssd;
 pub(crate) mod step;
 pub(crate) mod table;
 
-use crate::ConfigError;
-use serde::Deserialize;
+use crate::{parse_device_toml, ConfigError, DeviceSpec};
+use serde::{Deserialize, Serialize};
 use storsim_blackbox::SequentialDetect;
 use storsim_core::{SimDuration, QUEUE_DEPTH_MAX};
 
 /// The `sequential` key shared by the black-box sections.
-#[derive(Deserialize, Clone, Copy, Debug)]
+#[derive(Deserialize, Serialize, Clone, Copy, Debug)]
 #[serde(rename_all = "kebab-case")]
 pub(crate) enum SequentialName {
     PreviousRequest,
@@ -29,6 +29,67 @@ impl SequentialName {
             SequentialName::PreviousRequest => SequentialDetect::PreviousRequest,
             SequentialName::PreviousSameDirection => SequentialDetect::PreviousSameDirection,
         }
+    }
+
+    /// The name a file gives `detect`, for writing descriptions.
+    pub(crate) fn of(detect: SequentialDetect) -> SequentialName {
+        match detect {
+            SequentialDetect::PreviousRequest => SequentialName::PreviousRequest,
+            SequentialDetect::PreviousSameDirection => SequentialName::PreviousSameDirection,
+        }
+    }
+}
+
+/// A delay as files state it, in µs. Up to the readers' limit of one hour (3.6e12 ns, far below
+/// 2^53) the quotient is within a relative 2^-53 of ns / 1000, so [`delay_us`]'s
+/// `round(us * 1000)` gives back the same whole ns; TOML writes the `f64` in its shortest form
+/// that parses back to the same number.
+pub(crate) fn us_of(d: SimDuration) -> f64 {
+    d.as_ns() as f64 / 1000.0
+}
+
+/// Checks that an integer fits TOML's integers (signed 64-bit), for writing `key`.
+pub(crate) fn toml_int(model: &str, key: &str, value: u64) -> Result<(), String> {
+    if i64::try_from(value).is_ok() {
+        Ok(())
+    } else {
+        Err(format!(
+            "these `{model}` parameters cannot be written as a device file: key `{key}`: {value} \
+             is larger than the largest TOML integer, {}",
+            i64::MAX
+        ))
+    }
+}
+
+/// A TOML device description (`model = "linear" | "table" | "step"`, from scratch, no preset)
+/// that [`parse_device_toml`] reads back into exactly `spec`. Other models: an error naming the
+/// model. Parameters that a device file cannot state (a delay over the readers' one-hour limit,
+/// B over 1e6 µs per KiB, a count over what TOML's 64-bit signed integers hold, or anything the
+/// readers' checks reject, such as an empty step schedule) are an error too, naming the key: the
+/// text is read back before it is returned, so what comes back always loads as `spec`.
+pub fn blackbox_device_toml(spec: &DeviceSpec) -> Result<String, String> {
+    let text = match spec {
+        DeviceSpec::Linear(p) => linear::device_toml(p)?,
+        DeviceSpec::Table(p) => table::device_toml(p)?,
+        DeviceSpec::Step(p) => step::device_toml(p)?,
+        other => {
+            return Err(format!(
+                "the `{}` model is not a black-box model; only `linear`, `table` and `step` \
+                 descriptions can be written this way",
+                other.model_name()
+            ))
+        }
+    };
+    let model = spec.model_name();
+    match parse_device_toml(&text, &format!("the written `{model}` description")) {
+        Ok(read) if read == *spec => Ok(text),
+        Ok(read) => Err(format!(
+            "the written `{model}` description reads back as different parameters: \
+             {read:?} instead of {spec:?}"
+        )),
+        Err(e) => Err(format!(
+            "these `{model}` parameters cannot be written as a device file: {e}"
+        )),
     }
 }
 

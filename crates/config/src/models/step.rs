@@ -1,13 +1,13 @@
 //! `[step]`, `[step.read]` and `[step.write]`: the Wisconsin emulator's step model.
 
-use super::{check_queue_depth, delay_us, invalid, missing, SequentialName};
+use super::{check_queue_depth, delay_us, invalid, missing, toml_int, us_of, SequentialName};
 use crate::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use storsim_blackbox::step::{StepDirection, StepParams};
 use storsim_blackbox::SequentialDetect;
 use storsim_core::SimDuration;
 
-#[derive(Deserialize, Clone, Debug)]
+#[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 struct DirectionSection {
     random_us: Option<f64>,
@@ -17,7 +17,7 @@ struct DirectionSection {
     compensate_first_request: Option<bool>,
 }
 
-#[derive(Deserialize, Clone, Debug, Default)]
+#[derive(Deserialize, Serialize, Clone, Debug, Default)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct StepSection {
     sequential: Option<SequentialName>,
@@ -146,4 +146,47 @@ pub(crate) fn validate(params: &StepParams, file: &str) -> Result<(), ConfigErro
         }
     }
     check_queue_depth(file, params.queue_depth)
+}
+
+/// A complete device file for `p`, from scratch: `model = "step"`, the capacity and queue depth,
+/// and a `[step]` section stating every key of both directions, compensation included.
+/// [`crate::blackbox_device_toml`] checks that it reads back.
+pub(crate) fn device_toml(p: &StepParams) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct File<'a> {
+        model: &'static str,
+        capacity_bytes: u64,
+        queue_depth: usize,
+        step: &'a StepSection,
+    }
+    toml_int("step", "capacity_bytes", p.capacity_bytes)?;
+    toml_int("step", "queue_depth", p.queue_depth as u64)?;
+    for (prefix, d) in [("step.read", &p.read), ("step.write", &p.write)] {
+        for (i, &k) in d.step_interval_requests.iter().enumerate() {
+            toml_int("step", &format!("{prefix}.step_interval_requests[{i}]"), k)?;
+        }
+    }
+    let direction = |d: &StepDirection| {
+        Some(DirectionSection {
+            random_us: Some(us_of(d.random)),
+            sequential_us: Some(us_of(d.sequential)),
+            spike_us: Some(us_of(d.spike)),
+            step_interval_requests: Some(d.step_interval_requests.clone()),
+            compensate_first_request: Some(d.compensate_first_request),
+        })
+    };
+    let section = StepSection {
+        sequential: Some(SequentialName::of(p.sequential_detect)),
+        trim_latency_us: Some(us_of(p.trim)),
+        flush_latency_us: Some(us_of(p.flush)),
+        read: direction(&p.read),
+        write: direction(&p.write),
+    };
+    toml::to_string(&File {
+        model: "step",
+        capacity_bytes: p.capacity_bytes,
+        queue_depth: p.queue_depth,
+        step: &section,
+    })
+    .map_err(|e| format!("cannot write the `step` description as TOML: {e}"))
 }

@@ -1,8 +1,8 @@
 //! `[table]` and `[[table.row]]`: the co-simulation thesis' table model.
 
-use super::{check_queue_depth, delay_us, invalid, missing, SequentialName};
+use super::{check_queue_depth, delay_us, invalid, missing, toml_int, us_of, SequentialName};
 use crate::ConfigError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use storsim_blackbox::table::{TableParams, TableRow};
 use storsim_blackbox::{AccessPattern, SequentialDetect};
 use storsim_core::SimDuration;
@@ -10,7 +10,7 @@ use storsim_core::SimDuration;
 /// More channels than this is a typing error, not a device; the model allocates one slot each.
 const CHANNELS_MAX: usize = 65_536;
 
-#[derive(Deserialize, Clone, Debug)]
+#[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
 struct RowSection {
     size_bytes: Option<u64>,
@@ -31,7 +31,7 @@ impl RowSection {
     }
 }
 
-#[derive(Deserialize, Clone, Debug, Default)]
+#[derive(Deserialize, Serialize, Clone, Debug, Default)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct TableSection {
     channels: Option<usize>,
@@ -178,4 +178,50 @@ pub(crate) fn validate(params: &TableParams, file: &str) -> Result<(), ConfigErr
         ));
     }
     check_queue_depth(file, params.queue_depth)
+}
+
+/// A complete device file for `p`, from scratch: `model = "table"`, the capacity and queue
+/// depth, and a `[table]` section stating every key and every row (S as `speedup_milli / 1000`,
+/// which [`speedup_milli`] gives back exactly). [`crate::blackbox_device_toml`] checks that it
+/// reads back.
+pub(crate) fn device_toml(p: &TableParams) -> Result<String, String> {
+    #[derive(Serialize)]
+    struct File<'a> {
+        model: &'static str,
+        capacity_bytes: u64,
+        queue_depth: usize,
+        table: &'a TableSection,
+    }
+    toml_int("table", "capacity_bytes", p.capacity_bytes)?;
+    toml_int("table", "queue_depth", p.queue_depth as u64)?;
+    toml_int("table", "table.channels", p.channels as u64)?;
+    for (i, r) in p.rows.iter().enumerate() {
+        toml_int("table", &format!("table.row[{i}].size_bytes"), r.size_bytes)?;
+    }
+    let rows = p
+        .rows
+        .iter()
+        .map(|r| RowSection {
+            size_bytes: Some(r.size_bytes),
+            sr_us: Some(us_of(r.service(AccessPattern::SequentialRead))),
+            sw_us: Some(us_of(r.service(AccessPattern::SequentialWrite))),
+            rr_us: Some(us_of(r.service(AccessPattern::RandomRead))),
+            rw_us: Some(us_of(r.service(AccessPattern::RandomWrite))),
+        })
+        .collect();
+    let section = TableSection {
+        channels: Some(p.channels),
+        speedup: Some(p.speedup_milli as f64 / 1000.0),
+        sequential: Some(SequentialName::of(p.sequential_detect)),
+        trim_latency_us: Some(us_of(p.trim)),
+        flush_latency_us: Some(us_of(p.flush)),
+        row: Some(rows),
+    };
+    toml::to_string(&File {
+        model: "table",
+        capacity_bytes: p.capacity_bytes,
+        queue_depth: p.queue_depth,
+        table: &section,
+    })
+    .map_err(|e| format!("cannot write the `table` description as TOML: {e}"))
 }

@@ -1,0 +1,394 @@
+//! `storsim calibrate`: argument checks, targets, Ctrl-C, progress, and the three outputs.
+
+use crate::args::{CalibrateArgs, CalibrateHoldout, CalibrateStatistic, CalibratedModel};
+use crate::calibrate_report;
+use crate::CliError;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use storsim_blackbox::AccessPattern;
+use storsim_calibrate::{
+    Access, FileTarget, FitOptions, Holdout, Measurements, ModelTarget, Plan, ProgressEvent,
+    Statistic, Target, PATTERN_ORDER,
+};
+use storsim_config::DeviceSpec;
+
+/// Exit status after Ctrl-C: the outputs hold what was measured.
+const EXIT_INTERRUPTED: u8 = 130;
+
+/// Set by SIGINT and SIGTERM; the measurement stops before its next request.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+/// The first Ctrl-C stops the measurement cleanly; the handler then resets itself, so a second
+/// one kills the process as usual.
+fn install_stop_handler() {
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_signal as *const () as usize;
+        action.sa_flags = libc::SA_RESETHAND;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
+        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+    }
+}
+
+pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
+    let patterns = parse_patterns(&args.patterns)?;
+    let wants_writes = patterns.iter().any(|p| p.is_write());
+    if wants_writes && !args.allow_writes && args.target.is_some() {
+        return Err(CliError::input(format!(
+            "calibrating writes overwrites {} and destroys what it holds: pass --allow-writes \
+             to allow it, or measure reads only with --patterns sr,rr",
+            args.target.as_deref().unwrap_or(Path::new("")).display()
+        )));
+    }
+    if !(args.erase_latency_us.is_finite() && args.erase_latency_us > 0.0) {
+        return Err(CliError::input(
+            "--erase-latency-us must be a positive number",
+        ));
+    }
+    if args.queue_depth == 0 || args.queue_depth > storsim_core::QUEUE_DEPTH_MAX {
+        return Err(CliError::input(format!(
+            "--queue-depth must be 1..={}",
+            storsim_core::QUEUE_DEPTH_MAX
+        )));
+    }
+    if let Some(&d) = args
+        .iodepth
+        .iter()
+        .find(|&&d| d == 0 || d > storsim_core::QUEUE_DEPTH_MAX)
+    {
+        return Err(CliError::input(format!(
+            "--iodepth {d}: each depth must be 1..={}",
+            storsim_core::QUEUE_DEPTH_MAX
+        )));
+    }
+    let sizes = args
+        .sizes
+        .iter()
+        .map(|s| size(s, "--sizes"))
+        .collect::<Result<Vec<u64>, _>>()?;
+    let step_run = args
+        .step_run
+        .unwrap_or(if args.model == CalibratedModel::Step {
+            1024
+        } else {
+            0
+        });
+    if args.model == CalibratedModel::Step && step_run < 2 {
+        return Err(CliError::input(
+            "--model step needs --step-run of at least 2 requests",
+        ));
+    }
+    let access = if wants_writes {
+        Access::ReadWrite
+    } else {
+        Access::ReadOnly
+    };
+    let max_len = sizes
+        .iter()
+        .copied()
+        .chain([
+            size(&args.step_size, "--step-size")?,
+            size(&args.sweep_size, "--sweep-size")?,
+        ])
+        .max()
+        .unwrap_or(4096);
+
+    let mut target = open_target(&args, access, max_len)?;
+    let info = target.info().clone();
+    // Sizes below what direct I/O accepts cannot be measured on this target.
+    let mut notes = Vec::new();
+    let (kept, dropped): (Vec<u64>, Vec<u64>) = sizes.iter().partition(|&&s| s >= info.block_bytes);
+    if !dropped.is_empty() {
+        notes.push(format!(
+            "sizes {dropped:?} are below the target's {}-byte block and were not measured",
+            info.block_bytes
+        ));
+    }
+    let mut sorted = kept.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    if sorted != kept {
+        return Err(CliError::input(
+            "--sizes must be listed in increasing order without repeats",
+        ));
+    }
+    let plan = Plan {
+        zones: args.zones,
+        sizes_bytes: kept,
+        patterns,
+        repeats: args.repeats,
+        requests_per_run: args.requests_per_run,
+        warmup_requests: args.warmup,
+        step_run_requests: step_run,
+        step_size_bytes: size(&args.step_size, "--step-size")?,
+        iodepths: args.iodepth.clone(),
+        sweep_size_bytes: size(&args.sweep_size, "--sweep-size")?,
+        sweep_requests: args.sweep_requests,
+        seed: args.seed,
+    };
+    plan.check(info.size_bytes, info.block_bytes)
+        .map_err(|e| CliError::input(format!("{}: {e}", info.name)))?;
+
+    install_stop_handler();
+    let mut baseline_info = None;
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let mut b = FileTarget::open(path, access, max_len).map_err(CliError::input)?;
+            let binfo = b.info().clone();
+            if binfo.size_bytes < info.size_bytes {
+                return Err(CliError::input(format!(
+                    "the baseline {} holds {} bytes, less than the target's {}: the same plan \
+                     must fit on both",
+                    path.display(),
+                    binfo.size_bytes,
+                    info.size_bytes
+                )));
+            }
+            let baseline_plan = Plan {
+                step_run_requests: 0,
+                iodepths: Vec::new(),
+                ..plan.clone()
+            };
+            eprintln!("measuring the baseline {} first", path.display());
+            let fill = b.is_sparse_file() && access == Access::ReadWrite;
+            let m = measure(&baseline_plan, &mut b, fill, args.quiet, "baseline: ");
+            baseline_info = Some(binfo);
+            Some(m)
+        }
+        None => None,
+    };
+    let stopped_in_baseline = baseline.as_ref().and_then(|b| b.stopped_early.clone());
+    let measured = if stopped_in_baseline.is_some() {
+        Measurements {
+            stopped_early: stopped_in_baseline,
+            ..Measurements::default()
+        }
+    } else {
+        let fill = match &mut target {
+            AnyTarget::File(f) => f.is_sparse_file() && access == Access::ReadWrite,
+            AnyTarget::Model(_) => false,
+        };
+        if info.kind != storsim_calibrate::TargetKind::Model && !args.quiet {
+            eprintln!(
+                "{}: {} requests planned, seed {}; Ctrl-C stops and writes what was measured",
+                info.name,
+                plan.total_requests(),
+                plan.seed
+            );
+        }
+        measure(&plan, target.as_dyn(), fill, args.quiet, "")
+    };
+
+    let opts = FitOptions {
+        statistic: match args.statistic {
+            CalibrateStatistic::Median => Statistic::Median,
+            CalibrateStatistic::Min => Statistic::Min,
+        },
+        holdout: match args.holdout {
+            CalibrateHoldout::Alternate => Holdout::Alternate,
+            CalibrateHoldout::None => Holdout::None,
+        },
+        erase_latency_us: args.erase_latency_us,
+        queue_depth: args.queue_depth as usize,
+    };
+    let mut fitted =
+        storsim_calibrate::analyse(&measured, baseline.as_ref(), info.size_bytes, opts);
+    fitted.calibration.notes.splice(0..0, notes);
+
+    let report = calibrate_report::Report {
+        target: &info,
+        baseline: baseline_info.as_ref(),
+        plan: &plan,
+        measured: &measured,
+        fitted: &fitted,
+        model: args.model,
+        out: &args.out,
+    };
+    let model_spec = match args.model {
+        CalibratedModel::Linear => fitted.linear.clone().map(DeviceSpec::Linear),
+        CalibratedModel::Table => fitted.table.clone().map(DeviceSpec::Table),
+        CalibratedModel::Step => fitted.step.clone().map(DeviceSpec::Step),
+    };
+    // A model the device-file format cannot state (a delay over its one-hour limit, say) is
+    // an error, but only after the report and the CSV hold what was measured.
+    let model_text = model_spec.as_ref().map(|spec| {
+        storsim_config::blackbox_device_toml(spec)
+            .map(|body| format!("{}{body}", calibrate_report::model_header(&report)))
+    });
+    let wrote_model = match &model_text {
+        Some(Ok(text)) => {
+            std::fs::write(&args.out, text)
+                .map_err(|e| CliError::failure(format!("writing {}: {e}", args.out.display())))?;
+            true
+        }
+        _ => false,
+    };
+    if args.report.as_deref() != Some(Path::new("-")) {
+        print!("{}", calibrate_report::text(&report, wrote_model));
+    }
+    if let Some(path) = &args.report {
+        crate::report::write_json(path, &calibrate_report::json(&report, wrote_model))?;
+    }
+    if let Some(path) = &args.csv {
+        std::fs::write(path, calibrate_report::csv(&report))
+            .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?;
+    }
+    if let Some(Err(e)) = model_text {
+        return Err(CliError::failure(format!("no model written: {e}")));
+    }
+    match &measured.stopped_early {
+        Some(reason) if reason == "interrupted" => Err(CliError {
+            message: "interrupted: the outputs hold what was measured".to_string(),
+            status: EXIT_INTERRUPTED,
+        }),
+        Some(reason) => Err(CliError::failure(format!(
+            "the measurement stopped early: {reason} (the outputs hold what was measured)"
+        ))),
+        None if !wrote_model => Err(CliError::failure(format!(
+            "nothing was measured that a {:?} model can be built from; no model written",
+            args.model
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A file or a model target; the enum keeps the file-only operations reachable.
+enum AnyTarget {
+    File(FileTarget),
+    Model(ModelTarget),
+}
+
+impl AnyTarget {
+    fn info(&self) -> &storsim_calibrate::TargetInfo {
+        self.as_ref().info()
+    }
+    fn as_ref(&self) -> &dyn Target {
+        match self {
+            AnyTarget::File(f) => f,
+            AnyTarget::Model(m) => m,
+        }
+    }
+    fn as_dyn(&mut self) -> &mut dyn Target {
+        match self {
+            AnyTarget::File(f) => f,
+            AnyTarget::Model(m) => m,
+        }
+    }
+}
+
+fn open_target(args: &CalibrateArgs, access: Access, max_len: u64) -> Result<AnyTarget, CliError> {
+    if let Some(path) = &args.target {
+        return Ok(AnyTarget::File(
+            FileTarget::open(path, access, max_len).map_err(CliError::input)?,
+        ));
+    }
+    let name = args
+        .simulate
+        .as_deref()
+        .expect("clap requires --target or --simulate");
+    let desc = storsim_config::load_device(name).map_err(CliError::input)?;
+    crate::simulate::check_memory(&desc.name, &desc.spec)?;
+    let device = desc
+        .spec
+        .build()
+        .map_err(|e| CliError::input(format!("{}: {e}", desc.name)))?;
+    Ok(AnyTarget::Model(ModelTarget::new(&desc.name, device)))
+}
+
+fn measure(
+    plan: &Plan,
+    target: &mut dyn Target,
+    fill: bool,
+    quiet: bool,
+    prefix: &str,
+) -> Measurements {
+    let mut line =
+        ProgressLine::new(quiet || target.info().kind == storsim_calibrate::TargetKind::Model);
+    let m = storsim_calibrate::measure(plan, target, fill, &STOP, &mut |e| line.update(prefix, e));
+    line.finish();
+    m
+}
+
+/// Parses `sr,rr,sw,rw` into patterns in measuring order.
+fn parse_patterns(names: &[String]) -> Result<Vec<AccessPattern>, CliError> {
+    let mut chosen = Vec::new();
+    for name in names {
+        let p = AccessPattern::ALL
+            .into_iter()
+            .find(|p| p.short_name() == name.trim())
+            .ok_or_else(|| {
+                CliError::input(format!(
+                    "--patterns: unknown pattern `{name}` (sr, rr, sw, rw)"
+                ))
+            })?;
+        chosen.push(p);
+    }
+    Ok(PATTERN_ORDER
+        .into_iter()
+        .filter(|p| chosen.contains(p))
+        .collect())
+}
+
+fn size(text: &str, option: &str) -> Result<u64, CliError> {
+    storsim_workload::synthetic::parse_size(text.trim())
+        .map_err(|e| CliError::input(format!("{option}: {e}")))
+}
+
+/// A progress line on stderr with the stage, the share done and the time left at the rate so
+/// far; silent when stderr is not a terminal.
+struct ProgressLine {
+    enabled: bool,
+    started: Instant,
+    last_draw: Instant,
+    drawn: bool,
+}
+
+impl ProgressLine {
+    fn new(quiet: bool) -> Self {
+        let now = Instant::now();
+        ProgressLine {
+            enabled: !quiet && std::io::stderr().is_terminal(),
+            started: now,
+            last_draw: now,
+            drawn: false,
+        }
+    }
+
+    fn update(&mut self, prefix: &str, e: ProgressEvent) {
+        if !self.enabled || self.last_draw.elapsed() < Duration::from_millis(200) {
+            return;
+        }
+        self.last_draw = Instant::now();
+        self.drawn = true;
+        let elapsed = self.started.elapsed().as_secs_f64();
+        let left = if e.done > 0 {
+            elapsed / e.done as f64 * e.total.saturating_sub(e.done) as f64
+        } else {
+            f64::NAN
+        };
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\r  {prefix}{}: {}/{} requests ({:.0} %), {elapsed:.0} s elapsed, about {left:.0} s \
+             left   ",
+            e.stage,
+            e.done,
+            e.total,
+            100.0 * e.done as f64 / e.total.max(1) as f64
+        );
+        let _ = err.flush();
+    }
+
+    fn finish(&self) {
+        if self.drawn {
+            eprint!("\r{:100}\r", "");
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Real system parts the end-to-end tests drive: external tools (skipped with a message when
+//! missing), a running `storsim emulate`, loop devices and mounts that clean up after
+//! themselves.
+
+use super::repo_root;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn have(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .env("PATH", path_with_sbin())
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("SKIP: `{tool}` is not installed (.ci/run installs it)");
+    }
+    found
+}
+
+/// Debian keeps mkfs.ext4, losetup and e2fsck in /sbin and /usr/sbin.
+pub fn path_with_sbin() -> String {
+    format!(
+        "{}:/usr/sbin:/sbin",
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+pub fn run(program: &str, args: &[&str]) -> Output {
+    Command::new(program)
+        .args(args)
+        .env("PATH", path_with_sbin())
+        .output()
+        .unwrap_or_else(|e| panic!("running {program}: {e}"))
+}
+
+pub fn run_ok(program: &str, args: &[&str]) -> String {
+    let out = run(program, args);
+    assert!(
+        out.status.success(),
+        "{program} {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A running `storsim emulate`, stopped with SIGTERM when dropped.
+pub struct Emulator {
+    child: Option<Child>,
+    stdout: BufReader<ChildStdout>,
+    nbd: Option<String>,
+    pub fuse_file: Option<PathBuf>,
+}
+
+impl Emulator {
+    /// Starts the emulator and reads the addresses it prints (one line per front end).
+    pub fn start(args: &[&str]) -> Emulator {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_storsim"))
+            .arg("emulate")
+            .args(args)
+            .current_dir(repo_root())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("storsim runs");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let wanted = ["--nbd", "--nbd-unix", "--fuse", "--control"]
+            .iter()
+            .filter(|flag| args.contains(flag))
+            .count();
+        let (mut nbd, mut fuse_file) = (None, None);
+        for _ in 0..wanted {
+            let mut line = String::new();
+            if stdout.read_line(&mut line).unwrap() == 0 {
+                let mut err = String::new();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                panic!("storsim emulate {args:?} stopped early: {err}");
+            }
+            let line = line.trim();
+            if let Some(uri) = line.strip_prefix("nbd: ") {
+                nbd = Some(uri.to_string());
+            } else if let Some(file) = line.strip_prefix("fuse: ") {
+                fuse_file = Some(PathBuf::from(file));
+            }
+        }
+        Emulator {
+            child: Some(child),
+            stdout,
+            nbd,
+            fuse_file,
+        }
+    }
+
+    pub fn nbd(&self) -> &str {
+        self.nbd.as_deref().expect("started with --nbd")
+    }
+
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().unwrap().id().to_string();
+        run_ok("kill", &[&format!("-{signal}"), &pid]);
+    }
+
+    /// Stops with SIGINT and returns the exit status, standard output and standard error.
+    pub fn stop(mut self) -> (std::process::ExitStatus, String, String) {
+        self.signal("INT");
+        let mut child = self.child.take().unwrap();
+        let mut out = String::new();
+        self.stdout.read_to_string(&mut out).unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (child.wait().unwrap(), out, err)
+    }
+
+    pub fn kill_9(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &child.id().to_string()])
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// Attaches `file` to a loop device with direct I/O, detached on drop.
+pub struct Loop(pub String);
+
+impl Loop {
+    pub fn attach(file: &Path) -> Option<Loop> {
+        let out = run(
+            "losetup",
+            &["--direct-io=on", "-f", "--show", file.to_str().unwrap()],
+        );
+        if !out.status.success() {
+            eprintln!(
+                "SKIP: no loop device: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return None;
+        }
+        Some(Loop(
+            String::from_utf8_lossy(&out.stdout).trim().to_string(),
+        ))
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        let _ = run("losetup", &["-d", &self.0]);
+    }
+}
+
+/// Mounts `dev` at `dir`, unmounted on drop.
+pub struct Mounted(pub PathBuf);
+
+impl Mounted {
+    pub fn new(dev: &str, dir: &Path) -> Mounted {
+        std::fs::create_dir_all(dir).unwrap();
+        run_ok("mount", &[dev, dir.to_str().unwrap()]);
+        Mounted(dir.to_path_buf())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let out = run("umount", &[self.0.to_str().unwrap()]);
+        if !out.status.success() {
+            let _ = run("umount", &["-l", self.0.to_str().unwrap()]);
+        }
+    }
+}
