@@ -341,8 +341,8 @@ fn size(text: &str, option: &str) -> Result<u64, CliError> {
         .map_err(|e| CliError::input(format!("{option}: {e}")))
 }
 
-/// A progress line on stderr with the stage, the share done and the time left at the rate so
-/// far; silent when stderr is not a terminal.
+/// A progress line on stderr with the stage, the share done and the estimated duration at the
+/// rate so far; silent when stderr is not a terminal.
 struct ProgressLine {
     enabled: bool,
     started: Instant,
@@ -376,12 +376,12 @@ impl ProgressLine {
         let mut err = std::io::stderr().lock();
         let _ = write!(
             err,
-            "\r  {prefix}{}: {}/{} requests ({:.0} %), {elapsed:.0} s elapsed, about {left:.0} s \
-             left   ",
+            "\r  {prefix}{}: {}/{} requests ({:.0} %), {elapsed:.0} s of about {:.0} s   ",
             e.stage,
             e.done,
             e.total,
-            100.0 * e.done as f64 / e.total.max(1) as f64
+            100.0 * e.done as f64 / e.total.max(1) as f64,
+            elapsed + left
         );
         let _ = err.flush();
     }
