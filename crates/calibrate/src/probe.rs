@@ -50,18 +50,18 @@ pub struct ProgressEvent<'a> {
     pub total: u64,
 }
 
-/// Runs `plan` on `target`. With `fill`, the whole target is first written sequentially
-/// (untimed), so that reads of a sparse file reach the device. Stops between two requests
+/// Runs `plan` on `target`. When the target wants it (a sparse file), the whole target is
+/// first written sequentially, untimed, so that reads reach the device. Stops between two requests
 /// once `stop` is set; an I/O error also stops the run. Either way what was measured is
 /// returned, with the reason in [`Measurements::stopped_early`].
 pub fn measure(
     plan: &Plan,
     target: &mut dyn Target,
-    fill: bool,
     stop: &AtomicBool,
     progress: &mut dyn FnMut(ProgressEvent),
 ) -> Measurements {
     let size = target.info().size_bytes;
+    let fill = target.wants_fill();
     let fill_requests = if fill {
         size.div_ceil(fill_len(plan))
     } else {
@@ -131,8 +131,10 @@ fn run(
             progress("filling", m.requests);
         }
     }
-    for &pattern in &plan.patterns {
+    for (pattern_index, &pattern) in plan.patterns.iter().enumerate() {
         let stage = stage_name(pattern);
+        // `measure` laid the series out pattern by pattern, each with every planned size.
+        let first_series = pattern_index * plan.sizes_bytes.len();
         for io in plan.pattern_requests(pattern, size) {
             if stopped() {
                 return Ok(());
@@ -140,13 +142,9 @@ fn run(
             let ns = target.io(&io)?;
             m.requests += 1;
             if let Some(slot) = io.sample {
-                let size_bytes = plan.sizes_bytes[slot.size_index];
-                let series = m
-                    .series
-                    .iter_mut()
-                    .find(|s| s.pattern == slot.pattern && s.size_bytes == size_bytes)
-                    .expect("a series for every planned (pattern, size)");
-                series.latencies_ns.push(ns);
+                m.series[first_series + slot.size_index]
+                    .latencies_ns
+                    .push(ns);
             }
             progress(stage, m.requests);
         }

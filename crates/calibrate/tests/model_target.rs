@@ -65,8 +65,8 @@ fn the_baseline_is_taken_off_exactly_and_reported() {
     // index + 2 µs/KiB.
     let mut path_and_device = ModelTarget::new("slow", Box::new(linear(130.0, 10.0, 2.25, 1)));
     let mut path_alone = ModelTarget::new("floor", Box::new(linear(30.0, 0.0, 0.25, 1)));
-    let m = measure(&p, &mut path_and_device, false, &stop, &mut |_| {});
-    let b = measure(&p, &mut path_alone, false, &stop, &mut |_| {});
+    let m = measure(&p, &mut path_and_device, &stop, &mut |_| {});
+    let b = measure(&p, &mut path_alone, &stop, &mut |_| {});
     assert_eq!(m.stopped_early, None);
     let fitted = analyse(&m, Some(&b), CAPACITY, options());
     for (r, pattern) in fitted
@@ -112,7 +112,7 @@ fn the_sweep_finds_how_many_requests_the_device_serves_at_once() {
     let stop = AtomicBool::new(false);
     let p = plan(vec![1, 4, 16]);
     let mut t = ModelTarget::new("four", Box::new(linear(100.0, 0.0, 1.0, 4)));
-    let m = measure(&p, &mut t, false, &stop, &mut |_| {});
+    let m = measure(&p, &mut t, &stop, &mut |_| {});
     let reads: Vec<_> = m.sweep.iter().filter(|s| !s.write).collect();
     assert_eq!(reads.len(), 3);
     assert!(reads.iter().all(|s| s.requests == 400));
@@ -130,7 +130,7 @@ fn a_stopped_run_keeps_what_it_measured_and_fits_from_it() {
     let p = plan(vec![]);
     let mut t = ModelTarget::new("zeus", Box::new(linear(100.0, 0.0, 1.0, 1)));
     let mut seen = 0;
-    let m = measure(&p, &mut t, false, &stop, &mut |e| {
+    let m = measure(&p, &mut t, &stop, &mut |e| {
         seen = e.done;
         // Stop half-way through the random reads.
         if e.stage == "random reads" && e.done > 2 + 2 * 3 * 6 * 4 + 40 {

@@ -2,15 +2,14 @@
 
 use crate::args::{CalibrateArgs, CalibrateHoldout, CalibrateStatistic, CalibratedModel};
 use crate::calibrate_report;
+use crate::progress::Progress;
 use crate::CliError;
-use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
 use storsim_blackbox::AccessPattern;
 use storsim_calibrate::{
-    Access, FileTarget, FitOptions, Holdout, Measurements, ModelTarget, Plan, ProgressEvent,
-    Statistic, Target, PATTERN_ORDER,
+    Access, FileTarget, FitOptions, Holdout, Measurements, ModelTarget, Plan, Statistic, Target,
+    TargetKind, PATTERN_ORDER,
 };
 use storsim_config::DeviceSpec;
 
@@ -90,13 +89,12 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
     } else {
         Access::ReadOnly
     };
+    let step_size_bytes = size(&args.step_size, "--step-size")?;
+    let sweep_size_bytes = size(&args.sweep_size, "--sweep-size")?;
     let max_len = sizes
         .iter()
         .copied()
-        .chain([
-            size(&args.step_size, "--step-size")?,
-            size(&args.sweep_size, "--sweep-size")?,
-        ])
+        .chain([step_size_bytes, sweep_size_bytes])
         .max()
         .unwrap_or(4096);
 
@@ -127,9 +125,9 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
         requests_per_run: args.requests_per_run,
         warmup_requests: args.warmup,
         step_run_requests: step_run,
-        step_size_bytes: size(&args.step_size, "--step-size")?,
+        step_size_bytes,
         iodepths: args.iodepth.clone(),
-        sweep_size_bytes: size(&args.sweep_size, "--sweep-size")?,
+        sweep_size_bytes,
         sweep_requests: args.sweep_requests,
         seed: args.seed,
     };
@@ -157,8 +155,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
                 ..plan.clone()
             };
             eprintln!("measuring the baseline {} first", path.display());
-            let fill = b.is_sparse_file() && access == Access::ReadWrite;
-            let m = measure(&baseline_plan, &mut b, fill, args.quiet, "baseline: ");
+            let m = measure(&baseline_plan, &mut b, args.quiet, "baseline: ");
             baseline_info = Some(binfo);
             Some(m)
         }
@@ -171,11 +168,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
             ..Measurements::default()
         }
     } else {
-        let fill = match &mut target {
-            AnyTarget::File(f) => f.is_sparse_file() && access == Access::ReadWrite,
-            AnyTarget::Model(_) => false,
-        };
-        if info.kind != storsim_calibrate::TargetKind::Model && !args.quiet {
+        if info.kind != TargetKind::Model && !args.quiet {
             eprintln!(
                 "{}: {} requests planned, seed {}; Ctrl-C stops and writes what was measured",
                 info.name,
@@ -183,7 +176,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
                 plan.seed
             );
         }
-        measure(&plan, target.as_dyn(), fill, args.quiet, "")
+        measure(&plan, target.as_mut(), args.quiet, "")
     };
 
     let opts = FitOptions {
@@ -259,33 +252,13 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
     }
 }
 
-/// A file or a model target; the enum keeps the file-only operations reachable.
-enum AnyTarget {
-    File(FileTarget),
-    Model(ModelTarget),
-}
-
-impl AnyTarget {
-    fn info(&self) -> &storsim_calibrate::TargetInfo {
-        self.as_ref().info()
-    }
-    fn as_ref(&self) -> &dyn Target {
-        match self {
-            AnyTarget::File(f) => f,
-            AnyTarget::Model(m) => m,
-        }
-    }
-    fn as_dyn(&mut self) -> &mut dyn Target {
-        match self {
-            AnyTarget::File(f) => f,
-            AnyTarget::Model(m) => m,
-        }
-    }
-}
-
-fn open_target(args: &CalibrateArgs, access: Access, max_len: u64) -> Result<AnyTarget, CliError> {
+fn open_target(
+    args: &CalibrateArgs,
+    access: Access,
+    max_len: u64,
+) -> Result<Box<dyn Target>, CliError> {
     if let Some(path) = &args.target {
-        return Ok(AnyTarget::File(
+        return Ok(Box::new(
             FileTarget::open(path, access, max_len).map_err(CliError::input)?,
         ));
     }
@@ -299,19 +272,28 @@ fn open_target(args: &CalibrateArgs, access: Access, max_len: u64) -> Result<Any
         .spec
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", desc.name)))?;
-    Ok(AnyTarget::Model(ModelTarget::new(&desc.name, device)))
+    Ok(Box::new(ModelTarget::new(&desc.name, device)))
 }
 
-fn measure(
-    plan: &Plan,
-    target: &mut dyn Target,
-    fill: bool,
-    quiet: bool,
-    prefix: &str,
-) -> Measurements {
-    let mut line =
-        ProgressLine::new(quiet || target.info().kind == storsim_calibrate::TargetKind::Model);
-    let m = storsim_calibrate::measure(plan, target, fill, &STOP, &mut |e| line.update(prefix, e));
+fn measure(plan: &Plan, target: &mut dyn Target, quiet: bool, prefix: &str) -> Measurements {
+    // A model in virtual time finishes before a progress line would be worth reading.
+    let quiet = quiet || target.info().kind == TargetKind::Model;
+    let mut line = Progress::new(quiet, None);
+    let m = storsim_calibrate::measure(plan, target, &STOP, &mut |e| {
+        // The estimated duration is the rate so far applied to the whole plan.
+        line.draw(|elapsed| {
+            let elapsed = elapsed.as_secs_f64();
+            let share = e.done as f64 / e.total.max(1) as f64;
+            format!(
+                "{prefix}{}: {}/{} requests ({:.0} %), {elapsed:.0} s of about {:.0} s",
+                e.stage,
+                e.done,
+                e.total,
+                100.0 * share,
+                elapsed / share.max(1e-9)
+            )
+        })
+    });
     line.finish();
     m
 }
@@ -339,56 +321,4 @@ fn parse_patterns(names: &[String]) -> Result<Vec<AccessPattern>, CliError> {
 fn size(text: &str, option: &str) -> Result<u64, CliError> {
     storsim_workload::synthetic::parse_size(text.trim())
         .map_err(|e| CliError::input(format!("{option}: {e}")))
-}
-
-/// A progress line on stderr with the stage, the share done and the estimated duration at the
-/// rate so far; silent when stderr is not a terminal.
-struct ProgressLine {
-    enabled: bool,
-    started: Instant,
-    last_draw: Instant,
-    drawn: bool,
-}
-
-impl ProgressLine {
-    fn new(quiet: bool) -> Self {
-        let now = Instant::now();
-        ProgressLine {
-            enabled: !quiet && std::io::stderr().is_terminal(),
-            started: now,
-            last_draw: now,
-            drawn: false,
-        }
-    }
-
-    fn update(&mut self, prefix: &str, e: ProgressEvent) {
-        if !self.enabled || self.last_draw.elapsed() < Duration::from_millis(200) {
-            return;
-        }
-        self.last_draw = Instant::now();
-        self.drawn = true;
-        let elapsed = self.started.elapsed().as_secs_f64();
-        let left = if e.done > 0 {
-            elapsed / e.done as f64 * e.total.saturating_sub(e.done) as f64
-        } else {
-            f64::NAN
-        };
-        let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r  {prefix}{}: {}/{} requests ({:.0} %), {elapsed:.0} s of about {:.0} s   ",
-            e.stage,
-            e.done,
-            e.total,
-            100.0 * e.done as f64 / e.total.max(1) as f64,
-            elapsed + left
-        );
-        let _ = err.flush();
-    }
-
-    fn finish(&self) {
-        if self.drawn {
-            eprint!("\r{:100}\r", "");
-        }
-    }
 }

@@ -1,4 +1,5 @@
-//! A one-line progress display on stderr for long runs, silent when stderr is not a terminal.
+//! A one-line progress display on stderr for long runs (simulations, calibrations), silent when
+//! stderr is not a terminal.
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
@@ -25,23 +26,32 @@ impl Progress {
     }
 
     pub fn update(&mut self, completed: u64, sim_now: SimTime) {
+        let total = self.total;
+        self.draw(|elapsed| {
+            let rate = completed as f64 / elapsed.as_secs_f64().max(1e-9);
+            let share = match total {
+                Some(t) if t > 0 => format!(" ({:.0} %)", 100.0 * completed as f64 / t as f64),
+                _ => String::new(),
+            };
+            format!(
+                "{completed} requests{share}, simulated {:.3} s, {:.2} M requests/s",
+                sim_now.as_ns() as f64 / 1e9,
+                rate / 1e6
+            )
+        });
+    }
+
+    /// Redraws the line with `text(time since start)`, at most five times a second; `text` is
+    /// not called in between or when the display is off.
+    pub fn draw(&mut self, text: impl FnOnce(Duration) -> String) {
         if !self.enabled || self.last_draw.elapsed() < Duration::from_millis(200) {
             return;
         }
         self.last_draw = Instant::now();
         self.drawn = true;
-        let rate = completed as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
-        let share = match self.total {
-            Some(t) if t > 0 => format!(" ({:.0} %)", 100.0 * completed as f64 / t as f64),
-            _ => String::new(),
-        };
+        let line = text(self.started.elapsed());
         let mut err = std::io::stderr().lock();
-        let _ = write!(
-            err,
-            "\r  {completed} requests{share}, simulated {:.3} s, {:.2} M requests/s   ",
-            sim_now.as_ns() as f64 / 1e9,
-            rate / 1e6
-        );
+        let _ = write!(err, "\r  {line}   ");
         let _ = err.flush();
     }
 

@@ -30,6 +30,7 @@ pub struct FileTarget {
     buffer: AlignedBuffer,
     /// Counts writes so that every written block differs (see [`AlignedBuffer::stamp`]).
     writes: u64,
+    writable: bool,
 }
 
 impl FileTarget {
@@ -129,17 +130,10 @@ impl FileTarget {
             },
             buffer: AlignedBuffer::new(buffer_len),
             writes: 0,
+            writable: access == Access::ReadWrite,
         };
         target.info.block_bytes = target.probe_block_bytes();
         Ok(target)
-    }
-
-    /// Whether the file has unallocated ranges that the calibration should write first.
-    pub fn is_sparse_file(&self) -> bool {
-        self.info.kind == TargetKind::RegularFile
-            && std::fs::metadata(&self.path)
-                .map(|m| m.blocks() * 512 < m.len())
-                .unwrap_or(false)
     }
 
     /// The smallest request direct I/O accepts: 512 bytes unless a 512-byte read is refused,
@@ -227,6 +221,12 @@ fn timed_io(fd: i32, buffer: &AlignedBuffer, io: &PlannedIo) -> std::io::Result<
 impl Target for FileTarget {
     fn info(&self) -> &TargetInfo {
         &self.info
+    }
+
+    fn wants_fill(&self) -> bool {
+        self.writable
+            && self.info.kind == TargetKind::RegularFile
+            && std::fs::metadata(&self.path).is_ok_and(|m| m.blocks() * 512 < m.len())
     }
 
     fn io(&mut self, io: &PlannedIo) -> Result<u64, TargetError> {

@@ -121,6 +121,11 @@ impl std::error::Error for TargetError {}
 /// Something calibrate can measure.
 pub trait Target {
     fn info(&self) -> &TargetInfo;
+    /// Whether the target should be written once, untimed, before it is measured: a sparse
+    /// file whose holes reads would otherwise never take to the device.
+    fn wants_fill(&self) -> bool {
+        false
+    }
     /// Issues one request and waits for it (queue depth 1); returns its latency in ns.
     fn io(&mut self, io: &PlannedIo) -> Result<u64, TargetError>;
     /// Keeps `depth` requests of `size_bytes` in flight over `offsets` until all are done.
