@@ -10,8 +10,9 @@ use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
-/// The closed-loop test measures wall-clock latencies through the emulator; the tests that
-/// keep both cores busy take this lock so that they do not run beside it.
+/// The closed-loop test measures wall-clock latencies through the emulator; every other test
+/// here keeps a core or the disk busy (mkfs, models at full speed, file I/O), so each takes
+/// this lock and none runs beside it.
 static BUSY: Mutex<()> = Mutex::new(());
 
 fn busy() -> std::sync::MutexGuard<'static, ()> {
@@ -195,6 +196,7 @@ fn the_table_and_step_models_are_written_from_what_was_measured() {
 
 #[test]
 fn refusals_name_the_problem_and_exit_2() {
+    let _busy = busy();
     let dir = temp_dir("cal-refuse");
     let file = dir.join("target.img");
     std::fs::write(&file, vec![0u8; 1 << 20]).unwrap();
@@ -260,6 +262,7 @@ fn refusals_name_the_problem_and_exit_2() {
 
 #[test]
 fn writes_to_a_mounted_device_or_a_loop_backing_file_are_refused() {
+    let _busy = busy();
     if !(have("losetup") && have("mkfs.ext4") && have("mount")) {
         return;
     }
@@ -487,7 +490,7 @@ fn closed_loop_through_the_emulator_recovers_a_known_linear_device() {
         "--sizes",
         "4k,8k,12k,16k,24k,32k,48k,64k,96k,128k",
         "--repeats",
-        "2",
+        "3",
         "--requests-per-run",
         "4",
         // The emulator is only ever late, never early: the minimum of the repeats (the
