@@ -32,6 +32,10 @@ pub enum Command {
     /// Measure a real device or file (or a device model) with microbenchmarks, fit the IBM
     /// linear, table and step models, and report how well they predict it.
     Calibrate(CalibrateArgs),
+    /// Run an unmodified program against a device model in virtual time: its file I/O under
+    /// --dir (or on --image) takes the model's time, its clocks and sleeps are virtual, and
+    /// time it only waits is skipped.
+    Cosim(CosimArgs),
     /// List the built-in devices.
     Presets,
 }
@@ -337,4 +341,44 @@ pub struct CalibrateArgs {
     /// No progress line.
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Args)]
+pub struct CosimArgs {
+    /// A preset name (see `storsim presets`) or a device TOML file.
+    #[arg(long)]
+    pub device: String,
+    /// Files under this directory are on the simulated device.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// This file is the device's first bytes, one to one (a file-system image, say).
+    #[arg(long, value_name = "FILE")]
+    pub image: Option<PathBuf>,
+    /// How many times faster than this machine the simulated CPU is; `inf` makes the program's
+    /// own computation take no virtual time, so that runs repeat exactly.
+    #[arg(long, default_value = "1")]
+    pub cpu_speed: String,
+    /// Granule of the layout of files on the device (docs/cosim.md).
+    #[arg(long, default_value = "1m")]
+    pub extent_size: String,
+    /// Also run the real fsync and fdatasync (by default only the model's flush happens).
+    #[arg(long)]
+    pub real_sync: bool,
+    /// Write the report as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT.json")]
+    pub report: Option<PathBuf>,
+    /// Write the device requests as a storsim-record trace that `storsim simulate` replays.
+    #[arg(long, value_name = "TRACE")]
+    pub record: Option<PathBuf>,
+    /// No text report on standard error.
+    #[arg(long)]
+    pub quiet: bool,
+    /// The program and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "PROGRAM"
+    )]
+    pub program: Vec<std::ffi::OsString>,
 }

@@ -3,6 +3,7 @@
 mod args;
 mod calibrate;
 mod calibrate_report;
+mod cosim;
 mod emulate;
 mod import;
 mod inspect;
@@ -53,6 +54,7 @@ fn main() -> ExitCode {
         args::Command::Import(args::ImportCommand::Disksim(a)) => import::disksim(a),
         args::Command::Validate(args::ValidateCommand::Disksim(a)) => validate::disksim(a),
         args::Command::Calibrate(a) => calibrate::run(a),
+        args::Command::Cosim(a) => cosim::run(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
                 println!("{:<18} {:<8} {}", p.name, p.model, p.summary);

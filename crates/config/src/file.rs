@@ -1,7 +1,7 @@
 //! Reading a device argument: a preset name or the path of a TOML device file.
 
-use crate::models;
-use crate::{preset_spec, ConfigError, DeviceSpec, LoadedDevice};
+use crate::{merge, models};
+use crate::{preset, preset_spec, ConfigError, DeviceSpec, LoadedDevice};
 use serde::Deserialize;
 use std::path::Path;
 
@@ -154,18 +154,8 @@ fn apply_override(table: &mut toml::Table, entry: &str, file: &str) -> Result<()
         Ok(mut parsed) => parsed.remove("v").expect("the document holds v"),
         Err(_) => toml::Value::String(value.trim().to_string()),
     };
-    let (last, parents) = path.split_last().expect("split gives at least one part");
-    let mut node = table;
-    for part in parents {
-        let child = node
-            .entry(part.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
-        node = child
-            .as_table_mut()
-            .ok_or_else(|| bad(format!("`{part}` is a value, not a section")))?;
-    }
-    node.insert(last.to_string(), value);
-    Ok(())
+    merge::set(table, &path, value)
+        .map_err(|i| bad(format!("`{}` is a value, not a section", path[i])))
 }
 
 /// Parses device-file text; `file` names it in error messages, and an array's child files are
@@ -181,10 +171,149 @@ pub(crate) fn parse_nested(
     file: &str,
     nesting: &models::array::Nesting,
 ) -> Result<DeviceSpec, ConfigError> {
-    let parsed: DeviceFile = toml::from_str(text).map_err(|e| ConfigError::Syntax {
+    if let Some((parsed, merged)) = merged_over_preset_file(text, file)? {
+        return resolve(parsed, file, nesting).map_err(|e| merged.explain(e, file));
+    }
+    let parsed: DeviceFile = toml::from_str(text).map_err(|e| syntax(file, e.to_string()))?;
+    resolve(parsed, file, nesting)
+}
+
+fn syntax(file: &str, message: String) -> ConfigError {
+    ConfigError::Syntax {
         file: file.to_string(),
-        message: e.to_string(),
-    })?;
+        message,
+    }
+}
+
+/// What a file merged into its preset's device file needs to explain errors.
+struct Merged {
+    preset: String,
+    /// The keys the file states, as dotted paths both where it wrote them and where they went.
+    written: Vec<String>,
+}
+
+impl Merged {
+    /// Notes on an error about a key the file does not state that the key is the preset's:
+    /// a file can replace a preset's keys but not remove them, which matters when the file
+    /// switches to a mode in which one of them does not apply.
+    fn explain(&self, e: ConfigError, file: &str) -> ConfigError {
+        match e {
+            ConfigError::Invalid {
+                file: f,
+                key,
+                message,
+            } if f == file && !self.states(&key) => ConfigError::Invalid {
+                message: format!(
+                    "{message} (the key comes from preset '{}'; a file can replace a preset's \
+                     keys but not remove them, so write this section in full instead)",
+                    self.preset
+                ),
+                file: f,
+                key,
+            },
+            other => other,
+        }
+    }
+
+    /// Whether the file states `key`, a table holding it, or a key inside it.
+    fn states(&self, key: &str) -> bool {
+        let within = |inner: &str, outer: &str| {
+            inner
+                .strip_prefix(outer)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', '[']))
+        };
+        self.written
+            .iter()
+            .any(|w| within(key, w) || within(w, key))
+    }
+}
+
+/// A file that starts from a disk or hybrid preset, merged into the preset's own device file;
+/// `None` for any other file. Those models' sections are read whole, as a file without a preset
+/// states them, so the preset's TOML is the base, each key the file states replaces the base's
+/// value (tables merged key by key, `merge`), and the result is read and checked like a file
+/// written in full. Unknown keys and wrong types are reported with the line the file writes them
+/// on. A top-level `queue_depth` stands for the section's, which the presets state.
+fn merged_over_preset_file(
+    text: &str,
+    file: &str,
+) -> Result<Option<(DeviceFile, Merged)>, ConfigError> {
+    let mut over: toml::Table = toml::from_str(text).map_err(|e| syntax(file, e.to_string()))?;
+    // Anything but a known preset's name is left to the general path, which reports it.
+    let Some(name) = over.get("preset").and_then(toml::Value::as_str) else {
+        return Ok(None);
+    };
+    let spec = match preset_spec(name) {
+        None => return Ok(None),
+        Some(spec) => spec.map_err(|message| models::invalid(file, "preset", message))?,
+    };
+    let model = ModelName::of(&spec);
+    if !matches!(model, ModelName::Hdd | ModelName::Hybrid | ModelName::Array) {
+        return Ok(None);
+    }
+    let name = name.to_string();
+    let base_text = preset(&name)
+        .and_then(|info| info.file_text())
+        .ok_or_else(|| {
+            models::invalid(
+                file,
+                "preset",
+                format!(
+                    "preset '{name}' is not kept as a device file, so its keys cannot be \
+                     overridden one by one"
+                ),
+            )
+        })?;
+    let base: toml::Table = toml::from_str(base_text).map_err(|e| syntax(&name, e.to_string()))?;
+    over.remove("preset");
+
+    let section = model.name();
+    let mut list = merge::assignments(&base, &over, models::hdd::VARIANT_TABLES);
+    if let Some(top) = list.iter().position(|a| a.path == ["queue_depth"]) {
+        if list.iter().any(|a| a.path == [section, "queue_depth"]) {
+            return Err(models::invalid(
+                file,
+                &format!("{section}.queue_depth"),
+                "is also given at the top level as `queue_depth`; state it once".into(),
+            ));
+        }
+        list[top].path = vec![section.to_string(), "queue_depth".to_string()];
+    }
+    let parsed: DeviceFile = merge::parse_merged(&base, &list, text, |merged| {
+        toml::Value::Table(merged).try_into()
+    })
+    .map_err(|message| syntax(file, format!("{message} (over preset '{name}')")))?;
+    if let Some(stated) = parsed.model.filter(|&m| m != model) {
+        return Err(models::invalid(
+            file,
+            "model",
+            format!(
+                "model `{}` does not match preset '{name}', which is a `{}` device",
+                stated.name(),
+                model.name()
+            ),
+        ));
+    }
+    let written = list
+        .iter()
+        .flat_map(|a| [a.path.join("."), a.written.join(".")])
+        .collect();
+    Ok(Some((
+        parsed,
+        Merged {
+            preset: name,
+            written,
+        },
+    )))
+}
+
+/// The description a parsed file gives: its preset's parameters with the file's keys applied,
+/// or, without a preset, the parameters its sections state.
+fn resolve(
+    parsed: DeviceFile,
+    file: &str,
+    nesting: &models::array::Nesting,
+) -> Result<DeviceSpec, ConfigError> {
     let invalid = |key: &str, message: String| models::invalid(file, key, message);
 
     let base = match &parsed.preset {
@@ -276,10 +405,26 @@ pub(crate) fn parse_nested(
                     parsed.ssd.as_ref().ok_or_else(no_section)?,
                     file,
                 )?),
-                ModelName::Hdd => DeviceSpec::Hdd(models::hdd::from_scratch(
-                    parsed.hdd.as_ref().ok_or_else(no_section)?,
-                    file,
-                )?),
+                ModelName::Hdd => {
+                    let section = parsed.hdd.as_ref().ok_or_else(no_section)?;
+                    // A disk's capacity is its geometry's, and [hdd] always states its queue
+                    // depth: a second number at the top could only disagree with them.
+                    if parsed.capacity_bytes.is_some() {
+                        return Err(invalid(
+                            "capacity_bytes",
+                            "does not apply to an `hdd` device: its capacity follows from \
+                             [hdd.geometry]"
+                                .into(),
+                        ));
+                    }
+                    if parsed.queue_depth.is_some() {
+                        return Err(invalid(
+                            "hdd.queue_depth",
+                            "is also given at the top level as `queue_depth`; state it once".into(),
+                        ));
+                    }
+                    DeviceSpec::Hdd(models::hdd::from_scratch(section, file)?)
+                }
                 ModelName::Hybrid => DeviceSpec::Hybrid(models::hybrid::from_scratch(
                     parsed.hybrid.as_ref().ok_or_else(no_section)?,
                     parsed.capacity_bytes,
@@ -343,29 +488,10 @@ pub(crate) fn parse_nested(
             }
             models::ssd::validate(p, file)?;
         }
-        // Without a preset, from_scratch read and checked the whole section. On top of a disk,
-        // hybrid or array preset nothing can be overridden yet, and dropping what the file
-        // says without a word would hide that.
-        DeviceSpec::Array(_) | DeviceSpec::Hybrid(_) | DeviceSpec::Hdd(_) => {
-            if parsed.preset.is_some() {
-                let overridden = [
-                    (parsed.hdd.is_some() || parsed.hybrid.is_some() || parsed.array.is_some())
-                        .then_some(model.name()),
-                    parsed.capacity_bytes.map(|_| "capacity_bytes"),
-                    parsed.queue_depth.map(|_| "queue_depth"),
-                ];
-                if let Some(key) = overridden.into_iter().flatten().next() {
-                    return Err(invalid(
-                        key,
-                        format!(
-                            "a `{}` preset cannot be overridden key by key yet; copy its device \
-                             file (crates/config/presets/ in the source) and edit that",
-                            model.name()
-                        ),
-                    ));
-                }
-            }
-        }
+        // from_scratch read and checked the whole section and the top-level keys. A file that
+        // starts from a preset of these models was merged into the preset's device file first
+        // (merged_over_preset_file), so it arrives here without a preset, as a whole file.
+        DeviceSpec::Array(_) | DeviceSpec::Hybrid(_) | DeviceSpec::Hdd(_) => {}
     }
     Ok(spec)
 }

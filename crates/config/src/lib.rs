@@ -24,6 +24,7 @@
 pub mod disksim;
 mod error;
 mod file;
+mod merge;
 mod models;
 mod presets;
 

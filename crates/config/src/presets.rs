@@ -22,14 +22,36 @@ pub struct PresetInfo {
     pub name: &'static str,
     pub model: &'static str,
     pub summary: &'static str,
-    build: fn() -> DeviceSpec,
+    build: Build,
     /// Applies the text after `name:`; `None` for presets without variants.
     variant: Option<ApplyVariant>,
 }
 
+/// Where a preset's parameters come from.
+#[derive(Clone, Copy, Debug)]
+enum Build {
+    /// Set in code, in the model's crate or here.
+    Code(fn() -> DeviceSpec),
+    /// A device file kept in `crates/config/presets/`, for models whose description is long (a
+    /// disk's zones) or is a choice of children (a hybrid). A file that starts from such a
+    /// preset may override its keys one by one on top of this text.
+    File(&'static str),
+}
+
 impl PresetInfo {
     pub fn spec(&self) -> DeviceSpec {
-        (self.build)()
+        match self.build {
+            Build::Code(build) => build(),
+            Build::File(text) => embedded(self.name, text),
+        }
+    }
+
+    /// The device file the preset is kept as, if it is kept as one.
+    pub(crate) fn file_text(&self) -> Option<&'static str> {
+        match self.build {
+            Build::Code(_) => None,
+            Build::File(text) => Some(text),
+        }
     }
 }
 
@@ -39,7 +61,7 @@ const PRESETS: &[PresetInfo] = &[
         model: "linear",
         summary: "STEC Zeus 70 GB SSD, IBM linear fit A + n*B (El Maghraoui et al.), one request \
                   at a time",
-        build: || DeviceSpec::Linear(linear::stec_zeus()),
+        build: Build::Code(|| DeviceSpec::Linear(linear::stec_zeus())),
         variant: None,
     },
     PresetInfo {
@@ -47,7 +69,7 @@ const PRESETS: &[PresetInfo] = &[
         model: "table",
         summary: "Baseline device of the co-simulation thesis (Wu, Table 5.3: Transcend UHS-I SD \
                   card), 400 MiB, Ch1-x1; `uhs1-sd:chN-xS` gives N channels and speedup S",
-        build: || DeviceSpec::Table(table::uhs1_sd()),
+        build: Build::Code(|| DeviceSpec::Table(table::uhs1_sd())),
         variant: Some(channels_and_speedup),
     },
     PresetInfo {
@@ -55,7 +77,7 @@ const PRESETS: &[PresetInfo] = &[
         model: "step",
         summary: "32 MiB USB stick of the Wisconsin RAM-disk emulator (Aderhold & Field): the \
                   seed's step schedules and write compensation, illustrative delays",
-        build: || DeviceSpec::Step(step::wisconsin_usb()),
+        build: Build::Code(|| DeviceSpec::Step(step::wisconsin_usb())),
         variant: None,
     },
     PresetInfo {
@@ -64,11 +86,11 @@ const PRESETS: &[PresetInfo] = &[
         summary: "FlashSim's SLC SSD (Kim et al. 2009, Table 2): 2 KiB pages, 64-page blocks, \
                   8 GiB raw (layout assumed), DFTL; `flashsim-2009:FTL` runs another FTL \
                   (page, fast, log-block, ...)",
-        build: || {
+        build: Build::Code(|| {
             DeviceSpec::Ssd(consistent(ssd::flashsim_2009(
                 FLASHSIM_DEFAULT_FTL.defaults(),
             )))
-        },
+        }),
         variant: Some(ftl_variant),
     },
     PresetInfo {
@@ -77,7 +99,7 @@ const PRESETS: &[PresetInfo] = &[
         summary: "The ../shared/bench comparison SSD: 2 GiB raw MLC, 32 planes, MQSim's \
                   timings, page FTL with 7 % over-provisioning and GC below 5 % free blocks \
                   per plane, 256 MiB DRAM cache",
-        build: bench2g,
+        build: Build::Code(bench2g),
         variant: None,
     },
     PresetInfo {
@@ -86,7 +108,7 @@ const PRESETS: &[PresetInfo] = &[
         summary: "1 GB SanDisk USB stick under ANAND, the FTL that modelled it best (Konanki's \
                   hybrid-disk thesis, §5); geometry and timings assumed from 1 Gbit SLC \
                   datasheets",
-        build: || DeviceSpec::Ssd(consistent(ssd::sandisk_usb_anand())),
+        build: Build::Code(|| DeviceSpec::Ssd(consistent(ssd::sandisk_usb_anand()))),
         variant: None,
     },
     PresetInfo {
@@ -95,7 +117,7 @@ const PRESETS: &[PresetInfo] = &[
         summary: "Representative 3D TLC NVMe SSD, about 600 GB raw, timings typical of ISSCC \
                   2018-2020 parts, page FTL, 1 GiB DRAM buffer, background GC; no specific \
                   product",
-        build: || DeviceSpec::Ssd(consistent(ssd::tlc_nvme())),
+        build: Build::Code(|| DeviceSpec::Ssd(consistent(ssd::tlc_nvme()))),
         variant: None,
     },
     PresetInfo {
@@ -103,12 +125,7 @@ const PRESETS: &[PresetInfo] = &[
         model: "hdd",
         summary: "2.5-inch 5400 rpm laptop disk of the first hybrid drives' generation, 160 GB, \
                   8 MB cache; seek figures of a Travelstar 5K320, zones and overheads assumed",
-        build: || {
-            embedded(
-                "hdd-laptop-2007",
-                include_str!("../presets/hdd-laptop-2007.toml"),
-            )
-        },
+        build: Build::File(include_str!("../presets/hdd-laptop-2007.toml")),
         variant: None,
     },
     PresetInfo {
@@ -116,12 +133,7 @@ const PRESETS: &[PresetInfo] = &[
         model: "hdd",
         summary: "2.5-inch 7200 rpm disk of a first-generation Momentus XT, 500 GB, 32 MB \
                   cache; 11 ms average seek, zones and overheads assumed",
-        build: || {
-            embedded(
-                "hdd-momentus-7200",
-                include_str!("../presets/hdd-momentus-7200.toml"),
-            )
-        },
+        build: Build::File(include_str!("../presets/hdd-momentus-7200.toml")),
         variant: None,
     },
     PresetInfo {
@@ -129,12 +141,7 @@ const PRESETS: &[PresetInfo] = &[
         model: "ssd",
         summary: "The 256 MiB flash of `hybrid-laptop-2007`: the thesis' ANAND-managed SLC \
                   module (`sandisk-usb-anand`) scaled from 1 GiB to 256 MiB",
-        build: || {
-            embedded(
-                "hybrid-2007-flash",
-                include_str!("../presets/hybrid-2007-flash.toml"),
-            )
-        },
+        build: Build::File(include_str!("../presets/hybrid-2007-flash.toml")),
         variant: None,
     },
     PresetInfo {
@@ -143,12 +150,7 @@ const PRESETS: &[PresetInfo] = &[
         summary: "2007 hybrid laptop drive (Konanki's configuration 2): 256 MiB flash write \
                   cache over `hdd-laptop-2007` (5400 rpm, 160 GB, 8 MB DRAM); writes under \
                   64 KiB to flash, on-demand full flush, LRU",
-        build: || {
-            embedded(
-                "hybrid-laptop-2007",
-                include_str!("../presets/hybrid-laptop-2007.toml"),
-            )
-        },
+        build: Build::File(include_str!("../presets/hybrid-laptop-2007.toml")),
         variant: None,
     },
     PresetInfo {
@@ -156,12 +158,7 @@ const PRESETS: &[PresetInfo] = &[
         model: "ssd",
         summary: "The 4 GiB SLC flash of `momentus-xt`: FlashSim's SLC timings (`flashsim-2009`) \
                   at half the size, page FTL; timings assumed",
-        build: || {
-            embedded(
-                "momentus-xt-flash",
-                include_str!("../presets/momentus-xt-flash.toml"),
-            )
-        },
+        build: Build::File(include_str!("../presets/momentus-xt-flash.toml")),
         variant: None,
     },
     PresetInfo {
@@ -170,83 +167,83 @@ const PRESETS: &[PresetInfo] = &[
         summary: "First-generation Seagate Momentus XT: 4 GiB SLC read cache (read misses \
                   promoted, writes to disk) over `hdd-momentus-7200` (7200 rpm, 500 GB, 32 MB \
                   DRAM), LRU",
-        build: || embedded("momentus-xt", include_str!("../presets/momentus-xt.toml")),
+        build: Build::File(include_str!("../presets/momentus-xt.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-cheetah9lp",
         model: "hdd",
         summary: "Seagate Cheetah 9LP (ST39102LW), 9.1 GB, 10,045 rpm: DiskSim 4.0's validated parameters (valid/cheetah9LP.parv)",
-        build: || embedded("disksim-cheetah9lp", include_str!("../presets/disksim/disksim-cheetah9lp.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-cheetah9lp.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-ibm18es",
         model: "hdd",
         summary: "IBM Ultrastar 18ES (DNES-309170W), 9.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/ibm18es.parv)",
-        build: || embedded("disksim-ibm18es", include_str!("../presets/disksim/disksim-ibm18es.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-ibm18es.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-hp-c2247a",
         model: "hdd",
         summary: "HP C2247A, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c2247a.parv)",
-        build: || embedded("disksim-hp-c2247a", include_str!("../presets/disksim/disksim-hp-c2247a.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-hp-c2247a.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-atlas10k",
         model: "hdd",
         summary: "Quantum Atlas 10K, 9.2 GB, 10,025 rpm: DiskSim 4.0's validated parameters (valid/atlas10k.parv)",
-        build: || embedded("disksim-atlas10k", include_str!("../presets/disksim/disksim-atlas10k.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-atlas10k.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-atlas3",
         model: "hdd",
         summary: "Quantum Atlas III (QM39100TD-SW), 9.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/atlas_III.parv)",
-        build: || embedded("disksim-atlas3", include_str!("../presets/disksim/disksim-atlas3.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-atlas3.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-barracuda",
         model: "hdd",
         summary: "Seagate Barracuda (ST32171W), 2.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/barracuda.parv)",
-        build: || embedded("disksim-barracuda", include_str!("../presets/disksim/disksim-barracuda.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-barracuda.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-cheetah4lp",
         model: "hdd",
         summary: "Seagate Cheetah 4LP (ST34501N), 4.5 GB, 10,033 rpm: DiskSim 4.0's validated parameters (valid/cheetah4LP.parv)",
-        build: || embedded("disksim-cheetah4lp", include_str!("../presets/disksim/disksim-cheetah4lp.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-cheetah4lp.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-hp-c3323a",
         model: "hdd",
         summary: "HP C3323A, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c3323a.parv)",
-        build: || embedded("disksim-hp-c3323a", include_str!("../presets/disksim/disksim-hp-c3323a.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-hp-c3323a.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-hp-c2490a",
         model: "hdd",
         summary: "HP C2490A, 2.1 GB, 6,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c2490a.parv)",
-        build: || embedded("disksim-hp-c2490a", include_str!("../presets/disksim/disksim-hp-c2490a.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-hp-c2490a.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-dec-rz26",
         model: "hdd",
         summary: "DEC RZ26, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/dec_rz26.parv)",
-        build: || embedded("disksim-dec-rz26", include_str!("../presets/disksim/disksim-dec-rz26.toml")),
+        build: Build::File(include_str!("../presets/disksim/disksim-dec-rz26.toml")),
         variant: None,
     },
 ];
 
-/// A preset kept as a device file in `crates/config/presets/`, for models whose description is
-/// long (a disk's zones). Tests parse every one, so a failure here is a build defect.
+/// The parameters of a preset kept as a device file ([`Build::File`]). Tests parse every one, so
+/// a failure here is a build defect.
 fn embedded(name: &str, text: &str) -> DeviceSpec {
     crate::parse_device_toml(text, name)
         .unwrap_or_else(|e| panic!("built-in preset {name} does not parse: {e}"))

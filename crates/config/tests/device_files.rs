@@ -179,36 +179,3 @@ fn overrides_apply_on_top_of_a_file_and_reach_nested_sections() {
     let changed = changed.unwrap();
     assert_ne!(changed.spec, plain.spec, "the override changed nothing");
 }
-
-#[test]
-fn disk_and_hybrid_presets_refuse_overrides_rather_than_drop_them() {
-    for (text, key) in [
-        (
-            "preset = \"momentus-xt\"\n[hybrid]\nreplacement = \"fifo\"\n",
-            "hybrid",
-        ),
-        (
-            "preset = \"hdd-laptop-2007\"\nqueue_depth = 4\n",
-            "queue_depth",
-        ),
-        (
-            "preset = \"momentus-xt\"\ncapacity_bytes = 4096\n",
-            "capacity_bytes",
-        ),
-    ] {
-        let e = parse_device_toml(text, "over.toml").unwrap_err();
-        let ConfigError::Invalid { file, key: k, .. } = &e else {
-            panic!("{e}")
-        };
-        assert_eq!((file.as_str(), k.as_str()), ("over.toml", key), "{e}");
-    }
-    // A partial [hdd] section is already refused by the section's reader (every key needed).
-    assert!(parse_device_toml(
-        "preset = \"hdd-laptop-2007\"\n[hdd]\nscheduler = \"fcfs\"\n",
-        "over.toml"
-    )
-    .is_err());
-    // Naming the preset alone is fine.
-    let spec = parse_device_toml("preset = \"hdd-laptop-2007\"\n", "plain.toml").unwrap();
-    assert_eq!(spec.model_name(), "hdd");
-}

@@ -85,6 +85,9 @@ enum SlotState {
     Free,
     /// A pinned block's slot before its first write: reads still go to the disk.
     Reserved,
+    /// A pinned block's slot after writes that have not covered all of it: the bytes written
+    /// (`HybridDevice::written`) are read from the flash, the rest still from the disk.
+    Partial,
     Clean,
     Dirty,
     /// Read admission: the block was reserved when a read fetched it from the disk, and is
@@ -125,6 +128,46 @@ const FREE_SLOT: Slot = Slot {
     fill: 0,
     promoting: false,
 };
+
+/// The parts of a pinned block that writes have reached, while they do not cover all of it:
+/// sorted, disjoint, non-adjacent byte ranges relative to the block's start. Ranges rather than
+/// a bit per sector, so that requests that are not sector-aligned are exact too.
+#[derive(Default)]
+struct Written(Vec<(u64, u64)>);
+
+impl Written {
+    fn add(&mut self, start: u64, end: u64) {
+        let (mut start, mut end) = (start, end);
+        self.0.retain(|&(a, b)| {
+            let apart = b < start || a > end;
+            if !apart {
+                start = start.min(a);
+                end = end.max(b);
+            }
+            apart
+        });
+        let at = self.0.partition_point(|&(a, _)| a < start);
+        self.0.insert(at, (start, end));
+    }
+
+    fn covers(&self, len: u64) -> bool {
+        self.0 == [(0, len)]
+    }
+
+    /// Whether the byte at `offset` has been written, and where the stretch of bytes like it
+    /// (written or not) that starts there ends, at most at `end`.
+    fn stretch(&self, offset: u64, end: u64) -> (bool, u64) {
+        for &(a, b) in &self.0 {
+            if offset < a {
+                return (false, end.min(a));
+            }
+            if offset < b {
+                return (true, end.min(b));
+            }
+        }
+        (false, end)
+    }
+}
 
 /// Read admission: which part of the host's address space a disk read fetched for promotion.
 #[derive(Clone, Copy)]
@@ -235,6 +278,10 @@ pub struct HybridDevice {
     capacity_bytes: u64,
     fanout: Fanout<Tag>,
     slots: Vec<Slot>,
+    /// What has been written of each `Partial` slot. Only pinned slots are ever partial, and
+    /// they are fixed at start, so this holds at most one entry per pinned block, each of at
+    /// most `cache_block_bytes / 2` ranges.
+    written: BTreeMap<u32, Written>,
     map: BTreeMap<u64, u32>,
     free: VecDeque<u32>,
     policy: Box<dyn CachePolicy>,
@@ -354,6 +401,7 @@ impl HybridDevice {
             ),
             free: (next_slot as u32..slot_count as u32).collect(),
             slots,
+            written: BTreeMap::new(),
             map,
             policy,
             unpinned_slots,
@@ -416,6 +464,18 @@ impl HybridDevice {
                         dirty: slot.state == SlotState::Dirty,
                         pinned: slot.pinned,
                     },
+                    SlotState::Partial => {
+                        let within = offset_bytes % self.block_bytes;
+                        if self.written[&s].stretch(within, within + 1).0 {
+                            Location::Flash {
+                                flash_offset_bytes: s as u64 * self.block_bytes + within,
+                                dirty: true,
+                                pinned: true,
+                            }
+                        } else {
+                            Location::Disk
+                        }
+                    }
                     SlotState::Free
                     | SlotState::Reserved
                     | SlotState::Filling
@@ -1019,8 +1079,16 @@ impl HybridDevice {
         while cursor.next_byte < end {
             let start = cursor.next_byte;
             let block = start / b;
-            let seg_end = end.min((block + 1) * b);
-            let (side, slot) = self.destination(cursor.plan, block, start, seg_end);
+            let block_end = end.min((block + 1) * b);
+            let (side, slot, seg_end) = self.destination(cursor.plan, block, start, block_end);
+            // A read block counts once, at its first piece, and as a hit only if the flash
+            // serves all of the read's part of it.
+            if request.op == Op::Read && (start == request.offset_bytes || start == block * b) {
+                self.counts.read_blocks += 1;
+                if side == Side::Flash && seg_end == block_end {
+                    self.counts.read_blocks_hit += 1;
+                }
+            }
             let device_offset = match slot {
                 Some(s) => s as u64 * b + start % b,
                 None => start,
@@ -1044,7 +1112,7 @@ impl HybridDevice {
                 && seg_end == (block + 1) * b
                 && self.slot_of(block).is_none()
                 && self.reserve(block, cursor.parent, first_block, last_block);
-            let slot = self.commit(request.op, block, slot);
+            let slot = self.commit(request.op, block, slot, start, seg_end);
             let len = seg_end - start;
             cursor.run = Some(match cursor.run {
                 Some(mut run) => {
@@ -1079,8 +1147,36 @@ impl HybridDevice {
         self.fanout.pending_len(side) < HOST_PENDING_MAX
     }
 
+    /// Where the head request's bytes from `start` go, up to `end` (at most the end of
+    /// `block`): the flash slot or the disk, and where that piece ends. A read or trim of a
+    /// partly written pinned block ends its piece where the written part does.
+    fn destination(
+        &self,
+        plan: Plan,
+        block: u64,
+        start: u64,
+        end: u64,
+    ) -> (Side, Option<u32>, u64) {
+        let (side, slot) = self.place(plan, block, start, end);
+        if plan != Plan::Split {
+            return (side, slot, end);
+        }
+        match self.slot_of(block) {
+            Some(s) if self.slots[s as usize].state == SlotState::Partial => {
+                let base = block * self.block_bytes;
+                let (written, stop) = self.written[&s].stretch(start - base, end - base);
+                if written {
+                    (Side::Flash, Some(s), base + stop)
+                } else {
+                    (Side::Disk, None, base + stop)
+                }
+            }
+            _ => (side, slot, end),
+        }
+    }
+
     /// Where one block's part of the head request goes: the flash slot, or the disk.
-    fn destination(&self, plan: Plan, block: u64, start: u64, end: u64) -> (Side, Option<u32>) {
+    fn place(&self, plan: Plan, block: u64, start: u64, end: u64) -> (Side, Option<u32>) {
         let existing = self.slot_of(block);
         match plan {
             Plan::Split => match existing {
@@ -1094,6 +1190,8 @@ impl HybridDevice {
                 }
                 _ => (Side::Disk, None),
             },
+            // A cached block holds all of its data, so it takes any part of a write. A pinned
+            // block takes any part too, and remembers which parts it has (`commit`).
             Plan::Cache { oversize } => match existing {
                 Some(s) => (Side::Flash, Some(s)),
                 None => {
@@ -1117,13 +1215,19 @@ impl HybridDevice {
         }
     }
 
-    /// Applies one block's part of the head request to the cache state; returns its slot.
-    fn commit(&mut self, op: Op, block: u64, slot: Option<u32>) -> Option<u32> {
+    /// Applies the head request's bytes `[start, end)` of `block` to the cache state; returns
+    /// their slot.
+    fn commit(
+        &mut self,
+        op: Op,
+        block: u64,
+        slot: Option<u32>,
+        start: u64,
+        end: u64,
+    ) -> Option<u32> {
         let s = slot?;
         match op {
             Op::Read => {
-                self.counts.read_blocks += 1;
-                self.counts.read_blocks_hit += 1;
                 if !self.slots[s as usize].pinned {
                     self.policy.update(block, CacheEvent::Read);
                 }
@@ -1145,6 +1249,10 @@ impl HybridDevice {
                 } else if !self.slots[s as usize].pinned {
                     self.policy.update(block, CacheEvent::Written);
                 }
+                if self.pinned_stays_partial(s, block, start, end) {
+                    self.slots[s as usize].users += 1;
+                    return Some(s);
+                }
                 let slot = &mut self.slots[s as usize];
                 if slot.state == SlotState::Clean {
                     self.clean -= 1;
@@ -1165,6 +1273,31 @@ impl HybridDevice {
         Some(s)
     }
 
+    /// A write of `[start, end)` to pinned slot `s`: before the block's first write its disk
+    /// copy is all there is, so the flash holds only the bytes written until they cover the
+    /// whole block. Keeps track of them and returns true while the block stays partial; false
+    /// once the flash holds the whole block (or always held it), which is then simply dirty.
+    /// This is per-sector validity rather than a read-modify-write: a pinned block is never
+    /// flushed, so nothing ever needs the whole block on the flash, and no write waits for a
+    /// disk read.
+    fn pinned_stays_partial(&mut self, s: u32, block: u64, start: u64, end: u64) -> bool {
+        let slot = self.slots[s as usize];
+        if !slot.pinned || !matches!(slot.state, SlotState::Reserved | SlotState::Partial) {
+            return false;
+        }
+        let base = block * self.block_bytes;
+        let written = self.written.entry(s).or_default();
+        written.add(start - base, end - base);
+        if written.covers(self.block_bytes) {
+            self.written.remove(&s);
+            return false;
+        }
+        let slot = &mut self.slots[s as usize];
+        slot.state = SlotState::Partial;
+        slot.generation = slot.generation.wrapping_add(1);
+        true
+    }
+
     fn emit(&mut self, now: SimTime, parent: usize, request: Request, run: Run) {
         let p = self.parents.get_mut(parent);
         p.children_left += 1;
@@ -1173,10 +1306,6 @@ impl HybridDevice {
             Side::Disk => 1,
         }] = true;
         let seq = p.seq;
-        if request.op == Op::Read && run.side == Side::Disk {
-            self.counts.read_blocks += (run.host_offset + run.len).div_ceil(self.block_bytes)
-                - run.host_offset / self.block_bytes;
-        }
         let side_index = match run.side {
             Side::Flash => 0,
             Side::Disk => 1,

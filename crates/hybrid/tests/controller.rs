@@ -490,6 +490,143 @@ fn pinned_blocks_go_to_flash_and_are_never_flushed_or_evicted() {
     }
 }
 
+/// Submits a request 1 µs after `now` and runs the device until it is idle.
+fn after(dev: &mut HybridDevice, now: &mut SimTime, id: u64, op: Op, offset: u64, len: u64) {
+    let at = now.as_ns() + 1_000;
+    one(dev, now, req(id, op, offset, len, at));
+}
+
+/// (side, host offset, length) of each of host request `id`'s child requests.
+fn pieces(log: &[Route], id: u64) -> Vec<(Side, u64, u64)> {
+    host_routes(log, id)
+        .iter()
+        .map(|r| (r.side, r.host_offset_bytes, r.len_bytes))
+        .collect()
+}
+
+#[test]
+fn a_partial_write_to_a_never_written_pinned_block_leaves_the_rest_on_the_disk() {
+    // Under both admissions a pinned block takes its writes on the flash; before its first
+    // write the disk holds all of it, and a 512-byte write makes only those bytes newer on the
+    // flash. Pinned blocks are never flushed, so nothing else ever brings the rest over.
+    for admission in [Admission::Writes, Admission::Reads] {
+        let mut p = params(FlushPolicy::OnDemand, Replacement::Lru);
+        p.admission = admission;
+        p.pinned = vec![ByteRange {
+            start_bytes: 0,
+            end_bytes: 2 * BLOCK,
+        }];
+        let mut dev =
+            HybridDevice::new(p, Box::new(flash_blocks(8, 8)), Box::new(disk(8))).unwrap();
+        dev.enable_route_log(1000);
+        let mut now = SimTime::ZERO;
+        after(&mut dev, &mut now, 1, Op::Write, 512, 512);
+        assert!(
+            matches!(dev.locate(512), Location::Flash { pinned: true, .. }),
+            "{admission:?}"
+        );
+        for offset in [0, 1024, BLOCK - 512] {
+            assert_eq!(dev.locate(offset), Location::Disk, "{admission:?} {offset}");
+        }
+        // The whole block and the next one (pinned, never written): the written sector from
+        // the flash, the rest from the disk.
+        after(&mut dev, &mut now, 2, Op::Read, 0, 2 * BLOCK);
+        // A write that leaves a gap, then one that fills the block's first sector: the block
+        // is whole on the flash only when every byte of it has been written.
+        after(&mut dev, &mut now, 3, Op::Write, 2048, 1024);
+        after(&mut dev, &mut now, 4, Op::Read, 0, BLOCK);
+        after(&mut dev, &mut now, 5, Op::Write, 0, 512);
+        after(&mut dev, &mut now, 6, Op::Write, 1024, 1024);
+        after(&mut dev, &mut now, 7, Op::Write, 3072, 1024);
+        after(&mut dev, &mut now, 8, Op::Read, 0, BLOCK);
+        let log = routes(&mut dev);
+        assert_eq!(
+            pieces(&log, 2),
+            [
+                (Side::Disk, 0, 512),
+                (Side::Flash, 512, 512),
+                (Side::Disk, 1024, 2 * BLOCK - 1024),
+            ],
+            "{admission:?}"
+        );
+        assert_eq!(
+            pieces(&log, 4),
+            [
+                (Side::Disk, 0, 512),
+                (Side::Flash, 512, 512),
+                (Side::Disk, 1024, 1024),
+                (Side::Flash, 2048, 1024),
+                (Side::Disk, 3072, 1024),
+            ],
+            "{admission:?}"
+        );
+        assert_eq!(pieces(&log, 8), [(Side::Flash, 0, BLOCK)], "{admission:?}");
+        for offset in (0..BLOCK).step_by(512) {
+            assert!(
+                matches!(dev.locate(offset), Location::Flash { pinned: true, .. }),
+                "{admission:?} {offset}"
+            );
+        }
+        assert_eq!(dev.locate(BLOCK), Location::Disk, "{admission:?}");
+        assert!(check_shadow(&log) > 0);
+        // A block counts as a hit only when the read's part of it came from the flash alone:
+        // blocks 0 and 1 of read 2 and block 0 of read 4 missed, block 0 of read 8 hit.
+        assert_eq!(counter(&dev, "read_blocks"), 4.0, "{admission:?}");
+        assert_eq!(counter(&dev, "read_blocks_hit"), 1.0, "{admission:?}");
+    }
+}
+
+#[test]
+fn a_partial_small_write_to_an_uncached_block_goes_to_the_disk() {
+    let mut dev = HybridDevice::new(
+        params(FlushPolicy::OnDemand, Replacement::Lru),
+        Box::new(flash_blocks(8, 8)),
+        Box::new(disk(8)),
+    )
+    .unwrap();
+    dev.enable_route_log(1000);
+    let mut now = SimTime::ZERO;
+    // Small, but covering no block whole: nothing enters the flash.
+    one(
+        &mut dev,
+        &mut now,
+        req(1, Op::Write, 5 * BLOCK + 512, 512, 0),
+    );
+    // Whole blocks 5 and 6 plus half of 7: the whole blocks enter the flash, the rest of 7 and
+    // the partial write stay where they are, on the disk.
+    let at = now.as_ns() + 1_000;
+    one(
+        &mut dev,
+        &mut now,
+        req(2, Op::Write, 5 * BLOCK, 2 * BLOCK + 2048, at),
+    );
+    let at = now.as_ns() + 1_000;
+    one(
+        &mut dev,
+        &mut now,
+        req(3, Op::Read, 4 * BLOCK, 4 * BLOCK, at),
+    );
+    let log = routes(&mut dev);
+    assert_eq!(pieces(&log, 1), [(Side::Disk, 5 * BLOCK + 512, 512)]);
+    assert_eq!(
+        pieces(&log, 2),
+        [
+            (Side::Flash, 5 * BLOCK, 2 * BLOCK),
+            (Side::Disk, 7 * BLOCK, 2048)
+        ]
+    );
+    assert_eq!(
+        pieces(&log, 3),
+        [
+            (Side::Disk, 4 * BLOCK, BLOCK),
+            (Side::Flash, 5 * BLOCK, 2 * BLOCK),
+            (Side::Disk, 7 * BLOCK, BLOCK),
+        ]
+    );
+    assert_eq!(dev.locate(7 * BLOCK), Location::Disk);
+    assert!(check_shadow(&log) > 0);
+}
+
 /// A policy that evicts and flushes the highest block number first.
 #[derive(Default)]
 struct HighestFirst {

@@ -1,14 +1,20 @@
-//! `[hdd]`: the hard-disk model's parameters, every one stated (there are no disk presets
-//! yet; `storsim import disksim` writes complete sections). The section mirrors
-//! [`HddParams`] field by field, so a written file reads back to the same parameters.
+//! `[hdd]`: the hard-disk model's parameters, every one stated (`storsim import disksim` writes
+//! complete sections; a file that starts from a disk preset is merged into the preset's file
+//! before it is read here). The section mirrors [`HddParams`] field by field, so a written file
+//! reads back to the same parameters.
 
 use crate::ConfigError;
 use serde::{Deserialize, Serialize};
 use storsim_hdd::{
-    CacheParams, ExtraWriteDisconnect, Geometry, HddDevice, HddParams, HplCurve, Interface,
-    Mechanics, Overheads, PowerParams, ReadAhead, SchedulerKind, SeekCurve, SparingScheme,
-    SurfaceOrder, WriteBack, Zone,
+    CacheParams, ExtraWriteDisconnect, Geometry, HddDevice, HddError, HddParams, HplCurve,
+    Interface, Mechanics, Overheads, PowerParams, ReadAhead, SchedulerKind, SeekCurve,
+    SparingScheme, SurfaceOrder, WriteBack, Zone,
 };
+
+/// Tables of the section that hold one of several variants, with the key naming it: a file that
+/// names another seek curve than its preset replaces the preset's `[hdd.mechanics.seek]` whole,
+/// since the preset's curve parameters mean nothing to the new curve.
+pub(crate) const VARIANT_TABLES: &[(&str, &str)] = &[("hdd.mechanics.seek", "curve")];
 
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -574,7 +580,18 @@ pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, Conf
             spin_up_mj: s.power.spin_up_mj,
         },
     };
-    HddDevice::new(p.clone()).map_err(|e| invalid("geometry", e.to_string()))?;
+    HddDevice::new(p.clone()).map_err(|e| match e {
+        HddError::Geometry(message) => invalid("geometry", message),
+        // The model names its parameters by their place in `HddParams`; the section nests
+        // the seek curve and the speed under `mechanics`.
+        HddError::Parameter { name, message } => {
+            let key = match name {
+                "rpm" | "seek.points" => format!("mechanics.{name}"),
+                other => other.to_string(),
+            };
+            invalid(&key, message)
+        }
+    })?;
     Ok(p)
 }
 

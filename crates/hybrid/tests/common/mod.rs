@@ -224,10 +224,15 @@ pub fn random_requests(seed: u64, count: u64) -> Vec<Request> {
         .collect()
 }
 
+/// What a flash sector holds before anything was written to it: not the disk's data (version
+/// 0), so that a read of a never-written flash sector fails the shadow check.
+pub const NEVER_WRITTEN: u64 = u64::MAX;
+
 /// Replays the route log against a content model (a version per 512-byte sector on each
 /// child) and checks that every host read sees the newest write of every sector. A promotion
 /// (read admission) copies into the flash exactly what its host read got from the disk, so a
-/// promotion of bytes that a later write overwrote would show up as a stale flash read.
+/// promotion of bytes that a later write overwrote would show up as a stale flash read. The
+/// disk starts with version 0 everywhere and the flash with [`NEVER_WRITTEN`].
 pub fn check_shadow(log: &[Route]) -> u64 {
     let sector = 512;
     let mut truth: HashMap<u64, u64> = HashMap::new();
@@ -254,10 +259,14 @@ pub fn check_shadow(log: &[Route]) -> u64 {
                 }
             }
             (RouteCause::Host { id }, Op::Read) => {
-                let source = if r.side == Side::Flash { &flash } else { &disk };
+                let (source, unwritten) = if r.side == Side::Flash {
+                    (&flash, NEVER_WRITTEN)
+                } else {
+                    (&disk, 0)
+                };
                 for i in 0..n {
                     let want = truth.get(&(host + i)).copied().unwrap_or(0);
-                    let got = source.get(&(dev + i)).copied().unwrap_or(0);
+                    let got = source.get(&(dev + i)).copied().unwrap_or(unwritten);
                     assert_eq!(
                         got,
                         want,
@@ -281,7 +290,7 @@ pub fn check_shadow(log: &[Route]) -> u64 {
             }
             (RouteCause::FlushRead, _) => {
                 let data = (0..n)
-                    .map(|i| flash.get(&(dev + i)).copied().unwrap_or(0))
+                    .map(|i| flash.get(&(dev + i)).copied().unwrap_or(NEVER_WRITTEN))
                     .collect();
                 assert!(flushing
                     .insert((r.host_offset_bytes, r.len_bytes), data)

@@ -1,0 +1,668 @@
+//! The controller's state machine: who runs, who waits for what, and the device model.
+//!
+//! Every thread of the program is running, waiting for the device, sleeping, blocked in a wait
+//! for a child, or resuming (its reply is on the way). The virtual clock advances only while
+//! some thread runs; when none runs and none is resuming, the controller jumps the clock to the
+//! next event (a device completion or a sleep's end) and wakes whoever it concerns: the
+//! thesis' time-skipping, done per program instead of per operating system. Requests reach the
+//! model in non-decreasing virtual time because each is stamped with the clock, floored at the
+//! model's own latest instant.
+
+use crate::layout::{Layout, LayoutError};
+use crate::vclock::{mono_ns, VirtualClock};
+use crate::CallStats;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::io::Write;
+use std::os::fd::{FromRawFd, OwnedFd};
+use storsim_core::{Completion, Device, DeviceError, Op, Request, SimTime};
+use storsim_cosim_shim::proto::{IoOp, Kind, Msg, Reply};
+use storsim_stats::Collector;
+use storsim_workload::trace::{RecordWriter, RecordedIo};
+
+pub type ConnId = usize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ThreadState {
+    Running,
+    Io { call: u64 },
+    Sleeping { until_v: u64, seq: u64 },
+    InWait,
+    Resuming,
+}
+
+struct Thread {
+    pid: i32,
+    state: ThreadState,
+}
+
+pub struct Proc {
+    running: i64,
+    ppid: i32,
+    /// Counted before it announced itself (found as a child of a waiting process).
+    placeholder: bool,
+    /// Threads of this process blocked in waitpid.
+    waiters: Vec<ConnId>,
+    /// Threads of this process blocked in pthread_join.
+    joiners: Vec<ConnId>,
+    pub pidfd: Option<OwnedFd>,
+}
+
+/// One intercepted I/O call: the device requests it became and the status to return.
+struct Call {
+    conn: Option<ConnId>,
+    pending: u32,
+    status: i64,
+}
+
+/// Writes the record in arrival order although completions come in finish order.
+pub struct Recorder {
+    writer: RecordWriter<Box<dyn Write + Send>>,
+    /// Completed rows waiting for an earlier one; `None` for a request that never ran.
+    done: BTreeMap<u64, Option<RecordedIo>>,
+    next: u64,
+    pub error: Option<std::io::Error>,
+}
+
+impl Recorder {
+    pub fn new(writer: RecordWriter<Box<dyn Write + Send>>) -> Recorder {
+        Recorder {
+            writer,
+            done: BTreeMap::new(),
+            next: 0,
+            error: None,
+        }
+    }
+
+    fn completed(&mut self, id: u64, io: Option<RecordedIo>) {
+        self.done.insert(id, io);
+        while let Some(io) = self.done.remove(&self.next) {
+            if let (Some(io), None) = (io, &self.error) {
+                if let Err(e) = self.writer.write(&io) {
+                    self.error = Some(e);
+                }
+            }
+            self.next += 1;
+        }
+    }
+
+    pub fn finish(mut self) -> std::io::Result<()> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        self.writer.finish().map(|_| ())
+    }
+}
+
+const ENOSPC: i64 = 28;
+const EBADF: i64 = 9;
+const EIO: i64 = 5;
+
+pub struct Controller {
+    device: Box<dyn Device>,
+    pub layout: Layout,
+    pub clock: VirtualClock,
+    pub procs: BTreeMap<i32, Proc>,
+    threads: BTreeMap<ConnId, Thread>,
+    resuming: usize,
+    sleepers: BTreeSet<(u64, u64, ConnId)>,
+    sleep_seq: u64,
+    calls: BTreeMap<u64, Call>,
+    next_call: u64,
+    requests: BTreeMap<u64, u64>,
+    next_request: u64,
+    queued: VecDeque<(u64, Request)>,
+    /// The latest virtual instant the model was told about.
+    model_now: u64,
+    /// Virtual time of the first request: the model's own clock starts there, as it does when
+    /// `simulate` replays the recorded stream (which rebases the first arrival to 0), so that
+    /// a disk's rotational position is the same in both.
+    origin_v: Option<u64>,
+    done: Vec<Completion>,
+    pub collector: Collector,
+    pub recorder: Option<Recorder>,
+    /// Replies the session must send.
+    pub outbox: Vec<(ConnId, Reply)>,
+    pub stats: CallStats,
+    pub warnings: BTreeSet<String>,
+}
+
+impl Controller {
+    pub fn new(
+        device: Box<dyn Device>,
+        layout: Layout,
+        clock: VirtualClock,
+        recorder: Option<Recorder>,
+    ) -> Controller {
+        Controller {
+            device,
+            layout,
+            clock,
+            procs: BTreeMap::new(),
+            threads: BTreeMap::new(),
+            resuming: 0,
+            sleepers: BTreeSet::new(),
+            sleep_seq: 0,
+            calls: BTreeMap::new(),
+            next_call: 0,
+            requests: BTreeMap::new(),
+            next_request: 0,
+            queued: VecDeque::new(),
+            model_now: 0,
+            origin_v: None,
+            done: Vec::new(),
+            collector: Collector::new(),
+            recorder,
+            outbox: Vec::new(),
+            stats: CallStats::default(),
+            warnings: BTreeSet::new(),
+        }
+    }
+
+    pub fn into_device(self) -> Box<dyn Device> {
+        self.device
+    }
+
+    fn add_running(&mut self, pid: i32, n: i64, r: u64) {
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.running += n;
+            self.clock.add(n, r);
+        }
+    }
+
+    fn remove_running(&mut self, pid: i32, n: i64) {
+        if let Some(p) = self.procs.get_mut(&pid) {
+            let n = n.min(p.running);
+            p.running -= n;
+            self.clock.remove(n);
+        }
+    }
+
+    /// The thread on `conn` stops running at `r_entry`; returns its call's virtual instant.
+    fn stop_running(&mut self, pid: i32, r_entry: u64) -> u64 {
+        match self.procs.get_mut(&pid) {
+            Some(p) if p.running > 0 => {
+                p.running -= 1;
+                self.clock.stop(r_entry, self.model_now)
+            }
+            _ => self.clock.now_v().max(self.model_now),
+        }
+    }
+
+    fn register_process(&mut self, pid: i32, ppid: i32, r: u64) {
+        match self.procs.get_mut(&pid) {
+            Some(p) if p.placeholder => {
+                p.placeholder = false;
+                p.ppid = ppid;
+            }
+            Some(p) => {
+                // A new image of a process already counted (exec): one thread runs now.
+                let n = p.running;
+                if n > 1 {
+                    self.remove_running(pid, n - 1);
+                } else if n < 1 {
+                    self.add_running(pid, 1 - n, r);
+                }
+            }
+            None => {
+                self.stats.processes += 1;
+                // A short-lived process may be gone (and reaped) before its announcement is
+                // read; counting it would keep the clock from ever skipping again.
+                let Some(pidfd) = pidfd_open(pid) else {
+                    return;
+                };
+                self.procs.insert(
+                    pid,
+                    Proc {
+                        running: 0,
+                        ppid,
+                        placeholder: false,
+                        waiters: Vec::new(),
+                        joiners: Vec::new(),
+                        pidfd: Some(pidfd),
+                    },
+                );
+                self.add_running(pid, 1, r);
+            }
+        }
+    }
+
+    /// Children of `pid` that have not announced themselves yet (a vfork'd child, a static
+    /// binary) count as running until they do or end, so a parent waiting for them never lets
+    /// the clock skip past their work.
+    fn adopt_children(&mut self, pid: i32) {
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            return;
+        };
+        let mut children = BTreeSet::new();
+        for task in tasks.flatten() {
+            if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+                children.extend(
+                    text.split_whitespace()
+                        .filter_map(|c| c.parse::<i32>().ok()),
+                );
+            }
+        }
+        for child in children {
+            if self.procs.contains_key(&child) {
+                continue;
+            }
+            let Some(pidfd) = pidfd_open(child) else {
+                continue;
+            };
+            self.procs.insert(
+                child,
+                Proc {
+                    running: 0,
+                    ppid: pid,
+                    placeholder: true,
+                    waiters: Vec::new(),
+                    joiners: Vec::new(),
+                    pidfd: Some(pidfd),
+                },
+            );
+            self.add_running(child, 1, mono_ns());
+        }
+    }
+
+    /// Threads of `pid` blocked in a wait run again: what they wait for may have happened, and
+    /// counting them as running before they can say so keeps the clock from skipping past them.
+    fn release_waits(&mut self, pid: i32, joiners: bool) {
+        let waiting = self
+            .procs
+            .get_mut(&pid)
+            .map(|p| {
+                std::mem::take(if joiners {
+                    &mut p.joiners
+                } else {
+                    &mut p.waiters
+                })
+            })
+            .unwrap_or_default();
+        for w in waiting {
+            if let Some(t) = self.threads.get_mut(&w) {
+                if t.state == ThreadState::InWait {
+                    t.state = ThreadState::Running;
+                    self.add_running(pid, 1, mono_ns());
+                }
+            }
+        }
+    }
+
+    /// Process `pid` ended: its parent's waiting threads run again, its own runners are gone.
+    pub fn process_ended(&mut self, pid: i32) {
+        let Some(ppid) = self.procs.get(&pid).map(|p| p.ppid) else {
+            return;
+        };
+        self.release_waits(ppid, false);
+        let n = self.procs.get(&pid).map_or(0, |p| p.running);
+        self.remove_running(pid, n);
+        self.procs.remove(&pid);
+    }
+
+    /// The connection closed: the thread ended or its process did.
+    pub fn connection_closed(&mut self, conn: ConnId) {
+        let Some(t) = self.threads.remove(&conn) else {
+            return;
+        };
+        match t.state {
+            ThreadState::Sleeping { until_v, seq } => {
+                self.sleepers.remove(&(until_v, seq, conn));
+            }
+            ThreadState::Resuming => self.resuming -= 1,
+            ThreadState::Io { call } => {
+                if let Some(c) = self.calls.get_mut(&call) {
+                    c.conn = None;
+                }
+            }
+            ThreadState::InWait => {
+                if let Some(p) = self.procs.get_mut(&t.pid) {
+                    p.waiters.retain(|&w| w != conn);
+                    p.joiners.retain(|&w| w != conn);
+                }
+            }
+            ThreadState::Running => {}
+        }
+    }
+
+    fn reply(&mut self, conn: ConnId, status: i64, value: u64) {
+        self.outbox.push((conn, Reply { status, value }));
+    }
+
+    fn wake(&mut self, conn: ConnId, status: i64) {
+        if let Some(t) = self.threads.get_mut(&conn) {
+            t.state = ThreadState::Resuming;
+            self.resuming += 1;
+            self.reply(conn, status, 0);
+        }
+    }
+
+    /// Handles one message. `Err` names a protocol violation; the session then closes the
+    /// connection.
+    pub fn handle(&mut self, conn: ConnId, msg: &Msg, payload: &[u8]) -> Result<(), &'static str> {
+        let pid = self
+            .threads
+            .entry(conn)
+            .or_insert_with(|| Thread {
+                pid: msg.pid,
+                state: ThreadState::Running,
+            })
+            .pid;
+        if pid != msg.pid {
+            return Err("a message named another process than its connection's");
+        }
+        let state = self.threads[&conn].state;
+        let running = state == ThreadState::Running;
+        match msg.kind {
+            Kind::ProcStart | Kind::ForkChild => {
+                self.register_process(pid, msg.a as i32, msg.r_ns);
+                self.reply(conn, 0, 0);
+            }
+            Kind::ThreadStart => {
+                self.stats.threads += 1;
+                self.add_running(pid, 1, mono_ns());
+                self.reply(conn, 0, 0);
+            }
+            Kind::ThreadExit => {
+                if running {
+                    self.remove_running(pid, 1);
+                }
+                self.release_waits(pid, true);
+            }
+            Kind::Open => {
+                self.stats.opens += 1;
+                let id = self.layout.file(payload);
+                self.reply(conn, 0, id);
+            }
+            Kind::Io => {
+                if !running {
+                    return Err("I/O from a thread that was not running");
+                }
+                let op = IoOp::from_u64(msg.a).ok_or("unknown I/O operation")?;
+                self.io(conn, pid, op, msg);
+            }
+            Kind::Sleep => {
+                if !running {
+                    return Err("a sleep from a thread that was not running");
+                }
+                let stamp = self.stop_running(pid, msg.r_ns);
+                let until_v = if msg.a == 1 {
+                    msg.b
+                } else {
+                    stamp.saturating_add(msg.b)
+                };
+                self.stats.sleeps += 1;
+                self.stats.sleep_requested_ns += until_v.saturating_sub(stamp);
+                self.sleep_seq += 1;
+                let seq = self.sleep_seq;
+                self.sleepers.insert((until_v, seq, conn));
+                self.threads.get_mut(&conn).unwrap().state = ThreadState::Sleeping { until_v, seq };
+            }
+            Kind::WaitEnter => {
+                if running {
+                    self.stop_running(pid, msg.r_ns);
+                    self.threads.get_mut(&conn).unwrap().state = ThreadState::InWait;
+                    let join = msg.a == 1;
+                    if let Some(p) = self.procs.get_mut(&pid) {
+                        if join {
+                            p.joiners.push(conn);
+                        } else {
+                            p.waiters.push(conn);
+                        }
+                    }
+                    if !join {
+                        self.adopt_children(pid);
+                    }
+                }
+            }
+            Kind::WaitLeave => {
+                if state == ThreadState::InWait {
+                    self.threads.get_mut(&conn).unwrap().state = ThreadState::Running;
+                    if let Some(p) = self.procs.get_mut(&pid) {
+                        p.waiters.retain(|&w| w != conn);
+                        p.joiners.retain(|&w| w != conn);
+                    }
+                    self.add_running(pid, 1, msg.r_ns);
+                }
+            }
+            Kind::Resumed => {
+                if state == ThreadState::Resuming {
+                    self.resuming -= 1;
+                    self.threads.get_mut(&conn).unwrap().state = ThreadState::Running;
+                    self.add_running(pid, 1, msg.r_ns);
+                }
+            }
+            Kind::Unlink => self.layout.unlink(payload),
+            Kind::Rename => {
+                let split = payload
+                    .iter()
+                    .position(|&b| b == 0)
+                    .ok_or("a rename without two paths")?;
+                self.layout.rename(&payload[..split], &payload[split + 1..]);
+            }
+            Kind::Truncate => self.layout.truncate(msg.b, msg.c),
+            Kind::Punch => self.layout.punch(msg.b, msg.c, msg.d),
+            Kind::Allocate => {
+                // Space that cannot be had is simply not reserved; the writes will say so.
+                let _ = self.layout.map(msg.b, msg.c, msg.d);
+            }
+            Kind::Warn => {
+                if self.warnings.len() < 64 {
+                    self.warnings
+                        .insert(String::from_utf8_lossy(payload).into_owned());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn io(&mut self, conn: ConnId, pid: i32, op: IoOp, msg: &Msg) {
+        let stamp = self.stop_running(pid, msg.r_ns);
+        let (device_op, pieces) = match op {
+            IoOp::Flush => {
+                self.stats.flushes += 1;
+                (Op::Flush, Ok(vec![(0, 0)]))
+            }
+            IoOp::Read => {
+                self.stats.reads += 1;
+                self.stats.read_bytes += msg.d;
+                (Op::Read, self.layout.map(msg.b, msg.c, msg.d))
+            }
+            IoOp::Write => {
+                self.stats.writes += 1;
+                self.stats.write_bytes += msg.d;
+                (Op::Write, self.layout.map(msg.b, msg.c, msg.d))
+            }
+        };
+        let call = self.next_call;
+        self.next_call += 1;
+        self.threads.get_mut(&conn).unwrap().state = ThreadState::Io { call };
+        let pieces = match pieces {
+            Ok(p) if !p.is_empty() => p,
+            Ok(_) => {
+                self.wake(conn, 0);
+                return;
+            }
+            Err(e) => {
+                self.stats.failed += 1;
+                let errno = match e {
+                    LayoutError::Full | LayoutError::BeyondDevice => ENOSPC,
+                    LayoutError::UnknownFile => EBADF,
+                };
+                self.wake(conn, -errno);
+                return;
+            }
+        };
+        self.calls.insert(
+            call,
+            Call {
+                conn: Some(conn),
+                pending: pieces.len() as u32,
+                status: 0,
+            },
+        );
+        let origin = *self.origin_v.get_or_insert(stamp);
+        for (offset_bytes, len_bytes) in pieces {
+            let id = self.next_request;
+            self.next_request += 1;
+            let request = Request {
+                id,
+                op: device_op,
+                offset_bytes,
+                len_bytes,
+                arrival: SimTime::from_ns(stamp - origin),
+            };
+            self.requests.insert(id, call);
+            if self.queued.is_empty() {
+                self.submit(request);
+            } else {
+                self.queued.push_back((id, request));
+            }
+        }
+    }
+
+    /// The model's clock reading for virtual time `v`.
+    fn model_time(&self, v: u64) -> SimTime {
+        SimTime::from_ns(v.saturating_sub(self.origin_v.unwrap_or(0)))
+    }
+
+    /// The model's next deadline in virtual time.
+    fn model_deadline(&self) -> Option<u64> {
+        let origin = self.origin_v.unwrap_or(0);
+        self.device.next_deadline().map(|t| t.as_ns() + origin)
+    }
+
+    /// Hands a request to the model at its arrival (or now, if it waited for queue space).
+    fn submit(&mut self, request: Request) {
+        let origin = self.origin_v.unwrap_or(0);
+        let now = self.model_now.max(request.arrival.as_ns() + origin);
+        match self.device.submit(self.model_time(now), request) {
+            Ok(()) => self.model_now = now,
+            Err(DeviceError::QueueFull { .. }) => self.queued.push_back((request.id, request)),
+            Err(_) => {
+                self.stats.failed += 1;
+                if let Some(r) = self.recorder.as_mut() {
+                    r.completed(request.id, None);
+                }
+                self.piece_done(request.id, -EIO);
+            }
+        }
+    }
+
+    fn piece_done(&mut self, id: u64, status: i64) {
+        let Some(call) = self.requests.remove(&id) else {
+            return;
+        };
+        let Some(c) = self.calls.get_mut(&call) else {
+            return;
+        };
+        c.pending -= 1;
+        if status < 0 {
+            c.status = status;
+        }
+        if c.pending == 0 {
+            let c = self.calls.remove(&call).unwrap();
+            if let Some(conn) = c.conn {
+                self.wake(conn, c.status);
+            }
+        }
+    }
+
+    /// Completes everything the model finishes by virtual time `v` and wakes sleepers due.
+    fn deliver(&mut self, v: u64) {
+        let origin = self.origin_v.unwrap_or(0);
+        while let Some(t) = self.model_deadline() {
+            if t > v {
+                break;
+            }
+            self.model_now = self.model_now.max(t);
+            let mut done = std::mem::take(&mut self.done);
+            self.device
+                .advance(self.model_time(self.model_now), &mut done);
+            for c in done.drain(..) {
+                self.collector.record(&c);
+                if let Some(r) = self.recorder.as_mut() {
+                    r.completed(
+                        c.request.id,
+                        Some(RecordedIo {
+                            arrival_ns: c.request.arrival.as_ns() + origin,
+                            op: c.request.op,
+                            offset_bytes: c.request.offset_bytes,
+                            len_bytes: c.request.len_bytes,
+                            intended_finish_ns: c.finish.as_ns() + origin,
+                            actual_finish_ns: c.finish.as_ns() + origin,
+                        }),
+                    );
+                }
+                self.piece_done(c.request.id, 0);
+            }
+            self.done = done;
+            let waiting = std::mem::take(&mut self.queued);
+            for (_, r) in waiting {
+                if self.queued.is_empty() {
+                    self.submit(r);
+                } else {
+                    self.queued.push_back((r.id, r));
+                }
+            }
+        }
+        while let Some(&(until_v, seq, conn)) = self.sleepers.first() {
+            if until_v > v {
+                break;
+            }
+            self.sleepers.remove(&(until_v, seq, conn));
+            self.wake(conn, 0);
+        }
+    }
+
+    fn next_event(&self) -> Option<u64> {
+        let device = self.model_deadline();
+        let sleep = self.sleepers.first().map(|s| s.0);
+        match (device, sleep) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Delivers what is due, skips idle time while nothing runs, and returns how long the
+    /// session may wait for messages (in real ns; `None` = until one comes).
+    pub fn settle(&mut self) -> Option<u64> {
+        loop {
+            let v = self.clock.now_v();
+            self.deliver(v);
+            if self.clock.running() > 0 {
+                return self.next_event().and_then(|t| self.clock.real_until(t));
+            }
+            if self.resuming > 0 || !self.outbox.is_empty() {
+                return None;
+            }
+            match self.next_event() {
+                Some(t) if t > v => self.clock.jump(t),
+                _ => return None,
+            }
+        }
+    }
+
+    /// After the program ended: lets the model finish what it still holds (requests of threads
+    /// that died mid-call), so that the statistics and the record are complete.
+    pub fn drain(&mut self) {
+        let mut guard = 0;
+        while !self.queued.is_empty() || self.device.next_deadline().is_some() {
+            let Some(t) = self.model_deadline() else {
+                break;
+            };
+            self.deliver(t);
+            guard += 1;
+            if guard > 10_000_000 {
+                break;
+            }
+        }
+    }
+}
+
+pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return None;
+    }
+    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}

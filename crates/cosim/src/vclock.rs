@@ -1,0 +1,231 @@
+//! The controller's side of the virtual clock: the shared page it alone writes, the count of
+//! running threads that decides whether the clock advances, and the accounting of paused and
+//! skipped time for the report.
+
+use std::fs::OpenOptions;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use storsim_cosim_shim::clock::{ClockPage, ClockState, PAGE_BYTES};
+
+/// A real clock in ns.
+pub fn clock_ns(clock: libc::clockid_t) -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn mono_ns() -> u64 {
+    clock_ns(libc::CLOCK_MONOTONIC)
+}
+
+pub struct VirtualClock {
+    page: &'static ClockPage,
+    map: *mut libc::c_void,
+    cpu_speed: f64,
+    running: i64,
+    /// Real time of the last change of `running`: a call may be stamped at its entry instant
+    /// only if nothing changed since, because only then did no other thread see the clock move.
+    last_change_r: u64,
+    /// Real time since which the clock stands still, while nothing runs.
+    frozen_since_r: Option<u64>,
+    /// Real time at which the first thread started running.
+    started_r: Option<u64>,
+    pub paused_real_ns: u64,
+    pub skipped_ns: u64,
+}
+
+// The page is shared memory that only this value writes; moving it to another thread is safe.
+unsafe impl Send for VirtualClock {}
+
+impl VirtualClock {
+    /// Creates the page file at `path` and maps it.
+    pub fn create(path: &Path, cpu_speed: f64) -> io::Result<VirtualClock> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)?;
+        file.set_len(PAGE_BYTES as u64)?;
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let page = unsafe { &*(map as *const ClockPage) };
+        page.init(
+            cpu_speed,
+            clock_ns(libc::CLOCK_REALTIME),
+            mono_ns(),
+            clock_ns(libc::CLOCK_BOOTTIME),
+        );
+        Ok(VirtualClock {
+            page,
+            map,
+            cpu_speed,
+            running: 0,
+            last_change_r: 0,
+            frozen_since_r: None,
+            started_r: None,
+            paused_real_ns: 0,
+            skipped_ns: 0,
+        })
+    }
+
+    pub fn running(&self) -> i64 {
+        self.running
+    }
+
+    pub fn cpu_speed(&self) -> f64 {
+        self.cpu_speed
+    }
+
+    /// Virtual time now.
+    pub fn now_v(&self) -> u64 {
+        self.page.read(mono_ns)
+    }
+
+    /// Real time at which the program started running, if it has.
+    pub fn started_r(&self) -> Option<u64> {
+        self.started_r
+    }
+
+    /// How long in real time until the clock reaches `v` (`None` if it will not by itself:
+    /// nothing runs, or the CPU is infinitely fast).
+    pub fn real_until(&self, v: u64) -> Option<u64> {
+        if self.running <= 0 || self.cpu_speed.is_infinite() {
+            return None;
+        }
+        let gap = v.saturating_sub(self.now_v());
+        Some((gap as f64 * self.cpu_speed).ceil() as u64)
+    }
+
+    /// `n` threads start running at real time `r` (later if the clock changed since).
+    pub fn add(&mut self, n: i64, r: u64) {
+        if n <= 0 {
+            return;
+        }
+        let now = mono_ns();
+        let was = self.running;
+        self.running += n;
+        if was <= 0 {
+            let r = r
+                .max(self.last_change_r)
+                .max(self.frozen_since_r.unwrap_or(0))
+                .min(now);
+            self.page.write(|old| ClockState {
+                v_anchor_ns: old.v_anchor_ns,
+                r_anchor_ns: r,
+                advancing: true,
+            });
+            if let Some(f) = self.frozen_since_r.take() {
+                self.paused_real_ns += r.saturating_sub(f);
+            }
+            self.started_r.get_or_insert(r);
+        }
+        self.last_change_r = now;
+    }
+
+    /// One thread stops running because it entered a call at real time `r_entry`. Returns the
+    /// virtual instant the call arrives at: the clock at `r_entry`, but never before
+    /// `floor_v` (the device's own clock). When this was the only runner and nothing changed
+    /// since `r_entry`, the clock stops at that instant, so the time the call spent in the
+    /// library and the controller is not the program's.
+    pub fn stop(&mut self, r_entry: u64, floor_v: u64) -> u64 {
+        let now = mono_ns();
+        let state = self.page.load_state();
+        let at_entry = if r_entry >= state.r_anchor_ns {
+            state.virtual_at(self.cpu_speed, r_entry.min(now))
+        } else {
+            state.v_anchor_ns
+        };
+        let stamp = at_entry.max(floor_v);
+        let backdate = self.running == 1 && self.last_change_r <= r_entry && r_entry <= now;
+        self.running -= 1;
+        if self.running == 0 {
+            if backdate {
+                self.freeze(Some((stamp, r_entry)));
+            } else {
+                self.freeze(None);
+            }
+        }
+        self.last_change_r = now;
+        stamp
+    }
+
+    /// `n` threads stop running now (their process ended, or exec replaced them).
+    pub fn remove(&mut self, n: i64) {
+        if n <= 0 {
+            return;
+        }
+        let was = self.running;
+        self.running -= n;
+        if was > 0 && self.running <= 0 {
+            self.running = 0;
+            self.freeze(None);
+        }
+        self.last_change_r = mono_ns();
+    }
+
+    /// Stops the clock: at `(v, r)` when given, else at its reading now (taken inside the
+    /// write, so no reader saw a later value).
+    fn freeze(&mut self, at: Option<(u64, u64)>) {
+        let speed = self.cpu_speed;
+        let mut frozen_r = 0;
+        self.page.write(|old| {
+            let (v, r) = at.unwrap_or_else(|| {
+                let r = mono_ns();
+                (old.virtual_at(speed, r), r)
+            });
+            frozen_r = r;
+            ClockState {
+                v_anchor_ns: v.max(old.v_anchor_ns),
+                r_anchor_ns: r,
+                advancing: false,
+            }
+        });
+        self.frozen_since_r = Some(frozen_r);
+    }
+
+    /// Moves the stopped clock forward to `v` (time-skipping).
+    pub fn jump(&mut self, v: u64) {
+        assert!(self.running == 0, "the clock jumped while a thread ran");
+        let mut skipped = 0;
+        self.page.write(|old| {
+            skipped = v.saturating_sub(old.v_anchor_ns);
+            ClockState {
+                v_anchor_ns: v.max(old.v_anchor_ns),
+                ..old
+            }
+        });
+        self.skipped_ns += skipped;
+    }
+
+    /// Ends the accounting at real time now and returns the virtual time.
+    pub fn finish(&mut self) -> u64 {
+        let now = mono_ns();
+        if let Some(f) = self.frozen_since_r.take() {
+            if self.started_r.is_some() {
+                self.paused_real_ns += now.saturating_sub(f);
+            }
+        }
+        self.now_v()
+    }
+}
+
+impl Drop for VirtualClock {
+    fn drop(&mut self) {
+        unsafe { libc::munmap(self.map, PAGE_BYTES) };
+    }
+}
