@@ -615,3 +615,79 @@ fn what_cannot_be_intercepted_is_reported() {
     assert!(warnings.contains("mmap"), "{report}");
     assert_eq!(std::fs::read(&f).unwrap()[0], b'x');
 }
+
+#[test]
+fn an_image_maps_one_to_one_and_unlinked_space_is_reused() {
+    let dir = fresh_dir("cosim-image");
+    let image = dir.with_extension("img");
+    std::fs::write(&image, vec![0u8; 4 << 20]).unwrap();
+    let record = dir.with_extension("record.csv");
+    let of = format!("of={}", image.display());
+    let o = Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(["cosim", "--device", "flashsim-2009", "--quiet", "--image"])
+        .arg(&image)
+        .arg("--record")
+        .arg(&record)
+        .args([
+            "--",
+            "dd",
+            "if=/dev/zero",
+            &of,
+            "bs=4k",
+            "seek=100",
+            "count=3",
+            "conv=notrunc",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = record_rows(&record);
+    let offsets: Vec<u64> = rows.iter().map(|r| r.2).collect();
+    assert_eq!(
+        offsets,
+        vec![409_600, 413_696, 417_792],
+        "file offset = device offset"
+    );
+    // An image larger than the device is refused before anything runs.
+    let big = dir.with_extension("big.img");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(64 << 30)
+        .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(["cosim", "--device", "flashsim-2009", "--image"])
+        .arg(&big)
+        .args(["--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("do not fit"), "{}", stderr(&o));
+
+    // Unlinking a file gives its extents back: the next file written lands where it was.
+    let a = dir.join("a");
+    let b = dir.join("b");
+    let py = format!(
+        "import os\n\
+         for name in ('{a}', '{b}'):\n\
+         \x20   fd = os.open(name, os.O_WRONLY | os.O_CREAT, 0o644)\n\
+         \x20   os.pwrite(fd, b'z' * 8192, 0)\n\
+         \x20   os.close(fd)\n\
+         \x20   if name == '{a}':\n\
+         \x20       os.unlink(name)\n",
+        a = a.display(),
+        b = b.display()
+    );
+    let record = dir.with_extension("unlink.csv");
+    let (o, report) = cosim(
+        "flashsim-2009",
+        &dir,
+        &["--record", record.to_str().unwrap()],
+        &["python3", "-c", &py],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows = record_rows(&record);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[0].2, rows[1].2, "b reuses a's extent: {rows:?}");
+    assert_eq!(report["layout"]["allocated_bytes"], 1 << 20);
+    assert!(!a.exists() && b.exists());
+}
