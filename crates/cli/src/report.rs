@@ -61,19 +61,24 @@ fn op_json(s: &OpSummary) -> Value {
     })
 }
 
+/// The `device` object of `simulate` and `cosim` documents.
+fn device_json(name: &str, device: &dyn Device) -> Value {
+    json!({
+        "name": name,
+        "model": device.model_name(),
+        "capacity_bytes": device.capacity_bytes(),
+        "queue_depth": device.queue_depth(),
+        "counters": counters_json(device.counters()),
+    })
+}
+
 /// The JSON document of a `simulate` run. Keys are sorted and nothing in it depends on the wall
 /// clock, so the same run always produces the same bytes.
 pub fn simulation_json(r: &SimulationResults) -> Value {
     json!({
         "version": env!("CARGO_PKG_VERSION"),
         "seed": r.seed,
-        "device": {
-            "name": r.device_name,
-            "model": r.device.model_name(),
-            "capacity_bytes": r.device.capacity_bytes(),
-            "queue_depth": r.device.queue_depth(),
-            "counters": counters_json(r.device.counters()),
-        },
+        "device": device_json(r.device_name, r.device),
         "workload": {
             "name": r.workload.name,
             "seed": r.workload.seed,
@@ -317,13 +322,7 @@ pub fn cosim_json(r: &CosimResults) -> Value {
     let t = r.report;
     json!({
         "version": env!("CARGO_PKG_VERSION"),
-        "device": {
-            "name": r.device_name,
-            "model": r.device.model_name(),
-            "capacity_bytes": r.device.capacity_bytes(),
-            "queue_depth": r.device.queue_depth(),
-            "counters": counters_json(r.device.counters()),
-        },
+        "device": device_json(r.device_name, r.device),
         "program": {
             "argv": r.program.iter().map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
             "exit": match t.exit {

@@ -456,9 +456,8 @@ fn layout_change(fd: c_int, kind: Kind, c: u64, d: u64) {
     }
 }
 
-#[no_mangle]
-pub unsafe extern "C" fn ftruncate(fd: c_int, len: i64) -> c_int {
-    let r = real::ftruncate()(fd, len);
+/// After a successful ftruncate: the file's extents beyond `len` are free.
+fn ftruncated(fd: c_int, len: i64, r: c_int) -> c_int {
     if r == 0 {
         layout_change(fd, Kind::Truncate, len as u64, 0);
     }
@@ -466,12 +465,13 @@ pub unsafe extern "C" fn ftruncate(fd: c_int, len: i64) -> c_int {
 }
 
 #[no_mangle]
+pub unsafe extern "C" fn ftruncate(fd: c_int, len: i64) -> c_int {
+    ftruncated(fd, len, real::ftruncate()(fd, len))
+}
+
+#[no_mangle]
 pub unsafe extern "C" fn ftruncate64(fd: c_int, len: i64) -> c_int {
-    let r = real::ftruncate64()(fd, len);
-    if r == 0 {
-        layout_change(fd, Kind::Truncate, len as u64, 0);
-    }
-    r
+    ftruncated(fd, len, real::ftruncate64()(fd, len))
 }
 
 /// The canonical path of `path` (relative to `dir`) without following a final symlink.
@@ -486,8 +486,13 @@ fn canonical(dir: c_int, path: *const c_char) -> Option<Vec<u8>> {
     p
 }
 
-fn truncated_path(path: *const c_char, len: i64) {
+/// After a successful truncate by path: the same, for the file the path names.
+fn truncated_path(path: *const c_char, len: i64, r: c_int) -> c_int {
+    if r != 0 {
+        return r;
+    }
     if let Some(shim) = active() {
+        let saved = sys::errno();
         let _inside = Inside::enter();
         if let Some(p) = canonical(sys::AT_FDCWD, path).filter(|p| shim.covers(p)) {
             if let Some(id) = fds::file_id(shim, &p) {
@@ -497,70 +502,52 @@ fn truncated_path(path: *const c_char, len: i64) {
                 conn::send(shim, &m, &[]);
             }
         }
+        sys::set_errno(saved);
     }
+    r
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn truncate(path: *const c_char, len: i64) -> c_int {
-    let r = real::truncate()(path, len);
-    if r == 0 {
-        truncated_path(path, len);
-    }
-    r
+    truncated_path(path, len, real::truncate()(path, len))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn truncate64(path: *const c_char, len: i64) -> c_int {
-    let r = real::truncate64()(path, len);
-    if r == 0 {
-        truncated_path(path, len);
-    }
-    r
+    truncated_path(path, len, real::truncate64()(path, len))
 }
 
-fn allocated(fd: c_int, mode: c_int, off: i64, len: i64) {
-    let kind = if mode & sys::FALLOC_FL_PUNCH_HOLE != 0 {
-        Kind::Punch
-    } else {
-        Kind::Allocate
-    };
-    layout_change(fd, kind, off as u64, len as u64);
+/// After a successful fallocate: extents taken, or (PUNCH_HOLE) given back.
+fn allocated(fd: c_int, mode: c_int, off: i64, len: i64, r: c_int) -> c_int {
+    if r == 0 {
+        let kind = if mode & sys::FALLOC_FL_PUNCH_HOLE != 0 {
+            Kind::Punch
+        } else {
+            Kind::Allocate
+        };
+        layout_change(fd, kind, off as u64, len as u64);
+    }
+    r
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fallocate(fd: c_int, mode: c_int, off: i64, len: i64) -> c_int {
-    let r = real::fallocate()(fd, mode, off, len);
-    if r == 0 {
-        allocated(fd, mode, off, len);
-    }
-    r
+    allocated(fd, mode, off, len, real::fallocate()(fd, mode, off, len))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn fallocate64(fd: c_int, mode: c_int, off: i64, len: i64) -> c_int {
-    let r = real::fallocate64()(fd, mode, off, len);
-    if r == 0 {
-        allocated(fd, mode, off, len);
-    }
-    r
+    allocated(fd, mode, off, len, real::fallocate64()(fd, mode, off, len))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn posix_fallocate(fd: c_int, off: i64, len: i64) -> c_int {
-    let r = real::posix_fallocate()(fd, off, len);
-    if r == 0 {
-        allocated(fd, 0, off, len);
-    }
-    r
+    allocated(fd, 0, off, len, real::posix_fallocate()(fd, off, len))
 }
 
 #[no_mangle]
 pub unsafe extern "C" fn posix_fallocate64(fd: c_int, off: i64, len: i64) -> c_int {
-    let r = real::posix_fallocate64()(fd, off, len);
-    if r == 0 {
-        allocated(fd, 0, off, len);
-    }
-    r
+    allocated(fd, 0, off, len, real::posix_fallocate64()(fd, off, len))
 }
 
 /// Runs an unlink and tells the controller when it removed a name on the device.
