@@ -3,7 +3,7 @@
 use crate::args::CosimArgs;
 use crate::report;
 use crate::CliError;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use storsim_cosim::{Options, ProgramExit, RecordTarget};
@@ -157,7 +157,9 @@ pub fn run(args: CosimArgs) -> Result<(), CliError> {
         report::write_json(path, &report::cosim_json(&results))?;
     }
     if !args.quiet {
-        eprint!("{}", report::cosim_text(&results));
+        // A closed standard error (the program's consumer went away) must not turn the end of
+        // the run into a panic.
+        let _ = std::io::stderr().write_all(report::cosim_text(&results).as_bytes());
     }
     match cosim.exit {
         ProgramExit::Code(0) => Ok(()),

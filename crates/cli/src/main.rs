@@ -65,7 +65,9 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("storsim: error: {}", e.message);
+            // Not eprintln!: with standard error closed it would panic instead of exiting.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "storsim: error: {}", e.message);
             ExitCode::from(e.status)
         }
     }

@@ -691,3 +691,31 @@ fn an_image_maps_one_to_one_and_unlinked_space_is_reused() {
     assert_eq!(report["layout"]["allocated_bytes"], 1 << 20);
     assert!(!a.exists() && b.exists());
 }
+
+#[test]
+fn sigterm_is_passed_to_the_program_and_the_report_still_comes() {
+    let dir = fresh_dir("cosim-sigterm");
+    let file = dir.join("f");
+    let report = dir.with_extension("report.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(["cosim", "--device", "flashsim-2009", "--quiet", "--dir"])
+        .arg(&dir)
+        .arg("--report")
+        .arg(&report)
+        .arg("--")
+        .arg(probe())
+        .args(["idle", file.to_str().unwrap(), "100000000"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (without a time limit that could fail a slow machine) until the program has written.
+    while !file.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(report["program"]["exit"]["signal"], libc::SIGTERM);
+    assert!(report["calls"]["writes"].as_u64().unwrap() >= 1, "{report}");
+}

@@ -193,6 +193,7 @@ impl Controller {
             Some(p) if p.placeholder => {
                 p.placeholder = false;
                 p.ppid = ppid;
+                self.stats.processes += 1;
             }
             Some(p) => {
                 // A new image of a process already counted (exec): one thread runs now.

@@ -228,6 +228,7 @@ pub fn run(
         cmd.env(env::IMAGE, i);
     }
     let started_r = mono_ns();
+    let signals = Signals::install();
     let mut child = cmd.spawn().map_err(|e| CosimError::Spawn {
         program: name.to_string_lossy().into_owned(),
         reason: e.to_string(),
@@ -303,6 +304,10 @@ pub fn run(
                 )
             };
         }
+        if let Some(signal) = signals.take_terminate() {
+            // Passed on: the program decides how to end, and the report still comes.
+            unsafe { libc::kill(root_pid, signal) };
+        }
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if e.kind() != std::io::ErrorKind::Interrupted {
@@ -358,6 +363,7 @@ pub fn run(
             }
         }
     };
+    drop(signals);
     let real_elapsed_ns = mono_ns() - started_r;
     let intercepted = ctl.clock.started_r().is_some();
     let virtual_elapsed_ns = ctl.clock.finish();
@@ -429,6 +435,57 @@ fn send_replies(ctl: &mut Controller, conns: &mut BTreeMap<ConnId, OwnedFd>) {
         if n != bytes.len() as isize {
             conns.remove(&id);
             ctl.connection_closed(id);
+        }
+    }
+}
+
+/// The last terminating signal received, 0 if none.
+static PENDING_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn note_signal(signal: libc::c_int) {
+    PENDING_SIGNAL.store(signal, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// While the program runs, storsim behaves like `time`: Ctrl-C and Ctrl-\ reach the program
+/// (it is in the same process group) and storsim stays to report; SIGTERM and SIGHUP sent to
+/// storsim alone are passed on to the program. Handlers, not `SIG_IGN`, so that the program does
+/// not inherit ignored signals across exec.
+struct Signals {
+    old: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl Signals {
+    const HANDLED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP];
+
+    fn install() -> Signals {
+        let mut old = Vec::new();
+        for signal in Self::HANDLED {
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut previous: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(signal, &action, &mut previous) == 0 {
+                    old.push((signal, previous));
+                }
+            }
+        }
+        Signals { old }
+    }
+
+    /// A SIGTERM or SIGHUP to pass on (SIGINT and SIGQUIT already reached the program's group).
+    fn take_terminate(&self) -> Option<libc::c_int> {
+        match PENDING_SIGNAL.swap(0, std::sync::atomic::Ordering::Relaxed) {
+            s if s == libc::SIGTERM || s == libc::SIGHUP => Some(s),
+            _ => None,
+        }
+    }
+}
+
+impl Drop for Signals {
+    fn drop(&mut self) {
+        for (signal, previous) in &self.old {
+            unsafe { libc::sigaction(*signal, previous, std::ptr::null_mut()) };
         }
     }
 }
