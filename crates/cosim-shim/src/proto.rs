@@ -32,7 +32,8 @@ pub enum Kind {
     ForkChild = 2,
     /// The sender is about to create a thread, which counts as running from now on.
     ThreadStart = 3,
-    /// The sending thread ends (or a thread announced by `ThreadStart` was not created).
+    /// The sending thread ends (or a thread announced by `ThreadStart` was not created);
+    /// `r_ns` = real time.
     ThreadExit = 4,
     /// A file under the device was opened: payload = its canonical path. Reply: the file id.
     Open = 5,
@@ -44,7 +45,8 @@ pub enum Kind {
     /// `r_ns` = real time of entry. Replied to when the virtual clock reaches the wake-up.
     Sleep = 7,
     /// The thread blocks in waitpid and friends (`a` = 0) or in pthread_join (`a` = 1): it no
-    /// longer runs until a child of its process ends, or a thread of its process ends.
+    /// longer runs until a child of its process ends, or a thread of its process ends;
+    /// `r_ns` = real time of entry.
     WaitEnter = 8,
     /// The thread returned from the wait.
     WaitLeave = 9,

@@ -41,10 +41,27 @@ pub struct Proc {
     /// Counted before it announced itself (found as a child of a waiting process).
     placeholder: bool,
     /// Threads of this process blocked in waitpid.
-    waiters: Vec<ConnId>,
+    waiters: Vec<Waiter>,
     /// Threads of this process blocked in pthread_join.
-    joiners: Vec<ConnId>,
+    joiners: Vec<Waiter>,
     pub pidfd: Option<OwnedFd>,
+}
+
+/// A thread blocked in a wait, and what may end it.
+struct Waiter {
+    conn: ConnId,
+    /// Real time at which it entered the wait: a thread that ended before cannot be what a
+    /// join waits for (its exit may be read after the joiner's next join).
+    since_r: u64,
+    /// The process's children when it entered the wait (`None` if /proc does not say): the
+    /// end of another child, read late, is not what this wait waits for.
+    children: Option<BTreeSet<i32>>,
+}
+
+/// What may end a wait.
+enum WaitEnd {
+    ChildEnded(i32),
+    ThreadEnded { r_ns: u64 },
 }
 
 /// One intercepted I/O call: the device requests it became and the status to return.
@@ -227,23 +244,28 @@ impl Controller {
         }
     }
 
-    /// Children of `pid` that have not announced themselves yet (a vfork'd child, a static
-    /// binary) count as running until they do or end, so a parent waiting for them never lets
-    /// the clock skip past their work.
-    fn adopt_children(&mut self, pid: i32) {
-        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-            return;
-        };
+    /// The children of `pid`, as /proc lists them (`None` when it cannot say).
+    fn children_of(pid: i32) -> Option<BTreeSet<i32>> {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
         let mut children = BTreeSet::new();
+        let mut listed = false;
         for task in tasks.flatten() {
             if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+                listed = true;
                 children.extend(
                     text.split_whitespace()
                         .filter_map(|c| c.parse::<i32>().ok()),
                 );
             }
         }
-        for child in children {
+        listed.then_some(children)
+    }
+
+    /// Children of `pid` that have not announced themselves yet (a vfork'd child, a static
+    /// binary) count as running until they do or end, so a parent waiting for them never lets
+    /// the clock skip past their work.
+    fn adopt_children(&mut self, pid: i32, children: &BTreeSet<i32>) {
+        for &child in children {
             if self.procs.contains_key(&child) {
                 continue;
             }
@@ -265,21 +287,32 @@ impl Controller {
         }
     }
 
-    /// Threads of `pid` blocked in a wait run again: what they wait for may have happened, and
-    /// counting them as running before they can say so keeps the clock from skipping past them.
-    fn release_waits(&mut self, pid: i32, joiners: bool) {
-        let waiting = self
-            .procs
-            .get_mut(&pid)
-            .map(|p| {
-                std::mem::take(if joiners {
-                    &mut p.joiners
-                } else {
-                    &mut p.waiters
-                })
-            })
-            .unwrap_or_default();
-        for w in waiting {
+    /// Threads of `pid` blocked in a wait that `end` may finish run again: counting them as
+    /// running before they can say so keeps the clock from skipping past them. A wait that
+    /// `end` cannot finish (it began after, or concerns other children) stays.
+    fn release_waits(&mut self, pid: i32, end: WaitEnd) {
+        let Some(p) = self.procs.get_mut(&pid) else {
+            return;
+        };
+        let list = match end {
+            WaitEnd::ChildEnded(_) => &mut p.waiters,
+            WaitEnd::ThreadEnded { .. } => &mut p.joiners,
+        };
+        let mut released = Vec::new();
+        list.retain(|w| {
+            let ends = match end {
+                WaitEnd::ChildEnded(child) => match &w.children {
+                    None => true,
+                    Some(c) => c.contains(&child),
+                },
+                WaitEnd::ThreadEnded { r_ns } => w.since_r <= r_ns,
+            };
+            if ends {
+                released.push(w.conn);
+            }
+            !ends
+        });
+        for w in released {
             if let Some(t) = self.threads.get_mut(&w) {
                 if t.state == ThreadState::InWait {
                     t.state = ThreadState::Running;
@@ -294,7 +327,7 @@ impl Controller {
         let Some(ppid) = self.procs.get(&pid).map(|p| p.ppid) else {
             return;
         };
-        self.release_waits(ppid, false);
+        self.release_waits(ppid, WaitEnd::ChildEnded(pid));
         let n = self.procs.get(&pid).map_or(0, |p| p.running);
         self.remove_running(pid, n);
         self.procs.remove(&pid);
@@ -317,8 +350,8 @@ impl Controller {
             }
             ThreadState::InWait => {
                 if let Some(p) = self.procs.get_mut(&t.pid) {
-                    p.waiters.retain(|&w| w != conn);
-                    p.joiners.retain(|&w| w != conn);
+                    p.waiters.retain(|w| w.conn != conn);
+                    p.joiners.retain(|w| w.conn != conn);
                 }
             }
             ThreadState::Running => {}
@@ -367,7 +400,7 @@ impl Controller {
                 if running {
                     self.remove_running(pid, 1);
                 }
-                self.release_waits(pid, true);
+                self.release_waits(pid, WaitEnd::ThreadEnded { r_ns: msg.r_ns });
             }
             Kind::Open => {
                 self.stats.opens += 1;
@@ -403,15 +436,21 @@ impl Controller {
                     self.stop_running(pid, msg.r_ns);
                     self.threads.get_mut(&conn).unwrap().state = ThreadState::InWait;
                     let join = msg.a == 1;
+                    let children = if join { None } else { Self::children_of(pid) };
+                    if let Some(c) = &children {
+                        self.adopt_children(pid, c);
+                    }
+                    let waiter = Waiter {
+                        conn,
+                        since_r: msg.r_ns,
+                        children,
+                    };
                     if let Some(p) = self.procs.get_mut(&pid) {
                         if join {
-                            p.joiners.push(conn);
+                            p.joiners.push(waiter);
                         } else {
-                            p.waiters.push(conn);
+                            p.waiters.push(waiter);
                         }
-                    }
-                    if !join {
-                        self.adopt_children(pid);
                     }
                 }
             }
@@ -419,8 +458,8 @@ impl Controller {
                 if state == ThreadState::InWait {
                     self.threads.get_mut(&conn).unwrap().state = ThreadState::Running;
                     if let Some(p) = self.procs.get_mut(&pid) {
-                        p.waiters.retain(|&w| w != conn);
-                        p.joiners.retain(|&w| w != conn);
+                        p.waiters.retain(|w| w.conn != conn);
+                        p.joiners.retain(|w| w.conn != conn);
                     }
                     self.add_running(pid, 1, msg.r_ns);
                 }

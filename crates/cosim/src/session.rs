@@ -290,7 +290,8 @@ pub fn run(
             if n != 0 {
                 break;
             }
-            std::hint::spin_loop();
+            // Yield rather than spin, so that a program thread sharing this core can run.
+            unsafe { libc::sched_yield() };
         }
         if n == 0 {
             n = unsafe {

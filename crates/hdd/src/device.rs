@@ -101,6 +101,7 @@ pub struct HddDevice {
     segs: Vec<Segment>,
     use_clock: u64,
     last_was_read: bool,
+    last_write_end: Option<u64>,
     destages: VecDeque<Destage>,
     power: PowerTracker,
     stats: Stats,
@@ -108,6 +109,14 @@ pub struct HddDevice {
 
 fn ns(v: u64) -> f64 {
     v as f64
+}
+
+/// The index of the block a write of `n` blocks must have in the buffer before a drive with
+/// the extra write disconnect writes any of its sectors (DiskSim's threshold: 10 blocks, or
+/// 15 for requests of 45 blocks or more, never more than the request).
+fn extra_disconnect_write_gate(n: u64) -> u64 {
+    let blocks = if n < 45 { n.min(10) } else { 15 };
+    blocks.saturating_sub(1)
 }
 
 impl HddDevice {
@@ -166,6 +175,7 @@ impl HddDevice {
             segs,
             use_clock: 0,
             last_was_read: true,
+            last_write_end: None,
             destages: VecDeque::new(),
             power: PowerTracker::default(),
             stats: Stats::default(),
@@ -231,7 +241,8 @@ impl HddDevice {
         }
     }
 
-    /// Whether the read-ahead may take block `lbn`, given the mode's track bounds.
+    /// Whether the read-ahead may take block `lbn`, given the mode's track bounds. DEC's
+    /// scheme is bounded by its limit alone, which already ends on a track boundary.
     fn prefetch_allows(&self, pf: &Prefetch, lbn: u64) -> bool {
         if lbn >= pf.limit || lbn >= self.blocks() {
             return false;
@@ -239,18 +250,9 @@ impl HddDevice {
         let p = self.pbn(lbn);
         match self.p.cache.read_ahead {
             ReadAhead::None => false,
-            ReadAhead::SegmentEnd => true,
-            ReadAhead::TrackEnd | ReadAhead::DecTracks => {
-                (p.cylinder, p.head) == pf.bound || self.is_dec_second_track(pf, p)
-            }
+            ReadAhead::SegmentEnd | ReadAhead::DecTracks => true,
+            ReadAhead::TrackEnd => (p.cylinder, p.head) == pf.bound,
             ReadAhead::CylinderEnd => p.cylinder == pf.bound.0,
-        }
-    }
-
-    fn is_dec_second_track(&self, pf: &Prefetch, p: Pbn) -> bool {
-        self.p.cache.read_ahead == ReadAhead::DecTracks && {
-            let first = self.pbn(pf.limit.saturating_sub(1).max(pf.next.min(pf.limit)));
-            (first.cylinder, first.head) == (p.cylinder, p.head)
         }
     }
 
@@ -270,6 +272,14 @@ impl HddDevice {
             self.extend_segment(pf.seg, pf.next + 1);
             pf.next += 1;
             self.stats.media_sectors += 1;
+        }
+        if !self.prefetch_allows(&pf, pf.next) && pf.cursor.t_ns <= t {
+            // The read-ahead reached its limit by `t` and released the mechanism where it
+            // stopped. A later hit may raise a limit, but it does not restart a finished
+            // read-ahead (DiskSim restarts one only with read-ahead on idle hits).
+            self.head = pf.cursor.position();
+            self.hda_free_ns = self.hda_free_ns.max(pf.cursor.t_ns);
+            return;
         }
         self.prefetch = Some(pf);
     }
@@ -295,28 +305,40 @@ impl HddDevice {
         self.prefetch = Some(pf);
     }
 
-    fn read_ahead_limit(&self, req_end: u64) -> u64 {
+    /// The block before which the read-ahead after a read of `[lbn, req_end)` stops, for a
+    /// segment that starts at `seg_start`.
+    ///
+    /// DEC's scheme (DiskSim's "buffer continuous read" 4) ignores the maximum read-ahead:
+    /// it reads to the end of the track holding the block after the request, and one track
+    /// further (a track's worth of blocks) when the segment already started before that
+    /// track, so that a sequential stream keeps a track ahead of the host.
+    fn read_ahead_limit(&self, seg_start: u64, lbn: u64, req_end: u64) -> u64 {
         let c = &self.p.cache;
         if !c.enabled || c.read_ahead == ReadAhead::None {
             return req_end;
+        }
+        if c.read_ahead == ReadAhead::DecTracks {
+            let Some((first, end)) = self.mech.layout.track_bounds(req_end) else {
+                return req_end.min(self.blocks());
+            };
+            let limit = if seg_start < first {
+                end + u64::from(self.mech.layout.sectors_per_track(self.pbn(lbn).cylinder))
+            } else {
+                end
+            };
+            return limit.min(self.blocks());
         }
         let max = u64::from(c.max_read_ahead_sectors.max(c.min_read_ahead_sectors));
         (req_end + max).min(self.blocks())
     }
 
-    fn start_prefetch(&mut self, seg: usize, cursor: Cursor, req_last: u64, req_end: u64) {
-        let limit = self.read_ahead_limit(req_end);
+    fn start_prefetch(&mut self, seg: usize, cursor: Cursor, req_lbn: u64, req_end: u64) {
+        let limit = self.read_ahead_limit(self.segs[seg].start, req_lbn, req_end);
         if limit <= req_end {
             return;
         }
-        let last = self.pbn(req_last);
-        let bound = match self.p.cache.read_ahead {
-            ReadAhead::DecTracks => {
-                let n = self.pbn(req_end);
-                (n.cylinder, n.head)
-            }
-            _ => (last.cylinder, last.head),
-        };
+        let last = self.pbn(req_end - 1);
+        let bound = (last.cylinder, last.head);
         let min_end = (req_end + u64::from(self.p.cache.min_read_ahead_sectors)).min(limit);
         self.prefetch = Some(Prefetch {
             seg,
@@ -426,7 +448,7 @@ impl HddDevice {
             self.stats.read_hits += 1;
             if self.prefetch.as_ref().is_some_and(|pf| pf.seg == seg) {
                 self.stats.read_ahead_hits += 1;
-                let limit = self.read_ahead_limit(end);
+                let limit = self.read_ahead_limit(self.segs[seg].start, lbn, end);
                 if let Some(pf) = self.prefetch.as_mut() {
                     pf.limit = pf.limit.max(limit);
                 }
@@ -435,7 +457,7 @@ impl HddDevice {
                 let c = Cursor::new(start, self.head);
                 let seg_end = self.segs[seg].end;
                 if seg_end < self.blocks() {
-                    self.start_prefetch(seg, c, seg_end - 1, seg_end);
+                    self.start_prefetch(seg, c, lbn, seg_end);
                 }
             }
             self.touch(seg);
@@ -454,11 +476,11 @@ impl HddDevice {
         } else if in_stream {
             self.stats.read_partial_hits += 1;
             self.stats.read_ahead_hits += 1;
-            let limit = self.read_ahead_limit(end);
+            let seg = self.prefetch.as_ref().map_or(0, |pf| pf.seg);
+            let limit = self.read_ahead_limit(self.segs[seg].start, lbn, end);
             if let Some(pf) = self.prefetch.as_mut() {
                 pf.limit = pf.limit.max(limit);
             }
-            let seg = self.prefetch.as_ref().map_or(0, |pf| pf.seg);
             self.touch(seg);
             self.prefetch_through(lbn, end, &mut avail, t0);
             connect = t0 + per_req + ns(hit_ovh) + ns(o.data_preparation_ns);
@@ -518,7 +540,7 @@ impl HddDevice {
                 connect = ready + ns(o.first_reselect_ns) + ns(o.data_preparation_ns);
             }
             if cache_on {
-                self.start_prefetch(seg, c, end - 1, end);
+                self.start_prefetch(seg, c, lbn, end);
             }
         }
         let mut bus = connect;
@@ -562,7 +584,15 @@ impl HddDevice {
             self.stats.write_buffer_waits += 1;
             space_ns = self.destages.front().map_or(t0, |d| d.done_ns);
         }
-        let extra = o.extra_write_disconnect.clone().filter(|_| !write_back);
+        // DiskSim gives a write the extra disconnect only when the write segment is the one
+        // the previous request used and the write does not continue it: a write after a
+        // read, or a sequential write, takes its data at once (the HP C2247A's trace shows
+        // the same: triple disconnects only for writes after other writes).
+        let follows_other_write = !after_read && self.last_write_end.is_some_and(|e| e != lbn);
+        let extra = o
+            .extra_write_disconnect
+            .clone()
+            .filter(|_| !write_back && follows_other_write);
         let (xfer_start, mech_after) = match &extra {
             // The drive disconnects after the command, reconnects after a delay to take the
             // data, and lets the mechanism start a little after the command.
@@ -582,6 +612,15 @@ impl HddDevice {
         };
         let arrival = |i: u64| xfer_start + (i + 1) as f64 * xfer;
         let data_done = arrival(n - 1);
+        // A drive with the extra write disconnect writes no sector of a request until its
+        // segment holds the first min(n, 10) blocks (15 for requests of 45 blocks or more),
+        // as DiskSim's block-availability check has it: block i is ready only once block
+        // `gate` has arrived.
+        let gate = if o.extra_write_disconnect.is_some() && !append {
+            extra_disconnect_write_gate(n)
+        } else {
+            0
+        };
         let mut c = if append {
             self.stats.write_appends += 1;
             self.destages
@@ -599,7 +638,7 @@ impl HddDevice {
                 &self.mech,
                 p,
                 true,
-                arrival(i as u64),
+                arrival((i as u64).max(gate)),
                 if i == 0 { min_seek } else { 0.0 },
             );
         }
@@ -666,6 +705,7 @@ impl HddDevice {
             Op::Write => {
                 let f = self.write(t0, lbn, n);
                 self.last_was_read = false;
+                self.last_write_end = Some(end);
                 f
             }
             Op::Trim => t0 + ns(self.p.overheads.per_request_ns),

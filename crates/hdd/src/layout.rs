@@ -387,6 +387,27 @@ impl Layout {
         })
     }
 
+    /// The first block and one past the last block that the track holding `lbn` maps, as
+    /// DiskSim's track boundaries give them; `None` past the end of the disk. Blocks that a
+    /// spare on the track holds for a defect elsewhere are not counted: they belong to the
+    /// defective sector's track.
+    pub fn track_bounds(&self, lbn: u64) -> Option<(u64, u64)> {
+        let p = self.lbn_to_pbn(lbn)?;
+        let z = self.zone_of_cylinder(p.cylinder)?;
+        let mut first = lbn;
+        let mut last = lbn;
+        for sector in 0..z.spt {
+            let q = Pbn { sector, ..p };
+            if let Some(SectorUse::Block(b)) = self.pbn_to_lbn(q) {
+                if self.lbn_to_pbn(b) == Some(q) && b.abs_diff(lbn) < u64::from(z.spt) {
+                    first = first.min(b);
+                    last = last.max(b);
+                }
+            }
+        }
+        Some((first, last + 1))
+    }
+
     /// Sectors on the tracks of cylinder `cyl` (0 for a cylinder outside every zone).
     pub fn sectors_per_track(&self, cyl: u32) -> u32 {
         self.zone_of_cylinder(cyl).map_or(0, |z| z.spt)

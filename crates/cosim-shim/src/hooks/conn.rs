@@ -9,7 +9,7 @@
 use super::{detach, sys, Shim};
 use crate::proto::{Msg, Reply, MAX_MSG_BYTES, REPLY_BYTES};
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
 thread_local! {
     /// (descriptor, pid that opened it, thread id).
@@ -63,10 +63,24 @@ fn open(shim: &Shim) -> Option<i32> {
     }
 }
 
+/// This process's pid, kept here rather than asked of the kernel on every message: set by the
+/// constructor and by the fork handler in the child. (A `vfork` child, which runs no fork
+/// handler and shares its parent's memory, thus speaks as its parent until it execs, instead
+/// of replacing its parent's connection under it.)
+static PID: AtomicI32 = AtomicI32::new(0);
+
+pub fn set_pid() {
+    PID.store(unsafe { sys::getpid() }, Ordering::Relaxed);
+}
+
+pub fn pid() -> i32 {
+    PID.load(Ordering::Relaxed)
+}
+
 /// This thread's connection, opened if needed: (descriptor, pid, tid).
 fn current(shim: &Shim) -> Option<(i32, i32, i32)> {
     let (fd, pid, _) = CONN.with(Cell::get);
-    let me = unsafe { sys::getpid() };
+    let me = self::pid();
     if fd >= 0 && pid == me {
         return Some(CONN.with(Cell::get));
     }
@@ -84,7 +98,7 @@ fn current(shim: &Shim) -> Option<(i32, i32, i32)> {
 /// Closes this thread's connection (the thread is ending).
 pub fn close_current() {
     let (fd, pid, _) = CONN.with(Cell::get);
-    if fd >= 0 && pid == unsafe { sys::getpid() } {
+    if fd >= 0 && pid == self::pid() {
         unsafe { sys::real::close()(fd) };
         mark(fd, false);
     }
@@ -145,7 +159,9 @@ pub fn call(shim: &Shim, msg: &Msg, payload: &[u8]) -> Option<Reply> {
         if sys::mono_ns() > spin_until {
             break;
         }
-        std::hint::spin_loop();
+        // Yield rather than spin: when the controller waits for this very core, spinning
+        // would keep it from answering.
+        unsafe { sys::sched_yield() };
     }
     loop {
         let n = unsafe { sys::recv(fd, buf.as_mut_ptr().cast(), REPLY_BYTES, 0) };

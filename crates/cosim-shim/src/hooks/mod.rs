@@ -172,11 +172,12 @@ extern "C" fn init() {
         image: env_bytes(env::IMAGE),
         real_sync: env_bytes(env::REAL_SYNC).as_deref() == Some(b"1"),
     });
+    conn::set_pid();
     SHIM.store(Box::into_raw(shim), Ordering::Release);
     unsafe {
         sys::pthread_atfork(None, None, Some(procs::after_fork_in_child));
     }
-    let mut m = Msg::new(Kind::ProcStart, unsafe { sys::getpid() }, sys::gettid());
+    let mut m = Msg::new(Kind::ProcStart, conn::pid(), sys::gettid());
     m.a = unsafe { sys::getppid() } as u64;
     m.r_ns = sys::mono_ns();
     let shim = unsafe { &*SHIM.load(Ordering::Acquire) };
@@ -191,6 +192,6 @@ static INIT: extern "C" fn() = init;
 /// Sends a warning to the controller, which prints each distinct text once at the end.
 fn warn(shim: &Shim, text: &str) {
     let _inside = Inside::enter();
-    let m = Msg::new(Kind::Warn, unsafe { sys::getpid() }, sys::gettid());
+    let m = Msg::new(Kind::Warn, 0, 0);
     conn::send(shim, &m, text.as_bytes());
 }

@@ -20,6 +20,7 @@ pub unsafe extern "C" fn after_fork_in_child() {
         return;
     }
     let shim = &*p;
+    conn::set_pid();
     let _inside = Inside::enter();
     let saved = sys::errno();
     let mut m = Msg::new(Kind::ForkChild, 0, 0);
@@ -32,7 +33,9 @@ pub unsafe extern "C" fn after_fork_in_child() {
 fn thread_ends() {
     if let Some(shim) = active() {
         let _inside = Inside::enter();
-        conn::send(shim, &Msg::new(Kind::ThreadExit, 0, 0), &[]);
+        let mut m = Msg::new(Kind::ThreadExit, 0, 0);
+        m.r_ns = sys::mono_ns();
+        conn::send(shim, &m, &[]);
         conn::close_current();
     }
 }
@@ -68,7 +71,9 @@ pub unsafe extern "C" fn pthread_create(
     if r != 0 {
         drop(Box::from_raw(start));
         let _inside = Inside::enter();
-        conn::send(shim, &Msg::new(Kind::ThreadExit, 0, 0), &[]);
+        let mut m = Msg::new(Kind::ThreadExit, 0, 0);
+        m.r_ns = sys::mono_ns();
+        conn::send(shim, &m, &[]);
     }
     r
 }

@@ -92,6 +92,7 @@ extern "C" {
     pub fn __errno_location() -> *mut c_int;
     pub fn getenv(name: *const c_char) -> *const c_char;
     pub fn getpid() -> PidT;
+    pub fn sched_yield() -> c_int;
     pub fn getppid() -> PidT;
     pub fn socket(domain: c_int, ty: c_int, protocol: c_int) -> c_int;
     pub fn connect(fd: c_int, addr: *const SockaddrUn, len: u32) -> c_int;
