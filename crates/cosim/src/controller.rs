@@ -706,3 +706,192 @@ pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     }
     Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::Layout;
+    use storsim_blackbox::linear::{stec_zeus, LinearDevice};
+
+    const MIB: u64 = 1 << 20;
+
+    fn controller(name: &str) -> Controller {
+        let dir =
+            std::env::temp_dir().join(format!("storsim-cosim-ctl-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let clock = VirtualClock::create(&dir.join("clock"), f64::INFINITY).unwrap();
+        let device = Box::new(LinearDevice::new(stec_zeus()));
+        Controller::new(device, Layout::new(64 * MIB, MIB), clock, None)
+    }
+
+    fn msg(kind: Kind, pid: i32) -> Msg {
+        let mut m = Msg::new(kind, pid, pid);
+        m.r_ns = mono_ns();
+        m
+    }
+
+    fn me() -> i32 {
+        std::process::id() as i32
+    }
+
+    #[test]
+    fn an_io_call_is_stamped_skipped_to_its_completion_and_resumed() {
+        let mut ctl = controller("io");
+        let mut start = msg(Kind::ProcStart, me());
+        start.a = 1;
+        ctl.handle(0, &start, &[]).unwrap();
+        ctl.handle(0, &msg(Kind::Open, me()), b"/d/f").unwrap();
+        assert_eq!(ctl.clock.running(), 1);
+        let opened: Vec<_> = ctl.outbox.drain(..).collect();
+        assert_eq!(opened.len(), 2);
+        assert_eq!(opened[1].1.value, 0, "the first file gets id 0");
+
+        let mut io = msg(Kind::Io, me());
+        io.a = IoOp::Write as u64;
+        io.b = 0;
+        io.c = 0;
+        io.d = 8192;
+        ctl.handle(0, &io, &[]).unwrap();
+        assert_eq!(ctl.clock.running(), 0);
+        assert!(
+            ctl.outbox.is_empty(),
+            "no reply before the device completes"
+        );
+        assert_eq!(ctl.settle(), None);
+        // The Zeus writes 8 KiB at random in 770 + 8 × 5.382 µs; with computation free, the
+        // clock is exactly there, and all of it was skipped.
+        let latency_ns = 770_000 + 43_056;
+        assert_eq!(ctl.clock.now_v(), latency_ns);
+        assert_eq!(ctl.clock.skipped_ns, latency_ns);
+        assert_eq!(
+            ctl.outbox.drain(..).collect::<Vec<_>>(),
+            vec![(
+                0,
+                Reply {
+                    status: 0,
+                    value: 0
+                }
+            )]
+        );
+        assert_eq!(ctl.collector.completed(), 1);
+        ctl.handle(0, &msg(Kind::Resumed, me()), &[]).unwrap();
+        assert_eq!(ctl.clock.running(), 1);
+
+        // A call from a thread that is not running is a protocol error.
+        ctl.handle(1, &msg(Kind::Sleep, me()), &[]).unwrap();
+        assert!(ctl.handle(1, &io, &[]).is_err());
+    }
+
+    #[test]
+    fn sleeps_wake_in_order_and_a_full_device_fails_the_call() {
+        let mut ctl = controller("sleep");
+        ctl.handle(0, &msg(Kind::ProcStart, me()), &[]).unwrap();
+        ctl.handle(1, &msg(Kind::ThreadStart, me()), &[]).unwrap();
+        ctl.outbox.clear();
+        let mut long = msg(Kind::Sleep, me());
+        long.b = 5_000;
+        let mut short = msg(Kind::Sleep, me());
+        short.b = 2_000;
+        ctl.handle(0, &long, &[]).unwrap();
+        ctl.handle(1, &short, &[]).unwrap();
+        // Both threads sleep and nothing else runs: the clock jumps to the earlier wake-up
+        // and stays there until that thread has resumed.
+        assert_eq!(ctl.settle(), None);
+        assert_eq!(ctl.clock.now_v(), 2_000);
+        assert_eq!(
+            ctl.outbox.drain(..).map(|(c, _)| c).collect::<Vec<_>>(),
+            vec![1]
+        );
+        assert_eq!(ctl.settle(), None);
+        assert_eq!(
+            ctl.clock.now_v(),
+            2_000,
+            "no skip while a thread is resuming"
+        );
+        ctl.handle(1, &msg(Kind::Resumed, me()), &[]).unwrap();
+        // Thread 1 runs, so thread 0's wake-up comes in real time (never, with free computation).
+        assert_eq!(ctl.settle(), None);
+        assert!(ctl.outbox.is_empty());
+        ctl.handle(1, &msg(Kind::ThreadExit, me()), &[]).unwrap();
+        assert_eq!(ctl.settle(), None);
+        assert_eq!(ctl.clock.now_v(), 5_000);
+        assert_eq!(
+            ctl.outbox.drain(..).map(|(c, _)| c).collect::<Vec<_>>(),
+            vec![0]
+        );
+        ctl.handle(0, &msg(Kind::Resumed, me()), &[]).unwrap();
+
+        let f = ctl.layout.file(b"/d/big");
+        let mut io = msg(Kind::Io, me());
+        io.a = IoOp::Write as u64;
+        io.b = f;
+        io.d = 65 * MIB;
+        ctl.handle(0, &io, &[]).unwrap();
+        assert_eq!(
+            ctl.outbox.drain(..).collect::<Vec<_>>(),
+            vec![(
+                0,
+                Reply {
+                    status: -ENOSPC,
+                    value: 0
+                }
+            )]
+        );
+        assert_eq!(ctl.stats.failed, 1);
+    }
+
+    #[test]
+    fn a_childs_end_read_late_does_not_release_the_parents_next_wait() {
+        let mut ctl = controller("wait");
+        ctl.handle(0, &msg(Kind::ProcStart, me()), &[]).unwrap();
+        let mut first = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let mut fork = msg(Kind::ForkChild, first.id() as i32);
+        fork.a = me() as u64;
+        ctl.handle(1, &fork, &[]).unwrap();
+        assert_eq!(ctl.clock.running(), 2);
+        // The parent now waits for a second child, while the first's end has not been read.
+        let mut second = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let mut fork = msg(Kind::ForkChild, second.id() as i32);
+        fork.a = me() as u64;
+        ctl.handle(2, &fork, &[]).unwrap();
+        ctl.handle(0, &msg(Kind::WaitEnter, me()), &[]).unwrap();
+        assert_eq!(
+            ctl.clock.running(),
+            2,
+            "the parent waits, both children run"
+        );
+        // A child that was not the parent's when the wait began (here: made up after it) ends:
+        // its end must not count the waiting parent as running again.
+        let mut third = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let mut fork = msg(Kind::ForkChild, third.id() as i32);
+        fork.a = me() as u64;
+        ctl.handle(3, &fork, &[]).unwrap();
+        third.kill().unwrap();
+        third.wait().unwrap();
+        ctl.process_ended(third.id() as i32);
+        assert_eq!(ctl.clock.running(), 2, "only the two children run");
+        // One of the children the wait concerns ends: the parent counts as running at once.
+        first.kill().unwrap();
+        first.wait().unwrap();
+        ctl.process_ended(first.id() as i32);
+        assert_eq!(
+            ctl.clock.running(),
+            2,
+            "the second child and the released parent"
+        );
+        second.kill().unwrap();
+        second.wait().unwrap();
+        ctl.process_ended(second.id() as i32);
+        assert_eq!(ctl.clock.running(), 1);
+    }
+}

@@ -94,17 +94,29 @@ fn run_one(d: &mut HddDevice, r: Request) -> u64 {
 fn extra_write_disconnect_holds_the_media_until_ten_blocks_are_in() {
     let t0 = 9_500_000;
     let mut d = HddDevice::new(params()).unwrap();
-    assert_eq!(run_one(&mut d, req(0, Op::Write, 0, 4, t0)), 14_000_000 - t0);
+    assert_eq!(
+        run_one(&mut d, req(0, Op::Write, 0, 4, t0)),
+        14_000_000 - t0
+    );
 
     let mut p = params();
     p.overheads.extra_write_disconnect = Some(ExtraWriteDisconnect::default());
     let mut d = HddDevice::new(p.clone()).unwrap();
-    assert_eq!(run_one(&mut d, req(0, Op::Write, 0, 4, t0)), 24_000_000 - t0);
+    assert_eq!(
+        run_one(&mut d, req(0, Op::Write, 0, 4, t0)),
+        24_000_000 - t0
+    );
     let mut d = HddDevice::new(p.clone()).unwrap();
-    assert_eq!(run_one(&mut d, req(0, Op::Write, 0, 1, t0)), 11_000_000 - t0);
+    assert_eq!(
+        run_one(&mut d, req(0, Op::Write, 0, 1, t0)),
+        11_000_000 - t0
+    );
     // Two blocks: block 1 is in at 10.1 ms, after the sector at 10 ms started.
     let mut d = HddDevice::new(p).unwrap();
-    assert_eq!(run_one(&mut d, req(0, Op::Write, 0, 2, t0)), 22_000_000 - t0);
+    assert_eq!(
+        run_one(&mut d, req(0, Op::Write, 0, 2, t0)),
+        22_000_000 - t0
+    );
 }
 
 /// Which writes disconnect twice before their data. The disconnects after the data are set
@@ -139,17 +151,25 @@ fn extra_write_disconnect_only_after_a_write_it_does_not_continue() {
     };
     let plain_after_read = 100_000 + 10_000 + 10_000 + 50_000_000 + 20_000 + 5_000;
     let plain_after_write = 200_000 + 10_000 + 10_000 + 50_000_000 + 20_000 + 5_000;
-    let extra =
-        400_000 + 40_000 + 600_000 + 20_000 + 10_000 + 10_000 + 50_000_000 + 30_000 + 5_000;
+    let extra = 400_000 + 40_000 + 600_000 + 20_000 + 10_000 + 10_000 + 50_000_000 + 30_000 + 5_000;
     let s = 1_000_000_000;
     let mut d = HddDevice::new(p).unwrap();
     // The first write follows no write.
-    assert_eq!(run_one(&mut d, req(0, Op::Write, 0, 1, 0)), plain_after_read);
+    assert_eq!(
+        run_one(&mut d, req(0, Op::Write, 0, 1, 0)),
+        plain_after_read
+    );
     // A sequential write continues it.
-    assert_eq!(run_one(&mut d, req(1, Op::Write, 1, 1, s)), plain_after_write);
+    assert_eq!(
+        run_one(&mut d, req(1, Op::Write, 1, 1, s)),
+        plain_after_write
+    );
     // A write elsewhere after a write takes the extra disconnect.
     assert_eq!(run_one(&mut d, req(2, Op::Write, 100, 1, 2 * s)), extra);
     // After a read, a write goes straight to its data.
     run_one(&mut d, req(3, Op::Read, 300, 1, 3 * s));
-    assert_eq!(run_one(&mut d, req(4, Op::Write, 200, 1, 4 * s)), plain_after_read);
+    assert_eq!(
+        run_one(&mut d, req(4, Op::Write, 200, 1, 4 * s)),
+        plain_after_read
+    );
 }
