@@ -6,9 +6,11 @@
 //! overhead (50 us) and 10 us a block on the bus; anything that has to come from the media
 //! takes over a millisecond (a sector passes in 1 ms at 6000 rpm).
 
-use storsim_core::{Device, Op, Request, SimTime};
+mod support;
+use storsim_core::{Op, Request};
 use storsim_hdd::layout::Layout;
 use storsim_hdd::*;
+use support::{req, run_one};
 
 fn zone(first: u32, last: u32, spt: u32, spares: u32, slips: Vec<u64>) -> Zone {
     Zone {
@@ -78,23 +80,7 @@ fn params(read_ahead: ReadAhead) -> HddParams {
 }
 
 fn read(id: u64, lbn: u64, n: u64, t: u64) -> Request {
-    Request {
-        id,
-        op: Op::Read,
-        offset_bytes: lbn * 512,
-        len_bytes: n * 512,
-        arrival: SimTime::from_ns(t),
-    }
-}
-
-fn run_one(d: &mut HddDevice, r: Request) -> u64 {
-    let t = r.arrival;
-    d.submit(t, r).unwrap();
-    let f = d.next_deadline().unwrap();
-    let mut done = vec![];
-    d.advance(f, &mut done);
-    assert_eq!(done.len(), 1);
-    f.as_ns() - t.as_ns()
+    req(id, Op::Read, lbn, n, t)
 }
 
 const SECOND: u64 = 1_000_000_000;

@@ -2,8 +2,10 @@
 //! hand-computed values: which writes take it, and the buffer threshold it puts on writing
 //! a request's first sector.
 
-use storsim_core::{Device, Op, Request, SimTime};
+mod support;
+use storsim_core::Op;
 use storsim_hdd::*;
+use support::{req, run_one};
 
 fn params() -> HddParams {
     HddParams {
@@ -62,26 +64,6 @@ fn params() -> HddParams {
         scheduler: SchedulerKind::Fcfs,
         power: PowerParams::default(),
     }
-}
-
-fn req(id: u64, op: Op, lbn: u64, n: u64, t: u64) -> Request {
-    Request {
-        id,
-        op,
-        offset_bytes: lbn * 512,
-        len_bytes: n * 512,
-        arrival: SimTime::from_ns(t),
-    }
-}
-
-fn run_one(d: &mut HddDevice, r: Request) -> u64 {
-    let t = r.arrival;
-    d.submit(t, r).unwrap();
-    let f = d.next_deadline().unwrap();
-    let mut done = vec![];
-    d.advance(f, &mut done);
-    assert_eq!(done.len(), 1);
-    f.as_ns() - t.as_ns()
 }
 
 /// A write of blocks 0..n arriving at 9.5 ms, with no overheads: the heads are on track 0

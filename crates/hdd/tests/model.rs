@@ -1,11 +1,13 @@
 //! Unit and conformance tests of the disk model with hand-computed values.
 
-use storsim_core::{Device, Op, Prng, Request, SimTime};
+mod support;
+use storsim_core::{Device, Op, Prng, SimTime};
 use storsim_hdd::layout::{Layout, Pbn, SectorUse};
 use storsim_hdd::mech::Mech;
 use storsim_hdd::sched::{pick, Candidate};
 use storsim_hdd::seek::seek_ns;
 use storsim_hdd::*;
+use support::{req, run_one};
 
 fn zone(first: u32, last: u32, spt: u32, spares: u32, slips: Vec<u64>) -> Zone {
     Zone {
@@ -255,26 +257,6 @@ fn rotational_latency_cases() {
     // A write move adds the settle to the larger of seek and head switch.
     assert!((m.reposition_ns((0, 0), (0, 1), true) - 600_000.0).abs() < 1e-6);
     assert!((m.reposition_ns((0, 0), (10, 0), false) - 2_000_000.0).abs() < 1e-6);
-}
-
-fn req(id: u64, op: Op, lbn: u64, n: u64, t: u64) -> Request {
-    Request {
-        id,
-        op,
-        offset_bytes: lbn * 512,
-        len_bytes: n * 512,
-        arrival: SimTime::from_ns(t),
-    }
-}
-
-fn run_one(d: &mut HddDevice, r: Request) -> u64 {
-    let t = r.arrival;
-    d.submit(t, r).unwrap();
-    let f = d.next_deadline().unwrap();
-    let mut done = vec![];
-    d.advance(f, &mut done);
-    assert_eq!(done.len(), 1);
-    f.as_ns() - t.as_ns()
 }
 
 #[test]
