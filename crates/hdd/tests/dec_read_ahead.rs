@@ -10,22 +10,7 @@ mod support;
 use storsim_core::{Op, Request};
 use storsim_hdd::layout::Layout;
 use storsim_hdd::*;
-use support::{req, run_one};
-
-fn zone(first: u32, last: u32, spt: u32, spares: u32, slips: Vec<u64>) -> Zone {
-    Zone {
-        first_cylinder: first,
-        last_cylinder: last,
-        sectors_per_track: spt,
-        first_block_offset_sectors: 0.0,
-        empty_front_sectors: 0,
-        track_skew_sectors: 2.0,
-        cylinder_skew_sectors: 5.0,
-        spares,
-        slips,
-        defects: vec![],
-    }
-}
+use support::{req, run_one, zone};
 
 fn params(read_ahead: ReadAhead) -> HddParams {
     HddParams {

@@ -2,6 +2,8 @@
 //! hand-computed values: which writes take it, and the buffer threshold it puts on writing
 //! a request's first sector.
 
+// This file builds its own zones; the shared one goes unused here.
+#[allow(dead_code)]
 mod support;
 use storsim_core::Op;
 use storsim_hdd::*;

@@ -7,22 +7,7 @@ use storsim_hdd::mech::Mech;
 use storsim_hdd::sched::{pick, Candidate};
 use storsim_hdd::seek::seek_ns;
 use storsim_hdd::*;
-use support::{req, run_one};
-
-fn zone(first: u32, last: u32, spt: u32, spares: u32, slips: Vec<u64>) -> Zone {
-    Zone {
-        first_cylinder: first,
-        last_cylinder: last,
-        sectors_per_track: spt,
-        first_block_offset_sectors: 0.0,
-        empty_front_sectors: 0,
-        track_skew_sectors: 2.0,
-        cylinder_skew_sectors: 5.0,
-        spares,
-        slips,
-        defects: vec![],
-    }
-}
+use support::{req, run_one, zone};
 
 fn geometry(sparing: SparingScheme, order: SurfaceOrder) -> Geometry {
     Geometry {
