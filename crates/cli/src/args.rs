@@ -125,6 +125,14 @@ pub enum ReplayArg {
     Afap,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+pub enum RefusedArg {
+    /// End the run with an error naming the record.
+    Stop,
+    /// Count the request, report the first ones, and go on without it.
+    Count,
+}
+
 #[derive(Args)]
 pub struct SimulateArgs {
     /// A preset name (see `storsim presets`) or a device TOML file.
@@ -151,6 +159,10 @@ pub struct SimulateArgs {
     /// Fold requests past the end of the device back into it instead of stopping.
     #[arg(long)]
     pub wrap: bool,
+    /// What to do with a request the device refuses as invalid, such as a write of a page that
+    /// is not erased on raw flash (`ftl = "raw"`).
+    #[arg(long, value_enum, default_value = "stop")]
+    pub on_refused: RefusedArg,
     /// Stop after this many requests.
     #[arg(long)]
     pub max_requests: Option<u64>,

@@ -93,6 +93,11 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
             "out_of_order_records": r.info.out_of_order_records,
             "wrapped_requests": r.info.wrapped_requests,
             "empty_requests": r.info.empty_requests,
+            "refused_requests": r.info.refused_requests,
+            "first_refused": r.info.first_refused.iter().map(|f| json!({
+                "position": f.position,
+                "reason": f.reason,
+            })).collect::<Vec<_>>(),
             "end_ns": r.info.end_ns,
             "device_failed": r.info.device_failed,
         },
@@ -168,6 +173,9 @@ pub fn simulation_text(r: &SimulationResults) -> String {
             r.info.wrapped_requests
         );
     }
+    if r.info.refused_requests > 0 {
+        out += &refused_lines(r.info);
+    }
     if r.info.out_of_order_records > 0 {
         out += &format!(
             "          {} records earlier than their predecessor, issued at its time\n",
@@ -193,6 +201,23 @@ pub fn simulation_text(r: &SimulationResults) -> String {
     if !counters.is_empty() {
         out += "\ndevice counters\n";
         out += &counter_lines(&counters);
+    }
+    out
+}
+
+/// The requests the device refused under `--on-refused count`: how many, then the first ones
+/// with their records and the device's reasons.
+fn refused_lines(info: &RunInfo) -> String {
+    let n = info.refused_requests;
+    let mut out = format!(
+        "          {n} requests refused by the device, not issued and not in the statistics\n"
+    );
+    for f in &info.first_refused {
+        out += &format!("            {}: {}\n", f.position, f.reason);
+    }
+    let described = info.first_refused.len() as u64;
+    if n > described {
+        out += &format!("            and {} more\n", n - described);
     }
     out
 }

@@ -1,11 +1,11 @@
 //! `storsim simulate`.
 
-use crate::args::{ReplayArg, SimulateArgs};
+use crate::args::{RefusedArg, ReplayArg, SimulateArgs};
 use crate::progress::Progress;
 use crate::report::{self, RequestsCsv};
 use crate::{workload_arg, CliError};
 use storsim_core::Completion;
-use storsim_engine::{EngineOptions, OutOfRange, Replay};
+use storsim_engine::{EngineOptions, OutOfRange, Refused, Replay};
 use storsim_stats::Collector;
 
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
@@ -48,6 +48,10 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
             OutOfRange::Wrap
         } else {
             OutOfRange::Error
+        },
+        on_refused: match args.on_refused {
+            RefusedArg::Stop => Refused::Stop,
+            RefusedArg::Count => Refused::Count,
         },
         max_requests: args.max_requests,
         duration_ns: workload.duration_ns,

@@ -79,6 +79,12 @@ fn json_has_the_documented_fields() {
     );
     assert_eq!(v["seed"], 5);
     assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    // Run facts are always present, zero or empty when nothing happened.
+    let run = &v["run"];
+    assert_eq!(run["requests_completed"], 3000);
+    assert_eq!(run["refused_requests"], 0);
+    assert_eq!(run["first_refused"], Value::Array(Vec::new()));
+    assert_eq!(run["wrapped_requests"], 0);
     let s = &v["summary"];
     assert_eq!(s["requests"], 3000);
     for key in ["iops", "bandwidth_bytes_per_s"] {

@@ -1,5 +1,6 @@
 //! The SSD model through the `storsim` binary: a preset with an FTL variant, a device file
-//! written from scratch, the presets listing, and a bad SSD file's exit status and message.
+//! written from scratch, the presets listing, a bad SSD file's exit status and message, and
+//! raw flash refusing overwrites (`--on-refused`).
 
 mod common;
 
@@ -207,4 +208,107 @@ fn a_device_too_large_for_memory_is_refused() {
         err.contains("huge.toml") && err.contains("of memory is available"),
         "{err}"
     );
+}
+
+/// A raw-flash device (no FTL) refuses a second write of a page until its block is erased. By
+/// default that ends the run naming the record; `--on-refused count` reports each such request
+/// and goes on with the rest.
+#[test]
+fn raw_flash_overwrites_stop_the_run_or_are_counted() {
+    let dir = temp_dir("raw-refused");
+    let device = dir.join("raw.toml");
+    std::fs::write(
+        &device,
+        "preset = \"sandisk-usb-anand\"\n[ssd]\nftl = \"raw\"\n",
+    )
+    .unwrap();
+    // DiskSim ASCII: arrival (ms), device, first sector, sectors, flags (1 = read). Pages are
+    // 2 KiB, four sectors: lines 4, 6 and 8 write pages 1, 2 and 0 a second time.
+    let trace = dir.join("overwrites.trace");
+    std::fs::write(
+        &trace,
+        "0.0 0 0 4 0\n\
+         1.0 0 4 4 0\n\
+         2.0 0 8 4 0\n\
+         3.0 0 4 4 0\n\
+         4.0 0 0 4 1\n\
+         5.0 0 8 4 0\n\
+         6.0 0 12 4 0\n\
+         7.0 0 0 4 0\n",
+    )
+    .unwrap();
+    let base = [
+        "simulate",
+        "--device",
+        device.to_str().unwrap(),
+        "--workload",
+        trace.to_str().unwrap(),
+        "--format",
+        "disksim-ascii",
+    ];
+
+    let o = storsim(&base);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("overwrites.trace: line 4:")
+            && err.contains("page 1 (block 0, page 1) is not erased")
+            && err.contains("--on-refused count"),
+        "{err}"
+    );
+
+    let refused = [
+        ("line 4", "page 1 (block 0, page 1) is not erased"),
+        ("line 6", "page 2 (block 0, page 2) is not erased"),
+        ("line 8", "page 0 (block 0, page 0) is not erased"),
+    ];
+    for replay in [
+        &[][..],
+        &["--replay", "closed", "--iodepth", "2"],
+        &["--replay", "afap"],
+    ] {
+        let json = dir.join("out.json");
+        let mut args = base.to_vec();
+        args.extend_from_slice(&["--on-refused", "count", "--json", json.to_str().unwrap()]);
+        args.extend_from_slice(replay);
+        let o = storsim(&args);
+        assert_eq!(o.status.code(), Some(0), "{replay:?}: {}", stderr(&o));
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let run = &v["run"];
+        assert_eq!(run["refused_requests"], 3, "{replay:?}: {run}");
+        assert_eq!(run["requests_issued"], 5, "{replay:?}: {run}");
+        assert_eq!(run["requests_completed"], 5, "{replay:?}: {run}");
+        assert_eq!(v["summary"]["requests"], 5, "{replay:?}");
+        assert_eq!(v["summary"]["write"]["requests"], 4, "{replay:?}");
+        assert_eq!(v["summary"]["read"]["requests"], 1, "{replay:?}");
+        assert_eq!(counter(&v, "ftl_rejected_programs"), 3.0, "{replay:?}");
+        let first = run["first_refused"].as_array().unwrap();
+        assert_eq!(first.len(), 3, "{replay:?}: {run}");
+        for (f, (line, page)) in first.iter().zip(refused) {
+            assert_eq!(f["position"], line, "{replay:?}: {f}");
+            let reason = f["reason"].as_str().unwrap();
+            assert!(reason.contains(page), "{replay:?}: {reason}");
+        }
+        // The text summary says the same.
+        let text = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            text.contains("3 requests refused by the device")
+                && text.contains("line 4: flash translation layer: raw flash: page 1 ")
+                && text.contains("line 8: flash translation layer: raw flash: page 0 "),
+            "{replay:?}: {text}"
+        );
+    }
+
+    // Nothing refused: the JSON still has the fields, and the text says nothing about them.
+    std::fs::write(&trace, "0.0 0 0 4 0\n1.0 0 4 4 0\n").unwrap();
+    let json = dir.join("clean.json");
+    let mut args = base.to_vec();
+    args.extend_from_slice(&["--on-refused", "count", "--json", json.to_str().unwrap()]);
+    let o = storsim(&args);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["run"]["refused_requests"], 0);
+    assert_eq!(v["run"]["first_refused"], Value::Array(Vec::new()));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("refused by the device"), "{text}");
 }

@@ -44,10 +44,32 @@ pub enum OutOfRange {
     Wrap,
 }
 
+/// What to do with a request the device refuses as invalid ([`DeviceError::Invalid`]), such as
+/// a program of a page that is not erased on raw flash.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Refused {
+    /// Stop with an error naming the record.
+    #[default]
+    Stop,
+    /// Count the request and go on without it, keeping the first [`REFUSED_KEPT`] reasons
+    /// ([`RunInfo::refused_requests`], [`RunInfo::first_refused`]). The request is never
+    /// issued and never completes; in a closed loop its slot frees at once, as if it had
+    /// completed when it was refused.
+    Count,
+}
+
+/// How many refused requests [`RunInfo::first_refused`] describes; the rest are only counted,
+/// so that a trace refused throughout does not grow memory.
+pub const REFUSED_KEPT: usize = 10;
+
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EngineOptions {
     pub replay: Replay,
     pub out_of_range: OutOfRange,
+    /// What to do when the device refuses a request as invalid. [`DeviceError::OutOfRange`]
+    /// follows `out_of_range` instead, and a full queue or a failed device is handled as
+    /// always.
+    pub on_refused: Refused,
     /// Stop issuing after this many records.
     pub max_requests: Option<u64>,
     /// Stop issuing requests that would arrive at or after this simulated instant.
@@ -59,6 +81,7 @@ impl Default for EngineOptions {
         EngineOptions {
             replay: Replay::Open { time_scale: 1.0 },
             out_of_range: OutOfRange::Error,
+            on_refused: Refused::Stop,
             max_requests: None,
             duration_ns: None,
         }
@@ -88,10 +111,24 @@ pub struct RunInfo {
     pub wrapped_requests: u64,
     /// Zero-length reads and writes, which were dropped.
     pub empty_requests: u64,
+    /// Requests the device refused as invalid under [`Refused::Count`]: not issued, not
+    /// completed, not in the statistics.
+    pub refused_requests: u64,
+    /// The first [`REFUSED_KEPT`] of them, in the order they were refused.
+    pub first_refused: Vec<RefusedRequest>,
     /// The device failed ([`DeviceError::Failed`]) at this record: issuing stopped there, the
     /// requests it had accepted completed, and the run ended early. Says where and why.
     pub device_failed: Option<String>,
     pub end_ns: u64,
+}
+
+/// A request the device refused, as [`RunInfo::first_refused`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedRequest {
+    /// The request's record in the workload, such as "line 17" or "request 3".
+    pub position: String,
+    /// The device's reason, which names what was wrong (for raw flash, the page and its block).
+    pub reason: String,
 }
 
 #[derive(Debug)]
@@ -104,6 +141,8 @@ pub enum EngineError {
         error: DeviceError,
         /// Whether [`OutOfRange::Wrap`] would have accepted the request, for the message.
         wrap_would_help: bool,
+        /// Whether [`Refused::Count`] would have gone on past the request, for the message.
+        count_would_help: bool,
     },
     /// A record arrives later than [`SimTime::ARRIVAL_LIMIT`] (after time scaling or think
     /// time).
@@ -126,10 +165,17 @@ impl fmt::Display for EngineError {
                 position,
                 error,
                 wrap_would_help,
+                count_would_help,
             } => {
                 write!(f, "{source}: {position}: {error}")?;
                 if *wrap_would_help {
                     write!(f, " (use --wrap to fold such requests into the device)")?;
+                }
+                if *count_would_help {
+                    write!(
+                        f,
+                        " (use --on-refused count to count such requests and go on without them)"
+                    )?;
                 }
                 Ok(())
             }
@@ -274,7 +320,9 @@ pub fn run<D: Device + ?Sized>(
             let _ = ready.push(request.arrival, (request, record.origin));
         }
 
-        // Submit what has arrived, while the device has room.
+        // Submit what has arrived, while the device has room. `submitted_any` also covers a
+        // refused request: it left `ready` and, in a closed loop, its slot, so the next record
+        // may be due now.
         let mut submitted_any = false;
         while outstanding < device_depth && ready.peek_time().is_some_and(|t| t <= now) {
             let (_, (request, record_origin)) = ready.pop().expect("peeked");
@@ -306,6 +354,21 @@ pub fn run<D: Device + ?Sized>(
                     slots_used = outstanding;
                     break;
                 }
+                Err(DeviceError::Invalid { reason }) if options.on_refused == Refused::Count => {
+                    // The request is done with at `now` without reaching the device. It frees
+                    // its slot as a completion would, so a closed loop admits the next record
+                    // its think time after now (`admit_base` is `now` here) instead of waiting
+                    // for a completion that will never come.
+                    slots_used -= 1;
+                    submitted_any = true;
+                    info.refused_requests += 1;
+                    if info.first_refused.len() < REFUSED_KEPT {
+                        info.first_refused.push(RefusedRequest {
+                            position: origin.describe(record_origin),
+                            reason,
+                        });
+                    }
+                }
                 Err(error) => {
                     return Err(device_error(
                         workload,
@@ -322,6 +385,13 @@ pub fn run<D: Device + ?Sized>(
         // requests that arrive before the next device event would be issued late.
         if submitted_any && !exhausted {
             continue;
+        }
+
+        // The run ends with its last completion. A device may still have work of its own
+        // (garbage collection in idle time): simulating it would cost time, count flash work
+        // the workload never waited for, and stretch busy time past the run's end.
+        if exhausted && ready.is_empty() && outstanding == 0 {
+            break;
         }
 
         // Jump to the next event.
@@ -404,11 +474,14 @@ fn device_error(
         } => options.out_of_range == OutOfRange::Error && len_bytes <= capacity_bytes,
         _ => false,
     };
+    let count_would_help =
+        matches!(error, DeviceError::Invalid { .. }) && options.on_refused == Refused::Stop;
     EngineError::Device {
         source: workload.name.clone(),
         position: origin.describe(at),
         error,
         wrap_would_help,
+        count_would_help,
     }
 }
 

@@ -1,11 +1,20 @@
-//! The engine's replay modes against hand-computed timelines on the linear model.
+//! The engine's replay modes against hand-computed timelines on the linear model, and its
+//! handling of requests a device refuses, on a fake device that refuses chosen offsets.
 
 use std::cell::Cell;
+use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::mpsc;
+use std::time::Duration;
 use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
 use storsim_blackbox::SequentialDetect;
-use storsim_core::{Completion, Op, SimDuration};
-use storsim_engine::{run, EngineError, EngineOptions, OutOfRange, Replay};
+use storsim_core::{
+    Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime,
+};
+use storsim_engine::{
+    run, EngineError, EngineOptions, OutOfRange, Refused, RefusedRequest, Replay, RunInfo,
+    REFUSED_KEPT,
+};
 use storsim_workload::{Origin, Pacing, Record, Workload};
 
 /// A device whose every read or write takes exactly `service_ns`, whatever its pattern.
@@ -303,4 +312,347 @@ fn workload_errors_stop_the_run_with_the_parser_message() {
     )
     .unwrap_err();
     assert_eq!(err.to_string(), "x.csv: line 2: expected 5 fields");
+}
+
+/// A device taking `service_ns` per request that refuses every request at one of `refuse`
+/// offsets as invalid, the way raw flash refuses a program of a page that is not erased. One
+/// server, first come first served, unless `parallel`: then every request starts when it is
+/// submitted, which shows when the engine submits.
+struct RefusingDevice {
+    service_ns: u64,
+    queue_depth: usize,
+    refuse: Vec<u64>,
+    parallel: bool,
+    queue: VecDeque<Completion>,
+    busy_until: SimTime,
+}
+
+impl RefusingDevice {
+    fn new(service_ns: u64, queue_depth: usize, refuse: &[u64]) -> Self {
+        RefusingDevice {
+            service_ns,
+            queue_depth,
+            refuse: refuse.to_vec(),
+            parallel: false,
+            queue: VecDeque::new(),
+            busy_until: SimTime::ZERO,
+        }
+    }
+
+    fn parallel(self) -> Self {
+        RefusingDevice {
+            parallel: true,
+            ..self
+        }
+    }
+}
+
+impl Device for RefusingDevice {
+    fn model_name(&self) -> &'static str {
+        "refusing"
+    }
+    fn capacity_bytes(&self) -> u64 {
+        1 << 30
+    }
+    fn queue_depth(&self) -> usize {
+        self.queue_depth
+    }
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        if self.refuse.contains(&request.offset_bytes) {
+            return Err(DeviceError::Invalid {
+                reason: format!("offset {} is refused", request.offset_bytes),
+            });
+        }
+        if self.queue.len() >= self.queue_depth {
+            return Err(DeviceError::QueueFull {
+                queue_depth: self.queue_depth,
+            });
+        }
+        let service_start = if self.parallel {
+            now
+        } else {
+            now.max(self.busy_until)
+        };
+        let finish = service_start + SimDuration(self.service_ns);
+        self.busy_until = finish;
+        self.queue.push_back(Completion {
+            request,
+            service_start,
+            finish,
+        });
+        Ok(())
+    }
+    fn next_deadline(&self) -> Option<SimTime> {
+        self.queue.front().map(|c| c.finish)
+    }
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        while self.queue.front().is_some_and(|c| c.finish <= now) {
+            done.extend(self.queue.pop_front());
+        }
+    }
+    fn counters(&self) -> Vec<DeviceCounter> {
+        Vec::new()
+    }
+}
+
+/// Runs `records` (line `i + 1` at offset `i` × 4096) on a [`RefusingDevice`] on another
+/// thread, so that an engine that deadlocks fails the test instead of hanging the suite. The
+/// minute allowed is a guard against a hang only; no test depends on how long a run takes.
+fn run_refusing(
+    device: RefusingDevice,
+    records: Vec<Record>,
+    pacing: Pacing,
+    options: EngineOptions,
+) -> Result<(Vec<Completion>, RunInfo), String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut device = device;
+        let mut w = workload(records, pacing);
+        let mut out = Vec::new();
+        let result = run(
+            &mut device,
+            &mut w,
+            &options,
+            &mut |c: &Completion| out.push(*c),
+            &mut |_, _| {},
+        );
+        let _ = tx.send(result.map(|info| (out, info)).map_err(|e| e.to_string()));
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the engine finished the run instead of hanging")
+}
+
+/// `n` records at line `i + 1`, offset `i` × 4096, each `gap_ns` after the previous.
+fn numbered(n: u64, gap_ns: u64) -> Vec<Record> {
+    (0..n)
+        .map(|i| record(i * gap_ns, i * 4096, i + 1))
+        .collect()
+}
+
+fn offsets(done: &[Completion]) -> Vec<u64> {
+    done.iter().map(|c| c.request.offset_bytes / 4096).collect()
+}
+
+fn count(replay: Replay) -> EngineOptions {
+    EngineOptions {
+        replay,
+        on_refused: Refused::Count,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_refused_request_stops_the_run_by_default_naming_the_record() {
+    let device = RefusingDevice::new(100, 4, &[2 * 4096]);
+    let err = run_refusing(device, numbered(5, 1_000), Pacing::Open, open(1.0)).unwrap_err();
+    assert!(
+        err.starts_with("test.trace: line 3: invalid request: offset 8192 is refused"),
+        "{err}"
+    );
+    assert!(err.contains("--on-refused count"), "{err}");
+    assert!(!err.contains("--wrap"), "{err}");
+}
+
+#[test]
+fn counting_refused_requests_goes_on_without_them_in_open_loop() {
+    let device = RefusingDevice::new(100, 4, &[4096, 4 * 4096]);
+    let (done, info) = run_refusing(
+        device,
+        numbered(6, 1_000),
+        Pacing::Open,
+        count(Replay::Open { time_scale: 1.0 }),
+    )
+    .unwrap();
+    // The others keep their arrivals and timings, as if the refused ones were not there.
+    assert_eq!(offsets(&done), [0, 2, 3, 5]);
+    assert_eq!(
+        timeline(&done),
+        [
+            (0, 0, 0, 100),
+            (2, 2_000, 2_000, 2_100),
+            (3, 3_000, 3_000, 3_100),
+            (5, 5_000, 5_000, 5_100)
+        ]
+    );
+    assert_eq!(info.refused_requests, 2);
+    assert_eq!(info.requests_issued, 4);
+    assert_eq!(info.requests_completed, 4);
+    assert_eq!(
+        info.first_refused,
+        [
+            RefusedRequest {
+                position: "line 2".into(),
+                reason: "offset 4096 is refused".into()
+            },
+            RefusedRequest {
+                position: "line 5".into(),
+                reason: "offset 16384 is refused".into()
+            }
+        ]
+    );
+    assert_eq!(info.end_ns, 5_100);
+}
+
+#[test]
+fn a_refused_request_in_open_loop_does_not_delay_the_next_one_arriving_at_once() {
+    // Every record arrives at 0 on a device that serves them all at once: the third must be
+    // submitted at 0 too, not held back until the first completes.
+    let device = RefusingDevice::new(100, 4, &[4096]).parallel();
+    let (done, info) = run_refusing(
+        device,
+        numbered(3, 0),
+        Pacing::Open,
+        count(Replay::Open { time_scale: 1.0 }),
+    )
+    .unwrap();
+    assert_eq!(timeline(&done), [(0, 0, 0, 100), (2, 0, 0, 100)]);
+    assert_eq!(info.refused_requests, 1);
+}
+
+#[test]
+fn a_refused_request_in_closed_loop_frees_its_slot_at_once() {
+    // Depth 1 with think times: a refused request counts as completed when it is refused, so
+    // the next record arrives its think time after the refusal.
+    let mut recs = numbered(4, 0);
+    for r in &mut recs {
+        r.think_ns = 50;
+    }
+    let device = RefusingDevice::new(100, 8, &[4096]);
+    let (done, info) = run_refusing(
+        device,
+        recs,
+        Pacing::Closed { depth: 1 },
+        count(Replay::Closed { depth: 1 }),
+    )
+    .unwrap();
+    // Line 1 arrives at 50 and finishes at 150; line 2 arrives at 200 and is refused there;
+    // line 3 arrives at 250, line 4 at 400.
+    assert_eq!(
+        timeline(&done),
+        [(0, 50, 50, 150), (2, 250, 250, 350), (3, 400, 400, 500)]
+    );
+    assert_eq!(info.refused_requests, 1);
+    assert_eq!(info.first_refused[0].position, "line 2");
+
+    // Depth 2 on a device that serves requests at once, line 2 arriving alone at 10 while
+    // line 1 is in service: line 2 is refused at 10, so line 3 takes its slot at 10 rather
+    // than when line 1 completes at 100.
+    let mut recs = numbered(4, 0);
+    recs[1].think_ns = 10;
+    let device = RefusingDevice::new(100, 8, &[4096]).parallel();
+    let (done, info) = run_refusing(
+        device,
+        recs,
+        Pacing::Open,
+        count(Replay::Closed { depth: 2 }),
+    )
+    .unwrap();
+    assert_eq!(
+        timeline(&done),
+        [(0, 0, 0, 100), (2, 10, 10, 110), (3, 100, 100, 200)]
+    );
+    assert_eq!(info.refused_requests, 1);
+}
+
+#[test]
+fn a_closed_loop_issues_every_other_record_when_many_are_refused() {
+    // Every other record refused, at depth 1 and at depth 3, ending on a refusal: no slot is
+    // lost, so the run neither hangs nor stops early.
+    let refuse: Vec<u64> = (0..40).filter(|i| i % 2 == 1).map(|i| i * 4096).collect();
+    for depth in [1, 3] {
+        let device = RefusingDevice::new(10, 4, &refuse);
+        let (done, info) = run_refusing(
+            device,
+            numbered(40, 0),
+            Pacing::Open,
+            count(Replay::Closed { depth }),
+        )
+        .unwrap();
+        let mut got = offsets(&done);
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            (0..40).filter(|i| i % 2 == 0).collect::<Vec<u64>>(),
+            "depth {depth}"
+        );
+        assert_eq!(info.refused_requests, 20, "depth {depth}");
+        assert_eq!(info.requests_completed, 20, "depth {depth}");
+        // One server busy back to back: 20 requests of 10 ns.
+        assert_eq!(info.end_ns, 200, "depth {depth}");
+    }
+}
+
+#[test]
+fn a_closed_loop_whose_every_request_is_refused_ends() {
+    let refuse: Vec<u64> = (0..10).map(|i| i * 4096).collect();
+    let device = RefusingDevice::new(10, 4, &refuse);
+    let (done, info) = run_refusing(
+        device,
+        numbered(10, 0),
+        Pacing::Open,
+        count(Replay::Closed { depth: 2 }),
+    )
+    .unwrap();
+    assert!(done.is_empty());
+    assert_eq!(info.refused_requests, 10);
+    assert_eq!(info.requests_issued, 0);
+    assert_eq!(info.end_ns, 0);
+}
+
+#[test]
+fn as_fast_as_possible_goes_on_past_refused_requests() {
+    let device = RefusingDevice::new(10, 2, &[0, 5 * 4096, 9 * 4096]);
+    let (done, info) = run_refusing(
+        device,
+        numbered(10, 1_000_000),
+        Pacing::Open,
+        count(Replay::AsFastAsPossible),
+    )
+    .unwrap();
+    assert_eq!(offsets(&done), [1, 2, 3, 4, 6, 7, 8]);
+    assert_eq!(info.refused_requests, 3);
+    // The queue is kept full from the start: seven requests back to back.
+    assert_eq!(info.end_ns, 70);
+    assert!(done
+        .iter()
+        .all(|c| c.request.arrival.0 <= c.service_start.0));
+}
+
+#[test]
+fn only_the_first_refused_requests_are_described() {
+    let refuse: Vec<u64> = (0..25).map(|i| i * 4096).collect();
+    let device = RefusingDevice::new(10, 4, &refuse);
+    let (done, info) = run_refusing(
+        device,
+        numbered(30, 100),
+        Pacing::Open,
+        count(Replay::Open { time_scale: 1.0 }),
+    )
+    .unwrap();
+    assert_eq!(done.len(), 5);
+    assert_eq!(info.refused_requests, 25);
+    assert_eq!(info.first_refused.len(), REFUSED_KEPT);
+    let positions: Vec<&str> = info
+        .first_refused
+        .iter()
+        .map(|r| r.position.as_str())
+        .collect();
+    let expected: Vec<String> = (1..=REFUSED_KEPT).map(|l| format!("line {l}")).collect();
+    assert_eq!(positions, expected);
+}
+
+#[test]
+fn counting_refused_requests_leaves_out_of_range_to_its_own_policy() {
+    // A request past the end still stops the run under Count unless --wrap folds it.
+    let device = RefusingDevice::new(10, 4, &[]);
+    let recs = vec![record(0, 0, 1), record(1, (1 << 30) + 4096, 2)];
+    let err = run_refusing(
+        device,
+        recs,
+        Pacing::Open,
+        count(Replay::Open { time_scale: 1.0 }),
+    )
+    .unwrap_err();
+    assert!(err.contains("line 2") && err.contains("--wrap"), "{err}");
+    assert!(!err.contains("--on-refused"), "{err}");
 }

@@ -17,7 +17,7 @@
 //! Planes of a die share the die's timeline (no multi-plane commands yet).
 
 use crate::divisor::Divisor;
-use crate::timeline::{Cursor, Timeline};
+use crate::timeline::Timeline;
 use crate::{Geometry, Ppa, Timing};
 use storsim_core::{SimDuration, SimTime};
 
@@ -49,10 +49,9 @@ pub struct Scheduler {
     /// tR and tPROG in ns by page level, as in [`Timing::read_of`] and [`Timing::program_of`].
     read_ns: [u64; 3],
     program_ns: [u64; 3],
+    /// Per channel, its dies' reservations; a die is its channel's stream number
+    /// `die mod dies per channel`.
     channels: Vec<Timeline>,
-    /// Per die, where its last reservation went on its channel: its next one lands at or after
-    /// it (a die runs its operations in order), so the search starts there.
-    cursors: Vec<Cursor>,
     /// The driver's present: channel reservations that ended by then can be forgotten.
     horizon: u64,
     die_free_at: Vec<u64>,
@@ -74,8 +73,7 @@ impl Scheduler {
             levels: Divisor::new(timing.cell.bits()),
             read_ns: timing.read.map(|t| t.as_ns()),
             program_ns: timing.program.map(|t| t.as_ns()),
-            channels: vec![Timeline::default(); geometry.channels as usize],
-            cursors: vec![Cursor::default(); geometry.dies() as usize],
+            channels: vec![Timeline::new(dies_per_channel as usize); geometry.channels as usize],
             horizon: 0,
             die_free_at: vec![0; geometry.dies() as usize],
             channel_busy_ns: vec![0; geometry.channels as usize],
@@ -120,21 +118,21 @@ impl Scheduler {
         let xfer = self.transfer.as_ns();
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
         let horizon = self.horizon;
+        let lane = self.lane(die);
         let channel = &mut self.channels[ch];
-        let cursor = &mut self.cursors[die];
         let (die_start, finish, channel_ns) = match kind {
             FlashOpKind::Read => {
-                let c = channel.reserve(t0, cmd, horizon, cursor);
+                let c = channel.reserve(lane, t0, cmd, horizon);
                 let ready = c + cmd + read_ns;
-                let out = channel.reserve(ready, cmd + xfer, horizon, cursor);
+                let out = channel.reserve(lane, ready, cmd + xfer, horizon);
                 (c, out + cmd + xfer, 2 * cmd + xfer)
             }
             FlashOpKind::Program => {
-                let c = channel.reserve(t0, cmd + xfer, horizon, cursor);
+                let c = channel.reserve(lane, t0, cmd + xfer, horizon);
                 (c, c + cmd + xfer + program_ns, cmd + xfer)
             }
             FlashOpKind::Erase => {
-                let c = channel.reserve(t0, cmd, horizon, cursor);
+                let c = channel.reserve(lane, t0, cmd, horizon);
                 (c, c + cmd + self.timing.erase.as_ns(), cmd)
             }
             FlashOpKind::CopyBack => unreachable!("handled above"),
@@ -171,7 +169,8 @@ impl Scheduler {
         let array = self.read_ns[self.level(from_page)] + self.program_ns[self.level(to_page)];
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
         let horizon = self.horizon;
-        let c = self.channels[ch].reserve(t0, 2 * cmd, horizon, &mut self.cursors[die]);
+        let lane = self.lane(die);
+        let c = self.channels[ch].reserve(lane, t0, 2 * cmd, horizon);
         let finish = c + 2 * cmd + array;
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - c;
@@ -186,6 +185,12 @@ impl Scheduler {
         let ch = self.dies_per_channel.quotient(die);
         let page = self.pages_per_block.remainder(ppa.0);
         (die as usize, ch as usize, page as usize)
+    }
+
+    /// A die's stream number on its channel's timeline.
+    #[inline]
+    fn lane(&self, die: usize) -> usize {
+        self.dies_per_channel.remainder(die as u32) as usize
     }
 
     /// The level of page `page` of a block, as [`Timing`] defines it.
@@ -385,10 +390,14 @@ mod tests {
         }
         // Reads of one die: each leaves a command and, tR later, its data out, apart.
         assert!(s.channels[0].len() <= 20_000);
-        // Once time has passed them, the next reservation on the channel forgets them all.
+        // Once time has passed them, reservations on the channel forget them all (now and
+        // then: pruning is only about memory).
         let last_end = s.channels[0].last_end().unwrap();
-        s.prune(SimTime(last_end));
-        s.schedule(FlashOpKind::Erase, page_on_die(&g, 0), SimTime(last_end));
-        assert_eq!(s.channels[0].len(), 1);
+        let mut now = SimTime(last_end);
+        for _ in 0..1000 {
+            s.prune(now);
+            now = s.schedule(FlashOpKind::Erase, page_on_die(&g, 0), now);
+        }
+        assert!(s.channels[0].len() <= 256, "{}", s.channels[0].len());
     }
 }

@@ -518,10 +518,32 @@ impl HddDevice {
             self.touch(seg);
             let start = self.mech_ready(t0 + per_req + ns(miss_ovh));
             let mut c = Cursor::new(start, self.head);
-            for b in media_from..end {
-                let p = self.pbn(b);
-                avail.push(c.transfer(&self.mech, p, false, 0.0, 0.0));
-                self.segs[seg].end = b + 1;
+            if self.p.cache.immediate_read {
+                // Zero-latency reads (DiskSim's immediate buffer read): on each track the heads
+                // take the request's sectors in the order they pass under them, from the first
+                // sector boundary after they arrive, so a block may be in the buffer before
+                // the ones ahead of it. The bus still sends them in order.
+                let mut b = media_from;
+                while b < end {
+                    let first = self.pbn(b);
+                    let mut sectors = vec![first];
+                    while b + (sectors.len() as u64) < end {
+                        let p = self.pbn(b + sectors.len() as u64);
+                        if (p.cylinder, p.head) != (first.cylinder, first.head) {
+                            break;
+                        }
+                        sectors.push(p);
+                    }
+                    avail.extend(c.read_any_order(&self.mech, &sectors));
+                    b += sectors.len() as u64;
+                }
+                self.segs[seg].end = end;
+            } else {
+                for b in media_from..end {
+                    let p = self.pbn(b);
+                    avail.push(c.transfer(&self.mech, p, false, 0.0, 0.0));
+                    self.segs[seg].end = b + 1;
+                }
             }
             let size = u64::from(self.p.cache.segment_sectors);
             if self.segs[seg].end - self.segs[seg].start > size {
@@ -535,8 +557,12 @@ impl HddDevice {
             if partial.is_some() {
                 connect = t0 + per_req + ns(hit_ovh) + ns(o.data_preparation_ns);
             } else {
+                // The watermark is reached when the first `w` blocks are all in the buffer,
+                // which with zero-latency reads is not always when the w-th arrives.
                 let w = self.watermark(n) as usize;
-                let ready = avail[w - 1].max(t0 + per_req + ns(miss_ovh) + ns(disc_ovh));
+                let ready = avail[..w]
+                    .iter()
+                    .fold(t0 + per_req + ns(miss_ovh) + ns(disc_ovh), |a, &b| a.max(b));
                 connect = ready + ns(o.first_reselect_ns) + ns(o.data_preparation_ns);
             }
             if cache_on {

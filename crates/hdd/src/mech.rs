@@ -113,19 +113,16 @@ impl Cursor {
             .last
             .is_some_and(|l| l.cylinder == p.cylinder && l.head == p.head && p.sector > l.sector);
         if !continuing {
-            let mut move_ns = mech.reposition_ns(self.position(), (p.cylinder, p.head), write);
-            if min_seek_ns > move_ns {
-                move_ns = min_seek_ns;
-            }
-            if self.cylinder != p.cylinder {
-                self.seeks += 1;
-                self.seek_cylinders += u64::from(self.cylinder.abs_diff(p.cylinder));
-            }
-            self.t_ns += move_ns;
-            self.cylinder = p.cylinder;
-            self.head = p.head;
+            self.move_to(mech, p, write, min_seek_ns);
         }
-        self.t_ns += mech.latency_ns(self.t_ns, p);
+        // The sector right after the one just transferred starts the instant that one ends:
+        // re-deriving the wait from the accumulated time could find its start a rounding error
+        // in the past and charge a whole revolution, which DiskSim, stepping from sector to
+        // sector by one sector time, never does.
+        let adjacent = continuing && self.last.is_some_and(|l| p.sector == l.sector + 1);
+        if !adjacent {
+            self.t_ns += mech.latency_ns(self.t_ns, p);
+        }
         if self.t_ns < ready_ns {
             let turns = ((ready_ns - self.t_ns) / mech.period_ns).ceil();
             self.t_ns += turns * mech.period_ns;
@@ -133,5 +130,48 @@ impl Cursor {
         self.t_ns += mech.sector_ns(p.cylinder);
         self.last = Some(p);
         self.t_ns
+    }
+
+    /// Reads `sectors`, all on one track, in whatever order they pass under the heads (a
+    /// zero-latency read): once on the track, the heads take each wanted sector the first
+    /// time its start passes under them, so the track's part of a request is done within one
+    /// revolution of the next sector boundary. Returns when each sector is done, in the order
+    /// given.
+    pub fn read_any_order(&mut self, mech: &Mech, sectors: &[Pbn]) -> Vec<f64> {
+        let Some(&first) = sectors.first() else {
+            return Vec::new();
+        };
+        if self.position() != (first.cylinder, first.head) {
+            self.move_to(mech, first, false, 0.0);
+        }
+        let arrival = self.t_ns;
+        let sector_ns = mech.sector_ns(first.cylinder);
+        let done: Vec<f64> = sectors
+            .iter()
+            .map(|&p| arrival + mech.latency_ns(arrival, p) + sector_ns)
+            .collect();
+        for (&p, &d) in sectors.iter().zip(&done) {
+            if d >= self.t_ns {
+                self.t_ns = d;
+                self.last = Some(p);
+            }
+        }
+        done
+    }
+
+    /// Moves the heads to `p`'s track: the seek or head switch, never shorter than
+    /// `min_seek_ns`.
+    fn move_to(&mut self, mech: &Mech, p: Pbn, write: bool, min_seek_ns: f64) {
+        let mut move_ns = mech.reposition_ns(self.position(), (p.cylinder, p.head), write);
+        if min_seek_ns > move_ns {
+            move_ns = min_seek_ns;
+        }
+        if self.cylinder != p.cylinder {
+            self.seeks += 1;
+            self.seek_cylinders += u64::from(self.cylinder.abs_diff(p.cylinder));
+        }
+        self.t_ns += move_ns;
+        self.cylinder = p.cylinder;
+        self.head = p.head;
     }
 }
