@@ -10,58 +10,24 @@ mod support;
 use storsim_core::{Op, Request};
 use storsim_hdd::layout::Layout;
 use storsim_hdd::*;
-use support::{req, run_one, zone};
+use support::{req, run_one, small_drive, zone};
 
 fn params(read_ahead: ReadAhead) -> HddParams {
-    HddParams {
-        geometry: Geometry {
-            surfaces: 2,
-            cylinders: 20,
-            surface_order: SurfaceOrder::Normal,
-            sparing: SparingScheme::None,
-            sparing_range_cylinders: 1,
-            zones: vec![zone(0, 19, 10, 0, vec![])],
-            block_count: None,
-        },
-        mechanics: Mechanics {
-            rpm: 6000.0,
-            head_switch_ns: 500_000,
-            write_settle_ns: 0,
-            seek: SeekCurve::Extracted {
-                points: vec![(1, 1_000_000), (10, 2_000_000), (19, 3_000_000)],
-            },
-        },
-        overheads: Overheads {
-            read_miss_after_read_ns: 200_000,
-            read_hit_after_read_ns: 50_000,
-            ..Overheads::default()
-        },
-        interface: Interface {
-            read_transfer_ns_per_sector: 10_000,
-            write_transfer_ns_per_sector: 10_000,
-        },
-        cache: CacheParams {
-            enabled: true,
-            segments: 2,
-            segment_sectors: 64,
-            write_segments: 1,
-            dedicated_write_segment: false,
-            read_ahead,
-            min_read_ahead_sectors: 0,
-            // DEC's scheme ignores the maximum read-ahead; the tests read beyond it.
-            max_read_ahead_sectors: 4,
-            read_ahead_on_idle_hit: false,
-            read_hits_on_write_data: true,
-            write_back: WriteBack::Full,
-            combine_sequential_writes: true,
-            read_watermark: 0.0,
-            watermark_by_request_size: true,
-            immediate_read: false,
-        },
-        queue_depth: 1,
-        scheduler: SchedulerKind::Fcfs,
-        power: PowerParams::default(),
-    }
+    let mut p = small_drive();
+    p.overheads.read_miss_after_read_ns = 200_000;
+    p.overheads.read_hit_after_read_ns = 50_000;
+    p.cache = CacheParams {
+        enabled: true,
+        segments: 2,
+        read_ahead,
+        // DEC's scheme ignores the maximum read-ahead; the tests read beyond it.
+        max_read_ahead_sectors: 4,
+        read_hits_on_write_data: true,
+        write_back: WriteBack::Full,
+        combine_sequential_writes: true,
+        ..p.cache
+    };
+    p
 }
 
 fn read(id: u64, lbn: u64, n: u64, t: u64) -> Request {

@@ -2,70 +2,26 @@
 //! hand-computed values: which writes take it, and the buffer threshold it puts on writing
 //! a request's first sector.
 
-// This file builds its own zones; the shared one goes unused here.
+// The shared zone builder goes unused here: the shared drive's zone is the one wanted.
 #[allow(dead_code)]
 mod support;
 use storsim_core::Op;
 use storsim_hdd::*;
-use support::{req, run_one};
+use support::{req, run_one, small_drive};
 
 fn params() -> HddParams {
-    HddParams {
-        geometry: Geometry {
-            surfaces: 2,
-            cylinders: 20,
-            surface_order: SurfaceOrder::Normal,
-            sparing: SparingScheme::None,
-            sparing_range_cylinders: 1,
-            zones: vec![Zone {
-                first_cylinder: 0,
-                last_cylinder: 19,
-                sectors_per_track: 10,
-                first_block_offset_sectors: 0.0,
-                empty_front_sectors: 0,
-                track_skew_sectors: 2.0,
-                cylinder_skew_sectors: 5.0,
-                spares: 0,
-                slips: vec![],
-                defects: vec![],
-            }],
-            block_count: None,
-        },
-        mechanics: Mechanics {
-            // 6000 rpm and 10 sectors a track: a sector passes in 1 ms, a turn takes 10 ms.
-            rpm: 6000.0,
-            head_switch_ns: 500_000,
-            write_settle_ns: 0,
-            seek: SeekCurve::Extracted {
-                points: vec![(1, 1_000_000), (10, 2_000_000), (19, 3_000_000)],
-            },
-        },
-        overheads: Overheads::default(),
-        interface: Interface {
-            read_transfer_ns_per_sector: 10_000,
-            write_transfer_ns_per_sector: 300_000,
-        },
-        cache: CacheParams {
-            enabled: true,
-            segments: 2,
-            segment_sectors: 64,
-            write_segments: 1,
-            dedicated_write_segment: true,
-            read_ahead: ReadAhead::None,
-            min_read_ahead_sectors: 0,
-            max_read_ahead_sectors: 0,
-            read_ahead_on_idle_hit: false,
-            read_hits_on_write_data: true,
-            write_back: WriteBack::None,
-            combine_sequential_writes: true,
-            read_watermark: 0.0,
-            watermark_by_request_size: true,
-            immediate_read: false,
-        },
-        queue_depth: 1,
-        scheduler: SchedulerKind::Fcfs,
-        power: PowerParams::default(),
-    }
+    // 6000 rpm and 10 sectors a track: a sector passes in 1 ms, a turn takes 10 ms.
+    let mut p = small_drive();
+    p.interface.write_transfer_ns_per_sector = 300_000;
+    p.cache = CacheParams {
+        enabled: true,
+        segments: 2,
+        dedicated_write_segment: true,
+        read_hits_on_write_data: true,
+        combine_sequential_writes: true,
+        ..p.cache
+    };
+    p
 }
 
 /// A write of blocks 0..n arriving at 9.5 ms, with no overheads: the heads are on track 0

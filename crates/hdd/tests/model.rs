@@ -1,5 +1,7 @@
 //! Unit and conformance tests of the disk model with hand-computed values.
 
+// This file builds its own drives; the shared small one goes unused here.
+#[allow(dead_code)]
 mod support;
 use storsim_core::{Device, Op, Prng, SimTime};
 use storsim_hdd::layout::{Layout, Pbn, SectorUse};

@@ -3,58 +3,24 @@
 mod support;
 use storsim_core::Op;
 use storsim_hdd::*;
-use support::{req, run_one, zone};
+use support::{req, run_one, small_drive, zone};
 
 /// The IBM 18ES's rotation and track length: 7200 rpm (a revolution of 8 333 333 1/3 ns) and
 /// 374 sectors a track, neither of which floating point holds exactly.
 fn params() -> HddParams {
-    HddParams {
-        geometry: Geometry {
-            surfaces: 1,
-            cylinders: 4,
-            surface_order: SurfaceOrder::Normal,
-            sparing: SparingScheme::None,
-            sparing_range_cylinders: 1,
-            zones: vec![zone(0, 3, 374, 0, vec![])],
-            block_count: None,
-        },
-        mechanics: Mechanics {
-            rpm: 7200.0,
-            head_switch_ns: 500_000,
-            write_settle_ns: 0,
-            seek: SeekCurve::Extracted {
-                points: vec![(1, 1_000_000), (3, 2_000_000)],
-            },
-        },
-        overheads: Overheads {
-            read_miss_after_read_ns: 200_000,
-            ..Overheads::default()
-        },
-        interface: Interface {
-            read_transfer_ns_per_sector: 0,
-            write_transfer_ns_per_sector: 0,
-        },
-        cache: CacheParams {
-            enabled: false,
-            segments: 1,
-            segment_sectors: 512,
-            write_segments: 1,
-            dedicated_write_segment: false,
-            read_ahead: ReadAhead::None,
-            min_read_ahead_sectors: 0,
-            max_read_ahead_sectors: 0,
-            read_ahead_on_idle_hit: false,
-            read_hits_on_write_data: false,
-            write_back: WriteBack::None,
-            combine_sequential_writes: false,
-            read_watermark: 0.0,
-            watermark_by_request_size: true,
-            immediate_read: false,
-        },
-        queue_depth: 1,
-        scheduler: SchedulerKind::Fcfs,
-        power: PowerParams::default(),
-    }
+    let mut p = small_drive();
+    p.geometry.surfaces = 1;
+    p.geometry.cylinders = 4;
+    p.geometry.zones = vec![zone(0, 3, 374, 0, vec![])];
+    p.mechanics.rpm = 7200.0;
+    p.mechanics.seek = SeekCurve::Extracted {
+        points: vec![(1, 1_000_000), (3, 2_000_000)],
+    };
+    p.overheads.read_miss_after_read_ns = 200_000;
+    p.interface.read_transfer_ns_per_sector = 0;
+    p.interface.write_transfer_ns_per_sector = 0;
+    p.cache.segment_sectors = 512;
+    p
 }
 
 /// A read of track 0, all 374 sectors, arriving 458.3 s into a run. The mechanism starts

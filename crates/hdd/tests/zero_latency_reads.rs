@@ -12,57 +12,15 @@
 mod support;
 use storsim_core::Op;
 use storsim_hdd::*;
-use support::{req, run_one, zone};
+use support::{req, run_one, small_drive, zone};
 
 fn params(immediate_read: bool) -> HddParams {
-    HddParams {
-        geometry: Geometry {
-            surfaces: 2,
-            cylinders: 20,
-            surface_order: SurfaceOrder::Normal,
-            sparing: SparingScheme::None,
-            sparing_range_cylinders: 1,
-            zones: vec![zone(0, 19, 8, 0, vec![])],
-            block_count: None,
-        },
-        mechanics: Mechanics {
-            rpm: 6000.0,
-            head_switch_ns: 500_000,
-            write_settle_ns: 0,
-            seek: SeekCurve::Extracted {
-                points: vec![(1, 1_000_000), (10, 2_000_000), (19, 3_000_000)],
-            },
-        },
-        overheads: Overheads {
-            read_miss_after_read_ns: 200_000,
-            read_hit_after_read_ns: 50_000,
-            ..Overheads::default()
-        },
-        interface: Interface {
-            read_transfer_ns_per_sector: 10_000,
-            write_transfer_ns_per_sector: 10_000,
-        },
-        cache: CacheParams {
-            enabled: false,
-            segments: 1,
-            segment_sectors: 64,
-            write_segments: 1,
-            dedicated_write_segment: false,
-            read_ahead: ReadAhead::None,
-            min_read_ahead_sectors: 0,
-            max_read_ahead_sectors: 0,
-            read_ahead_on_idle_hit: false,
-            read_hits_on_write_data: false,
-            write_back: WriteBack::None,
-            combine_sequential_writes: false,
-            read_watermark: 0.0,
-            watermark_by_request_size: true,
-            immediate_read,
-        },
-        queue_depth: 1,
-        scheduler: SchedulerKind::Fcfs,
-        power: PowerParams::default(),
-    }
+    let mut p = small_drive();
+    p.geometry.zones = vec![zone(0, 19, 8, 0, vec![])];
+    p.overheads.read_miss_after_read_ns = 200_000;
+    p.overheads.read_hit_after_read_ns = 50_000;
+    p.cache.immediate_read = immediate_read;
+    p
 }
 
 /// Arrival of every request below: the mechanism starts 200 us later, at 5 ms, at the start
