@@ -226,6 +226,50 @@ struct PowerSection {
     spin_up_mj: f64,
 }
 
+/// `Type { field: src.field, ... }` for the named fields, then any others given: the TOML
+/// sections mirror the model's parameter structs field for field, and each conversion below
+/// lists the shared fields once for both directions.
+macro_rules! same_fields {
+    ($ty:ident from $src:ident { $($field:ident),* $(,)? } $($rest:tt)*) => {
+        $ty { $($field: $src.$field,)* $($rest)* }
+    };
+}
+
+/// Command overheads, both ways; the caller adds `extra_write_disconnect`.
+macro_rules! overheads {
+    ($ty:ident from $src:ident, $($rest:tt)*) => {
+        same_fields!($ty from $src {
+            per_request_ns, read_hit_after_read_ns, read_hit_after_write_ns,
+            read_miss_after_read_ns, read_miss_after_write_ns, write_hit_after_read_ns,
+            write_hit_after_write_ns, write_miss_after_read_ns, write_miss_after_write_ns,
+            read_completion_ns, write_completion_ns, data_preparation_ns, first_reselect_ns,
+            other_reselect_ns, read_disconnect_after_read_ns, read_disconnect_after_write_ns,
+            write_disconnect_ns, minimum_seek_ns,
+        } $($rest)*)
+    };
+}
+
+/// The extra write disconnect, both ways.
+macro_rules! extra_disconnect {
+    ($ty:ident from $src:ident) => {
+        same_fields!($ty from $src {
+            command_ns, disconnect_ns, inter_disconnect_ns, second_disconnect_ns, seek_delta_ns,
+        })
+    };
+}
+
+/// The cache, both ways; the caller adds the two enums, `read_ahead` and `write_back`.
+macro_rules! cache {
+    ($ty:ident from $src:ident, $($rest:tt)*) => {
+        same_fields!($ty from $src {
+            enabled, segments, segment_sectors, write_segments, dedicated_write_segment,
+            min_read_ahead_sectors, max_read_ahead_sectors, read_ahead_on_idle_hit,
+            read_hits_on_write_data, combine_sequential_writes, read_watermark,
+            watermark_by_request_size, immediate_read,
+        } $($rest)*)
+    };
+}
+
 fn hpl_to(h: &HplCurve) -> HplSection {
     HplSection {
         boundary_cylinders: h.boundary_cylinders,
@@ -335,45 +379,17 @@ pub(crate) fn to_section(p: &HddParams) -> HddSection {
                 },
             },
         },
-        overheads: Overheads2 {
-            per_request_ns: o.per_request_ns,
-            read_hit_after_read_ns: o.read_hit_after_read_ns,
-            read_hit_after_write_ns: o.read_hit_after_write_ns,
-            read_miss_after_read_ns: o.read_miss_after_read_ns,
-            read_miss_after_write_ns: o.read_miss_after_write_ns,
-            write_hit_after_read_ns: o.write_hit_after_read_ns,
-            write_hit_after_write_ns: o.write_hit_after_write_ns,
-            write_miss_after_read_ns: o.write_miss_after_read_ns,
-            write_miss_after_write_ns: o.write_miss_after_write_ns,
-            read_completion_ns: o.read_completion_ns,
-            write_completion_ns: o.write_completion_ns,
-            data_preparation_ns: o.data_preparation_ns,
-            first_reselect_ns: o.first_reselect_ns,
-            other_reselect_ns: o.other_reselect_ns,
-            read_disconnect_after_read_ns: o.read_disconnect_after_read_ns,
-            read_disconnect_after_write_ns: o.read_disconnect_after_write_ns,
-            write_disconnect_ns: o.write_disconnect_ns,
-            minimum_seek_ns: o.minimum_seek_ns,
-            extra_write_disconnect: o.extra_write_disconnect.as_ref().map(|x| {
-                ExtraDisconnectSection {
-                    command_ns: x.command_ns,
-                    disconnect_ns: x.disconnect_ns,
-                    inter_disconnect_ns: x.inter_disconnect_ns,
-                    second_disconnect_ns: x.second_disconnect_ns,
-                    seek_delta_ns: x.seek_delta_ns,
-                }
-            }),
-        },
+        overheads: overheads!(Overheads2 from o,
+            extra_write_disconnect: o
+                .extra_write_disconnect
+                .as_ref()
+                .map(|x| extra_disconnect!(ExtraDisconnectSection from x)),
+        ),
         interface: InterfaceSection {
             read_transfer_ns_per_sector: p.interface.read_transfer_ns_per_sector,
             write_transfer_ns_per_sector: p.interface.write_transfer_ns_per_sector,
         },
-        cache: CacheSection {
-            enabled: c.enabled,
-            segments: c.segments,
-            segment_sectors: c.segment_sectors,
-            write_segments: c.write_segments,
-            dedicated_write_segment: c.dedicated_write_segment,
+        cache: cache!(CacheSection from c,
             read_ahead: match c.read_ahead {
                 ReadAhead::None => ReadAheadName::None,
                 ReadAhead::TrackEnd => ReadAheadName::TrackEnd,
@@ -381,20 +397,12 @@ pub(crate) fn to_section(p: &HddParams) -> HddSection {
                 ReadAhead::SegmentEnd => ReadAheadName::SegmentEnd,
                 ReadAhead::DecTracks => ReadAheadName::DecTracks,
             },
-            min_read_ahead_sectors: c.min_read_ahead_sectors,
-            max_read_ahead_sectors: c.max_read_ahead_sectors,
-            read_ahead_on_idle_hit: c.read_ahead_on_idle_hit,
-            read_hits_on_write_data: c.read_hits_on_write_data,
             write_back: match c.write_back {
                 WriteBack::None => WriteBackName::None,
                 WriteBack::Limited => WriteBackName::Limited,
                 WriteBack::Full => WriteBackName::Full,
             },
-            combine_sequential_writes: c.combine_sequential_writes,
-            read_watermark: c.read_watermark,
-            watermark_by_request_size: c.watermark_by_request_size,
-            immediate_read: c.immediate_read,
-        },
+        ),
         power: PowerSection {
             active_mw: p.power.active_mw,
             idle_mw: p.power.idle_mw,
@@ -504,45 +512,17 @@ pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, Conf
             write_settle_ns: s.mechanics.write_settle_ns,
             seek,
         },
-        overheads: Overheads {
-            per_request_ns: o.per_request_ns,
-            read_hit_after_read_ns: o.read_hit_after_read_ns,
-            read_hit_after_write_ns: o.read_hit_after_write_ns,
-            read_miss_after_read_ns: o.read_miss_after_read_ns,
-            read_miss_after_write_ns: o.read_miss_after_write_ns,
-            write_hit_after_read_ns: o.write_hit_after_read_ns,
-            write_hit_after_write_ns: o.write_hit_after_write_ns,
-            write_miss_after_read_ns: o.write_miss_after_read_ns,
-            write_miss_after_write_ns: o.write_miss_after_write_ns,
-            read_completion_ns: o.read_completion_ns,
-            write_completion_ns: o.write_completion_ns,
-            data_preparation_ns: o.data_preparation_ns,
-            first_reselect_ns: o.first_reselect_ns,
-            other_reselect_ns: o.other_reselect_ns,
-            read_disconnect_after_read_ns: o.read_disconnect_after_read_ns,
-            read_disconnect_after_write_ns: o.read_disconnect_after_write_ns,
-            write_disconnect_ns: o.write_disconnect_ns,
-            minimum_seek_ns: o.minimum_seek_ns,
-            extra_write_disconnect: o.extra_write_disconnect.as_ref().map(|x| {
-                ExtraWriteDisconnect {
-                    command_ns: x.command_ns,
-                    disconnect_ns: x.disconnect_ns,
-                    inter_disconnect_ns: x.inter_disconnect_ns,
-                    second_disconnect_ns: x.second_disconnect_ns,
-                    seek_delta_ns: x.seek_delta_ns,
-                }
-            }),
-        },
+        overheads: overheads!(Overheads from o,
+            extra_write_disconnect: o
+                .extra_write_disconnect
+                .as_ref()
+                .map(|x| extra_disconnect!(ExtraWriteDisconnect from x)),
+        ),
         interface: Interface {
             read_transfer_ns_per_sector: s.interface.read_transfer_ns_per_sector,
             write_transfer_ns_per_sector: s.interface.write_transfer_ns_per_sector,
         },
-        cache: CacheParams {
-            enabled: c.enabled,
-            segments: c.segments,
-            segment_sectors: c.segment_sectors,
-            write_segments: c.write_segments,
-            dedicated_write_segment: c.dedicated_write_segment,
+        cache: cache!(CacheParams from c,
             read_ahead: match c.read_ahead {
                 ReadAheadName::None => ReadAhead::None,
                 ReadAheadName::TrackEnd => ReadAhead::TrackEnd,
@@ -550,20 +530,12 @@ pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, Conf
                 ReadAheadName::SegmentEnd => ReadAhead::SegmentEnd,
                 ReadAheadName::DecTracks => ReadAhead::DecTracks,
             },
-            min_read_ahead_sectors: c.min_read_ahead_sectors,
-            max_read_ahead_sectors: c.max_read_ahead_sectors,
-            read_ahead_on_idle_hit: c.read_ahead_on_idle_hit,
-            read_hits_on_write_data: c.read_hits_on_write_data,
             write_back: match c.write_back {
                 WriteBackName::None => WriteBack::None,
                 WriteBackName::Limited => WriteBack::Limited,
                 WriteBackName::Full => WriteBack::Full,
             },
-            combine_sequential_writes: c.combine_sequential_writes,
-            read_watermark: c.read_watermark,
-            watermark_by_request_size: c.watermark_by_request_size,
-            immediate_read: c.immediate_read,
-        },
+        ),
         queue_depth: s.queue_depth,
         scheduler: match s.scheduler {
             SchedulerName::Fcfs => SchedulerKind::Fcfs,
