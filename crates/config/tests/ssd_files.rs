@@ -3,7 +3,7 @@
 
 use storsim_config::{load_device, parse_device_toml, presets, ConfigError, DeviceSpec};
 use storsim_core::{Device, DeviceError, Op, Prng, Request, SimDuration, SimTime};
-use storsim_flash::CellType;
+use storsim_flash::{CellType, MultiPlane};
 use storsim_ftl::gc::GcPolicy;
 use storsim_ftl::{fast, page, FtlConfig};
 use storsim_ssd::{Precondition, SsdParams, WriteBuffer};
@@ -1275,4 +1275,21 @@ fn copy_back_is_a_device_key() {
     assert!(!parse("preset = \"bench2g\"\n").copyback);
     assert!(parse("preset = \"bench2g\"\n[ssd]\ncopyback = true\n").copyback);
     assert!(!parse("preset = \"flashsim-2009\"\n[ssd]\ncopyback = false\n").copyback);
+}
+
+#[test]
+fn multi_plane_is_a_device_key() {
+    assert_eq!(parse("preset = \"bench2g\"\n").multi_plane, MultiPlane::Off);
+    for (value, rule) in [
+        ("off", MultiPlane::Off),
+        ("same-page", MultiPlane::SamePage),
+        ("any-page", MultiPlane::AnyPage),
+    ] {
+        let text = format!("preset = \"bench2g\"\n[ssd]\nmulti_plane = \"{value}\"\n");
+        assert_eq!(parse(&text).multi_plane, rule, "{value}");
+    }
+    let text = "preset = \"bench2g\"\n[ssd]\nmulti_plane = \"yes\"\n";
+    let msg = parse_device_toml(text, "bad.toml").unwrap_err().to_string();
+    assert!(msg.contains("bad.toml") && msg.contains("line 3"), "{msg}");
+    assert!(msg.contains("same-page"), "{msg}");
 }

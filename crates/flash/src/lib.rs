@@ -13,5 +13,5 @@ mod timing;
 pub use divisor::Divisor;
 pub use geometry::{BlockId, Geometry, GeometryError, Ppa};
 pub use nand::{NandArray, NandError};
-pub use scheduler::{FlashOpKind, Scheduler, Utilisation};
+pub use scheduler::{FlashOpKind, MultiPlane, Scheduler, Utilisation};
 pub use timing::{CellType, Timing};

@@ -14,7 +14,12 @@
 //! order operations are scheduled. Times are reserved when an operation is scheduled, so the
 //! finish of every operation is known at once and nothing is simulated twice.
 //!
-//! Planes of a die share the die's timeline (no multi-plane commands yet).
+//! Planes of a die share the die's timeline: one operation at a time, unless several are
+//! issued as one multi-plane command ([`Scheduler::schedule_multi_plane`]). Such a command
+//! carries each plane's command and data on the channel back to back and runs the array work
+//! of all its planes at once, so `n` pages cost one tR or tPROG (the slowest of their page
+//! levels) or one tBERS instead of `n`. Whether pages may join is [`MultiPlane`]'s rule:
+//! NAND parts commonly require the same page address in every plane.
 
 use crate::divisor::Divisor;
 use crate::timeline::Timeline;
@@ -27,6 +32,20 @@ pub enum FlashOpKind {
     Program,
     Erase,
     CopyBack,
+}
+
+/// Which operations of one die may run as a multi-plane command: same kind (read, program
+/// or erase), one per plane, at most one per plane of the die.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MultiPlane {
+    /// Every operation runs alone.
+    #[default]
+    Off,
+    /// Reads and programs must address the same page within their blocks in every plane
+    /// (the common NAND restriction); erases may name any block of each plane.
+    SamePage,
+    /// Any page of each plane (NAND with independent plane addressing).
+    AnyPage,
 }
 
 /// Busy fractions over a span of time.
@@ -58,6 +77,7 @@ pub struct Scheduler {
     channel_busy_ns: Vec<u64>,
     die_busy_ns: Vec<u64>,
     transfer: SimDuration,
+    multi_plane: MultiPlane,
 }
 
 impl Scheduler {
@@ -81,7 +101,47 @@ impl Scheduler {
             geometry,
             timing,
             transfer,
+            multi_plane: MultiPlane::Off,
         }
+    }
+
+    /// The same scheduler, allowing multi-plane commands by `rule`.
+    pub fn with_multi_plane(mut self, rule: MultiPlane) -> Self {
+        self.multi_plane = rule;
+        self
+    }
+
+    /// Whether multi-plane commands are possible at all: a rule other than off, and more than
+    /// one plane per die.
+    pub fn multi_plane_possible(&self) -> bool {
+        self.multi_plane != MultiPlane::Off && self.geometry.planes_per_die > 1
+    }
+
+    /// The die (numbered across the device) that `ppa` is on.
+    #[inline]
+    pub fn die_of(&self, ppa: Ppa) -> u32 {
+        self.pages_per_die.quotient(ppa.0)
+    }
+
+    /// Whether `a` and `b`, operations of kind `kind`, may be parts of one multi-plane
+    /// command: same die, different planes, and the page rule of [`MultiPlane`].
+    pub fn multi_plane_compatible(&self, kind: FlashOpKind, a: Ppa, b: Ppa) -> bool {
+        let g = &self.geometry;
+        let (block_a, block_b) = (g.block_of(a), g.block_of(b));
+        let pages_agree = match (self.multi_plane, kind) {
+            (MultiPlane::Off, _) | (_, FlashOpKind::CopyBack) => return false,
+            (MultiPlane::SamePage, FlashOpKind::Read | FlashOpKind::Program) => {
+                g.page_in_block(a) == g.page_in_block(b)
+            }
+            (MultiPlane::SamePage, FlashOpKind::Erase) | (MultiPlane::AnyPage, _) => true,
+        };
+        pages_agree
+            && g.die_of(block_a) == g.die_of(block_b)
+            && g.plane_of(block_a) != g.plane_of(block_b)
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geometry
     }
 
     pub fn timing(&self) -> &Timing {
@@ -176,6 +236,68 @@ impl Scheduler {
         self.die_busy_ns[die] += finish - c;
         self.channel_busy_ns[ch] += 2 * cmd;
         (SimTime(finish), SimDuration(finish - c))
+    }
+
+    /// Places one multi-plane command of kind `kind` over `ppas` (two or more pages, pairwise
+    /// [`Scheduler::multi_plane_compatible`]) no earlier than `earliest`. The channel carries
+    /// every plane's command (and data) back to back; the array work is the slowest plane's.
+    /// Returns when the command finishes (every page at once) and how long it holds the die.
+    pub fn schedule_multi_plane(
+        &mut self,
+        kind: FlashOpKind,
+        ppas: &[Ppa],
+        earliest: SimTime,
+    ) -> (SimTime, SimDuration) {
+        assert!(
+            ppas.len() >= 2 && ppas.len() <= self.geometry.planes_per_die as usize,
+            "a multi-plane command spans 2..=planes per die pages, got {}",
+            ppas.len()
+        );
+        for (i, &a) in ppas.iter().enumerate() {
+            for &b in &ppas[i + 1..] {
+                assert!(
+                    self.multi_plane_compatible(kind, a, b),
+                    "{a:?} and {b:?} cannot share a multi-plane {kind:?} under {:?}",
+                    self.multi_plane
+                );
+            }
+        }
+        let n = ppas.len() as u64;
+        let (die, ch, _) = self.locate(ppas[0]);
+        let slowest = |times: &[u64; 3]| {
+            ppas.iter()
+                .map(|&p| times[self.level(self.locate(p).2)])
+                .max()
+                .expect("at least two pages")
+        };
+        let (read_ns, program_ns) = (slowest(&self.read_ns), slowest(&self.program_ns));
+        let cmd = self.timing.command.as_ns();
+        let xfer = self.transfer.as_ns();
+        let t0 = earliest.as_ns().max(self.die_free_at[die]);
+        let horizon = self.horizon;
+        let lane = self.lane(die);
+        let channel = &mut self.channels[ch];
+        let (die_start, finish, channel_ns) = match kind {
+            FlashOpKind::Read => {
+                let c = channel.reserve(lane, t0, n * cmd, horizon);
+                let ready = c + n * cmd + read_ns;
+                let out = channel.reserve(lane, ready, n * (cmd + xfer), horizon);
+                (c, out + n * (cmd + xfer), n * (2 * cmd + xfer))
+            }
+            FlashOpKind::Program => {
+                let c = channel.reserve(lane, t0, n * (cmd + xfer), horizon);
+                (c, c + n * (cmd + xfer) + program_ns, n * (cmd + xfer))
+            }
+            FlashOpKind::Erase => {
+                let c = channel.reserve(lane, t0, n * cmd, horizon);
+                (c, c + n * cmd + self.timing.erase.as_ns(), n * cmd)
+            }
+            FlashOpKind::CopyBack => unreachable!("copy-backs are never multi-plane"),
+        };
+        self.die_free_at[die] = finish;
+        self.die_busy_ns[die] += finish - die_start;
+        self.channel_busy_ns[ch] += channel_ns;
+        (SimTime(finish), SimDuration(finish - die_start))
     }
 
     /// The die, the channel and the page in its block of `ppa`, as indices.
@@ -371,6 +493,88 @@ mod tests {
                 r.as_ns() + 100 + 1_000 + t.program_of(page).as_ns()
             );
         }
+    }
+
+    /// One channel, one die of two planes (blocks 0..4 in plane 0, 4..8 in plane 1), with the
+    /// same times as [`setup`].
+    fn two_planes(rule: MultiPlane) -> (Geometry, Scheduler) {
+        let (one_plane, s) = setup(1, 1);
+        let g = Geometry {
+            planes_per_die: 2,
+            ..one_plane
+        };
+        (
+            g,
+            Scheduler::new(g, s.timing.clone()).with_multi_plane(rule),
+        )
+    }
+
+    #[test]
+    fn multi_plane_program_pays_one_tprog() {
+        let (g, mut s) = two_planes(MultiPlane::SamePage);
+        let pages = [g.ppa(BlockId(0), 1), g.ppa(BlockId(5), 1)];
+        let (f, busy) = s.schedule_multi_plane(FlashOpKind::Program, &pages, SimTime(0));
+        // Both planes' command + data in back to back, then one tPROG.
+        assert_eq!(f.as_ns(), 2 * (100 + 1_000) + 20_000);
+        assert_eq!(busy, SimDuration(f.as_ns()));
+        // Alone, the two programs take two tPROGs on the die.
+        let (_, mut alone) = two_planes(MultiPlane::Off);
+        alone.schedule(FlashOpKind::Program, pages[0], SimTime(0));
+        let second = alone.schedule(FlashOpKind::Program, pages[1], SimTime(0));
+        assert_eq!(second.as_ns(), 2 * (100 + 1_000 + 20_000));
+        let u = s.utilisation(SimDuration(f.as_ns()));
+        assert!((u.channel[0] - 2_200.0 / f.as_ns() as f64).abs() < 1e-12);
+    }
+
+    #[test]
+    fn multi_plane_read_and_erase_by_hand() {
+        let (g, mut s) = two_planes(MultiPlane::SamePage);
+        let pages = [g.ppa(BlockId(1), 3), g.ppa(BlockId(4), 3)];
+        let (r, _) = s.schedule_multi_plane(FlashOpKind::Read, &pages, SimTime(0));
+        // Two commands, one tR, then each plane's command and data out.
+        assert_eq!(r.as_ns(), 2 * 100 + 5_000 + 2 * (100 + 1_000));
+        // Erases may name different pages (any block of each plane); the die waits for the read.
+        let blocks = [g.ppa(BlockId(2), 0), g.ppa(BlockId(7), 3)];
+        let (e, busy) = s.schedule_multi_plane(FlashOpKind::Erase, &blocks, SimTime(0));
+        assert_eq!(e.as_ns(), r.as_ns() + 2 * 100 + 100_000);
+        assert_eq!(busy.as_ns(), 2 * 100 + 100_000);
+    }
+
+    #[test]
+    fn multi_plane_rules() {
+        let (g, same) = two_planes(MultiPlane::SamePage);
+        let (_, any) = two_planes(MultiPlane::AnyPage);
+        let (_, off) = two_planes(MultiPlane::Off);
+        let p = FlashOpKind::Program;
+        let a = g.ppa(BlockId(0), 1);
+        // Same page address in the other plane: both rules allow it; off never does.
+        assert!(same.multi_plane_compatible(p, a, g.ppa(BlockId(6), 1)));
+        assert!(any.multi_plane_compatible(p, a, g.ppa(BlockId(6), 1)));
+        assert!(!off.multi_plane_compatible(p, a, g.ppa(BlockId(6), 1)));
+        // Another page address: only independent plane addressing allows it.
+        assert!(!same.multi_plane_compatible(p, a, g.ppa(BlockId(6), 2)));
+        assert!(any.multi_plane_compatible(p, a, g.ppa(BlockId(6), 2)));
+        assert!(same.multi_plane_compatible(FlashOpKind::Erase, a, g.ppa(BlockId(6), 2)));
+        // The same plane, or copy-backs, never.
+        assert!(!any.multi_plane_compatible(p, a, g.ppa(BlockId(3), 1)));
+        assert!(!any.multi_plane_compatible(FlashOpKind::CopyBack, a, g.ppa(BlockId(6), 1)));
+        // Another die, never: with two dies of two planes, blocks 0..8 are die 0's.
+        let (one_plane, two_dies) = setup(1, 2);
+        let g2 = Geometry {
+            planes_per_die: 2,
+            ..one_plane
+        };
+        let s2 = Scheduler::new(g2, two_dies.timing.clone()).with_multi_plane(MultiPlane::AnyPage);
+        assert!(!s2.multi_plane_compatible(p, g2.ppa(BlockId(4), 0), g2.ppa(BlockId(8), 0)));
+        assert!(s2.multi_plane_compatible(p, g2.ppa(BlockId(0), 0), g2.ppa(BlockId(4), 0)));
+    }
+
+    #[test]
+    #[should_panic(expected = "cannot share a multi-plane")]
+    fn multi_plane_rejects_one_plane_twice() {
+        let (g, mut s) = two_planes(MultiPlane::AnyPage);
+        let pages = [g.ppa(BlockId(0), 1), g.ppa(BlockId(1), 1)];
+        s.schedule_multi_plane(FlashOpKind::Program, &pages, SimTime(0));
     }
 
     #[test]

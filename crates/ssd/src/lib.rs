@@ -2,13 +2,15 @@
 //! NAND array's channel and die timelines, behind the [`Device`] contract.
 //!
 //! A host request becomes one FTL call per logical page it touches (one call for the whole
-//! write, for FTLs that must see requests whole, as page-static does); each call's flash
-//! operations are placed on the timelines at once (respecting their dependencies), so the
-//! request's completion time is known at submission. With a write-back buffer
+//! write, for FTLs that must see requests whole, as page-static does); the request's flash
+//! operations are placed on the timelines at once (respecting each call's dependencies, and
+//! joining pages of different planes into multi-plane commands when the device allows), so
+//! the request's completion time is known at submission. With a write-back buffer
 //! (`FlushPolicy::Watermark`) a write's pages stay in DRAM and reach the FTL later, when a
 //! watermark, a flush or idle time destages them. Nothing here reads a clock: time only
 //! arrives through `submit` and `advance`. See docs/models/ssd.md.
 
+mod batch;
 mod params;
 mod precondition;
 pub mod presets;
@@ -21,14 +23,15 @@ pub use params::{
 };
 pub use precondition::PreconditionReport;
 
+use batch::{OpBatch, Placement};
 use release::ReleaseQueue;
 use stats::{BufferCounts, OpCounts};
 use storsim_core::{
     check_range, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op, Request,
     SimDuration, SimTime,
 };
-use storsim_flash::{FlashOpKind, Ppa, Scheduler};
-use storsim_ftl::{Cause, Dep, FlashOp, Ftl, FtlError};
+use storsim_flash::Scheduler;
+use storsim_ftl::{Ftl, FtlError};
 use write_back::DirtyPages;
 
 /// Why a device could not be built.
@@ -74,7 +77,10 @@ pub struct SsdDevice {
     ftl: Box<dyn Ftl>,
     scheduler: Scheduler,
     completions: EventQueue<Completion>,
-    ops: Vec<FlashOp>,
+    /// The flash operations of the request (or destage, or idle work) being placed.
+    batch: OpBatch,
+    /// Pages per call of the destage being placed.
+    destage_calls: Vec<u64>,
     counts: OpCounts,
     page_bytes: u64,
     capacity_bytes: u64,
@@ -125,10 +131,12 @@ impl SsdDevice {
             _ => None,
         };
         Ok(SsdDevice {
-            scheduler: Scheduler::new(params.geometry, params.timing.clone()),
+            scheduler: Scheduler::new(params.geometry, params.timing.clone())
+                .with_multi_plane(params.multi_plane),
             completions: EventQueue::with_capacity(params.queue_depth),
             buffer: ReleaseQueue::new(buffer_capacity_pages),
-            ops: Vec::with_capacity(256),
+            batch: OpBatch::default(),
+            destage_calls: Vec::new(),
             counts: OpCounts::default(),
             page_bytes,
             capacity_bytes,
@@ -157,60 +165,24 @@ impl SsdDevice {
         &self.params
     }
 
-    /// Places one FTL call's operations on the timelines, no earlier than `start`; returns when
-    /// the last of them finishes (`start` if there were none).
-    fn schedule_ops(&mut self, start: SimTime) -> SimTime {
-        let mut previous = start;
-        let mut all = start;
-        let mut i = 0;
-        while i < self.ops.len() {
-            let op = self.ops[i];
-            let earliest = match op.dep {
-                Dep::None => start,
-                Dep::Previous => previous,
-                Dep::All => all,
-            };
-            let (finish, _) = match self.copy_back_pair(i) {
-                Some(to) => {
-                    // The read and the program that follows it become one copy-back.
-                    i += 1;
-                    let placed = self.scheduler.schedule_copyback(op.ppa, to, earliest);
-                    self.counts.add(FlashOpKind::CopyBack, op.cause, placed.1);
-                    self.last_program_finish = self.last_program_finish.max(placed.0);
-                    placed
-                }
-                None => {
-                    let placed = self.scheduler.schedule_busy(op.kind, op.ppa, earliest);
-                    self.counts.add(op.kind, op.cause, placed.1);
-                    if op.kind == FlashOpKind::Program {
-                        self.last_program_finish = self.last_program_finish.max(placed.0);
-                    }
-                    placed
-                }
-            };
-            previous = finish;
-            all = all.max(finish);
-            i += 1;
-        }
-        all
+    /// Places the batch's operations (one request's FTL calls) no earlier than `start`;
+    /// returns when the last finishes (`start` if there were none).
+    fn place_batch(&mut self, start: SimTime) -> SimTime {
+        let mut placement = Placement {
+            scheduler: &mut self.scheduler,
+            counts: &mut self.counts,
+            copyback: self.params.copyback,
+            last_program_finish: &mut self.last_program_finish,
+        };
+        self.batch.place(start, &mut placement)
     }
 
-    /// With copy-back on: when `ops[i]` reads a page that `ops[i + 1]` programs right after it
-    /// (`Dep::Previous`) into the same plane, for the FTL's own bookkeeping (not the host's
-    /// data, which must reach the controller), the destination page.
-    fn copy_back_pair(&self, i: usize) -> Option<Ppa> {
-        if !self.params.copyback {
-            return None;
-        }
-        let read = self.ops[i];
-        let program = self.ops.get(i + 1)?;
-        let pair = read.kind == FlashOpKind::Read
-            && read.cause != Cause::Host
-            && program.kind == FlashOpKind::Program
-            && program.dep == Dep::Previous
-            && program.data_from == Some(read.ppa)
-            && self.scheduler.can_copy_back(read.ppa, program.ppa);
-        pair.then_some(program.ppa)
+    /// Places what the batch's calls before the failed last one asked for (their work is
+    /// done and stays counted), then reports the failure as [`SsdDevice::ftl_failure`] does.
+    fn failed_call(&mut self, start: SimTime, e: FtlError) -> DeviceError {
+        self.batch.abandon_last_call();
+        self.place_batch(start);
+        self.ftl_failure(e)
     }
 
     /// A host request the FTL refused (a raw-flash misuse, a page out of range) is invalid;
@@ -251,29 +223,28 @@ impl SsdDevice {
         pages: std::ops::Range<u64>,
         start: SimTime,
     ) -> Result<SimTime, DeviceError> {
-        let mut finish = start;
+        self.batch.clear();
         if self.ftl.takes_whole_requests() {
             // The FTL's algorithm works on whole requests (page-static erases a block at most
-            // once per request): one call, scheduled as one.
+            // once per request): one call.
             let n = pages.end - pages.start;
-            self.ops.clear();
-            if let Err(e) = self.ftl.write_request(pages.start, n, &mut self.ops) {
-                return Err(self.ftl_failure(e));
+            if let Err(e) = self
+                .ftl
+                .write_request(pages.start, n, self.batch.begin_call())
+            {
+                return Err(self.failed_call(start, e));
             }
-            finish = finish.max(self.schedule_ops(start));
             self.counts.host_write_pages += n;
         } else {
             for lpn in pages {
-                self.ops.clear();
-                if let Err(e) = self.ftl.write(lpn, &mut self.ops) {
-                    return Err(self.ftl_failure(e));
+                if let Err(e) = self.ftl.write(lpn, self.batch.begin_call()) {
+                    return Err(self.failed_call(start, e));
                 }
-                finish = finish.max(self.schedule_ops(start));
                 self.counts.host_write_pages += 1;
             }
         }
         self.idle_work_possible = true;
-        Ok(finish)
+        Ok(self.place_batch(start))
     }
 
     /// How long the write buffer takes to accept or return a page (none without a buffer).
@@ -300,8 +271,10 @@ impl SsdDevice {
     /// device: the host was told these pages were written.
     fn destage(&mut self, start: SimTime, count: u64) -> Result<(SimTime, u64), DeviceError> {
         let whole = self.ftl.takes_whole_requests();
-        let mut finish = start;
         let mut sent = 0;
+        let mut failure = None;
+        self.batch.clear();
+        self.destage_calls.clear();
         while sent < count {
             let wb = self
                 .write_back
@@ -318,31 +291,38 @@ impl SsdDevice {
                     n += 1;
                 }
             }
-            self.ops.clear();
+            let ops = self.batch.begin_call();
             let written = if whole {
-                self.ftl.write_request(first, n, &mut self.ops)
+                self.ftl.write_request(first, n, ops)
             } else {
-                self.ftl.write(first, &mut self.ops)
+                self.ftl.write(first, ops)
             };
             if let Err(e) = written {
-                return Err(self.fail(e));
+                self.batch.abandon_last_call();
+                failure = Some(e);
+                break;
             }
-            let done = self.schedule_ops(start);
-            finish = finish.max(done);
+            self.destage_calls.push(n);
+            sent += n;
+        }
+        let finish = self.place_batch(start);
+        for (k, &n) in self.destage_calls.iter().enumerate() {
             // Dirty and destaging pages together never exceed the capacity, nor do the
             // entries here (one per destage call, of at least one page).
             self.buffer_pages_held += n;
             assert!(
-                self.buffer.push(done, n).is_ok(),
+                self.buffer.push(self.batch.call_finish(k), n).is_ok(),
                 "write buffer: more destaging pages than slots"
             );
-            sent += n;
         }
         self.buffer_counts.destaged_pages += sent;
         if sent > 0 {
             self.idle_work_possible = true;
         }
-        Ok((finish, sent))
+        match failure {
+            Some(e) => Err(self.fail(e)),
+            None => Ok((finish, sent)),
+        }
     }
 
     /// Destages dirty pages down to the low watermark if they are above the high one.
@@ -458,6 +438,7 @@ impl Device for SsdDevice {
         match request.op {
             Op::Read => {
                 let latency = self.buffer_latency();
+                self.batch.clear();
                 for lpn in pages {
                     if self
                         .write_back
@@ -470,13 +451,12 @@ impl Device for SsdDevice {
                         self.counts.host_read_pages += 1;
                         continue;
                     }
-                    self.ops.clear();
-                    if let Err(e) = self.ftl.read(lpn, &mut self.ops) {
-                        return Err(self.ftl_failure(e));
+                    if let Err(e) = self.ftl.read(lpn, self.batch.begin_call()) {
+                        return Err(self.failed_call(start, e));
                     }
-                    finish = finish.max(self.schedule_ops(start));
                     self.counts.host_read_pages += 1;
                 }
+                finish = finish.max(self.place_batch(start));
             }
             Op::Write if self.write_back.is_some() => {
                 let n = pages.end - pages.start;
@@ -519,19 +499,19 @@ impl Device for SsdDevice {
                 }
             }
             Op::Trim => {
+                self.batch.clear();
                 for lpn in pages {
                     if let Some(wb) = self.write_back.as_mut() {
                         if wb.dirty.remove(lpn) {
                             self.buffer_counts.trimmed_pages += 1;
                         }
                     }
-                    self.ops.clear();
-                    if let Err(e) = self.ftl.trim(lpn, &mut self.ops) {
-                        return Err(self.ftl_failure(e));
+                    if let Err(e) = self.ftl.trim(lpn, self.batch.begin_call()) {
+                        return Err(self.failed_call(start, e));
                     }
-                    finish = finish.max(self.schedule_ops(start));
                     self.counts.trim_pages += 1;
                 }
+                finish = finish.max(self.place_batch(start));
             }
             Op::Flush => {
                 if self.write_back.is_some() {
@@ -607,11 +587,11 @@ impl Device for SsdDevice {
                 self.idle_work_at = None;
                 break;
             }
-            self.ops.clear();
-            match self.ftl.idle(&mut self.ops) {
+            self.batch.clear();
+            match self.ftl.idle(self.batch.begin_call()) {
                 Ok(true) => {
                     self.idle_gc_units += 1;
-                    let finish = self.schedule_ops(at);
+                    let finish = self.place_batch(at);
                     // Never schedule the next unit at the same instant: progress is guaranteed
                     // because every unit takes flash time.
                     self.idle_work_at = Some(finish.max(at + SimDuration(1)));

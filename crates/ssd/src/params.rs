@@ -1,7 +1,7 @@
 //! The SSD's parameters: plain data the config layer fills in.
 
 use storsim_core::{SimDuration, QUEUE_DEPTH_MAX};
-use storsim_flash::{Geometry, Timing};
+use storsim_flash::{Geometry, MultiPlane, Timing};
 use storsim_ftl::FtlConfig;
 
 /// Energy per NAND operation and the device's idle power. Defaults are FlashSim's Table 2
@@ -129,6 +129,8 @@ pub struct SsdParams {
     /// a copy-back (FlashSim's Algorithm 2): the data stays in the plane's page register, so
     /// the channel carries two commands instead of the page twice.
     pub copyback: bool,
+    /// Which operations of one request may share a multi-plane command on a die.
+    pub multi_plane: MultiPlane,
     /// Seed for everything random in preconditioning.
     pub seed: u64,
 }

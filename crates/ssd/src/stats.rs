@@ -18,6 +18,8 @@ pub(crate) struct OpCounts {
     pub host_read_pages: u64,
     pub host_write_pages: u64,
     pub trim_pages: u64,
+    /// Multi-plane commands placed (each also counts its pages' operations above).
+    pub multi_plane_commands: u64,
 }
 
 impl OpCounts {
@@ -106,6 +108,7 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
     push("flash_reads".into(), reads as f64);
     push("flash_programs".into(), programs as f64);
     push("flash_erases".into(), erases as f64);
+    push("multi_plane_commands".into(), c.multi_plane_commands as f64);
     let waf = if c.host_write_pages == 0 {
         0.0
     } else {

@@ -19,7 +19,7 @@
 
 use std::collections::VecDeque;
 use storsim_core::{Completion, Device, DeviceError, Op, Prng, Request, SimDuration, SimTime};
-use storsim_flash::{CellType, Geometry, Ppa, Timing};
+use storsim_flash::{CellType, Geometry, MultiPlane, Ppa, Timing};
 use storsim_ftl::{Cause, FtlConfig};
 use storsim_ssd::{presets, Precondition, SsdDevice, SsdParams, WriteBuffer};
 
@@ -84,6 +84,8 @@ fn params(name: &str, rng: &mut Prng) -> SsdParams {
     p.background_gc = background_gc;
     p.idle_gc_delay = us(200.0);
     p.seed = rng.next_u64();
+    p.multi_plane =
+        [MultiPlane::Off, MultiPlane::SamePage, MultiPlane::AnyPage][rng.below(3) as usize];
     p
 }
 
@@ -95,6 +97,9 @@ struct Minima {
     read: u64,
     program: u64,
     erase: u64,
+    /// Pages a die can take through the array at once: its planes with multi-plane commands,
+    /// else one.
+    planes: u64,
 }
 
 impl Minima {
@@ -111,22 +116,29 @@ impl Minima {
             read: t.read[..levels].iter().map(|d| d.as_ns()).min().unwrap(),
             program: t.program[..levels].iter().map(|d| d.as_ns()).min().unwrap(),
             erase: t.erase.as_ns(),
+            planes: match p.multi_plane {
+                MultiPlane::Off => 1,
+                MultiPlane::SamePage | MultiPlane::AnyPage => p.geometry.planes_per_die as u64,
+            },
         }
     }
 
     /// Reading pages that sit `per_die` to a die and `per_channel` to a channel: each read
-    /// holds its die for command + tR + command + transfer, and its channel for two commands
-    /// and the transfer.
+    /// holds its die for two commands and the transfer, and one tR per command (which
+    /// multi-plane commands share among planes), and its channel for two commands and the
+    /// transfer.
     fn read(&self, per_die: u64, per_channel: u64) -> u64 {
-        let one = 2 * self.command + self.read + self.transfer;
-        self.overhead + (per_die * one).max(per_channel * (2 * self.command + self.transfer))
+        let io = 2 * self.command + self.transfer;
+        let die = per_die * io + per_die.div_ceil(self.planes) * self.read;
+        self.overhead + die.max(per_channel * io)
     }
 
     /// Programming pages `per_die` / `per_channel`: command + transfer on the channel, then
-    /// tPROG on the die.
+    /// tPROG on the die (shared by the planes of a multi-plane command).
     fn program(&self, per_die: u64, per_channel: u64) -> u64 {
-        let one = self.command + self.transfer + self.program;
-        self.overhead + (per_die * one).max(per_channel * (self.command + self.transfer))
+        let io = self.command + self.transfer;
+        let die = per_die * io + per_die.div_ceil(self.planes) * self.program;
+        self.overhead + die.max(per_channel * io)
     }
 }
 

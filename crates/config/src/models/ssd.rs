@@ -6,7 +6,7 @@ use super::{check_queue_depth, delay_us, fraction_up_to_one, invalid, missing, n
 use crate::ConfigError;
 use serde::Deserialize;
 use storsim_core::SimDuration;
-use storsim_flash::{CellType, Geometry, GeometryError, Timing};
+use storsim_flash::{CellType, Geometry, GeometryError, MultiPlane, Timing};
 use storsim_ssd::{
     DestageOrder, Energy, FlushPolicy, Precondition, SsdParams, WriteBack, WriteBuffer,
 };
@@ -63,6 +63,25 @@ enum PreconditionMode {
     Clean,
     SequentialFill,
     SteadyState,
+}
+
+/// `ssd.multi_plane`: which operations may share a multi-plane command.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum MultiPlaneName {
+    Off,
+    SamePage,
+    AnyPage,
+}
+
+impl MultiPlaneName {
+    fn rule(self) -> MultiPlane {
+        match self {
+            MultiPlaneName::Off => MultiPlane::Off,
+            MultiPlaneName::SamePage => MultiPlane::SamePage,
+            MultiPlaneName::AnyPage => MultiPlane::AnyPage,
+        }
+    }
 }
 
 #[derive(Deserialize, Clone, Debug)]
@@ -190,6 +209,7 @@ pub(crate) struct SsdSection {
     endurance_erases: Option<u32>,
     controller_overhead_us: Option<f64>,
     copyback: Option<bool>,
+    multi_plane: Option<MultiPlaneName>,
     background_gc: Option<bool>,
     idle_gc_delay_us: Option<f64>,
     seed: Option<u64>,
@@ -301,6 +321,7 @@ pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams
         idle_gc_delay: SimDuration::from_us(1000),
         controller_overhead: SimDuration::ZERO,
         copyback: false,
+        multi_plane: MultiPlane::Off,
         seed: 1,
     })
 }
@@ -325,6 +346,9 @@ pub(crate) fn apply(
     }
     if let Some(on) = section.copyback {
         params.copyback = on;
+    }
+    if let Some(name) = section.multi_plane {
+        params.multi_plane = name.rule();
     }
     if let Some(us) = section.controller_overhead_us {
         params.controller_overhead = delay_us(file, "ssd.controller_overhead_us", us)?;

@@ -1,0 +1,383 @@
+//! One host request's flash operations, gathered from all its FTL calls and placed on the
+//! timelines together, so that pages of one request on different planes of a die can share a
+//! multi-plane command.
+//!
+//! Each call's [`Dep`]s are relative to that call's own operations. Calls are placed in the
+//! order they were made and, within a call, operations in list order; an operation may be
+//! taken ahead into an earlier operation's multi-plane command only if it could have started
+//! with the request anyway (no dependency) and no operation of its die still waits between
+//! the two, so no die ever runs operations out of the order the FTL emitted them in.
+
+use crate::stats::OpCounts;
+use storsim_core::{SimDuration, SimTime};
+use storsim_flash::{FlashOpKind, Ppa, Scheduler};
+use storsim_ftl::{Cause, Dep, FlashOp};
+
+/// An operation not placed yet.
+const PENDING: u64 = u64::MAX;
+
+/// How far ahead in the list a multi-plane command looks for partners, in operations per
+/// plane of the device: a striped request comes back to a die once per round of planes.
+const SCAN_PER_PLANE: usize = 2;
+
+#[derive(Default)]
+pub(crate) struct OpBatch {
+    ops: Vec<FlashOp>,
+    /// Where each FTL call's operations begin in `ops`.
+    calls: Vec<usize>,
+    /// Each operation's finish in ns, [`PENDING`] until placed.
+    finish_ns: Vec<u64>,
+    /// Whether each operation may start as soon as the request does: no dependency, or the
+    /// first of its call.
+    free: Vec<bool>,
+    /// Each call's finish (its last operation's, the batch's start if it had none).
+    call_finish: Vec<SimTime>,
+    /// Scratch for one multi-plane command: operation indices and their pages.
+    group: Vec<usize>,
+    pages: Vec<Ppa>,
+}
+
+/// What placing operations changes besides the timelines.
+pub(crate) struct Placement<'a> {
+    pub scheduler: &'a mut Scheduler,
+    pub counts: &'a mut OpCounts,
+    /// Copy-back is on (see `SsdParams::copyback`).
+    pub copyback: bool,
+    /// The latest program finish so far, raised by the programs placed.
+    pub last_program_finish: &'a mut SimTime,
+}
+
+impl OpBatch {
+    /// Forgets the previous batch.
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.calls.clear();
+    }
+
+    /// Starts an FTL call: the operations appended to the list returned belong to it.
+    pub fn begin_call(&mut self) -> &mut Vec<FlashOp> {
+        self.calls.push(self.ops.len());
+        &mut self.ops
+    }
+
+    /// Drops the last call's operations (a call that failed: its work never reaches flash).
+    pub fn abandon_last_call(&mut self) {
+        if let Some(begin) = self.calls.pop() {
+            self.ops.truncate(begin);
+        }
+    }
+
+    /// When call `k` (in the order of [`OpBatch::begin_call`]) of the last placed batch finished.
+    pub fn call_finish(&self, k: usize) -> SimTime {
+        self.call_finish[k]
+    }
+
+    /// Places every operation no earlier than `start`; returns when the last finishes
+    /// (`start` if there were none).
+    pub fn place(&mut self, start: SimTime, at: &mut Placement<'_>) -> SimTime {
+        let n = self.ops.len();
+        self.finish_ns.clear();
+        self.finish_ns.resize(n, PENDING);
+        self.call_finish.clear();
+        let multi_plane = at.scheduler.multi_plane_possible();
+        if multi_plane {
+            self.free.clear();
+            self.free
+                .extend(self.ops.iter().map(|op| op.dep == Dep::None));
+            for &begin in &self.calls {
+                if begin < n {
+                    self.free[begin] = true;
+                }
+            }
+        }
+        let mut overall = start;
+        for c in 0..self.calls.len() {
+            let begin = self.calls[c];
+            let end = self.calls.get(c + 1).copied().unwrap_or(n);
+            let (mut previous, mut all) = (start, start);
+            for i in begin..end {
+                if self.finish_ns[i] == PENDING {
+                    let op = self.ops[i];
+                    let earliest = match op.dep {
+                        Dep::None => start,
+                        Dep::Previous => previous,
+                        Dep::All => all,
+                    };
+                    match self.copy_back_pair(i, end, at) {
+                        Some(to) => {
+                            // The read and the program that follows it become one copy-back.
+                            let placed = at.scheduler.schedule_copyback(op.ppa, to, earliest);
+                            at.counts.add(FlashOpKind::CopyBack, op.cause, placed.1);
+                            *at.last_program_finish = (*at.last_program_finish).max(placed.0);
+                            self.finish_ns[i] = placed.0.as_ns();
+                            self.finish_ns[i + 1] = placed.0.as_ns();
+                        }
+                        None if multi_plane && earliest == start && self.gather(i, n, at) => {
+                            self.place_group(earliest, at);
+                        }
+                        None => {
+                            let placed = at.scheduler.schedule_busy(op.kind, op.ppa, earliest);
+                            at.counts.add(op.kind, op.cause, placed.1);
+                            if op.kind == FlashOpKind::Program {
+                                *at.last_program_finish = (*at.last_program_finish).max(placed.0);
+                            }
+                            self.finish_ns[i] = placed.0.as_ns();
+                        }
+                    }
+                }
+                // Dependencies follow list order, whichever command placed the operation.
+                let finish = SimTime(self.finish_ns[i]);
+                previous = finish;
+                all = all.max(finish);
+            }
+            self.call_finish.push(all);
+            overall = overall.max(all);
+        }
+        overall
+    }
+
+    /// With copy-back on: when `ops[i]` reads a page that `ops[i + 1]`, in the same call (which
+    /// ends before `end`), programs right after it (`Dep::Previous`) into the same plane, for
+    /// the FTL's own bookkeeping (not the host's data, which must reach the controller), the
+    /// destination page.
+    fn copy_back_pair(&self, i: usize, end: usize, at: &Placement<'_>) -> Option<Ppa> {
+        if !at.copyback || i + 1 >= end {
+            return None;
+        }
+        let (read, program) = (self.ops[i], self.ops[i + 1]);
+        let pair = read.kind == FlashOpKind::Read
+            && read.cause != Cause::Host
+            && program.kind == FlashOpKind::Program
+            && program.dep == Dep::Previous
+            && program.data_from == Some(read.ppa)
+            && at.scheduler.can_copy_back(read.ppa, program.ppa);
+        pair.then_some(program.ppa)
+    }
+
+    /// Collects into `group` operation `i` and the pending operations after it that may join
+    /// it in one multi-plane command: same kind, free to start with the request, compatible
+    /// with every member, on the same die with no other pending operation of that die between
+    /// them. Returns whether a partner was found.
+    fn gather(&mut self, i: usize, n: usize, at: &Placement<'_>) -> bool {
+        let op = self.ops[i];
+        if op.kind == FlashOpKind::CopyBack {
+            return false;
+        }
+        let scheduler = &*at.scheduler;
+        let die = scheduler.die_of(op.ppa);
+        let max = scheduler.geometry().planes_per_die as usize;
+        let limit = n.min(i + 1 + SCAN_PER_PLANE * scheduler.geometry().planes() as usize);
+        self.group.clear();
+        self.group.push(i);
+        for j in i + 1..limit {
+            let other = self.ops[j];
+            if self.finish_ns[j] != PENDING || scheduler.die_of(other.ppa) != die {
+                continue;
+            }
+            // A read whose data a copy-back keeps in the plane stays with its program.
+            let paired = at.copyback
+                && self.ops.get(j + 1).is_some_and(|p| {
+                    p.data_from == Some(other.ppa) && scheduler.can_copy_back(other.ppa, p.ppa)
+                });
+            let joins = other.kind == op.kind
+                && self.free[j]
+                && !paired
+                && self.group.iter().all(|&k| {
+                    scheduler.multi_plane_compatible(op.kind, self.ops[k].ppa, other.ppa)
+                });
+            if !joins {
+                break;
+            }
+            self.group.push(j);
+            if self.group.len() == max {
+                break;
+            }
+        }
+        self.group.len() > 1
+    }
+
+    /// Places the operations in `group` as one multi-plane command. The die time is shared
+    /// out among them so that per-cause totals still add up to the die's.
+    fn place_group(&mut self, earliest: SimTime, at: &mut Placement<'_>) {
+        let kind = self.ops[self.group[0]].kind;
+        self.pages.clear();
+        self.pages
+            .extend(self.group.iter().map(|&k| self.ops[k].ppa));
+        let (finish, busy) = at
+            .scheduler
+            .schedule_multi_plane(kind, &self.pages, earliest);
+        let members = self.group.len() as u64;
+        for (m, &k) in self.group.iter().enumerate() {
+            let share = busy.as_ns() / members + u64::from(m == 0) * (busy.as_ns() % members);
+            at.counts.add(kind, self.ops[k].cause, SimDuration(share));
+            self.finish_ns[k] = finish.as_ns();
+        }
+        at.counts.multi_plane_commands += 1;
+        if kind == FlashOpKind::Program {
+            *at.last_program_finish = (*at.last_program_finish).max(finish);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storsim_flash::{BlockId, CellType, Geometry, MultiPlane, Timing};
+
+    /// One channel, two dies of two planes, four blocks of four pages per plane: blocks 0..4
+    /// are die 0's plane 0, 4..8 its plane 1, 8..16 die 1's. A page crosses the channel in
+    /// 1000 ns, commands take 100 ns, tR 5 µs, tPROG 20 µs, tBERS 100 µs.
+    fn geometry() -> Geometry {
+        Geometry {
+            channels: 1,
+            chips_per_channel: 2,
+            dies_per_chip: 1,
+            planes_per_die: 2,
+            blocks_per_plane: 4,
+            pages_per_block: 4,
+            page_bytes: 1000,
+            oob_bytes: 0,
+        }
+    }
+
+    fn scheduler(rule: MultiPlane) -> Scheduler {
+        let t = Timing::uniform(
+            CellType::Slc,
+            SimDuration(5_000),
+            SimDuration(20_000),
+            SimDuration(100_000),
+            SimDuration(100),
+            1000,
+            1,
+        );
+        Scheduler::new(geometry(), t).with_multi_plane(rule)
+    }
+
+    fn page(block: u32, page: u32) -> Ppa {
+        geometry().ppa(BlockId(block), page)
+    }
+
+    /// Places `calls` (each a list of operations) under `rule` from time 0; returns each
+    /// operation's finish in ns, call by call, and the multi-plane commands placed.
+    fn place(rule: MultiPlane, copyback: bool, calls: &[&[FlashOp]]) -> (Vec<u64>, u64) {
+        let mut scheduler = scheduler(rule);
+        let mut counts = OpCounts::default();
+        let mut last = SimTime::ZERO;
+        let mut batch = OpBatch::default();
+        for call in calls {
+            batch.begin_call().extend_from_slice(call);
+        }
+        let mut at = Placement {
+            scheduler: &mut scheduler,
+            counts: &mut counts,
+            copyback,
+            last_program_finish: &mut last,
+        };
+        batch.place(SimTime::ZERO, &mut at);
+        (batch.finish_ns.clone(), counts.multi_plane_commands)
+    }
+
+    fn host_program(ppa: Ppa) -> FlashOp {
+        FlashOp::program(ppa, Cause::Host, Dep::All)
+    }
+
+    const PROGRAM_ALONE: u64 = 100 + 1_000 + 20_000;
+    const PROGRAM_PAIR: u64 = 2 * (100 + 1_000) + 20_000;
+
+    #[test]
+    fn pages_of_two_calls_on_two_planes_share_one_program() {
+        let calls: &[&[FlashOp]] = &[&[host_program(page(0, 0))], &[host_program(page(5, 0))]];
+        let (finish, commands) = place(MultiPlane::SamePage, false, calls);
+        assert_eq!(finish, vec![PROGRAM_PAIR; 2]);
+        assert_eq!(commands, 1);
+        // Off, or under the same-page rule with another page, they take turns on the die.
+        let (off, commands) = place(MultiPlane::Off, false, calls);
+        assert_eq!(off, vec![PROGRAM_ALONE, 2 * PROGRAM_ALONE]);
+        assert_eq!(commands, 0);
+        let other_page: &[&[FlashOp]] = &[&[host_program(page(0, 0))], &[host_program(page(5, 1))]];
+        let (same, _) = place(MultiPlane::SamePage, false, other_page);
+        assert_eq!(same, vec![PROGRAM_ALONE, 2 * PROGRAM_ALONE]);
+        let (any, _) = place(MultiPlane::AnyPage, false, other_page);
+        assert_eq!(any, vec![PROGRAM_PAIR; 2]);
+    }
+
+    #[test]
+    fn an_operation_of_the_die_in_between_keeps_the_order() {
+        // The second call erases a block of plane 1 before the third programs plane 1: taking
+        // the program ahead of the erase would run the die's work out of order.
+        let calls: &[&[FlashOp]] = &[
+            &[host_program(page(0, 0))],
+            &[FlashOp::erase(page(6, 0), Cause::Gc, Dep::None)],
+            &[host_program(page(5, 0))],
+        ];
+        let (finish, commands) = place(MultiPlane::AnyPage, false, calls);
+        assert_eq!(commands, 0);
+        assert_eq!(finish[0], PROGRAM_ALONE);
+        assert_eq!(finish[1], PROGRAM_ALONE + 100 + 100_000);
+        assert_eq!(finish[2], finish[1] + PROGRAM_ALONE);
+        // Another die's work in between is no obstacle.
+        let calls: &[&[FlashOp]] = &[
+            &[host_program(page(0, 0))],
+            &[FlashOp::erase(page(8, 0), Cause::Gc, Dep::None)],
+            &[host_program(page(5, 0))],
+        ];
+        let (finish, commands) = place(MultiPlane::AnyPage, false, calls);
+        assert_eq!(commands, 1);
+        assert_eq!(finish[0], PROGRAM_PAIR);
+        assert_eq!(finish[2], PROGRAM_PAIR);
+    }
+
+    #[test]
+    fn a_dependent_operation_is_not_taken_ahead() {
+        // The host program after garbage collection in its call waits for that work: it cannot
+        // join a command that starts with the request.
+        let gc_then_host: &[FlashOp] = &[
+            FlashOp::erase(page(12, 0), Cause::Gc, Dep::None),
+            host_program(page(5, 0)),
+        ];
+        let calls: &[&[FlashOp]] = &[&[host_program(page(0, 0))], gc_then_host];
+        let (finish, commands) = place(MultiPlane::SamePage, false, calls);
+        assert_eq!(commands, 0);
+        // The erase's command waits for the first program's data on the shared channel.
+        let erase_done = (100 + 1_000) + 100 + 100_000;
+        assert_eq!(finish[1], erase_done);
+        assert_eq!(finish[2], erase_done + PROGRAM_ALONE);
+    }
+
+    #[test]
+    fn reads_join_and_the_later_dependencies_follow() {
+        // Two single-page reads on the two planes of die 0, each followed in its call by a
+        // program that depends on it: the reads share one tR, and each program waits for it.
+        let read_then_copy = |from: Ppa, to: Ppa| {
+            [
+                FlashOp::read(from, Cause::Host, Dep::None),
+                FlashOp::copy(from, to, Cause::Host, Dep::Previous),
+            ]
+        };
+        let a = read_then_copy(page(1, 2), page(9, 0));
+        let b = read_then_copy(page(6, 2), page(13, 0));
+        let (finish, commands) = place(MultiPlane::SamePage, false, &[&a, &b]);
+        let read_pair = 2 * 100 + 5_000 + 2 * (100 + 1_000);
+        assert_eq!((finish[0], finish[2]), (read_pair, read_pair));
+        // Both programs go to die 1, in turn, from the reads' finish: one multi-plane program
+        // would need both free to start, and they are not.
+        assert_eq!(commands, 1);
+        assert_eq!(finish[1], read_pair + PROGRAM_ALONE);
+        assert_eq!(finish[3], finish[1] + PROGRAM_ALONE);
+    }
+
+    #[test]
+    fn a_copy_back_read_stays_with_its_program() {
+        // Garbage collection in plane 1 copies inside the plane; the host read of plane 0
+        // must not take that read away from its copy-back.
+        let gc: &[FlashOp] = &[
+            FlashOp::read(page(5, 1), Cause::Gc, Dep::None),
+            FlashOp::copy(page(5, 1), page(6, 0), Cause::Gc, Dep::Previous),
+        ];
+        let host: &[FlashOp] = &[FlashOp::read(page(0, 1), Cause::Host, Dep::None)];
+        let (_, commands) = place(MultiPlane::SamePage, true, &[host, gc]);
+        assert_eq!(commands, 0);
+        let (_, without_copy_back) = place(MultiPlane::SamePage, false, &[host, gc]);
+        assert_eq!(without_copy_back, 1);
+    }
+}
