@@ -174,6 +174,23 @@ impl Scheduler {
         let (die, ch, page) = self.locate(ppa);
         let level = self.level(page);
         let (read_ns, program_ns) = (self.read_ns[level], self.program_ns[level]);
+        self.place(kind, die, ch, 1, (read_ns, program_ns), earliest)
+    }
+
+    /// Places a command of kind `kind` over `planes` pages of die `die` on channel `ch`, with
+    /// array times `(tR, tPROG)`: every plane's command (and data) on the channel back to back
+    /// and the array work once. One plane is an ordinary operation.
+    #[inline]
+    fn place(
+        &mut self,
+        kind: FlashOpKind,
+        die: usize,
+        ch: usize,
+        planes: u64,
+        (read_ns, program_ns): (u64, u64),
+        earliest: SimTime,
+    ) -> (SimTime, SimDuration) {
+        let n = planes;
         let cmd = self.timing.command.as_ns();
         let xfer = self.transfer.as_ns();
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
@@ -182,20 +199,20 @@ impl Scheduler {
         let channel = &mut self.channels[ch];
         let (die_start, finish, channel_ns) = match kind {
             FlashOpKind::Read => {
-                let c = channel.reserve(lane, t0, cmd, horizon);
-                let ready = c + cmd + read_ns;
-                let out = channel.reserve(lane, ready, cmd + xfer, horizon);
-                (c, out + cmd + xfer, 2 * cmd + xfer)
+                let c = channel.reserve(lane, t0, n * cmd, horizon);
+                let ready = c + n * cmd + read_ns;
+                let out = channel.reserve(lane, ready, n * (cmd + xfer), horizon);
+                (c, out + n * (cmd + xfer), n * (2 * cmd + xfer))
             }
             FlashOpKind::Program => {
-                let c = channel.reserve(lane, t0, cmd + xfer, horizon);
-                (c, c + cmd + xfer + program_ns, cmd + xfer)
+                let c = channel.reserve(lane, t0, n * (cmd + xfer), horizon);
+                (c, c + n * (cmd + xfer) + program_ns, n * (cmd + xfer))
             }
             FlashOpKind::Erase => {
-                let c = channel.reserve(lane, t0, cmd, horizon);
-                (c, c + cmd + self.timing.erase.as_ns(), cmd)
+                let c = channel.reserve(lane, t0, n * cmd, horizon);
+                (c, c + n * cmd + self.timing.erase.as_ns(), n * cmd)
             }
-            FlashOpKind::CopyBack => unreachable!("handled above"),
+            FlashOpKind::CopyBack => unreachable!("copy-backs are placed on their own"),
         };
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - die_start;
@@ -270,34 +287,8 @@ impl Scheduler {
                 .max()
                 .expect("at least two pages")
         };
-        let (read_ns, program_ns) = (slowest(&self.read_ns), slowest(&self.program_ns));
-        let cmd = self.timing.command.as_ns();
-        let xfer = self.transfer.as_ns();
-        let t0 = earliest.as_ns().max(self.die_free_at[die]);
-        let horizon = self.horizon;
-        let lane = self.lane(die);
-        let channel = &mut self.channels[ch];
-        let (die_start, finish, channel_ns) = match kind {
-            FlashOpKind::Read => {
-                let c = channel.reserve(lane, t0, n * cmd, horizon);
-                let ready = c + n * cmd + read_ns;
-                let out = channel.reserve(lane, ready, n * (cmd + xfer), horizon);
-                (c, out + n * (cmd + xfer), n * (2 * cmd + xfer))
-            }
-            FlashOpKind::Program => {
-                let c = channel.reserve(lane, t0, n * (cmd + xfer), horizon);
-                (c, c + n * (cmd + xfer) + program_ns, n * (cmd + xfer))
-            }
-            FlashOpKind::Erase => {
-                let c = channel.reserve(lane, t0, n * cmd, horizon);
-                (c, c + n * cmd + self.timing.erase.as_ns(), n * cmd)
-            }
-            FlashOpKind::CopyBack => unreachable!("copy-backs are never multi-plane"),
-        };
-        self.die_free_at[die] = finish;
-        self.die_busy_ns[die] += finish - die_start;
-        self.channel_busy_ns[ch] += channel_ns;
-        (SimTime(finish), SimDuration(finish - die_start))
+        let array = (slowest(&self.read_ns), slowest(&self.program_ns));
+        self.place(kind, die, ch, n, array, earliest)
     }
 
     /// The die, the channel and the page in its block of `ppa`, as indices.

@@ -2,53 +2,18 @@
 //! puts on different planes of a die share one array operation, with times worked out by hand.
 
 use storsim_core::{Completion, Device, Op, Request, SimDuration, SimTime};
-use storsim_flash::{CellType, Geometry, MultiPlane, Timing};
-use storsim_ftl::FtlConfig;
-use storsim_ssd::{
-    presets, DestageOrder, FlushPolicy, Precondition, SsdDevice, SsdParams, WriteBack, WriteBuffer,
-};
+use storsim_flash::MultiPlane;
+use storsim_ssd::{DestageOrder, FlushPolicy, SsdDevice, SsdParams, WriteBack, WriteBuffer};
 
-const PAGE: u64 = 4096;
-const CMD_NS: u64 = 1_000;
-const TR_NS: u64 = 50_000;
-const TPROG_NS: u64 = 500_000;
-/// 4096 bytes at 400 MT/s over an 8-bit channel.
-const XFER_NS: u64 = 10_240;
+#[allow(dead_code)]
+mod support;
+use support::{counter, hand_timed, CMD_NS, PAGE, TPROG_NS, TR_NS, XFER_NS};
 
-/// One channel of `dies` dies with two planes each, uniform SLC timing, page FTL, clean.
+/// One channel of `dies` dies with two planes each (see [`hand_timed`]).
 fn device(dies: u32, rule: MultiPlane) -> SsdParams {
-    let mut p = presets::flashsim_2009(FtlConfig::default_for("page").unwrap());
-    p.geometry = Geometry {
-        channels: 1,
-        chips_per_channel: dies,
-        dies_per_chip: 1,
-        planes_per_die: 2,
-        blocks_per_plane: 32,
-        pages_per_block: 32,
-        page_bytes: PAGE as u32,
-        oob_bytes: 0,
-    };
-    p.timing = Timing::uniform(
-        CellType::Slc,
-        SimDuration(TR_NS),
-        SimDuration(TPROG_NS),
-        SimDuration(2_000_000),
-        SimDuration(CMD_NS),
-        400,
-        1,
-    );
-    p.precondition = Precondition::Clean;
-    p.controller_overhead = SimDuration::ZERO;
+    let mut p = hand_timed(1, dies, 2, 32, 32);
     p.multi_plane = rule;
     p
-}
-
-fn counter(d: &SsdDevice, name: &str) -> f64 {
-    d.counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 /// Submits one request at `at` and runs the device until it completes; returns its finish.

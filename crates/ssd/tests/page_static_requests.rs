@@ -8,6 +8,9 @@ use storsim_core::{Completion, Device, Op, Request, SimTime};
 use storsim_flash::{FlashOpKind, Scheduler};
 use storsim_ftl::{page_static, FtlConfig};
 use storsim_ssd::{presets, SsdDevice};
+#[allow(dead_code)]
+mod support;
+use support::counter;
 
 const KIB: u64 = 1024;
 
@@ -43,14 +46,6 @@ fn write_one_at_a_time(d: &mut SsdDevice, writes: &[(u64, u64)]) -> Vec<Completi
     }
     assert_eq!(done.len(), writes.len(), "every write completes");
     done
-}
-
-fn counter(d: &SsdDevice, name: &str) -> f64 {
-    d.counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 fn sequential(first_byte: u64, len: u64, n: u64) -> Vec<(u64, u64)> {

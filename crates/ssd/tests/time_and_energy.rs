@@ -1,51 +1,16 @@
 //! Die time by cause (the "GC time" of the statistics) and idle energy, checked against
 //! timelines worked out by hand.
 
-use storsim_core::{Device, Op, Request, SimDuration, SimTime};
-use storsim_flash::{CellType, Geometry, Timing};
-use storsim_ftl::FtlConfig;
-use storsim_ssd::{presets, Precondition, SsdDevice, SsdParams};
+use storsim_core::{Device, Op, Request, SimTime};
+use storsim_ssd::{Precondition, SsdDevice, SsdParams};
 
-const TR_NS: u64 = 50_000;
-const TPROG_NS: u64 = 500_000;
-const CMD_NS: u64 = 1_000;
-/// 4096 bytes at 400 MT/s × 1 byte.
-const XFER_NS: u64 = 10_240;
+#[allow(dead_code)]
+mod support;
+use support::{counter, hand_timed, CMD_NS, TPROG_NS, TR_NS, XFER_NS};
 
 /// 4 dies on 2 channels, 4 KiB pages, uniform SLC timing, clean, page FTL.
 fn params() -> SsdParams {
-    let mut p = presets::flashsim_2009(FtlConfig::default_for("page").unwrap());
-    p.geometry = Geometry {
-        channels: 2,
-        chips_per_channel: 2,
-        dies_per_chip: 1,
-        planes_per_die: 1,
-        blocks_per_plane: 32,
-        pages_per_block: 16,
-        page_bytes: 4096,
-        oob_bytes: 0,
-    };
-    p.timing = Timing::uniform(
-        CellType::Slc,
-        SimDuration(TR_NS),
-        SimDuration(TPROG_NS),
-        SimDuration(2_000_000),
-        SimDuration(CMD_NS),
-        400,
-        1,
-    );
-    p.write_buffer = None;
-    p.controller_overhead = SimDuration::ZERO;
-    p.precondition = Precondition::Clean;
-    p
-}
-
-fn counter(d: &SsdDevice, name: &str) -> f64 {
-    d.counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
+    hand_timed(2, 2, 1, 32, 16)
 }
 
 /// Submits `op` on `page` at `at` and runs the device until it completes; returns the finish.

@@ -7,19 +7,16 @@ use std::cell::Cell;
 use std::rc::Rc;
 use storsim_core::{Completion, Device, Op, Prng, Request, SimDuration, SimTime};
 use storsim_engine::{run, EngineOptions, Replay};
-use storsim_flash::{CellType, Geometry, Timing};
 use storsim_ftl::FtlConfig;
 use storsim_ssd::{
-    presets, DestageOrder, FlushPolicy, Precondition, SsdDevice, SsdParams, WriteBack, WriteBuffer,
+    presets, DestageOrder, FlushPolicy, SsdDevice, SsdParams, WriteBack, WriteBuffer,
 };
 use storsim_workload::{Origin, Pacing, Record, Workload};
 
-const PAGE: u64 = 4096;
-const CMD_NS: u64 = 1_000;
-const TR_NS: u64 = 50_000;
-const TPROG_NS: u64 = 500_000;
-/// 4096 bytes at 400 MT/s × 1 byte.
-const XFER_NS: u64 = 10_240;
+#[allow(dead_code)]
+mod support;
+use support::{counter, hand_timed, CMD_NS, PAGE, TPROG_NS, TR_NS, XFER_NS};
+
 /// A page program on an idle die: command + data in on the channel, then tPROG.
 const PROGRAM_NS: u64 = CMD_NS + XFER_NS + TPROG_NS;
 /// A page read on an idle die: command, tR, command + data out.
@@ -31,31 +28,9 @@ const IDLE_DELAY_NS: u64 = 1_000_000;
 /// One channel with `dies` dies, 4 KiB pages, uniform SLC timing, page FTL, clean, no
 /// controller overhead, no background GC, no buffer.
 fn small(dies: u32) -> SsdParams {
-    let mut p = presets::flashsim_2009(FtlConfig::default_for("page").unwrap());
-    p.geometry = Geometry {
-        channels: 1,
-        chips_per_channel: dies,
-        dies_per_chip: 1,
-        planes_per_die: 1,
-        blocks_per_plane: 64,
-        pages_per_block: 32,
-        page_bytes: PAGE as u32,
-        oob_bytes: 0,
-    };
-    p.timing = Timing::uniform(
-        CellType::Slc,
-        SimDuration(TR_NS),
-        SimDuration(TPROG_NS),
-        SimDuration(2_000_000),
-        SimDuration(CMD_NS),
-        400,
-        1,
-    );
-    p.precondition = Precondition::Clean;
-    p.controller_overhead = SimDuration::ZERO;
+    let mut p = hand_timed(1, dies, 1, 64, 32);
     p.background_gc = false;
     p.idle_gc_delay = SimDuration(IDLE_DELAY_NS);
-    p.write_buffer = None;
     p.write_buffer_policy = FlushPolicy::Eager;
     p
 }
@@ -87,14 +62,6 @@ fn write_back(dies: u32, pages: u64) -> SsdDevice {
         watermark(0.99, 0.5, DestageOrder::Fifo, false),
     ))
     .unwrap()
-}
-
-fn counter(d: &SsdDevice, name: &str) -> f64 {
-    d.counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 fn has_counter(d: &SsdDevice, name: &str) -> bool {
