@@ -17,15 +17,43 @@
 
 use crate::layout::Pbn;
 use crate::mech::{Cursor, Mech};
+use crate::params::SchedulerKind;
 use crate::params::{HddParams, ReadAhead, WriteBack};
 use crate::power::PowerTracker;
-use crate::sched::{pick, Candidate};
+use crate::sched::{pick, pick_sptf, Candidate};
 use crate::{layout::Layout, HddError};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use storsim_core::{
     check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
     QUEUE_DEPTH_MAX, SECTOR_BYTES,
 };
+
+/// Blocks that follow one another on one track: block `first + i` is sector
+/// `pbn.sector + i` of `pbn`'s track, for `i < len`.
+#[derive(Clone, Copy, Debug)]
+struct MapRun {
+    first: u64,
+    len: u64,
+    pbn: Pbn,
+}
+
+/// Where a queued request's first block is, worked out once at submission for the
+/// schedulers that look at it (C-LOOK and SSTF the cylinder, SPTF all of it).
+#[derive(Clone, Copy, Debug)]
+struct Target {
+    cylinder: u32,
+    head: u32,
+    /// The angle at which the first block's sector starts (`Layout::sector_angle`).
+    angle: f64,
+    write: bool,
+}
+
+#[derive(Clone, Debug)]
+struct Queued {
+    request: Request,
+    target: Target,
+}
 
 /// A cache segment: the blocks `[start, end)` it holds.
 #[derive(Clone, Debug, Default)]
@@ -91,7 +119,18 @@ pub struct HddDevice {
     p: HddParams,
     mech: Mech,
     capacity_bytes: u64,
-    queue: Vec<Request>,
+    queue: Vec<Queued>,
+    /// The scheduler's working space, one entry per queued request (bounded by the queue
+    /// depth); kept between decisions so that choosing allocates nothing.
+    candidates: Vec<Candidate>,
+    moves_ns: Vec<f64>,
+    /// When each block of the read in progress is in the buffer; reused from read to read.
+    avail: Vec<f64>,
+    /// The sectors a zero-latency read wants on one track (at most a track's worth); reused.
+    track_sectors: Vec<Pbn>,
+    /// The run of blocks the last mapping found: requests, read-ahead and destages walk
+    /// blocks in order, and a run answers for every block of a track's stretch at once.
+    map_run: Cell<MapRun>,
     in_service: Option<InService>,
     /// Where the heads are once the committed work ends.
     head: (u32, u32),
@@ -99,6 +138,8 @@ pub struct HddDevice {
     hda_free_ns: f64,
     prefetch: Option<Prefetch>,
     segs: Vec<Segment>,
+    /// Whether a segment is reserved for writes (then reads never use it, nor writes others).
+    write_only_segment: bool,
     use_clock: u64,
     last_was_read: bool,
     last_write_end: Option<u64>,
@@ -168,10 +209,24 @@ impl HddDevice {
             p,
             capacity_bytes,
             queue: Vec::with_capacity(depth),
+            candidates: Vec::with_capacity(depth),
+            moves_ns: Vec::with_capacity(depth),
+            avail: Vec::new(),
+            track_sectors: Vec::new(),
+            map_run: Cell::new(MapRun {
+                first: 0,
+                len: 0,
+                pbn: Pbn {
+                    cylinder: 0,
+                    head: 0,
+                    sector: 0,
+                },
+            }),
             in_service: None,
             head: (0, 0),
             hda_free_ns: 0.0,
             prefetch: None,
+            write_only_segment: segs.iter().any(|s| s.write_only),
             segs,
             use_clock: 0,
             last_was_read: true,
@@ -193,12 +248,36 @@ impl HddDevice {
     }
 
     fn pbn(&self, lbn: u64) -> Pbn {
+        self.pbn_run(lbn).0
+    }
+
+    /// Where `lbn` is, and how many blocks from it on follow it sector by sector on its
+    /// track (see [`Layout::lbn_to_pbn_run`]).
+    fn pbn_run(&self, lbn: u64) -> (Pbn, u64) {
         // Requests are range-checked on submission and read-ahead stops at the last block,
         // so every block asked for here exists.
-        self.mech
-            .layout
-            .lbn_to_pbn(lbn)
+        self.try_pbn_run(lbn)
             .expect("block inside the checked range")
+    }
+
+    /// [`HddDevice::pbn_run`], `None` for a block the layout does not map.
+    fn try_pbn_run(&self, lbn: u64) -> Option<(Pbn, u64)> {
+        let run = self.map_run.get();
+        if lbn >= run.first && lbn - run.first < run.len {
+            let into = lbn - run.first;
+            let pbn = Pbn {
+                sector: run.pbn.sector + into as u32,
+                ..run.pbn
+            };
+            return Some((pbn, run.len - into));
+        }
+        let (pbn, len) = self.mech.layout.lbn_to_pbn_run(lbn)?;
+        self.map_run.set(MapRun {
+            first: lbn,
+            len,
+            pbn,
+        });
+        Some((pbn, len))
     }
 
     fn touch(&mut self, seg: usize) {
@@ -216,11 +295,14 @@ impl HddDevice {
         self.run_prefetch(t);
         if let Some(pf) = self.prefetch.take() {
             let mut pf = pf;
-            while pf.next < pf.min_end.min(pf.limit) {
-                let p = self.pbn(pf.next);
+            let stop = pf.min_end.min(pf.limit);
+            while pf.next < stop {
+                let (p, run) = self.pbn_run(pf.next);
                 pf.cursor.transfer(&self.mech, p, false, 0.0, 0.0);
-                self.extend_segment(pf.seg, pf.next + 1);
-                pf.next += 1;
+                let more = (run - 1).min(stop - pf.next - 1);
+                pf.cursor.read_on(more, f64::INFINITY);
+                pf.next += 1 + more;
+                self.extend_segment(pf.seg, pf.next);
             }
             self.head = pf.cursor.position();
             self.hda_free_ns = self
@@ -262,8 +344,24 @@ impl HddDevice {
             return;
         };
         while self.prefetch_allows(&pf, pf.next) {
+            let (p, run) = self.pbn_run(pf.next);
+            if pf.cursor.follows(p) {
+                // The blocks on the sectors right after the one just read go a run at a
+                // time: they are all on one track (so the mode's track bound holds for all
+                // if for the first), and each takes one sector time.
+                let count = run.min(pf.limit - pf.next);
+                let n = pf.cursor.read_on(count, t);
+                if n > 0 {
+                    self.extend_segment(pf.seg, pf.next + n);
+                    pf.next += n;
+                    self.stats.media_sectors += n;
+                }
+                if n < count {
+                    break;
+                }
+                continue;
+            }
             let mut c = pf.cursor;
-            let p = self.pbn(pf.next);
             let done = c.transfer(&self.mech, p, false, 0.0, 0.0);
             if done > t {
                 break;
@@ -290,19 +388,30 @@ impl HddDevice {
         let Some(mut pf) = self.prefetch.take() else {
             return;
         };
-        for lbn in from..end {
-            if lbn < pf.next {
-                avail.push(t0);
-                continue;
-            }
-            let p = self.pbn(lbn);
-            let done = pf.cursor.transfer(&self.mech, p, false, 0.0, 0.0);
-            self.extend_segment(pf.seg, lbn + 1);
-            pf.next = lbn + 1;
-            self.stats.media_sectors += 1;
-            avail.push(done);
+        // The blocks before the read-ahead's next one are in the cache already.
+        let media_from = end.min(pf.next).max(from);
+        avail.resize(avail.len() + (media_from - from) as usize, t0);
+        if media_from < end {
+            self.read_blocks(&mut pf.cursor, media_from, end, avail);
+            self.extend_segment(pf.seg, end);
+            pf.next = end;
+            self.stats.media_sectors += end - media_from;
         }
         self.prefetch = Some(pf);
+    }
+
+    /// Reads blocks `from..end` with `c`, appending when each is done to `done`: the first
+    /// block of each run as [`Cursor::transfer`] takes it, the rest of the run sector after
+    /// sector.
+    fn read_blocks(&self, c: &mut Cursor, from: u64, end: u64, done: &mut Vec<f64>) {
+        let mut b = from;
+        while b < end {
+            let (p, run) = self.pbn_run(b);
+            done.push(c.transfer(&self.mech, p, false, 0.0, 0.0));
+            let more = (run - 1).min(end - b - 1);
+            c.read_on_into(more, done);
+            b += 1 + more;
+        }
     }
 
     /// The block before which the read-ahead after a read of `[lbn, req_end)` stops, for a
@@ -318,7 +427,10 @@ impl HddDevice {
             return req_end;
         }
         if c.read_ahead == ReadAhead::DecTracks {
-            let Some((first, end)) = self.mech.layout.track_bounds(req_end) else {
+            let bounds = self
+                .try_pbn_run(req_end)
+                .and_then(|(p, run)| self.mech.layout.track_bounds_at(req_end, p, run));
+            let Some((first, end)) = bounds else {
                 return req_end.min(self.blocks());
             };
             let limit = if seg_start < first {
@@ -384,13 +496,17 @@ impl HddDevice {
     fn victim_segment(&self, for_write: bool) -> usize {
         let mut best: Option<usize> = None;
         for (i, s) in self.segs.iter().enumerate() {
-            if s.write_only != for_write && self.segs.iter().any(|x| x.write_only) {
+            if s.write_only != for_write && self.write_only_segment {
                 continue;
             }
             if self.prefetch.as_ref().is_some_and(|pf| pf.seg == i) && !for_write {
                 continue;
             }
-            if best.is_none_or(|b| s.last_use < self.segs[b].last_use) {
+            let older = match best {
+                None => true,
+                Some(b) => s.last_use < self.segs[b].last_use,
+            };
+            if older {
                 best = Some(i);
             }
         }
@@ -402,7 +518,7 @@ impl HddDevice {
         let w = if c.watermark_by_request_size {
             ((n.min(u64::from(c.segment_sectors)) as f64 * c.read_watermark) as u64).max(1)
         } else {
-            (u64::from(c.segment_sectors) as f64 * c.read_watermark).ceil() as u64
+            crate::float::ceil(u64::from(c.segment_sectors) as f64 * c.read_watermark) as u64
         };
         w.clamp(1, n)
     }
@@ -440,7 +556,8 @@ impl HddDevice {
             None
         };
         let per_req = ns(o.per_request_ns);
-        let mut avail: Vec<f64> = Vec::with_capacity(n as usize);
+        let mut avail = std::mem::take(&mut self.avail);
+        avail.clear();
         let connect;
         if let Some(seg) =
             whole.filter(|_| !in_stream || end <= self.prefetch.as_ref().map_or(0, |pf| pf.next))
@@ -523,10 +640,12 @@ impl HddDevice {
                 // take the request's sectors in the order they pass under them, from the first
                 // sector boundary after they arrive, so a block may be in the buffer before
                 // the ones ahead of it. The bus still sends them in order.
+                let mut sectors = std::mem::take(&mut self.track_sectors);
                 let mut b = media_from;
                 while b < end {
                     let first = self.pbn(b);
-                    let mut sectors = vec![first];
+                    sectors.clear();
+                    sectors.push(first);
                     while b + (sectors.len() as u64) < end {
                         let p = self.pbn(b + sectors.len() as u64);
                         if (p.cylinder, p.head) != (first.cylinder, first.head) {
@@ -534,16 +653,14 @@ impl HddDevice {
                         }
                         sectors.push(p);
                     }
-                    avail.extend(c.read_any_order(&self.mech, &sectors));
+                    c.read_any_order(&self.mech, &sectors, &mut avail);
                     b += sectors.len() as u64;
                 }
+                self.track_sectors = sectors;
                 self.segs[seg].end = end;
             } else {
-                for b in media_from..end {
-                    let p = self.pbn(b);
-                    avail.push(c.transfer(&self.mech, p, false, 0.0, 0.0));
-                    self.segs[seg].end = b + 1;
-                }
+                self.read_blocks(&mut c, media_from, end, &mut avail);
+                self.segs[seg].end = end;
             }
             let size = u64::from(self.p.cache.segment_sectors);
             if self.segs[seg].end - self.segs[seg].start > size {
@@ -573,6 +690,7 @@ impl HddDevice {
         for &a in &avail {
             bus = bus.max(a) + xfer;
         }
+        self.avail = avail;
         bus + ns(o.read_completion_ns)
     }
 
@@ -658,15 +776,21 @@ impl HddDevice {
             Cursor::new(ready.max(space_ns), self.head)
         };
         let min_seek = if append { 0.0 } else { ns(o.minimum_seek_ns) };
-        for (i, b) in (lbn..end).enumerate() {
-            let p = self.pbn(b);
+        // A run's first block as `transfer` takes it (a move, a rotation), the rest of the
+        // run sector after sector.
+        let mut i = 0;
+        while i < n {
+            let (p, run) = self.pbn_run(lbn + i);
             c.transfer(
                 &self.mech,
                 p,
                 true,
-                arrival((i as u64).max(gate)),
+                arrival(i.max(gate)),
                 if i == 0 { min_seek } else { 0.0 },
             );
+            let more = (run - 1).min(n - i - 1);
+            c.write_on(&self.mech, more, |k| arrival((i + 1 + k).max(gate)));
+            i += 1 + more;
         }
         self.stats.media_sectors += n;
         self.stats.seeks += c.seeks;
@@ -741,39 +865,70 @@ impl HddDevice {
             }
         };
         self.power.busy_until_ns = self.power.busy_until_ns.max(finish).max(self.hda_free_ns);
-        let f = finish.ceil().max(t0);
+        let f = crate::float::ceil(finish).max(t0);
         SimTime::from_ns((f as u64).max(t.as_ns()))
     }
 
-    /// Positioning estimate for SPTF: seek plus rotational latency to the first block.
-    fn positioning_ns(&self, r: &Request, t: f64) -> f64 {
-        let p = self.pbn(r.offset_bytes / SECTOR_BYTES);
+    /// Where `r`'s first block is, for the scheduler. A zero-length request may start at
+    /// the disk's end; the last block stands for it.
+    fn target(&self, r: &Request) -> Target {
+        if self.p.scheduler == SchedulerKind::Fcfs {
+            // First come first served looks at nothing.
+            return Target {
+                cylinder: 0,
+                head: 0,
+                angle: 0.0,
+                write: false,
+            };
+        }
+        let p = self.pbn((r.offset_bytes / SECTOR_BYTES).min(self.blocks() - 1));
+        Target {
+            cylinder: p.cylinder,
+            head: p.head,
+            angle: if self.p.scheduler == SchedulerKind::Sptf {
+                self.mech.layout.sector_angle(p)
+            } else {
+                0.0
+            },
+            write: r.op == Op::Write,
+        }
+    }
+
+    /// SPTF's choice at `t`: the least seek plus rotational latency to the first block
+    /// from where the heads will be. The move alone bounds each request's time from below,
+    /// so a request whose move already loses is not priced further.
+    fn pick_sptf(&mut self, t: f64) -> usize {
         let start = t.max(self.hda_free_ns);
-        let mv = self
-            .mech
-            .reposition_ns(self.head, (p.cylinder, p.head), r.op == Op::Write);
-        mv + self.mech.latency_ns(start + mv, p)
+        self.moves_ns.clear();
+        for q in &self.queue {
+            let to = (q.target.cylinder, q.target.head);
+            self.moves_ns
+                .push(self.mech.reposition_ns(self.head, to, q.target.write));
+        }
+        let (mech, queue, moves) = (&self.mech, &self.queue, &self.moves_ns);
+        pick_sptf(moves, |i| {
+            moves[i] + mech.latency_to_angle_ns(start + moves[i], queue[i].target.angle)
+        })
+        .unwrap_or(0)
     }
 
     fn dispatch(&mut self, t: SimTime) {
         if self.in_service.is_some() || self.queue.is_empty() {
             return;
         }
-        let tf = t.as_ns() as f64;
-        let cands: Vec<Candidate> = self
-            .queue
-            .iter()
-            .map(|r| Candidate {
-                cylinder: self.pbn(r.offset_bytes / SECTOR_BYTES).cylinder,
-                positioning_ns: if self.p.scheduler == crate::params::SchedulerKind::Sptf {
-                    self.positioning_ns(r, tf)
-                } else {
-                    0.0
-                },
-            })
-            .collect();
-        let i = pick(self.p.scheduler, self.head.0, &cands).unwrap_or(0);
-        let r = self.queue.remove(i);
+        let i = match self.p.scheduler {
+            SchedulerKind::Fcfs => 0,
+            SchedulerKind::Sptf => self.pick_sptf(t.as_ns() as f64),
+            kind => {
+                self.candidates.clear();
+                self.candidates.extend(self.queue.iter().map(|q| Candidate {
+                    cylinder: q.target.cylinder,
+                    positioning_ns: 0.0,
+                }));
+                pick(kind, self.head.0, &self.candidates).unwrap_or(0)
+            }
+        };
+        let r = self.queue.remove(i).request;
         let start = if t < r.arrival { r.arrival } else { t };
         let finish = self.serve(start, &r);
         self.in_service = Some(InService {
@@ -810,7 +965,8 @@ impl Device for HddDevice {
                 queue_depth: self.queue_depth(),
             });
         }
-        self.queue.push(request);
+        let target = self.target(&request);
+        self.queue.push(Queued { request, target });
         self.dispatch(now);
         Ok(())
     }
@@ -865,5 +1021,194 @@ impl Device for HddDevice {
             DeviceCounter::new("energy_spin_up_mj", eu),
             DeviceCounter::new("energy_total_mj", ea + ei + es + eu),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The scheduler's cached view of the queue against the direct computation.
+
+    use super::*;
+    use crate::params::{
+        CacheParams, Geometry, Interface, Mechanics, Overheads, PowerParams, SeekCurve,
+        SparingScheme, SurfaceOrder, Zone,
+    };
+    use crate::seek::seek_ns;
+    use storsim_core::Prng;
+
+    fn zone(first: u32, last: u32, spt: u32, slips: Vec<u64>) -> Zone {
+        Zone {
+            first_cylinder: first,
+            last_cylinder: last,
+            sectors_per_track: spt,
+            first_block_offset_sectors: 3.0,
+            empty_front_sectors: 0,
+            track_skew_sectors: 7.0,
+            cylinder_skew_sectors: 11.0,
+            spares: 40,
+            slips,
+            defects: vec![],
+        }
+    }
+
+    /// A drive with slips, two zones and a gap between them, a non-monotone extracted seek
+    /// curve, a head switch and a negative write settle, and the given scheduler.
+    fn params(scheduler: SchedulerKind, order: SurfaceOrder) -> HddParams {
+        HddParams {
+            geometry: Geometry {
+                surfaces: 3,
+                cylinders: 400,
+                surface_order: order,
+                sparing: SparingScheme::SectorsPerZone,
+                sparing_range_cylinders: 1,
+                zones: vec![
+                    zone(0, 199, 50, vec![5, 6, 7, 900, 20_000]),
+                    zone(201, 399, 37, vec![0, 1000]),
+                ],
+                block_count: None,
+            },
+            mechanics: Mechanics {
+                rpm: 7200.0,
+                head_switch_ns: 400_000,
+                write_settle_ns: -100_000,
+                seek: SeekCurve::Extracted {
+                    points: vec![
+                        (1, 800_000),
+                        (5, 1_300_000),
+                        (6, 1_250_000),
+                        (100, 4_000_000),
+                        (399, 9_000_000),
+                    ],
+                },
+            },
+            overheads: Overheads {
+                read_miss_after_read_ns: 200_000,
+                write_hit_after_read_ns: 100_000,
+                ..Overheads::default()
+            },
+            interface: Interface {
+                read_transfer_ns_per_sector: 20_000,
+                write_transfer_ns_per_sector: 20_000,
+            },
+            cache: CacheParams {
+                enabled: true,
+                segments: 4,
+                segment_sectors: 128,
+                write_segments: 2,
+                dedicated_write_segment: false,
+                read_ahead: crate::params::ReadAhead::SegmentEnd,
+                min_read_ahead_sectors: 0,
+                max_read_ahead_sectors: 64,
+                read_ahead_on_idle_hit: false,
+                read_hits_on_write_data: true,
+                write_back: crate::params::WriteBack::Full,
+                combine_sequential_writes: true,
+                read_watermark: 0.0,
+                watermark_by_request_size: true,
+                immediate_read: false,
+            },
+            queue_depth: 24,
+            scheduler,
+            power: PowerParams::default(),
+        }
+    }
+
+    /// SPTF's choice as the scheduler made it before it cached anything: every queued
+    /// request mapped afresh, its seek from the curve, its latency from its sector, and
+    /// every one of them priced.
+    fn sptf_direct(d: &HddDevice, t: f64) -> usize {
+        let start = t.max(d.hda_free_ns);
+        let cylinders = d.mech.layout.cylinders();
+        let cands: Vec<Candidate> = d
+            .queue
+            .iter()
+            .map(|q| {
+                let r = &q.request;
+                let p = d
+                    .mech
+                    .layout
+                    .lbn_to_pbn(r.offset_bytes / SECTOR_BYTES)
+                    .unwrap();
+                let seek = seek_ns(
+                    &d.p.mechanics.seek,
+                    d.head.0.abs_diff(p.cylinder),
+                    cylinders,
+                );
+                let switch = if d.head.1 != p.head {
+                    d.p.mechanics.head_switch_ns as f64
+                } else {
+                    0.0
+                };
+                let mut mv = seek.max(switch);
+                if mv > 0.0 && r.op == Op::Write {
+                    mv = (mv + d.p.mechanics.write_settle_ns as f64).max(0.0);
+                }
+                Candidate {
+                    cylinder: p.cylinder,
+                    positioning_ns: mv + d.mech.latency_ns(start + mv, p),
+                }
+            })
+            .collect();
+        pick(SchedulerKind::Sptf, d.head.0, &cands).unwrap()
+    }
+
+    /// Random reads and writes, some sequential, kept up to the queue depth: at every
+    /// decision SPTF picks what pricing every request directly picks, and the cached
+    /// cylinder is the mapped one (which C-LOOK and SSTF use).
+    #[test]
+    fn sptf_with_cached_targets_and_bounds_picks_as_pricing_everything() {
+        let seed = 0x5b7f_0002_u64;
+        println!("seed {seed:#x}");
+        let mut r = Prng::new(seed);
+        for order in [SurfaceOrder::Normal, SurfaceOrder::ReverseOnOddCylinder] {
+            let mut d = HddDevice::new(params(SchedulerKind::Sptf, order)).unwrap();
+            let blocks = d.blocks();
+            let mut now = 0u64;
+            let mut done = Vec::new();
+            let mut next_lbn = 0u64;
+            let mut decisions = 0;
+            for id in 0..4000u64 {
+                let n = 1 + r.next_u64() % 16;
+                // One request in four continues the previous one.
+                let lbn = if r.next_u64() % 4 == 3 {
+                    next_lbn.min(blocks - n)
+                } else {
+                    r.next_u64() % (blocks - n)
+                };
+                next_lbn = lbn + n;
+                let op = if r.next_u64() % 2 == 1 {
+                    Op::Read
+                } else {
+                    Op::Write
+                };
+                let request = Request {
+                    id,
+                    op,
+                    offset_bytes: lbn * SECTOR_BYTES,
+                    len_bytes: n * SECTOR_BYTES,
+                    arrival: SimTime::from_ns(now),
+                };
+                while d.submit(SimTime::from_ns(now), request).is_err() {
+                    let f = d.next_deadline().unwrap();
+                    now = now.max(f.as_ns());
+                    // The decision the completion is about to make.
+                    for q in &d.queue {
+                        let p = d
+                            .mech
+                            .layout
+                            .lbn_to_pbn(q.request.offset_bytes / SECTOR_BYTES)
+                            .unwrap();
+                        assert_eq!((q.target.cylinder, q.target.head), (p.cylinder, p.head));
+                        assert_eq!(q.target.angle, d.mech.layout.sector_angle(p));
+                    }
+                    let t = f.as_ns() as f64;
+                    assert_eq!(d.pick_sptf(t), sptf_direct(&d, t));
+                    decisions += 1;
+                    d.advance(f, &mut done);
+                }
+                now += r.next_u64() % 2_000_000;
+            }
+            assert!(decisions > 1000, "only {decisions} decisions with a queue");
+        }
     }
 }

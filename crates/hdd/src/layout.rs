@@ -45,6 +45,10 @@ struct ZoneMap {
     slips_shift_skew: bool,
     per_track_skew_cutoff: bool,
     slips: Vec<u64>,
+    /// `slips[i] - i` for each slip: never decreasing, since the slips are sorted and
+    /// distinct. It finds the k-th usable slot of a unit with one binary search (see
+    /// [`ZoneMap::index_to_slot`]).
+    slip_keys: Vec<u64>,
     defects: Vec<(u64, u64)>,
     first_offset: f64,
     track_skew: f64,
@@ -71,45 +75,70 @@ impl ZoneMap {
         (b - a) as u64
     }
 
-    /// Maps a zone-relative logical index (after empty space) to a zone slot.
-    fn index_to_slot(&self, l: u64) -> Option<u64> {
+    /// Maps a zone-relative logical index (after empty space) to a zone slot, and says how
+    /// many indices from `l` on map to the slots that follow it one by one (at least one):
+    /// the run ends at the next slip, at the end of the unit's usable slots or at the unit's
+    /// end.
+    ///
+    /// The k-th usable slot of a unit starting at `base` is the least p with
+    /// `p = k + front + (slips in [base, base + p])`. With the slips sorted and distinct,
+    /// slip i of the unit (the a-th slip of the zone being the unit's first) is among those
+    /// exactly when `slips[i] - i <= k + front + base - a`; as `slips[i] - i` never
+    /// decreases, one binary search over those keys counts them. Every slip before the unit
+    /// also passes the test (they are distinct and below `base`), so the count of passing
+    /// keys less `a` is the unit's own count.
+    fn index_to_slot(&self, l: u64) -> Option<(u64, u64)> {
         let usable = self.usable_per_full_unit();
         if usable == 0 {
             return None;
         }
-        let u = l / usable;
-        let k = l % usable;
+        // Most drives spare per zone: one unit, and no division.
+        let (u, k) = if l < usable {
+            (0, l)
+        } else {
+            (l / usable, l % usable)
+        };
         let base = u * self.unit_slots;
         let front = if self.spares_at_front { self.spares } else { 0 };
-        // The k-th usable slot of the unit: skip every slip at or before the candidate until
-        // the candidate stops moving.
-        let mut p = k + front;
-        loop {
-            let next = k + front + self.slips_in(base, base + p);
-            if next == p {
-                break;
-            }
-            p = next;
-        }
-        if p >= self.unit_len(u) {
+        let before = if base == 0 {
+            0
+        } else {
+            self.slips.partition_point(|&s| s < base)
+        };
+        let bound = k + front + base - before as u64;
+        let counted = self.slip_keys.partition_point(|&g| g <= bound) - before;
+        let p = k + front + counted as u64;
+        let len = self.unit_len(u);
+        if p >= len {
             return None;
         }
-        Some(base + p)
+        let to_next_slip = self
+            .slips
+            .get(before + counted)
+            .map_or(u64::MAX, |&s| s - base - p);
+        Some((base + p, (usable - k).min(len - p).min(to_next_slip)))
     }
 
     fn slot_to_index(&self, slot: u64) -> Option<u64> {
-        if self.slips.binary_search(&slot).is_ok() {
+        // The slips below the slot; the next one is the slot itself when it is slipped.
+        let below = self.slips.partition_point(|&s| s < slot);
+        if self.slips.get(below) == Some(&slot) {
             return None;
         }
-        let u = slot / self.unit_slots;
+        let u = if slot < self.unit_slots {
+            0
+        } else {
+            slot / self.unit_slots
+        };
         let base = u * self.unit_slots;
         let p = slot - base;
         let front = if self.spares_at_front { self.spares } else { 0 };
-        let before = if p == 0 {
-            0
+        // The unit's slips before the slot.
+        let before = if base == 0 {
+            below
         } else {
-            self.slips_in(base, slot - 1)
-        };
+            below - self.slips.partition_point(|&s| s < base)
+        } as u64;
         let k = p.checked_sub(front + before)?;
         let usable_here = self.unit_len(u).saturating_sub(self.spares);
         if k >= usable_here {
@@ -126,8 +155,22 @@ pub struct Layout {
     cylinders: u32,
     order: SurfaceOrder,
     zones: Vec<ZoneMap>,
+    /// One past each zone's last block, side by side for the search by block.
+    zone_ends: Vec<u64>,
+    /// The index of the zone holding each cylinder ([`NO_ZONE`] between zones), for drives
+    /// of at most [`ZONE_TABLE_MAX_CYLINDERS`] cylinders and fewer than `NO_ZONE` zones;
+    /// empty otherwise. Every repositioning and rotational position asks for a cylinder's
+    /// zone, several times a request.
+    zone_by_cylinder: Vec<u16>,
     blocks: u64,
 }
+
+/// [`Layout::zone_by_cylinder`]'s mark for a cylinder that no zone holds.
+const NO_ZONE: u16 = u16::MAX;
+
+/// Drives with more cylinders find a cylinder's zone by binary search (2 bytes a cylinder,
+/// 2 MiB at most, for the table).
+const ZONE_TABLE_MAX_CYLINDERS: u32 = 1 << 20;
 
 impl Layout {
     pub fn new(g: &Geometry) -> Result<Layout, HddError> {
@@ -239,6 +282,11 @@ impl Layout {
                         | SparingScheme::SectorsPerTrack
                 ),
                 per_track_skew_cutoff: g.sparing == SparingScheme::SectorsPerTrack,
+                slip_keys: slips
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &s)| s - i as u64)
+                    .collect(),
                 slips,
                 defects: z.defects.clone(),
                 first_offset: z.first_block_offset_sectors,
@@ -280,13 +328,21 @@ impl Layout {
                 .max()
                 .unwrap_or(0),
         );
-        Ok(Layout {
+        let mut layout = Layout {
             surfaces: g.surfaces,
             cylinders,
             order: g.surface_order,
+            zone_ends: zones.iter().map(|z| z.first_lbn + z.lbns).collect(),
             zones,
+            zone_by_cylinder: Vec::new(),
             blocks: next_lbn,
-        })
+        };
+        if cylinders <= ZONE_TABLE_MAX_CYLINDERS && layout.zones.len() < usize::from(NO_ZONE) {
+            layout.zone_by_cylinder = (0..cylinders)
+                .map(|c| layout.zone_index_searched(c).map_or(NO_ZONE, |i| i as u16))
+                .collect();
+        }
+        Ok(layout)
     }
 
     /// Logical blocks the layout holds.
@@ -306,13 +362,26 @@ impl Layout {
         if lbn >= self.blocks {
             return None;
         }
-        let i = self.zones.partition_point(|z| z.first_lbn + z.lbns <= lbn);
+        let i = self.zone_ends.partition_point(|&e| e <= lbn);
         self.zones.get(i).filter(|z| lbn >= z.first_lbn)
     }
 
     fn zone_of_cylinder(&self, cyl: u32) -> Option<&ZoneMap> {
+        let i = match self.zone_by_cylinder.get(cyl as usize) {
+            Some(&NO_ZONE) => return None,
+            Some(&i) => usize::from(i),
+            None => self.zone_index_searched(cyl)?,
+        };
+        Some(&self.zones[i])
+    }
+
+    /// The index of the zone holding cylinder `cyl`, by binary search.
+    fn zone_index_searched(&self, cyl: u32) -> Option<usize> {
         let i = self.zones.partition_point(|z| z.last_cylinder < cyl);
-        self.zones.get(i).filter(|z| cyl >= z.first_cylinder)
+        self.zones
+            .get(i)
+            .filter(|z| cyl >= z.first_cylinder)
+            .map(|_| i)
     }
 
     /// The surface a logical track index of a cylinder lands on; its own inverse.
@@ -331,26 +400,50 @@ impl Layout {
 
     /// Where logical block `lbn` lives, or `None` past the end of the disk.
     pub fn lbn_to_pbn(&self, lbn: u64) -> Option<Pbn> {
+        self.lbn_to_pbn_run(lbn).map(|(p, _)| p)
+    }
+
+    /// Where logical block `lbn` lives, and how many blocks from it on lie in the sectors
+    /// that follow it on the same track (at least one): block `lbn + i` of the run is sector
+    /// `p.sector + i` of `p`'s track. A run ends at a slip, a spare, a remapped defect, the
+    /// track's end, the zone's end or the disk's end. `None` past the end of the disk.
+    pub fn lbn_to_pbn_run(&self, lbn: u64) -> Option<(Pbn, u64)> {
         let z = self.zone_of_lbn(lbn)?;
         let l = lbn - z.first_lbn + z.empty_front;
         let spt = u64::from(z.spt);
-        let mut idx = if z.track_slots {
-            let slot = z.index_to_slot(l / spt)?;
-            slot * spt + l % spt
+        let (mut idx, mut run) = if z.track_slots {
+            let (slot, _) = z.index_to_slot(l / spt)?;
+            (slot * spt + l % spt, spt - l % spt)
         } else {
             z.index_to_slot(l)?
         };
         if let Some(&(_, spare)) = z.defects.iter().find(|&&(d, _)| d == idx) {
             idx = spare;
+            run = 1;
+        } else {
+            // A later block of the run whose sector is a remapped defect lives in a spare.
+            for &(d, _) in &z.defects {
+                if d > idx {
+                    run = run.min(d - idx);
+                }
+            }
         }
         let per_cyl = u64::from(self.surfaces) * spt;
         let cylinder = z.first_cylinder + (idx / per_cyl) as u32;
         let track = ((idx % per_cyl) / spt) as u32;
-        Some(Pbn {
-            cylinder,
-            head: self.surface(z, cylinder, track),
-            sector: (idx % spt) as u32,
-        })
+        let sector = idx % spt;
+        let run = run
+            .min(spt - sector)
+            .min(z.first_lbn + z.lbns - lbn)
+            .min(self.blocks - lbn);
+        Some((
+            Pbn {
+                cylinder,
+                head: self.surface(z, cylinder, track),
+                sector: sector as u32,
+            },
+            run,
+        ))
     }
 
     /// What physical sector `p` holds; `None` when it is not on the disk.
@@ -392,8 +485,35 @@ impl Layout {
     /// spare on the track holds for a defect elsewhere are not counted: they belong to the
     /// defective sector's track.
     pub fn track_bounds(&self, lbn: u64) -> Option<(u64, u64)> {
-        let p = self.lbn_to_pbn(lbn)?;
+        let (p, run) = self.lbn_to_pbn_run(lbn)?;
+        self.track_bounds_at(lbn, p, run)
+    }
+
+    /// [`Layout::track_bounds`] for a block whose place is known: `lbn` is at `p`, and the
+    /// `run` blocks from it follow it sector by sector on that track, as
+    /// [`Layout::lbn_to_pbn_run`] says (a shorter run gives the same answer).
+    pub fn track_bounds_at(&self, lbn: u64, p: Pbn, run: u64) -> Option<(u64, u64)> {
         let z = self.zone_of_cylinder(p.cylinder)?;
+        if z.defects.is_empty() {
+            // Without remapped defects the two mappings are each other's inverse on the
+            // blocks of the disk, and a track's blocks rise with the sector number (a slot's
+            // block is its unit's count of usable slots before it; units hold whole tracks),
+            // so they lie within one track's width of each other: the track's first block is
+            // the one in its first sector that holds a block, and its last block is the end
+            // of `lbn`'s run when that run reaches the track's end, or else the one in its
+            // last sector that holds a block.
+            let block = |sector: u32| match self.pbn_to_lbn(Pbn { sector, ..p }) {
+                Some(SectorUse::Block(b)) => Some(b),
+                _ => None,
+            };
+            let first = (0..p.sector).find_map(block).unwrap_or(lbn);
+            let last = if u64::from(p.sector) + run == u64::from(z.spt) {
+                lbn + run - 1
+            } else {
+                (p.sector + 1..z.spt).rev().find_map(block).unwrap_or(lbn)
+            };
+            return Some((first.min(lbn), last.max(lbn) + 1));
+        }
         let mut first = lbn;
         let mut last = lbn;
         for sector in 0..z.spt {
@@ -434,6 +554,291 @@ impl Layout {
             sectors += z.slips.partition_point(|&s| s < cutoff) as f64;
         }
         let turns = sectors / f64::from(z.spt);
-        turns - turns.floor()
+        turns - crate::float::floor(turns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The fast mapping against the direct one, as the layout computed it before it was
+    //! made fast: the fixed-point search for a unit's k-th usable slot, binary searches over
+    //! the zones, block by block mapping and the whole-track scan, on random geometries.
+
+    use super::*;
+    use crate::params::Zone;
+    use storsim_core::Prng;
+
+    /// The k-th usable slot of its unit found by iterating to the fixed point, as the layout
+    /// did before it counted slips with one binary search.
+    fn index_to_slot_direct(z: &ZoneMap, l: u64) -> Option<u64> {
+        let usable = z.usable_per_full_unit();
+        if usable == 0 {
+            return None;
+        }
+        let u = l / usable;
+        let k = l % usable;
+        let base = u * z.unit_slots;
+        let front = if z.spares_at_front { z.spares } else { 0 };
+        let mut p = k + front;
+        loop {
+            let next = k + front + z.slips_in(base, base + p);
+            if next == p {
+                break;
+            }
+            p = next;
+        }
+        if p >= z.unit_len(u) {
+            return None;
+        }
+        Some(base + p)
+    }
+
+    fn slot_to_index_direct(z: &ZoneMap, slot: u64) -> Option<u64> {
+        if z.slips.binary_search(&slot).is_ok() {
+            return None;
+        }
+        let u = slot / z.unit_slots;
+        let base = u * z.unit_slots;
+        let p = slot - base;
+        let front = if z.spares_at_front { z.spares } else { 0 };
+        let before = if p == 0 {
+            0
+        } else {
+            z.slips_in(base, slot - 1)
+        };
+        let k = p.checked_sub(front + before)?;
+        let usable_here = z.unit_len(u).saturating_sub(z.spares);
+        if k >= usable_here {
+            return None;
+        }
+        Some(u * z.usable_per_full_unit() + k)
+    }
+
+    fn zone_of_lbn_direct(l: &Layout, lbn: u64) -> Option<&ZoneMap> {
+        if lbn >= l.blocks {
+            return None;
+        }
+        let i = l.zones.partition_point(|z| z.first_lbn + z.lbns <= lbn);
+        l.zones.get(i).filter(|z| lbn >= z.first_lbn)
+    }
+
+    fn zone_of_cylinder_direct(l: &Layout, cyl: u32) -> Option<&ZoneMap> {
+        let i = l.zones.partition_point(|z| z.last_cylinder < cyl);
+        l.zones.get(i).filter(|z| cyl >= z.first_cylinder)
+    }
+
+    fn pbn_to_lbn_direct(l: &Layout, p: Pbn) -> Option<SectorUse> {
+        let z = zone_of_cylinder_direct(l, p.cylinder)?;
+        if p.head >= l.surfaces || p.sector >= z.spt {
+            return None;
+        }
+        let spt = u64::from(z.spt);
+        let track = u64::from(l.surface(z, p.cylinder, p.head));
+        let mut idx = (u64::from(p.cylinder - z.first_cylinder) * u64::from(l.surfaces) + track)
+            * spt
+            + u64::from(p.sector);
+        if z.defects.iter().any(|&(d, s)| d == idx && d != s) {
+            return Some(SectorUse::Remapped);
+        }
+        if let Some(&(d, _)) = z.defects.iter().find(|&&(_, s)| s == idx) {
+            idx = d;
+        }
+        let i = if z.track_slots {
+            slot_to_index_direct(z, idx / spt).map(|t| t * spt + idx % spt)
+        } else {
+            slot_to_index_direct(z, idx)
+        };
+        Some(match i {
+            Some(i)
+                if i >= z.empty_front
+                    && i - z.empty_front < z.lbns
+                    && z.first_lbn + i - z.empty_front < l.blocks =>
+            {
+                SectorUse::Block(z.first_lbn + i - z.empty_front)
+            }
+            _ => SectorUse::Unused,
+        })
+    }
+
+    fn lbn_to_pbn_direct(l: &Layout, lbn: u64) -> Option<Pbn> {
+        let z = zone_of_lbn_direct(l, lbn)?;
+        let i = lbn - z.first_lbn + z.empty_front;
+        let spt = u64::from(z.spt);
+        let mut idx = if z.track_slots {
+            index_to_slot_direct(z, i / spt)? * spt + i % spt
+        } else {
+            index_to_slot_direct(z, i)?
+        };
+        if let Some(&(_, spare)) = z.defects.iter().find(|&&(d, _)| d == idx) {
+            idx = spare;
+        }
+        let per_cyl = u64::from(l.surfaces) * spt;
+        let cylinder = z.first_cylinder + (idx / per_cyl) as u32;
+        let track = ((idx % per_cyl) / spt) as u32;
+        Some(Pbn {
+            cylinder,
+            head: l.surface(z, cylinder, track),
+            sector: (idx % spt) as u32,
+        })
+    }
+
+    /// Every sector of the track, as the layout scanned before.
+    fn track_bounds_direct(l: &Layout, lbn: u64) -> Option<(u64, u64)> {
+        let p = lbn_to_pbn_direct(l, lbn)?;
+        let z = zone_of_cylinder_direct(l, p.cylinder)?;
+        let mut first = lbn;
+        let mut last = lbn;
+        for sector in 0..z.spt {
+            let q = Pbn { sector, ..p };
+            if let Some(SectorUse::Block(b)) = pbn_to_lbn_direct(l, q) {
+                if lbn_to_pbn_direct(l, b) == Some(q) && b.abs_diff(lbn) < u64::from(z.spt) {
+                    first = first.min(b);
+                    last = last.max(b);
+                }
+            }
+        }
+        Some((first, last + 1))
+    }
+
+    fn below(r: &mut Prng, n: u64) -> u64 {
+        r.next_u64() % n
+    }
+
+    /// A small random drive: any sparing scheme and surface order, zones with gaps between
+    /// them, spares, slips (some beyond what the spares absorb), remapped defects, empty
+    /// front space and a block count below what the zones map.
+    fn random_geometry(r: &mut Prng) -> Geometry {
+        let sparing = [
+            SparingScheme::None,
+            SparingScheme::Tracks,
+            SparingScheme::SectorsPerCylinder,
+            SparingScheme::SectorsPerCylinderAtFront,
+            SparingScheme::SectorsPerTrack,
+            SparingScheme::SectorsAtEnd,
+            SparingScheme::SectorsPerRange,
+            SparingScheme::SectorsPerZone,
+        ][below(r, 8) as usize];
+        let surface_order = [
+            SurfaceOrder::Normal,
+            SurfaceOrder::ReverseOnOddCylinderOfZone,
+            SurfaceOrder::ReverseOnOddCylinder,
+        ][below(r, 3) as usize];
+        let surfaces = 1 + below(r, 4) as u32;
+        let mut zones = Vec::new();
+        let mut cyl = below(r, 2) as u32;
+        for _ in 0..1 + below(r, 4) {
+            let cyls = 1 + below(r, 6) as u32;
+            let spt = 3 + below(r, 30) as u32;
+            let slots = if sparing == SparingScheme::Tracks {
+                u64::from(cyls * surfaces)
+            } else {
+                u64::from(cyls * surfaces * spt)
+            };
+            let sectors = u64::from(cyls * surfaces * spt);
+            let mut slips: Vec<u64> = (0..below(r, 12)).map(|_| below(r, slots)).collect();
+            if below(r, 3) == 0 {
+                // A cluster of adjacent slips, as real drives' defect lists have.
+                let at = below(r, slots);
+                slips.extend((at..slots).take(1 + below(r, 8) as usize));
+            }
+            let defects = if below(r, 3) == 0 {
+                (0..1 + below(r, 3))
+                    .map(|_| (below(r, sectors), below(r, sectors)))
+                    .collect()
+            } else {
+                vec![]
+            };
+            zones.push(Zone {
+                first_cylinder: cyl,
+                last_cylinder: cyl + cyls - 1,
+                sectors_per_track: spt,
+                first_block_offset_sectors: below(r, 5) as f64,
+                empty_front_sectors: below(r, 4) as u32,
+                track_skew_sectors: below(r, 7) as f64,
+                cylinder_skew_sectors: below(r, 9) as f64,
+                spares: below(r, 2 * u64::from(spt)) as u32,
+                slips,
+                defects,
+            });
+            cyl += cyls + below(r, 3) as u32;
+        }
+        Geometry {
+            surfaces,
+            cylinders: cyl,
+            surface_order,
+            sparing,
+            sparing_range_cylinders: 1 + below(r, 3) as u32,
+            zones,
+            block_count: None,
+        }
+    }
+
+    #[test]
+    fn runs_and_track_bounds_match_the_direct_mapping() {
+        let seed = 0x5eed_1a70_u64;
+        println!("seed {seed:#x}");
+        let mut r = Prng::new(seed);
+        let mut layouts = 0;
+        for _ in 0..600 {
+            let mut g = random_geometry(&mut r);
+            let Ok(full) = Layout::new(&g) else {
+                continue;
+            };
+            if full.blocks() > 1 && below(&mut r, 4) == 0 {
+                g.block_count = Some(below(&mut r, full.blocks()));
+            }
+            let Ok(l) = Layout::new(&g) else {
+                continue;
+            };
+            layouts += 1;
+            assert_eq!(l.zone_by_cylinder.len(), l.cylinders() as usize);
+            for cylinder in 0..l.cylinders() + 2 {
+                let direct = zone_of_cylinder_direct(&l, cylinder).map(|z| z.first_cylinder);
+                assert_eq!(
+                    l.zone_of_cylinder(cylinder).map(|z| z.first_cylinder),
+                    direct
+                );
+                let searched = l
+                    .zone_index_searched(cylinder)
+                    .map(|i| l.zones[i].first_cylinder);
+                assert_eq!(searched, direct);
+                for head in 0..l.surfaces() + 1 {
+                    for sector in 0..l.sectors_per_track(cylinder) + 1 {
+                        let p = Pbn {
+                            cylinder,
+                            head,
+                            sector,
+                        };
+                        assert_eq!(l.pbn_to_lbn(p), pbn_to_lbn_direct(&l, p), "{g:?} {p:?}");
+                    }
+                }
+            }
+            for lbn in 0..l.blocks() + 2 {
+                let direct = lbn_to_pbn_direct(&l, lbn);
+                assert_eq!(l.lbn_to_pbn(lbn), direct, "{g:?} lbn {lbn}");
+                assert_eq!(
+                    l.track_bounds(lbn),
+                    track_bounds_direct(&l, lbn),
+                    "{g:?} lbn {lbn}"
+                );
+                let Some((p, run)) = l.lbn_to_pbn_run(lbn) else {
+                    assert_eq!(direct, None);
+                    continue;
+                };
+                assert!(run >= 1);
+                for i in 0..run {
+                    let q = Pbn {
+                        sector: p.sector + i as u32,
+                        ..p
+                    };
+                    assert_eq!(
+                        lbn_to_pbn_direct(&l, lbn + i),
+                        Some(q),
+                        "{g:?} lbn {lbn}+{i}"
+                    );
+                }
+            }
+        }
+        assert!(layouts > 200, "only {layouts} random geometries were valid");
     }
 }

@@ -4,6 +4,7 @@
 //! power states (`power`). See docs/models/hdd.md.
 
 mod device;
+mod float;
 pub mod layout;
 pub mod mech;
 mod params;

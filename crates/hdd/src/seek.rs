@@ -8,7 +8,6 @@ pub fn seek_ns(curve: &SeekCurve, distance: u32, cylinders: u32) -> f64 {
     if distance == 0 {
         return 0.0;
     }
-    let d = f64::from(distance);
     let t = match curve {
         SeekCurve::Constant { time_ns } => *time_ns as f64,
         SeekCurve::ThreePointLine {
@@ -26,16 +25,15 @@ pub fn seek_ns(curve: &SeekCurve, distance: u32, cylinders: u32) -> f64 {
             single_ns,
             average_ns,
             full_ns,
-        } => {
-            let (a, b, c) = three_point_curve_coefficients(
+        } => three_point_curve(
+            three_point_curve_coefficients(
                 *single_ns as f64,
                 *average_ns as f64,
                 *full_ns as f64,
                 cylinders,
-            );
-            let x = d - 1.0;
-            a + b * x.sqrt() + c * x
-        }
+            ),
+            distance,
+        ),
         SeekCurve::Hpl(h) => hpl(h, distance),
         SeekCurve::HplPlus10 {
             curve,
@@ -76,6 +74,14 @@ fn three_point_line(single: f64, average: f64, full: f64, distance: u32, cylinde
     } else {
         average + (full - average) * (d - third) / (end - third)
     }
+}
+
+/// The three-point curve with coefficients `(a, b, c)` (from
+/// [`three_point_curve_coefficients`]) at a distance of at least one cylinder, before the
+/// floor at zero that [`seek_ns`] applies.
+pub fn three_point_curve((a, b, c): (f64, f64, f64), distance: u32) -> f64 {
+    let x = f64::from(distance) - 1.0;
+    a + b * x.sqrt() + c * x
 }
 
 /// Solves `t(d) = a + b·sqrt(d-1) + c·(d-1)` through t(1) = single, t(n/3) = average and
