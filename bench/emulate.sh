@@ -4,12 +4,17 @@
 # engine) and through FUSE + a direct-I/O loop device (fio's libaio engine), at iodepth 1 and
 # 32. Needs root (FUSE mount, losetup), fio with the nbd engine, and a release build.
 #
+# The fio columns are fio's total latency (submission to completion): its nbd engine counts much
+# of a request's time as submission latency, so completion latency alone would understate it.
+# The load column is the 1-minute load average when the row's run began.
+#
 #   bench/emulate.sh [SECONDS]      (default 10 s per run)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
 cargo build --release -q -p storsim
-bin=$PWD/target/release/storsim
+# Cargo puts the binary under CARGO_TARGET_DIR when it is set.
+bin=${CARGO_TARGET_DIR:-$PWD/target}/release/storsim
 work=$(mktemp -d)
 trap 'umount -l "$work/fuse" 2>/dev/null || true; rm -rf "$work"' EXIT
 
@@ -37,46 +42,57 @@ EOF
 device lin100 100.0
 device zero 0.0
 
-report() { # LABEL FIO_JSON EMULATOR_JSON
+report() { # LABEL FIO_JSON EMULATOR_JSON LOAD
   python3 - "$@" <<'EOF'
 import json, sys
-label, fio_path, emu_path = sys.argv[1:4]
+label, fio_path, emu_path, load = sys.argv[1:5]
 text = open(fio_path).read()
 job = json.loads(text[text.index('{'):])["jobs"][0]["read"]
 emu = json.load(open(emu_path))
 lat = emu["lateness"]["lateness_ns"]
 us = lambda ns: f"{ns / 1000:.1f}"
-print(f"| {label} | {job['iops']:.0f} | {us(job['clat_ns']['mean'])} | {us(job['clat_ns']['percentile']['50.000000'])} "
+print(f"| {label} | {job['iops']:.0f} | {us(job['lat_ns']['mean'])} | {us(job['lat_ns']['percentile']['50.000000'])} "
       f"| {us(lat['p50'])} | {us(lat['p99'])} | {us(lat['p999'])} | {us(lat['max'])} "
-      f"| {emu['lateness']['late']} / {emu['requests']['replied']} | {us(emu['intake_ns']['p50'])} |")
+      f"| {emu['lateness']['late']} / {emu['requests']['replied']} | {us(emu['intake_ns']['p50'])} | {load} |")
 EOF
 }
 
-echo "| run | IOPS | fio clat mean (us) | fio clat p50 (us) | lateness p50 | p99 | p99.9 | max (us) | late / replies | intake p50 (us) |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
+# Starts the emulator with the given front-end arguments and waits for the line starting with
+# PREFIX on its standard output. The file is removed first: the shell truncates it only once
+# the emulator's process starts, and the previous run's line must not be read in between.
+start() { # MODEL PREFIX FRONT-END-ARGS...
+  local model=$1 prefix=$2
+  shift 2
+  rm -f "$work/out.txt"
+  "$bin" emulate --device "$work/$model.toml" --size 1g "$@" \
+    --json "$work/emu.json" > "$work/out.txt" 2> "$work/err.txt" &
+  pid=$!
+  until grep -q "^$prefix" "$work/out.txt" 2>/dev/null; do sleep 0.05; done
+}
+
+echo "| run | IOPS | fio lat mean (us) | fio lat p50 (us) | lateness p50 | p99 | p99.9 | max (us) | late / replies | intake p50 (us) | load |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for model in lin100 zero; do
   for depth in 1 32; do
     # NBD
-    "$bin" emulate --device "$work/$model.toml" --size 1g --nbd 127.0.0.1:0 \
-      --json "$work/emu.json" > "$work/out.txt" 2> "$work/err.txt" &
-    pid=$!
-    until grep -q '^nbd: ' "$work/out.txt" 2>/dev/null; do sleep 0.05; done
+    load=$(cut -d' ' -f1 /proc/loadavg)
+    start "$model" 'nbd: ' --nbd 127.0.0.1:0
     uri=$(sed -n 's/^nbd: //p' "$work/out.txt")
     fio --name=b --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --iodepth="$depth" \
-      --size=1g --time_based --runtime="$seconds" --output-format=json > "$work/fio.json"
+      --size=1g --time_based --runtime="$seconds" --lat_percentiles=1 \
+      --output-format=json > "$work/fio.json"
     kill -INT "$pid"; wait "$pid"
-    report "nbd, $model, QD$depth" "$work/fio.json" "$work/emu.json"
+    report "nbd, $model, QD$depth" "$work/fio.json" "$work/emu.json" "$load"
     # FUSE + loop
+    load=$(cut -d' ' -f1 /proc/loadavg)
     mkdir -p "$work/fuse"
-    "$bin" emulate --device "$work/$model.toml" --size 1g --fuse "$work/fuse" \
-      --json "$work/emu.json" > "$work/out.txt" 2> "$work/err.txt" &
-    pid=$!
-    until grep -q '^fuse: ' "$work/out.txt" 2>/dev/null; do sleep 0.05; done
+    start "$model" 'fuse: ' --fuse "$work/fuse"
     loop=$(losetup --direct-io=on -f --show "$work/fuse/disk")
     fio --name=b --filename="$loop" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
-      --iodepth="$depth" --time_based --runtime="$seconds" --output-format=json > "$work/fio.json"
+      --iodepth="$depth" --time_based --runtime="$seconds" --lat_percentiles=1 \
+      --output-format=json > "$work/fio.json"
     losetup -d "$loop"
     kill -INT "$pid"; wait "$pid"
-    report "fuse+loop, $model, QD$depth" "$work/fio.json" "$work/emu.json"
+    report "fuse+loop, $model, QD$depth" "$work/fio.json" "$work/emu.json" "$load"
   done
 done

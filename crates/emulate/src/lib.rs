@@ -101,6 +101,50 @@ pub enum Outcome {
 /// thread at the model's instant, so it must not block for long.
 pub trait Responder: Send {
     fn respond(self: Box<Self>, outcome: Outcome);
+
+    /// Answers as one of the replies falling due together. A front end that can write several
+    /// replies with one system call adds this one to `batch` and says which of the batch's
+    /// writes will carry it; the pacing thread sends the batch once every due reply is in it,
+    /// and times each reply's departure at its write. The default sends the reply at once.
+    fn respond_batched(self: Box<Self>, outcome: Outcome, batch: &mut ReplyBatch) -> Departure {
+        let _ = batch;
+        self.respond(outcome);
+        Departure::Sent
+    }
+}
+
+/// Where [`Responder::respond_batched`] left a reply.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Departure {
+    /// Already written.
+    Sent,
+    /// In the batch, to leave with the write of this index.
+    Batched(usize),
+}
+
+/// The replies the pacing thread has due at one moment, gathered so that each connection gets
+/// them in one write.
+#[derive(Debug, Default)]
+pub struct ReplyBatch {
+    nbd: storsim_nbd::ReplyBatch,
+}
+
+impl ReplyBatch {
+    /// The batch of NBD replies; the indices its adding methods return are the batch's write
+    /// indices.
+    pub fn nbd(&mut self) -> &mut storsim_nbd::ReplyBatch {
+        &mut self.nbd
+    }
+
+    fn is_empty(&self) -> bool {
+        self.nbd.is_empty()
+    }
+
+    /// Writes what the batch holds, calling `before_write` with each write's index just
+    /// before it.
+    fn send(&mut self, before_write: impl FnMut(usize)) {
+        self.nbd.send(before_write);
+    }
 }
 
 /// Tuning of the pacing loop and the emulator's own limits.
@@ -245,6 +289,12 @@ struct Inbox {
     items: VecDeque<Message>,
     /// No new host I/O is accepted once shutdown has begun.
     closed: bool,
+    /// The pacing thread is waiting on `work`. Front ends wake it only then: a condition
+    /// variable's notification is a system call even when nobody waits, and the pacing thread
+    /// mostly spins rather than waits.
+    pacer_asleep: bool,
+    /// Front ends waiting on `space` for a full inbox to drain.
+    blocked: usize,
 }
 
 /// A running emulator. Front ends call [`Emulator::submit`] from their own threads.
@@ -285,6 +335,8 @@ impl Emulator {
             inbox: Mutex::new(Inbox {
                 items: VecDeque::with_capacity(options.inbox_capacity),
                 closed: false,
+                pacer_asleep: false,
+                blocked: 0,
             }),
             options,
             work: Condvar::new(),
@@ -395,12 +447,17 @@ impl Emulator {
             && inbox.items.len() >= shared.options.inbox_capacity
             && !inbox.closed
         {
+            inbox.blocked += 1;
             inbox = shared.space.wait(inbox).unwrap_or_else(|p| p.into_inner());
+            inbox.blocked -= 1;
         }
         inbox.items.push_back(message);
         shared.waiting.store(inbox.items.len(), Ordering::Release);
+        let wake = inbox.pacer_asleep;
         drop(inbox);
-        shared.work.notify_one();
+        if wake {
+            shared.work.notify_one();
+        }
         Ok(())
     }
 

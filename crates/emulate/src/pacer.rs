@@ -2,7 +2,7 @@
 //! waits for the model's deadlines and replies when completions fall due.
 
 use crate::clock::{lower_timer_slack, WallClock};
-use crate::{IoFailure, Outcome, RecordTarget, Responder, Shared};
+use crate::{Departure, IoFailure, Outcome, RecordTarget, ReplyBatch, Responder, Shared};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -69,6 +69,26 @@ struct InFlight {
     generation: u64,
 }
 
+/// A reply whose instant has come, held until every reply due in the same round is ready so
+/// that they leave together.
+struct Due {
+    /// The reply itself; taken when it is sent.
+    reply: Option<(Box<dyn Responder>, Outcome)>,
+    seq: u64,
+    /// The request as the host sees it, with the model's service start and finish (the
+    /// intended departure).
+    host_view: Completion,
+    /// The completion was computed after its instant.
+    overran: bool,
+}
+
+/// When a due reply left: already known, or at the batch write of this index.
+#[derive(Clone, Copy)]
+enum Left {
+    At(SimTime),
+    Write(usize),
+}
+
 struct Slot {
     device: Box<dyn Device>,
     generation: u64,
@@ -119,6 +139,15 @@ pub(crate) struct Pacer {
     next_id: u64,
     last_now: SimTime,
     done: Vec<Completion>,
+    /// Replies due this round; `left` says when each one went. Both are emptied every round,
+    /// so they hold at most the requests in the emulator.
+    due: Vec<Due>,
+    left: Vec<Left>,
+    /// When each write of the round's batch began, by write index.
+    write_times: Vec<SimTime>,
+    batch: ReplyBatch,
+    /// The inbox's messages, taken in one swap per round (the buffer is reused).
+    incoming: VecDeque<Message>,
     recorder: Option<Recorder>,
     device_failed: Option<String>,
     shutting_down: bool,
@@ -153,6 +182,11 @@ impl Pacer {
             next_id: 0,
             last_now: SimTime::ZERO,
             done: Vec::new(),
+            due: Vec::new(),
+            left: Vec::new(),
+            write_times: Vec::new(),
+            batch: ReplyBatch::default(),
+            incoming: VecDeque::new(),
             recorder,
             device_failed: None,
             shutting_down: false,
@@ -163,9 +197,11 @@ impl Pacer {
     pub(crate) fn run(mut self) -> Result<(), String> {
         lower_timer_slack();
         loop {
-            for message in self.wait_for_work() {
+            let mut incoming = self.wait_for_work();
+            for message in incoming.drain(..) {
                 self.handle(message);
             }
+            self.incoming = incoming;
             self.pace();
             if self.shutting_down && self.in_flight.is_empty() && self.host_queue.is_empty() {
                 break;
@@ -201,7 +237,7 @@ impl Pacer {
 
     /// Blocks until there are messages, or until a margin before the model's next deadline;
     /// returns the messages.
-    fn wait_for_work(&mut self) -> Vec<Message> {
+    fn wait_for_work(&mut self) -> VecDeque<Message> {
         let margin_ns = self.shared.options.spin_margin_ns;
         let deadline = self.next_deadline();
         self.idle_spin(deadline);
@@ -210,11 +246,13 @@ impl Pacer {
             match deadline {
                 None if self.shutting_down => break,
                 None => {
+                    inbox.pacer_asleep = true;
                     inbox = self
                         .shared
                         .work
                         .wait(inbox)
-                        .unwrap_or_else(|p| p.into_inner())
+                        .unwrap_or_else(|p| p.into_inner());
+                    inbox.pacer_asleep = false;
                 }
                 Some(d) => {
                     let wake_ns = d.as_ns().saturating_sub(margin_ns);
@@ -222,19 +260,25 @@ impl Pacer {
                     if now_ns >= wake_ns {
                         break;
                     }
+                    inbox.pacer_asleep = true;
                     inbox = self
                         .shared
                         .work
                         .wait_timeout(inbox, Duration::from_nanos(wake_ns - now_ns))
                         .unwrap_or_else(|p| p.into_inner())
                         .0;
+                    inbox.pacer_asleep = false;
                 }
             }
         }
-        let messages: Vec<Message> = inbox.items.drain(..).collect();
+        let mut messages = std::mem::take(&mut self.incoming);
+        std::mem::swap(&mut messages, &mut inbox.items);
         self.shared.waiting.store(0, Ordering::Release);
+        let wake = inbox.blocked > 0;
         drop(inbox);
-        self.shared.space.notify_all();
+        if wake {
+            self.shared.space.notify_all();
+        }
         messages
     }
 
@@ -332,6 +376,7 @@ impl Pacer {
             }
             self.done = done;
         }
+        self.send_due();
         self.retire_idle_devices();
         self.drain_host_queue();
     }
@@ -467,36 +512,88 @@ impl Pacer {
             Some(data) => Outcome::Data(data),
             None => Outcome::Done,
         };
-        let actual = self.clock.now();
-        io.responder.respond(outcome);
-        let lateness_ns = actual.as_ns().saturating_sub(intended.as_ns());
-        let host_view = Completion {
-            request: Request {
-                id,
-                op: io.op,
-                offset_bytes: io.offset_bytes,
-                len_bytes: io.len_bytes,
-                arrival,
+        self.due.push(Due {
+            reply: Some((io.responder, outcome)),
+            seq: io.seq,
+            host_view: Completion {
+                request: Request {
+                    id,
+                    op: io.op,
+                    offset_bytes: io.offset_bytes,
+                    len_bytes: io.len_bytes,
+                    arrival,
+                },
+                service_start: request.service_start.unwrap_or(arrival),
+                finish: intended,
             },
-            service_start: request.service_start.unwrap_or(arrival),
-            finish: intended,
+            overran,
+        });
+    }
+
+    /// Sends the replies that fell due in this round: those a front end batches leave with
+    /// one write per connection, the others one by one. Each reply's departure is the moment
+    /// its write began, and its lateness is measured from there.
+    fn send_due(&mut self) {
+        if self.due.is_empty() {
+            return;
+        }
+        let mut due = std::mem::take(&mut self.due);
+        let mut left = std::mem::take(&mut self.left);
+        let mut write_times = std::mem::take(&mut self.write_times);
+        let clock = self.clock;
+        for (responder, outcome) in due.iter_mut().filter_map(|d| d.reply.take()) {
+            let at = clock.now();
+            left.push(match responder.respond_batched(outcome, &mut self.batch) {
+                Departure::Sent => Left::At(at),
+                Departure::Batched(write) => Left::Write(write),
+            });
+        }
+        if !self.batch.is_empty() {
+            self.batch.send(|write| {
+                debug_assert_eq!(write, write_times.len(), "writes come in index order");
+                write_times.push(clock.now());
+            });
+        }
+        let actual_of = |left: Left| match left {
+            Left::At(at) => at,
+            // A batch names only writes it made; the fallback is the latest possible
+            // departure, which can only overstate lateness.
+            Left::Write(write) => write_times
+                .get(write)
+                .copied()
+                .unwrap_or_else(|| clock.now()),
         };
         {
             let mut tally = self.shared.tally();
-            tally.lateness.record(io.op, lateness_ns, overran);
-            tally.model.record(&host_view);
+            for (reply, &left) in due.iter().zip(&left) {
+                let actual = actual_of(left);
+                let lateness_ns = actual
+                    .as_ns()
+                    .saturating_sub(reply.host_view.finish.as_ns());
+                tally
+                    .lateness
+                    .record(reply.host_view.request.op, lateness_ns, reply.overran);
+                tally.model.record(&reply.host_view);
+            }
         }
-        self.settle_record(
-            io.seq,
-            Some(RecordedIo {
-                arrival_ns: arrival.as_ns(),
-                op: io.op,
-                offset_bytes: io.offset_bytes,
-                len_bytes: io.len_bytes,
-                intended_finish_ns: intended.as_ns(),
-                actual_finish_ns: actual.as_ns(),
-            }),
-        );
+        for (reply, &left) in due.iter().zip(&left) {
+            let request = &reply.host_view.request;
+            let row = RecordedIo {
+                arrival_ns: request.arrival.as_ns(),
+                op: request.op,
+                offset_bytes: request.offset_bytes,
+                len_bytes: request.len_bytes,
+                intended_finish_ns: reply.host_view.finish.as_ns(),
+                actual_finish_ns: actual_of(left).as_ns(),
+            };
+            self.settle_record(reply.seq, Some(row));
+        }
+        due.clear();
+        left.clear();
+        write_times.clear();
+        self.due = due;
+        self.left = left;
+        self.write_times = write_times;
     }
 
     fn settle_record(&mut self, seq: u64, row: Option<RecordedIo>) {

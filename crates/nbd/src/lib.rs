@@ -9,7 +9,8 @@
 //!
 //! Threads: one accept thread, and one reader thread per connection that does the handshake and
 //! then reads requests. Replies are written by whichever thread answers, under a mutex on the
-//! connection's write half.
+//! connection's write half; a thread answering many at once can gather them in a
+//! [`ReplyBatch`] and write each connection's replies with one system call.
 //!
 //! Limits keep memory bounded whatever a client sends: option data is capped at
 //! [`MAX_OPTION_LENGTH`], write payloads at [`MAX_PAYLOAD`], each connection holds at most
@@ -35,7 +36,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub use connection::Reply;
+pub use connection::{Reply, ReplyBatch};
 pub use server::{Server, ServerHandle};
 
 /// Largest write payload (and read length) the server ever accepts: 32 MiB, the size the

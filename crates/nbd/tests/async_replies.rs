@@ -11,7 +11,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
-use storsim_nbd::{Command, Errno, Handler, Listen, Reply, Request, Server, ServerConfig};
+use storsim_nbd::{
+    Command, Errno, Handler, Listen, Reply, ReplyBatch, Request, Server, ServerConfig,
+};
 
 /// Holds every request until the test answers or drops it.
 struct Holding {
@@ -177,6 +179,90 @@ fn replies_from_many_threads_never_interleave() {
     seen.sort_unstable();
     assert_eq!(seen, (0..64).collect::<Vec<_>>());
     c.disconnect();
+}
+
+#[test]
+fn a_batch_writes_each_connections_replies_together_and_frees_their_slots() {
+    let handler = Holding::new(MIB);
+    fill_pattern(&handler.store);
+    let expected = handler.store.snapshot();
+    let server = start_tweaked(export("disk", MIB, false), handler.clone(), |c| {
+        c.max_in_flight = 4;
+    });
+    let mut first = RawClient::connect_go(&server.addr, "disk");
+    let mut second = RawClient::connect_go(&server.addr, "disk");
+    // Reads of several sizes, a flush, and a second connection: each connection's replies
+    // must arrive whole and in the order they were added.
+    let reads: [(u64, u64, u32); 3] = [(1, 0, 4096), (2, 8192, 128 * 1024), (3, 4096, 512)];
+    for &(cookie, offset, length) in &reads {
+        first.request(0, CMD_READ, cookie, offset, length);
+    }
+    first.request(0, CMD_FLUSH, 4, 0, 0);
+    second.request(0, CMD_READ, 5, 0, 16);
+    second.request(0, CMD_TRIM, 6, 0, 16);
+    assert!(handler.wait_held(6));
+    let mut held = handler.take();
+    // Answer in cookie order, so each connection's replies are added in the order sent.
+    held.sort_by_key(|(request, _)| request.cookie);
+    let mut batch = ReplyBatch::new();
+    let mut writes = Vec::new();
+    for (request, reply) in held {
+        let write = match (request.command, request.cookie) {
+            // The wrong length becomes EIO, as with Reply::data.
+            (Command::Read, 5) => batch.data(reply, vec![0; 3]),
+            (Command::Read, _) => {
+                let at = request.offset as usize;
+                batch.data(reply, expected[at..at + request.length as usize].to_vec())
+            }
+            (Command::Flush, _) => batch.ok(reply),
+            _ => batch.error(reply, Errno::NotSup),
+        };
+        writes.push((request.cookie, write));
+    }
+    assert_eq!(
+        writes,
+        vec![(1, 0), (2, 0), (3, 0), (4, 0), (5, 1), (6, 1)],
+        "one write per connection, numbered in the order first seen"
+    );
+    assert!(!batch.is_empty());
+    let mut before = Vec::new();
+    batch.send(|write| before.push(write));
+    assert_eq!(before, vec![0, 1]);
+    assert!(batch.is_empty());
+    for &(cookie, offset, length) in &reads {
+        assert_eq!(first.reply(), (0, cookie));
+        let at = offset as usize;
+        assert!(
+            first.read_exact(length as usize) == expected[at..at + length as usize],
+            "data of cookie {cookie}"
+        );
+    }
+    assert_eq!(first.reply(), (0, 4));
+    assert_eq!(second.reply(), (EIO, 5));
+    assert_eq!(second.reply(), (95, 6));
+    assert!(server.wait_for_log("with 3 bytes; sending EIO"));
+    // Sending released the slots: a full window of new requests reaches the handler, and a
+    // dropped batch still sends what it holds.
+    for cookie in 10..14 {
+        first.request(0, CMD_FLUSH, cookie, 0, 0);
+    }
+    assert!(handler.wait_held(4));
+    let mut batch = ReplyBatch::new();
+    for (_, reply) in handler.take() {
+        batch.ok(reply);
+    }
+    drop(batch);
+    let mut cookies: Vec<u64> = (0..4)
+        .map(|_| first.reply())
+        .map(|(e, c)| {
+            assert_eq!(e, 0);
+            c
+        })
+        .collect();
+    cookies.sort_unstable();
+    assert_eq!(cookies, vec![10, 11, 12, 13]);
+    first.disconnect();
+    second.disconnect();
 }
 
 #[test]
