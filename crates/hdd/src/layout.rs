@@ -708,16 +708,8 @@ mod tests {
     /// them, spares, slips (some beyond what the spares absorb), remapped defects, empty
     /// front space and a block count below what the zones map.
     fn random_geometry(r: &mut Prng) -> Geometry {
-        let sparing = [
-            SparingScheme::None,
-            SparingScheme::Tracks,
-            SparingScheme::SectorsPerCylinder,
-            SparingScheme::SectorsPerCylinderAtFront,
-            SparingScheme::SectorsPerTrack,
-            SparingScheme::SectorsAtEnd,
-            SparingScheme::SectorsPerRange,
-            SparingScheme::SectorsPerZone,
-        ][below(r, 8) as usize];
+        let all = SparingScheme::ALL;
+        let sparing = all[below(r, all.len() as u64) as usize];
         let surface_order = [
             SurfaceOrder::Normal,
             SurfaceOrder::ReverseOnOddCylinderOfZone,

@@ -65,6 +65,20 @@ pub enum SparingScheme {
     SectorsPerZone,
 }
 
+impl SparingScheme {
+    /// Every scheme, for tests and tools that go through them all.
+    pub const ALL: [SparingScheme; 8] = [
+        SparingScheme::None,
+        SparingScheme::Tracks,
+        SparingScheme::SectorsPerCylinder,
+        SparingScheme::SectorsPerCylinderAtFront,
+        SparingScheme::SectorsPerTrack,
+        SparingScheme::SectorsAtEnd,
+        SparingScheme::SectorsPerRange,
+        SparingScheme::SectorsPerZone,
+    ];
+}
+
 /// One recording zone: a run of cylinders with the same number of sectors per track.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Zone {

@@ -72,16 +72,7 @@ fn params() -> HddParams {
 
 #[test]
 fn layout_round_trips_every_block_for_every_scheme() {
-    for sparing in [
-        SparingScheme::None,
-        SparingScheme::Tracks,
-        SparingScheme::SectorsPerCylinder,
-        SparingScheme::SectorsPerCylinderAtFront,
-        SparingScheme::SectorsPerTrack,
-        SparingScheme::SectorsAtEnd,
-        SparingScheme::SectorsPerRange,
-        SparingScheme::SectorsPerZone,
-    ] {
+    for sparing in SparingScheme::ALL {
         for order in [
             SurfaceOrder::Normal,
             SurfaceOrder::ReverseOnOddCylinderOfZone,
