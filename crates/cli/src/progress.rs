@@ -9,6 +9,8 @@ pub struct Progress {
     enabled: bool,
     total: Option<u64>,
     started: Instant,
+    /// The process's CPU time when the run started, if the system tells it.
+    cpu_started: Option<Duration>,
     last_draw: Instant,
     drawn: bool,
 }
@@ -20,6 +22,7 @@ impl Progress {
             enabled: !quiet && std::io::stderr().is_terminal(),
             total,
             started: now,
+            cpu_started: process_cpu_time(),
             last_draw: now,
             drawn: false,
         }
@@ -62,4 +65,27 @@ impl Progress {
         }
         self.started.elapsed()
     }
+
+    /// The CPU time the process (all its threads) used since the run started. Unlike the wall
+    /// time it does not grow while other programs hold the processor, which makes it the
+    /// steadier figure for benchmarks on a shared machine.
+    pub fn cpu_time(&self) -> Option<Duration> {
+        Some(process_cpu_time()?.saturating_sub(self.cpu_started?))
+    }
+}
+
+fn process_cpu_time() -> Option<Duration> {
+    let mut t = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `t` is a valid timespec for the call to fill in.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+    if rc != 0 {
+        return None;
+    }
+    Some(Duration::new(
+        u64::try_from(t.tv_sec).ok()?,
+        u32::try_from(t.tv_nsec).ok()?,
+    ))
 }

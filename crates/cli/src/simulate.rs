@@ -83,6 +83,7 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     )
     .map_err(CliError::input)?;
     let wall = progress.finish();
+    let cpu = progress.cpu_time();
 
     if let Some(e) = csv_error {
         return Err(CliError::failure(format!("writing the requests CSV: {e}")));
@@ -106,8 +107,12 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     }
     if !args.quiet && args.json.as_deref() != Some(std::path::Path::new("-")) {
         print!("{}", report::simulation_text(&results));
+        let cpu = match cpu {
+            Some(cpu) => format!(" ({:.3} s of CPU time)", cpu.as_secs_f64()),
+            None => String::new(),
+        };
         eprintln!(
-            "storsim: simulated {} requests in {:.3} s of wall time",
+            "storsim: simulated {} requests in {:.3} s of wall time{cpu}",
             info.requests_completed,
             wall.as_secs_f64()
         );

@@ -110,6 +110,12 @@ pub trait Device: Send {
 
     /// Model-specific counters for the results, in a fixed order.
     fn counters(&self) -> Vec<DeviceCounter>;
+
+    /// A hint from the driver that `request` is likely to be submitted next (its `id` and
+    /// `arrival` may not be final). A model may start loading what that submission will touch,
+    /// such as a mapping-table entry, so that it finds it in the processor's caches. A hint
+    /// changes no result and needs no answer; the default ignores it.
+    fn prefetch(&self, _request: &Request) {}
 }
 
 impl<D: Device + ?Sized> Device for Box<D> {
@@ -133,6 +139,9 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn counters(&self) -> Vec<DeviceCounter> {
         (**self).counters()
+    }
+    fn prefetch(&self, request: &Request) {
+        (**self).prefetch(request)
     }
 }
 

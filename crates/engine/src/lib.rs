@@ -6,6 +6,9 @@
 //! grow with the workload; requests that arrive while the device queue is full wait at the host
 //! and their wait counts as queueing.
 
+mod lookahead;
+
+use lookahead::Lookahead;
 use std::fmt;
 use storsim_core::{
     Completion, Device, DeviceError, EventQueue, Request, SimTime, QUEUE_DEPTH_MAX,
@@ -208,12 +211,29 @@ impl From<WorkloadError> for EngineError {
 pub const PROGRESS_INTERVAL: u64 = 1 << 16;
 
 /// Runs `workload` on `device` to completion.
+///
+/// The engine reads one record ahead of the one it admits and passes it to
+/// [`Device::prefetch`]; the run's results are what they would be without it.
 pub fn run<D: Device + ?Sized>(
     device: &mut D,
     workload: &mut Workload,
     options: &EngineOptions,
     sink: &mut dyn CompletionSink,
     progress: &mut dyn FnMut(u64, SimTime),
+) -> Result<RunInfo, EngineError> {
+    let mut lookahead = Lookahead::new();
+    let result = run_with(device, workload, options, sink, progress, &mut lookahead);
+    lookahead.finish(workload);
+    result
+}
+
+fn run_with<D: Device + ?Sized>(
+    device: &mut D,
+    workload: &mut Workload,
+    options: &EngineOptions,
+    sink: &mut dyn CompletionSink,
+    progress: &mut dyn FnMut(u64, SimTime),
+    lookahead: &mut Lookahead,
 ) -> Result<RunInfo, EngineError> {
     let depth = match options.replay {
         Replay::Open { time_scale } => {
@@ -264,7 +284,7 @@ pub fn run<D: Device + ?Sized>(
                 exhausted = true;
                 break;
             }
-            let Some(record) = workload.records.next() else {
+            let Some(record) = lookahead.next(workload) else {
                 exhausted = true;
                 break;
             };
@@ -316,8 +336,24 @@ pub fn run<D: Device + ?Sized>(
             };
             next_id += 1;
             slots_used += 1;
+            let arrival = request.arrival;
             // `ready` has room: the loop condition checked its length.
-            let _ = ready.push(request.arrival, (request, record.origin));
+            let _ = ready.push(arrival, (request, record.origin));
+            let more_to_come = match options.max_requests {
+                Some(m) => next_id < m,
+                None => true,
+            };
+            if more_to_come {
+                if let Some(next) = lookahead.peek(workload) {
+                    device.prefetch(&Request {
+                        id: next_id,
+                        op: next.op,
+                        offset_bytes: next.offset_bytes,
+                        len_bytes: next.len_bytes,
+                        arrival,
+                    });
+                }
+            }
         }
 
         // Submit what has arrived, while the device has room. `submitted_any` also covers a

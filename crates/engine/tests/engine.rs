@@ -656,3 +656,148 @@ fn counting_refused_requests_leaves_out_of_range_to_its_own_policy() {
     assert!(err.contains("line 2") && err.contains("--wrap"), "{err}");
     assert!(!err.contains("--on-refused"), "{err}");
 }
+
+/// What a [`HintLog`] device saw, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    Hint(u64),
+    Submit(u64),
+}
+
+/// The linear model, logging every prefetch hint and submission by offset (in 4 KiB units).
+/// The log is a cell because `prefetch` takes `&self`.
+struct HintLog {
+    inner: LinearDevice,
+    seen: std::cell::RefCell<Vec<Seen>>,
+}
+
+impl Device for HintLog {
+    fn model_name(&self) -> &'static str {
+        "hint-log"
+    }
+    fn capacity_bytes(&self) -> u64 {
+        self.inner.capacity_bytes()
+    }
+    fn queue_depth(&self) -> usize {
+        self.inner.queue_depth()
+    }
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        self.seen
+            .get_mut()
+            .push(Seen::Submit(request.offset_bytes / 4096));
+        self.inner.submit(now, request)
+    }
+    fn next_deadline(&self) -> Option<SimTime> {
+        self.inner.next_deadline()
+    }
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        self.inner.advance(now, done)
+    }
+    fn counters(&self) -> Vec<DeviceCounter> {
+        self.inner.counters()
+    }
+    fn prefetch(&self, request: &Request) {
+        self.seen
+            .borrow_mut()
+            .push(Seen::Hint(request.offset_bytes / 4096));
+    }
+}
+
+/// Runs `n` numbered records on a [`HintLog`] and returns what it saw.
+fn hints_and_submissions(n: u64, options: EngineOptions) -> Vec<Seen> {
+    let mut device = HintLog {
+        inner: flat_device(100, 1, 4),
+        seen: std::cell::RefCell::new(Vec::new()),
+    };
+    let mut w = workload(numbered(n, 10), Pacing::Open);
+    run(
+        &mut device,
+        &mut w,
+        &options,
+        &mut |_: &Completion| {},
+        &mut |_, _| {},
+    )
+    .unwrap();
+    device.seen.into_inner()
+}
+
+#[test]
+fn the_device_hears_of_each_request_before_it_is_submitted() {
+    for options in [
+        open(1.0),
+        EngineOptions {
+            replay: Replay::Closed { depth: 2 },
+            ..Default::default()
+        },
+        EngineOptions {
+            replay: Replay::AsFastAsPossible,
+            ..Default::default()
+        },
+    ] {
+        let replay = options.replay;
+        let seen = hints_and_submissions(6, options);
+        let submits: Vec<u64> = seen
+            .iter()
+            .filter_map(|s| match s {
+                Seen::Submit(o) => Some(*o),
+                Seen::Hint(_) => None,
+            })
+            .collect();
+        let hints: Vec<u64> = seen
+            .iter()
+            .filter_map(|s| match s {
+                Seen::Hint(o) => Some(*o),
+                Seen::Submit(_) => None,
+            })
+            .collect();
+        assert_eq!(submits, [0, 1, 2, 3, 4, 5], "{replay:?}");
+        // Every record but the first is announced once, in order, and before its submission.
+        assert_eq!(hints, [1, 2, 3, 4, 5], "{replay:?}");
+        for o in 1..6 {
+            let hint = seen.iter().position(|s| *s == Seen::Hint(o)).unwrap();
+            let submit = seen.iter().position(|s| *s == Seen::Submit(o)).unwrap();
+            assert!(hint < submit, "{replay:?}: {seen:?}");
+        }
+    }
+}
+
+#[test]
+fn no_hint_goes_past_the_request_limit() {
+    let seen = hints_and_submissions(
+        6,
+        EngineOptions {
+            max_requests: Some(3),
+            ..open(1.0)
+        },
+    );
+    assert_eq!(
+        seen.iter().filter(|s| matches!(s, Seen::Hint(_))).count(),
+        2,
+        "{seen:?}"
+    );
+}
+
+/// Reading a record ahead must not count the lines skipped before it when the run ends
+/// without reaching it: here a parser that skipped one bad line before every record, and a
+/// run stopped by a refused second request.
+#[test]
+fn records_read_ahead_but_never_reached_leave_the_counters_alone() {
+    let records = numbered(5, 1_000);
+    let mut w = workload(Vec::new(), Pacing::Open);
+    let skipped = w.skipped.clone();
+    w.records = Box::new(records.into_iter().map(move |r| {
+        skipped.set(skipped.get() + 1);
+        Ok(r)
+    }));
+    let mut device = RefusingDevice::new(10, 4, &[4096]);
+    let err = run(
+        &mut device,
+        &mut w,
+        &open(1.0),
+        &mut |_: &Completion| {},
+        &mut |_, _| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("line 2"), "{err}");
+    assert_eq!(w.skipped.get(), 2, "the lines before records 1 and 2 only");
+}

@@ -126,6 +126,11 @@ pub trait Ftl: Send {
     /// Writes logical page `lpn`, including any garbage collection or merge it forces first.
     fn write(&mut self, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<(), FtlError>;
 
+    /// A hint that logical page `lpn` is about to be read or written: the FTL may start
+    /// loading the mapping state that access will touch, so that it finds it in the
+    /// processor's caches. It changes nothing the FTL computes. The default does nothing.
+    fn prefetch(&self, _lpn: u64) {}
+
     /// Whether the SSD should hand this FTL each host write whole, through
     /// [`Ftl::write_request`], instead of calling [`Ftl::write`] once per page.
     ///

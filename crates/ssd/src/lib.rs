@@ -34,6 +34,10 @@ use storsim_flash::Scheduler;
 use storsim_ftl::{Ftl, FtlError};
 use write_back::DirtyPages;
 
+/// The pages of a request a prefetch hint covers: enough for the small requests whose map
+/// misses dominate, few enough that a large request's hint does not flush the caches.
+const PREFETCH_PAGES: usize = 4;
+
 /// Why a device could not be built.
 #[derive(Debug)]
 pub enum SsdError {
@@ -610,5 +614,19 @@ impl Device for SsdDevice {
 
     fn counters(&self) -> Vec<DeviceCounter> {
         stats::counters(self)
+    }
+
+    /// Passes the hint on to the FTL for the request's first pages: with a large device a
+    /// host page's map entry is a cache miss, one per request that the prefetch overlaps with
+    /// the work before it.
+    fn prefetch(&self, request: &Request) {
+        if !matches!(request.op, Op::Read | Op::Write)
+            || check_range(request, self.capacity_bytes).is_err()
+        {
+            return;
+        }
+        for lpn in self.page_range(request).take(PREFETCH_PAGES) {
+            self.ftl.prefetch(lpn);
+        }
     }
 }

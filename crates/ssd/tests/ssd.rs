@@ -480,3 +480,110 @@ fn background_gc_in_an_idle_gap_spares_the_next_burst_foreground_gc() {
          {max_off} ns without"
     );
 }
+
+/// An SSD behind a wrapper that either swallows the engine's prefetch hints or passes them on
+/// together with random and hostile ones of its own before every submission.
+struct Hints {
+    inner: SsdDevice,
+    extra: Option<Prng>,
+}
+
+impl Device for Hints {
+    fn model_name(&self) -> &'static str {
+        self.inner.model_name()
+    }
+    fn capacity_bytes(&self) -> u64 {
+        self.inner.capacity_bytes()
+    }
+    fn queue_depth(&self) -> usize {
+        self.inner.queue_depth()
+    }
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), storsim_core::DeviceError> {
+        if let Some(rng) = &mut self.extra {
+            let capacity = self.inner.capacity_bytes();
+            for _ in 0..3 {
+                let op = [Op::Read, Op::Write, Op::Trim, Op::Flush][rng.below(4) as usize];
+                let (offset_bytes, len_bytes) = match rng.below(3) {
+                    0 => (rng.below(capacity / 4096) * 4096, 4096 * (1 + rng.below(8))),
+                    1 => (capacity - 4096, u64::MAX / 2),
+                    _ => (u64::MAX - 4096, 4096),
+                };
+                self.inner.prefetch(&Request {
+                    id: u64::MAX,
+                    op,
+                    offset_bytes,
+                    len_bytes,
+                    arrival: now,
+                });
+            }
+        }
+        self.inner.submit(now, request)
+    }
+    fn next_deadline(&self) -> Option<SimTime> {
+        self.inner.next_deadline()
+    }
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        self.inner.advance(now, done)
+    }
+    fn counters(&self) -> Vec<storsim_core::DeviceCounter> {
+        self.inner.counters()
+    }
+    fn prefetch(&self, request: &Request) {
+        if self.extra.is_some() {
+            self.inner.prefetch(request);
+        }
+    }
+}
+
+/// A prefetch hint is only a hint: with every FTL, the same run with and without hints
+/// (valid ones, and ones past the end of the device) gives the same completions and counters.
+#[test]
+fn prefetch_hints_change_no_result() {
+    for name in ["page", "dftl", "fast"] {
+        let mut p = small(2, 2);
+        p.ftl = FtlConfig::default_for(name).unwrap();
+        p.precondition = Precondition::SequentialFill { fraction: 0.9 };
+        let mut rng = Prng::new(7);
+        let logical = SsdDevice::new(p.clone()).unwrap().capacity_bytes() / 4096;
+        let records: Vec<Record> = (0..3_000)
+            .map(|i| {
+                let op = match rng.below(10) {
+                    0..=5 => Op::Write,
+                    6..=8 => Op::Read,
+                    _ => Op::Trim,
+                };
+                let pages = 1 + rng.below(4);
+                rec(i, op, rng.below(logical - pages), pages)
+            })
+            .collect();
+        let mut results = Vec::new();
+        for extra in [None, Some(Prng::new(11))] {
+            let mut d = Hints {
+                inner: SsdDevice::new(p.clone()).unwrap(),
+                extra,
+            };
+            let mut w = workload(records.clone());
+            let mut done = Vec::new();
+            let opts = EngineOptions {
+                replay: Replay::Closed { depth: 8 },
+                ..Default::default()
+            };
+            run(
+                &mut d,
+                &mut w,
+                &opts,
+                &mut |c: &Completion| done.push(*c),
+                &mut |_, _| {},
+            )
+            .unwrap();
+            let counters: Vec<(String, u64)> = d
+                .counters()
+                .into_iter()
+                .map(|c| (c.name, c.value.to_bits()))
+                .collect();
+            results.push((done, counters));
+        }
+        assert_eq!(results[0].0.len(), records.len(), "{name}");
+        assert!(results[0] == results[1], "{name}: hints changed the run");
+    }
+}

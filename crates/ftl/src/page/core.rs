@@ -338,6 +338,12 @@ impl Core {
         }
     }
 
+    /// Starts loading `lpn`'s map entry (see [`Ftl::prefetch`](crate::Ftl::prefetch)).
+    #[inline]
+    pub(crate) fn prefetch(&self, lpn: u64) {
+        crate::table::prefetch(&self.l2p, lpn as usize);
+    }
+
     #[inline]
     pub(crate) fn lookup(&self, lpn: u64) -> Option<Ppa> {
         match self.l2p.get(lpn as usize) {

@@ -108,6 +108,10 @@ impl Ftl for PageFtl {
         self.core.lookup(lpn)
     }
 
+    fn prefetch(&self, lpn: u64) {
+        self.core.prefetch(lpn);
+    }
+
     fn valid_data_pages(&self) -> u64 {
         self.core.valid_data_pages()
     }
