@@ -8,11 +8,22 @@
 # of a request's time as submission latency, so completion latency alone would understate it.
 # The load column is the 1-minute load average when the row's run began.
 #
+# FUSE_TRANSPORT chooses the FUSE mount's transport (`--fuse-transport`): auto (the default),
+# dev-fuse or io-uring; the FUSE rows' labels say which one the mount used. FRONTENDS limits the
+# runs to some front ends (default "nbd fuse"). SKIP_BUILD=1 uses the release binary already
+# built, so that interleaved runs do not rebuild it (with LTO, a minute of both cores) whenever
+# another crate of the workspace changed in between.
+#
 #   bench/emulate.sh [SECONDS]      (default 10 s per run)
+#   FUSE_TRANSPORT=dev-fuse bench/emulate.sh 5
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-10}
-cargo build --release -q -p storsim
+transport=${FUSE_TRANSPORT:-auto}
+frontends=${FRONTENDS:-nbd fuse}
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  cargo build --release -q -p storsim
+fi
 # Cargo puts the binary under CARGO_TARGET_DIR when it is set.
 bin=${CARGO_TARGET_DIR:-$PWD/target}/release/storsim
 work=$(mktemp -d)
@@ -74,25 +85,28 @@ echo "| run | IOPS | fio lat mean (us) | fio lat p50 (us) | lateness p50 | p99 |
 echo "|---|---|---|---|---|---|---|---|---|---|---|"
 for model in lin100 zero; do
   for depth in 1 32; do
-    # NBD
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    start "$model" 'nbd: ' --nbd 127.0.0.1:0
-    uri=$(sed -n 's/^nbd: //p' "$work/out.txt")
-    fio --name=b --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --iodepth="$depth" \
-      --size=1g --time_based --runtime="$seconds" --lat_percentiles=1 \
-      --output-format=json > "$work/fio.json"
-    kill -INT "$pid"; wait "$pid"
-    report "nbd, $model, QD$depth" "$work/fio.json" "$work/emu.json" "$load"
-    # FUSE + loop
-    load=$(cut -d' ' -f1 /proc/loadavg)
-    mkdir -p "$work/fuse"
-    start "$model" 'fuse: ' --fuse "$work/fuse"
-    loop=$(losetup --direct-io=on -f --show "$work/fuse/disk")
-    fio --name=b --filename="$loop" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
-      --iodepth="$depth" --time_based --runtime="$seconds" --lat_percentiles=1 \
-      --output-format=json > "$work/fio.json"
-    losetup -d "$loop"
-    kill -INT "$pid"; wait "$pid"
-    report "fuse+loop, $model, QD$depth" "$work/fio.json" "$work/emu.json" "$load"
+    if [[ " $frontends " == *" nbd "* ]]; then
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      start "$model" 'nbd: ' --nbd 127.0.0.1:0
+      uri=$(sed -n 's/^nbd: //p' "$work/out.txt")
+      fio --name=b --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --iodepth="$depth" \
+        --size=1g --time_based --runtime="$seconds" --lat_percentiles=1 \
+        --output-format=json > "$work/fio.json"
+      kill -INT "$pid"; wait "$pid"
+      report "nbd, $model, QD$depth" "$work/fio.json" "$work/emu.json" "$load"
+    fi
+    if [[ " $frontends " == *" fuse "* ]]; then
+      load=$(cut -d' ' -f1 /proc/loadavg)
+      mkdir -p "$work/fuse"
+      start "$model" 'fuse: ' --fuse "$work/fuse" --fuse-transport "$transport"
+      if grep -q 'over io_uring' "$work/err.txt"; then used=io-uring; else used=dev-fuse; fi
+      loop=$(losetup --direct-io=on -f --show "$work/fuse/disk")
+      fio --name=b --filename="$loop" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+        --iodepth="$depth" --time_based --runtime="$seconds" --lat_percentiles=1 \
+        --output-format=json > "$work/fio.json"
+      losetup -d "$loop"
+      kill -INT "$pid"; wait "$pid"
+      report "fuse+loop ($used), $model, QD$depth" "$work/fio.json" "$work/emu.json" "$load"
+    fi
   done
 done

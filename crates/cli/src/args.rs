@@ -208,6 +208,12 @@ pub struct EmulateArgs {
     /// export (use `losetup --direct-io=on` on it for a block device).
     #[arg(long, value_name = "DIR")]
     pub fuse: Option<PathBuf>,
+    /// How the FUSE mount talks to the kernel: `io-uring` (FUSE over io_uring, Linux 6.14+
+    /// with /sys/module/fuse/parameters/enable_uring set to Y: replies due together leave with
+    /// one system call), `dev-fuse` (read and write on /dev/fuse), or `auto` (io-uring when the
+    /// kernel offers it).
+    #[arg(long, value_enum, default_value = "auto", requires = "fuse")]
+    pub fuse_transport: FuseTransportArg,
     /// Where the bytes live: `memory` (sparse), `file:PATH` (sparse backing file with an
     /// allocation map, kept across runs) or `none` (timing only, reads return zeros).
     #[arg(long, default_value = "memory")]
@@ -239,6 +245,13 @@ pub struct EmulateArgs {
     /// Write the final report as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FuseTransportArg {
+    Auto,
+    DevFuse,
+    IoUring,
 }
 
 /// The model `storsim calibrate` writes.

@@ -30,6 +30,7 @@ pub use storsim_store::{Backing, Store, StoreError};
 
 use clock::WallClock;
 use pacer::{Message, Pacer, Submission};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -118,33 +119,55 @@ pub trait Responder: Send {
 pub enum Departure {
     /// Already written.
     Sent,
-    /// In the batch, to leave with the write of this index.
-    Batched(usize),
+    /// In the batch, to leave with this write.
+    Batched(BatchWrite),
+}
+
+/// One system call of a [`ReplyBatch`]: a front end's batch and the index its adding method
+/// returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchWrite {
+    /// A vectored write to one NBD connection.
+    Nbd(usize),
+    /// One `io_uring_enter` committing FUSE replies of one mount.
+    Fuse(usize),
 }
 
 /// The replies the pacing thread has due at one moment, gathered so that each connection gets
-/// them in one write.
+/// them in one write and each FUSE mount over io_uring in one `io_uring_enter`.
 #[derive(Debug, Default)]
 pub struct ReplyBatch {
     nbd: storsim_nbd::ReplyBatch,
+    fuse: storsim_fuse::ReplyBatch,
 }
 
 impl ReplyBatch {
-    /// The batch of NBD replies; the indices its adding methods return are the batch's write
-    /// indices.
+    /// The batch of NBD replies; its adding methods return the index for [`BatchWrite::Nbd`].
     pub fn nbd(&mut self) -> &mut storsim_nbd::ReplyBatch {
         &mut self.nbd
     }
 
-    fn is_empty(&self) -> bool {
-        self.nbd.is_empty()
+    /// The batch of FUSE replies; its adding methods return the index for
+    /// [`BatchWrite::Fuse`], or `None` for a reply sent at once (one through `/dev/fuse`).
+    pub fn fuse(&mut self) -> &mut storsim_fuse::ReplyBatch {
+        &mut self.fuse
     }
 
-    /// Writes what the batch holds, calling `before_write` with each write's index just
-    /// before it.
-    fn send(&mut self, before_write: impl FnMut(usize)) {
-        self.nbd.send(before_write);
+    fn is_empty(&self) -> bool {
+        self.nbd.is_empty() && self.fuse.is_empty()
     }
+
+    /// Writes what the batch holds, calling `before_write` with each write just before it.
+    fn send(&mut self, mut before_write: impl FnMut(BatchWrite)) {
+        self.nbd.send(|i| before_write(BatchWrite::Nbd(i)));
+        self.fuse.send(|i| before_write(BatchWrite::Fuse(i)));
+    }
+}
+
+thread_local! {
+    /// Set on the pacing thread, which hands requests from a polled FUSE ring to its own inbox
+    /// and so must never wait for room there.
+    static ON_PACER: Cell<bool> = const { Cell::new(false) };
 }
 
 /// Tuning of the pacing loop and the emulator's own limits.
@@ -442,11 +465,11 @@ impl Emulator {
         if inbox.closed && !matches!(message, Message::Skip { .. }) {
             return Err(message);
         }
-        // Skips and control messages never wait: they free, rather than take, a slot.
-        while matches!(message, Message::Io(_))
-            && inbox.items.len() >= shared.options.inbox_capacity
-            && !inbox.closed
-        {
+        // Skips and control messages never wait: they free, rather than take, a slot. Nor
+        // does the pacing thread, which would wait for itself: it adds at most a ring's
+        // entries beyond the capacity.
+        let waits = matches!(message, Message::Io(_)) && !ON_PACER.with(|p| p.get());
+        while waits && inbox.items.len() >= shared.options.inbox_capacity && !inbox.closed {
             inbox.blocked += 1;
             inbox = shared.space.wait(inbox).unwrap_or_else(|p| p.into_inner());
             inbox.blocked -= 1;
@@ -469,6 +492,13 @@ impl Emulator {
 
     fn count_failed(&self) {
         self.shared.tally().failed += 1;
+    }
+
+    /// Lets the pacing thread serve a FUSE mount's io_uring while it spins (see
+    /// [`storsim_fuse::RingPoller`]): requests then reach the model without a thread wake-up.
+    pub fn attach_fuse_poller(&self, poller: storsim_fuse::RingPoller) {
+        // Refused only during shutdown, when there is nothing left to serve.
+        let _ = self.push(Message::Poller(poller));
     }
 
     /// Switches to another device model without dropping requests: requests already with the

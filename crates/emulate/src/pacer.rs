@@ -2,7 +2,9 @@
 //! waits for the model's deadlines and replies when completions fall due.
 
 use crate::clock::{lower_timer_slack, WallClock};
-use crate::{Departure, IoFailure, Outcome, RecordTarget, ReplyBatch, Responder, Shared};
+use crate::{
+    BatchWrite, Departure, IoFailure, Outcome, RecordTarget, ReplyBatch, Responder, Shared,
+};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
 use std::sync::atomic::Ordering;
@@ -28,6 +30,8 @@ pub(crate) enum Message {
     Counters {
         reply: mpsc::Sender<Vec<DeviceCounter>>,
     },
+    /// A FUSE mount's ring, to be polled while spinning.
+    Poller(storsim_fuse::RingPoller),
     Shutdown,
 }
 
@@ -82,11 +86,11 @@ struct Due {
     overran: bool,
 }
 
-/// When a due reply left: already known, or at the batch write of this index.
+/// When a due reply left: already known, or at this write of the batch.
 #[derive(Clone, Copy)]
 enum Left {
     At(SimTime),
-    Write(usize),
+    Write(BatchWrite),
 }
 
 struct Slot {
@@ -143,11 +147,16 @@ pub(crate) struct Pacer {
     /// so they hold at most the requests in the emulator.
     due: Vec<Due>,
     left: Vec<Left>,
-    /// When each write of the round's batch began, by write index.
-    write_times: Vec<SimTime>,
+    /// When each write of the round's batch began (a handful per round: one per connection
+    /// and mount).
+    write_times: Vec<(BatchWrite, SimTime)>,
     batch: ReplyBatch,
     /// The inbox's messages, taken in one swap per round (the buffer is reused).
     incoming: VecDeque<Message>,
+    /// FUSE rings this thread serves while it spins: a request found there reaches the model
+    /// without waking any thread. Made inactive while this thread sleeps, so that the ring's
+    /// own thread serves them meanwhile.
+    pollers: Vec<storsim_fuse::RingPoller>,
     recorder: Option<Recorder>,
     device_failed: Option<String>,
     shutting_down: bool,
@@ -187,6 +196,7 @@ impl Pacer {
             write_times: Vec::new(),
             batch: ReplyBatch::default(),
             incoming: VecDeque::new(),
+            pollers: Vec::new(),
             recorder,
             device_failed: None,
             shutting_down: false,
@@ -196,6 +206,7 @@ impl Pacer {
 
     pub(crate) fn run(mut self) -> Result<(), String> {
         lower_timer_slack();
+        crate::ON_PACER.with(|p| p.set(true));
         loop {
             let mut incoming = self.wait_for_work();
             for message in incoming.drain(..) {
@@ -247,11 +258,13 @@ impl Pacer {
                 None if self.shutting_down => break,
                 None => {
                     inbox.pacer_asleep = true;
+                    self.set_pollers_active(false);
                     inbox = self
                         .shared
                         .work
                         .wait(inbox)
                         .unwrap_or_else(|p| p.into_inner());
+                    self.set_pollers_active(true);
                     inbox.pacer_asleep = false;
                 }
                 Some(d) => {
@@ -261,12 +274,14 @@ impl Pacer {
                         break;
                     }
                     inbox.pacer_asleep = true;
+                    self.set_pollers_active(false);
                     inbox = self
                         .shared
                         .work
                         .wait_timeout(inbox, Duration::from_nanos(wake_ns - now_ns))
                         .unwrap_or_else(|p| p.into_inner())
                         .0;
+                    self.set_pollers_active(true);
                     inbox.pacer_asleep = false;
                 }
             }
@@ -285,7 +300,7 @@ impl Pacer {
     /// Polls the inbox for a short while before sleeping: a host at queue depth 1 sends its next
     /// request a few microseconds after a reply, and catching it spinning saves the wake-up of
     /// a sleeping thread (several microseconds) on every request.
-    fn idle_spin(&self, deadline: Option<SimTime>) {
+    fn idle_spin(&mut self, deadline: Option<SimTime>) {
         let budget_ns = self.shared.options.idle_spin_ns;
         let start = self.clock.now().as_ns();
         let until = match deadline {
@@ -293,7 +308,22 @@ impl Pacer {
             None => start + budget_ns,
         };
         while self.shared.waiting.load(Ordering::Acquire) == 0 && self.clock.now().as_ns() < until {
+            self.poll_rings();
             std::hint::spin_loop();
+        }
+    }
+
+    /// Serves requests waiting in the FUSE rings this thread polls. They go through the front
+    /// end into the inbox, where the next round takes them.
+    fn poll_rings(&mut self) {
+        for poller in &mut self.pollers {
+            poller.poll();
+        }
+    }
+
+    fn set_pollers_active(&self, active: bool) {
+        for poller in &self.pollers {
+            poller.set_active(active);
         }
     }
 
@@ -333,6 +363,7 @@ impl Pacer {
                 // The asker may have given up waiting.
                 let _ = reply.send(self.current().counters());
             }
+            Message::Poller(poller) => self.pollers.push(poller),
             Message::Shutdown => self.shutting_down = true,
         }
     }
@@ -358,6 +389,7 @@ impl Pacer {
             if self.shared.waiting.load(Ordering::Acquire) > 0 {
                 return;
             }
+            self.poll_rings();
             std::hint::spin_loop();
             now = self.clock.now();
         }
@@ -531,8 +563,9 @@ impl Pacer {
     }
 
     /// Sends the replies that fell due in this round: those a front end batches leave with
-    /// one write per connection, the others one by one. Each reply's departure is the moment
-    /// its write began, and its lateness is measured from there.
+    /// one write per NBD connection and one `io_uring_enter` per FUSE mount, the others one by
+    /// one. Each reply's departure is the moment its write began, and its lateness is measured
+    /// from there.
     fn send_due(&mut self) {
         if self.due.is_empty() {
             return;
@@ -549,18 +582,17 @@ impl Pacer {
             });
         }
         if !self.batch.is_empty() {
-            self.batch.send(|write| {
-                debug_assert_eq!(write, write_times.len(), "writes come in index order");
-                write_times.push(clock.now());
-            });
+            self.batch
+                .send(|write| write_times.push((write, clock.now())));
         }
         let actual_of = |left: Left| match left {
             Left::At(at) => at,
             // A batch names only writes it made; the fallback is the latest possible
             // departure, which can only overstate lateness.
             Left::Write(write) => write_times
-                .get(write)
-                .copied()
+                .iter()
+                .find(|(w, _)| *w == write)
+                .map(|&(_, at)| at)
                 .unwrap_or_else(|| clock.now()),
         };
         {

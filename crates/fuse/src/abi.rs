@@ -78,6 +78,14 @@ pub mod init_flag {
     pub const ASYNC_DIO: u32 = 1 << 15;
     pub const PARALLEL_DIROPS: u32 = 1 << 18;
     pub const MAX_PAGES: u32 = 1 << 22;
+    /// `fuse_init_in` / `fuse_init_out` carry `flags2`, the flags from bit 32 up.
+    pub const INIT_EXT: u32 = 1 << 30;
+}
+
+/// INIT flags above bit 31, as `flags2` carries them (shifted down by 32).
+pub mod init_flag2 {
+    /// FUSE_OVER_IO_URING (bit 41): requests and replies through an io_uring.
+    pub const OVER_IO_URING: u32 = 1 << (41 - 32);
 }
 
 /// Flags of the OPEN reply (`fuse_open_out.open_flags`).
@@ -164,23 +172,32 @@ impl InHeader {
     }
 }
 
-/// `struct fuse_init_in`; `flags2` is present only when the kernel sets FUSE_INIT_EXT (7.36+).
+/// `struct fuse_init_in`; `flags2` is present only when the kernel sets FUSE_INIT_EXT (7.36+)
+/// and is zero otherwise.
 #[derive(Clone, Copy, Debug)]
 pub struct InitIn {
     pub major: u32,
     pub minor: u32,
     pub max_readahead: u32,
     pub flags: u32,
+    pub flags2: u32,
 }
 
 impl InitIn {
     pub fn parse(body: &[u8]) -> Option<InitIn> {
         let mut c = Cursor::new(body);
+        let (major, minor, max_readahead, flags) = (c.u32()?, c.u32()?, c.u32()?, c.u32()?);
+        let flags2 = if flags & init_flag::INIT_EXT != 0 {
+            c.u32().unwrap_or(0)
+        } else {
+            0
+        };
         Some(InitIn {
-            major: c.u32()?,
-            minor: c.u32()?,
-            max_readahead: c.u32()?,
-            flags: c.u32()?,
+            major,
+            minor,
+            max_readahead,
+            flags,
+            flags2,
         })
     }
 }
@@ -458,6 +475,8 @@ pub struct InitOut {
     pub minor: u32,
     pub max_readahead: u32,
     pub flags: u32,
+    /// Sent only with FUSE_INIT_EXT in `flags`.
+    pub flags2: u32,
     pub max_background: u16,
     pub congestion_threshold: u16,
     pub max_write: u32,
@@ -467,8 +486,8 @@ pub struct InitOut {
 /// `struct fuse_init_out`: 64 bytes, or the 24-byte 7.22 layout for older kernels.
 ///
 /// The fields after `max_write` are `time_gran` (1: timestamps are kept to the nanosecond),
-/// `max_pages`, `map_alignment` (0: it only matters for DAX), `flags2` (0: no flag above bit 31
-/// is requested) and seven unused words.
+/// `max_pages`, `map_alignment` (0: it only matters for DAX), `flags2` (FUSE_OVER_IO_URING at
+/// most) and seven unused words.
 pub fn init_out(init: &InitOut, kernel_minor: u32) -> Vec<u8> {
     let mut out = Out::with_capacity(INIT_OUT_SIZE);
     out.u32(KERNEL_VERSION)
@@ -479,7 +498,11 @@ pub fn init_out(init: &InitOut, kernel_minor: u32) -> Vec<u8> {
         .u16(init.congestion_threshold)
         .u32(init.max_write);
     if kernel_minor >= INIT_OUT_FULL_SIZE_MINOR {
-        out.u32(1).u16(init.max_pages).u16(0).u32(0).zeros(7 * 4);
+        out.u32(1)
+            .u16(init.max_pages)
+            .u16(0)
+            .u32(init.flags2)
+            .zeros(7 * 4);
     }
     out.0
 }
@@ -545,6 +568,7 @@ mod tests {
             minor: KERNEL_MINOR_VERSION,
             max_readahead: 0,
             flags: 0,
+            flags2: 0,
             max_background: 0,
             congestion_threshold: 0,
             max_write: 0,
@@ -575,6 +599,23 @@ mod tests {
         assert!(SetattrIn::parse(&[0u8; SETATTR_IN_SIZE - 8]).is_none());
         assert!(FallocateIn::parse(&[0u8; 31]).is_none());
         assert!(InitIn::parse(&[0u8; 12]).is_none());
+        let mut ext = Out::default();
+        ext.u32(7)
+            .u32(45)
+            .u32(0)
+            .u32(init_flag::INIT_EXT)
+            .u32(1 << 9);
+        assert_eq!(
+            InitIn::parse(&ext.0).unwrap().flags2,
+            init_flag2::OVER_IO_URING
+        );
+        let mut plain = Out::default();
+        plain.u32(7).u32(45).u32(0).u32(0).u32(1 << 9);
+        assert_eq!(
+            InitIn::parse(&plain.0).unwrap().flags2,
+            0,
+            "flags2 without INIT_EXT"
+        );
         assert!(first_u32(&[0u8; 4], OPEN_IN_SIZE).is_none());
     }
 

@@ -1,4 +1,5 @@
-//! The `/dev/fuse` descriptor shared by the reader threads and every outstanding [`Reply`].
+//! The `/dev/fuse` descriptor shared by the reader threads and every outstanding [`Reply`]
+//! that came through it.
 //!
 //! [`Reply`]: crate::Reply
 
@@ -14,6 +15,16 @@ pub(crate) type LogFn = Arc<dyn Fn(&str) + Send + Sync>;
 /// The kernel refuses a reply whose error is positive or at or below -512 (`-ERESTARTSYS`), so
 /// errnos outside 1..512 are sent as EIO instead of making the reply itself fail.
 const ERRNO_LIMIT: i32 = 512;
+
+/// A positive errno the kernel accepts in a reply: `errno` itself when it lies in 1..512,
+/// else EIO.
+pub(crate) fn clamp_errno(errno: i32) -> i32 {
+    if errno > 0 && errno < ERRNO_LIMIT {
+        errno
+    } else {
+        libc::EIO
+    }
+}
 
 pub(crate) struct Channel {
     fd: OwnedFd,
@@ -40,12 +51,7 @@ impl Channel {
 
     /// Sends an error reply; `errno` is positive (`libc::EIO`, ...).
     pub fn reply_error(&self, unique: u64, errno: i32) {
-        let errno = if errno > 0 && errno < ERRNO_LIMIT {
-            errno
-        } else {
-            libc::EIO
-        };
-        self.send(unique, -errno, &[]);
+        self.send(unique, -clamp_errno(errno), &[]);
     }
 
     /// Writes header and payload with one `writev`, which the kernel takes as one whole reply;

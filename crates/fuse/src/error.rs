@@ -18,6 +18,9 @@ pub enum FuseError {
     Fusermount { reason: String },
     /// The kernel never completed the INIT handshake, or offered an unsupported protocol.
     Init { reason: String },
+    /// FUSE over io_uring was required ([`Transport::IoUring`](crate::Transport)) but is not
+    /// available; `reason` names what is missing. Nothing stays mounted.
+    IoUringUnavailable { reason: String },
     /// Unmounting failed; the session was stopped anyway, so the mount point now answers
     /// ENOTCONN until someone unmounts it.
     Unmount { path: PathBuf, source: io::Error },
@@ -43,6 +46,9 @@ impl fmt::Display for FuseError {
             }
             FuseError::Fusermount { reason } => write!(f, "fusermount3 failed: {reason}"),
             FuseError::Init { reason } => write!(f, "FUSE INIT handshake failed: {reason}"),
+            FuseError::IoUringUnavailable { reason } => {
+                write!(f, "FUSE over io_uring is unavailable: {reason}")
+            }
             FuseError::Unmount { path, source } => {
                 write!(f, "cannot unmount {}: {source}", path.display())
             }

@@ -1,5 +1,5 @@
-//! Mounting (by `mount(2)` as root, else through `fusermount3`), the reader threads, and
-//! unmounting.
+//! Mounting (by `mount(2)` as root, else through `fusermount3`), the reader threads, the
+//! choice of transport and the ring thread, and unmounting.
 
 use std::ffi::CString;
 use std::fs;
@@ -10,13 +10,14 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command as Process, Stdio};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::channel::Channel;
-use crate::session::{Poller, Session, MAX_IO_BYTES};
-use crate::{FileExport, FuseError, Handler, MountOptions};
+use crate::session::{Poller, RingGrant, Session, MAX_IO_BYTES};
+use crate::uring::{self, FuseRing, RegisterError};
+use crate::{FileExport, FuseError, Handler, MountOptions, Transport};
 
 /// How long `Mount::mount` waits for the kernel's INIT request, which it sends as soon as the
 /// mount exists; only a wedged kernel takes longer.
@@ -24,6 +25,9 @@ const INIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// More readers than this only add idle threads: the kernel hands each request to one reader,
 /// and readers never wait for the handler.
 const MAX_THREADS: usize = 64;
+/// Ring entries per queue at most: more only reserves address space that 128 requests in
+/// flight (the loop driver's limit) could never use.
+const MAX_RING_ENTRIES: usize = 512;
 const FUSERMOUNT: &str = "fusermount3";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +46,8 @@ pub struct Mount {
     session: Arc<Session>,
     threads: Vec<JoinHandle<()>>,
     method: Method,
+    /// The transport in use: `DevFuse` or `IoUring`, never `Auto`.
+    transport: Transport,
     /// The device number the mount point showed once mounted, to recognise it at unmount time.
     st_dev: Option<u64>,
     finished: bool,
@@ -53,6 +59,7 @@ impl std::fmt::Debug for Mount {
             .field("dir", &self.dir)
             .field("file_name", &self.file_name)
             .field("method", &self.method)
+            .field("transport", &self.transport)
             .field("threads", &self.threads.len())
             .finish()
     }
@@ -296,6 +303,15 @@ impl Mount {
         // An absolute path keeps unmounting right even if the working directory changes.
         let dir = fs::canonicalize(dir).map_err(|_| not_a_dir())?;
         let log = Arc::clone(&options.log);
+        let want_ring = match options.transport {
+            Transport::DevFuse => false,
+            Transport::Auto => uring::unavailable().is_none(),
+            Transport::IoUring => match uring::unavailable() {
+                None => true,
+                Some(reason) => return Err(FuseError::IoUringUnavailable { reason }),
+            },
+        };
+        let ring_required = options.transport == Transport::IoUring;
 
         // SAFETY: geteuid cannot fail.
         let is_root = unsafe { libc::geteuid() } == 0;
@@ -331,7 +347,36 @@ impl Mount {
             });
         }
         let channel = Arc::new(Channel::new(fd, Arc::clone(&log)));
-        let session = match Session::new(channel, export.clone(), handler) {
+        // The ring is set up before INIT so that INIT can offer it knowing it exists: once
+        // granted, the kernel holds every request until the ring is registered.
+        let ring = if want_ring {
+            let per_queue = options.ring_entries.clamp(1, MAX_RING_ENTRIES) as u32;
+            match uring::possible_cpus().and_then(|queues| {
+                FuseRing::new(
+                    Arc::clone(&channel),
+                    queues,
+                    per_queue,
+                    MAX_IO_BYTES as usize,
+                )
+            }) {
+                Ok(ring) => Some(ring),
+                Err(e) if ring_required => {
+                    let _ = detach(&dir, method);
+                    return Err(FuseError::IoUringUnavailable {
+                        reason: format!("setting up the io_uring: {e}"),
+                    });
+                }
+                Err(e) => {
+                    log(&format!(
+                        "fuse: cannot set up an io_uring ({e}); using /dev/fuse"
+                    ));
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let session = match Session::new(channel, export.clone(), handler, ring) {
             Ok(s) => Arc::new(s),
             Err(source) => {
                 let _ = detach(&dir, method);
@@ -348,6 +393,7 @@ impl Mount {
             session,
             threads: Vec::new(),
             method,
+            transport: Transport::DevFuse,
             st_dev: None,
             finished: false,
         };
@@ -372,15 +418,90 @@ impl Mount {
             .session
             .wait_init(INIT_TIMEOUT)
             .map_err(|reason| FuseError::Init { reason })?;
+        match mount.session.ring_grant() {
+            Some(RingGrant::Granted) => match mount.start_ring() {
+                Ok(()) => mount.transport = Transport::IoUring,
+                Err(RingFailure::KernelFellBack(reason)) if !ring_required => log(&format!(
+                    "fuse: {reason}; the kernel went back to /dev/fuse, and so do we"
+                )),
+                Err(RingFailure::KernelFellBack(reason) | RingFailure::Stuck(reason)) => {
+                    return Err(FuseError::IoUringUnavailable { reason })
+                }
+            },
+            Some(RingGrant::NotUsed(reason)) if ring_required => {
+                return Err(FuseError::IoUringUnavailable { reason })
+            }
+            Some(RingGrant::NotUsed(reason)) if want_ring => {
+                log(&format!("fuse: {reason}; using /dev/fuse"));
+            }
+            _ => {}
+        }
         mount.st_dev = fs::metadata(&mount.dir).ok().map(|m| m.dev());
+        let how = match (mount.transport, mount.session.ring()) {
+            (Transport::IoUring, Some(ring)) => format!("over io_uring ({})", ring.describe()),
+            _ => format!("over /dev/fuse with {threads} reader threads"),
+        };
         log(&format!(
-            "fuse: mounted {} ({} bytes{}) on {} with {threads} reader threads",
+            "fuse: mounted {} ({} bytes{}) on {} {how}",
             mount.file_name,
             export.size_bytes,
             if export.read_only { ", read-only" } else { "" },
             mount.dir.display()
         ));
         Ok(mount)
+    }
+
+    /// Starts the ring thread, which registers every entry and then serves the ring; returns
+    /// once registration is done.
+    fn start_ring(&mut self) -> Result<(), RingFailure> {
+        let ring = Arc::clone(
+            self.session
+                .ring()
+                .expect("a ring is granted only when one was prepared"),
+        );
+        let session = Arc::clone(&self.session);
+        let (done, registered) = mpsc::channel();
+        let handle = std::thread::Builder::new()
+            .name("storsim-fuse-ring".to_string())
+            .spawn(move || {
+                ring.run(
+                    |outcome| {
+                        // The mount may have given up waiting; the ring thread goes on anyway.
+                        let _ = done.send(outcome);
+                    },
+                    |ring, entry| session.dispatch_ring(ring, entry),
+                    || session.is_live(),
+                )
+            })
+            .map_err(|e| RingFailure::Stuck(format!("spawning the ring thread: {e}")))?;
+        self.threads.push(handle);
+        match registered.recv_timeout(INIT_TIMEOUT) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(RegisterError::Refused(reason))) => Err(RingFailure::KernelFellBack(reason)),
+            Ok(Err(RegisterError::NotSubmitted(reason))) => Err(RingFailure::Stuck(reason)),
+            Err(_) => Err(RingFailure::Stuck(
+                "the ring thread did not finish registering".to_string(),
+            )),
+        }
+    }
+
+    /// The transport in use: [`Transport::IoUring`] or [`Transport::DevFuse`].
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// A [`RingPoller`] for this mount's ring, if it uses io_uring (`None` over /dev/fuse).
+    /// While the poller is active, requests are found by [`RingPoller::poll`] instead of
+    /// waking the ring thread.
+    pub fn ring_poller(&self) -> Option<RingPoller> {
+        if self.transport != Transport::IoUring {
+            return None;
+        }
+        let ring = Arc::clone(self.session.ring()?);
+        Some(RingPoller {
+            poller: uring::Poller::new(ring),
+            session: Arc::clone(&self.session),
+        })
     }
 
     /// The mount point.
@@ -464,6 +585,51 @@ impl Drop for Mount {
             self.session.channel().log(&format!("fuse: {e}"));
         }
     }
+}
+
+/// Serves a mount's io_uring from a thread that spins anyway, such as the emulator's pacing
+/// thread: [`poll`](RingPoller::poll) looks at the completion ring in memory and hands the
+/// requests it finds to the handler on the calling thread, so a request needs no thread woken
+/// to be read. Created active; the ring thread stops waiting on the ring while a poller is
+/// active, so the owner must call [`set_active(false)`](RingPoller::set_active) before its
+/// thread sleeps (and `true` when it wakes), or requests wait until it polls again.
+/// Dropping the poller makes it inactive.
+///
+/// The handler runs on the polling thread; replies the polling thread sends make it the thread
+/// the kernel delivers those entries' next requests through, so it must outlive the mount.
+pub struct RingPoller {
+    poller: uring::Poller,
+    session: Arc<Session>,
+}
+
+impl RingPoller {
+    /// Serves every request waiting in the ring; returns how many completions it took.
+    pub fn poll(&mut self) -> usize {
+        let session = &self.session;
+        self.poller
+            .poll(|ring, entry| session.dispatch_ring(ring, entry))
+    }
+
+    /// Whether this poller serves the ring (see the type's description).
+    pub fn set_active(&self, active: bool) {
+        self.poller.set_active(active);
+    }
+}
+
+impl std::fmt::Debug for RingPoller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RingPoller").finish_non_exhaustive()
+    }
+}
+
+/// Why the ring could not be put in service.
+enum RingFailure {
+    /// The kernel refused a registration, and on that stopped waiting for the ring: requests
+    /// flow through /dev/fuse.
+    KernelFellBack(String),
+    /// The registrations never reached the kernel, which therefore holds every request until
+    /// the ring is ready: the mount is unusable.
+    Stuck(String),
 }
 
 /// Detaches the mount from `dir`. "Not mounted" counts as success: someone else unmounted it

@@ -1,4 +1,5 @@
-//! One FUSE session: the reader threads' loop and the answer to every request the kernel sends.
+//! One FUSE session: the reader threads' loop and the answer to every request the kernel sends,
+//! whether it came through `/dev/fuse` or through a ring entry.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -8,7 +9,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::abi::{self, opcode, Attr, Out};
 use crate::channel::Channel;
-use crate::reply::{Joint, Kind, Reply};
+use crate::reply::{Joint, Kind, Reply, Route};
+use crate::uring::{Entry, FuseRing, RingReply, OP_IN_BYTES};
 use crate::{Command, FileExport, Handler, Request};
 
 /// The largest WRITE payload negotiated, and the `max_read` mount option. 1 MiB is the most
@@ -46,6 +48,16 @@ enum InitState {
     Failed(String),
 }
 
+/// What INIT settled about the io_uring transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum RingGrant {
+    /// The kernel offered FUSE_OVER_IO_URING and the reply took it: the ring must be
+    /// registered now, since the kernel holds new requests until it is.
+    Granted,
+    /// No ring was prepared, or the kernel did not offer the flag (the reason says which).
+    NotUsed(String),
+}
+
 struct State {
     init: InitState,
     /// The kernel ended the session (ENODEV on read), or a reader hit an unrecoverable error.
@@ -71,6 +83,10 @@ pub(crate) struct Session {
     file_times: Mutex<Times>,
     /// The protocol minor version the kernel speaks; zero until INIT has been answered.
     kernel_minor: AtomicU32,
+    /// The ring prepared for the io_uring transport, offered to the kernel in INIT.
+    ring: Option<Arc<FuseRing>>,
+    /// What INIT decided about the ring; `None` until INIT has been answered.
+    ring_grant: Mutex<Option<RingGrant>>,
     /// Opcodes below 64 already logged as unsupported, so an unknown request is logged once.
     logged_opcodes: AtomicU64,
     state: Mutex<State>,
@@ -98,10 +114,13 @@ fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
 }
 
 impl Session {
+    /// A session answering through `channel`; `ring`, when given, is offered to the kernel in
+    /// INIT for the io_uring transport.
     pub fn new(
         channel: Arc<Channel>,
         export: FileExport,
         handler: Arc<dyn Handler>,
+        ring: Option<Arc<FuseRing>>,
     ) -> io::Result<Session> {
         let (stop_read, stop_write) = pipe()?;
         let mounted_at = now();
@@ -120,6 +139,8 @@ impl Session {
                 ctime: mounted_at,
             }),
             kernel_minor: AtomicU32::new(0),
+            ring,
+            ring_grant: Mutex::new(None),
             logged_opcodes: AtomicU64::new(0),
             state: Mutex::new(State {
                 init: InitState::Pending,
@@ -184,6 +205,24 @@ impl Session {
         self.lock_state().ended
     }
 
+    /// Whether the readers should go on: neither ended by the kernel nor stopped.
+    pub fn is_live(&self) -> bool {
+        let state = self.lock_state();
+        !state.ended && !state.stopped
+    }
+
+    /// What INIT decided about the ring (`None` before INIT).
+    pub fn ring_grant(&self) -> Option<RingGrant> {
+        self.ring_grant
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn ring(&self) -> Option<&Arc<FuseRing>> {
+        self.ring.as_ref()
+    }
+
     /// Marks the session ended by the kernel and wakes every reader so they all exit.
     fn end(&self) {
         self.lock_state().ended = true;
@@ -200,6 +239,9 @@ impl Session {
 
     fn wake_readers(&self) {
         self.stop_flag.store(true, Ordering::SeqCst);
+        if let Some(ring) = &self.ring {
+            ring.stop();
+        }
         // The byte is never read back, so the pipe stays readable and every reader's epoll_wait
         // returns at once, now and later. A full pipe (EAGAIN) is just as readable.
         let byte = 1u8;
@@ -310,6 +352,7 @@ impl Session {
         }
     }
 
+    /// Answers one message read from `/dev/fuse`.
     fn dispatch(&self, msg: &[u8]) {
         let Some(h) = abi::InHeader::parse(msg) else {
             self.channel.log(&format!(
@@ -318,7 +361,10 @@ impl Session {
             ));
             return;
         };
-        let ch = &self.channel;
+        let route = Route::Dev {
+            channel: Arc::clone(&self.channel),
+            unique: h.unique,
+        };
         if h.len as usize != msg.len() {
             self.channel.log(&format!(
                 "fuse: request {} (opcode {}) says {} bytes but {} arrived",
@@ -327,14 +373,68 @@ impl Session {
                 h.len,
                 msg.len()
             ));
-            return ch.reply_error(h.unique, libc::EINVAL);
+            return route.reply_error(libc::EINVAL);
         }
-        let body = &msg[abi::IN_HEADER_SIZE..];
+        self.handle(h, &msg[abi::IN_HEADER_SIZE..], None, route);
+    }
+
+    /// Answers the request a ring entry holds. The kernel puts the fuse_in_header and the
+    /// opcode's own header in the entry's header buffer and the rest (a write's data, a name)
+    /// in its payload buffer; the header's `len` covers all three, which is how the length of
+    /// the opcode's header, never transmitted, is known.
+    pub(crate) fn dispatch_ring(&self, ring: &Arc<FuseRing>, entry: Entry) {
+        let header = ring.header(&entry);
+        let Some(h) = abi::InHeader::parse(&header.in_header) else {
+            unreachable!("a ring entry's in/out part is longer than a request header");
+        };
+        let payload_bytes = header.payload_bytes as usize;
+        let op_bytes = (h.len as usize)
+            .checked_sub(abi::IN_HEADER_SIZE)
+            .and_then(|n| n.checked_sub(payload_bytes))
+            .filter(|&n| n <= OP_IN_BYTES);
+        let payload = ring
+            .payload(&entry, payload_bytes)
+            .map(|p| p.to_vec())
+            .filter(|_| op_bytes.is_some());
+        let route = Route::Ring(RingReply::new(
+            Arc::clone(ring),
+            entry,
+            h.unique,
+            header.commit_id,
+        ));
+        let (Some(op_bytes), Some(payload)) = (op_bytes, payload) else {
+            ring.log(&format!(
+                "fuse: ring request {} (opcode {}) says {} bytes, with a {payload_bytes}-byte \
+                 payload in a {}-byte buffer; refused",
+                h.unique,
+                h.opcode,
+                h.len,
+                ring.payload_capacity()
+            ));
+            return route.reply_error(libc::EINVAL);
+        };
+        let op = &header.op_in[..op_bytes];
+        if h.opcode == opcode::WRITE {
+            // The data goes to the handler as it is, without another copy.
+            self.handle(h, op, Some(payload), route);
+        } else if payload.is_empty() {
+            self.handle(h, op, None, route);
+        } else {
+            // Everything but WRITE reads its body as one piece, as /dev/fuse delivers it.
+            let mut body = op.to_vec();
+            body.extend_from_slice(&payload);
+            self.handle(h, &body, None, route);
+        }
+    }
+
+    /// Answers one request. `body` follows the fuse_in_header; a WRITE's data is either the
+    /// tail of `body` or, from the ring, `write_data`.
+    fn handle(&self, h: abi::InHeader, body: &[u8], write_data: Option<Vec<u8>>, route: Route) {
         if h.opcode == opcode::INIT {
-            return self.init(h.unique, body);
+            return self.init(route, body);
         }
         if self.kernel_minor.load(Ordering::Acquire) == 0 {
-            return ch.reply_error(h.unique, libc::EIO);
+            return route.reply_error(libc::EIO);
         }
         let result = match h.opcode {
             opcode::LOOKUP => self.lookup(h.nodeid, body),
@@ -344,11 +444,11 @@ impl Session {
             },
             opcode::SETATTR => self.setattr(h.nodeid, body),
             opcode::OPEN => self.open(h.nodeid, body),
-            opcode::READ => return self.read(h.unique, h.nodeid, body),
-            opcode::WRITE => return self.write(h.unique, h.nodeid, body),
+            opcode::READ => return self.read(route, h.nodeid, body),
+            opcode::WRITE => return self.write(route, h.nodeid, body, write_data),
             opcode::FSYNC => {
                 if h.nodeid == abi::FILE_ID {
-                    return self.submit(h.unique, Command::Fsync, 0, 0, Vec::new(), Kind::Done);
+                    return self.submit(route, Command::Fsync, 0, 0, Vec::new(), Kind::Done);
                 }
                 Ok(Vec::new())
             }
@@ -377,14 +477,26 @@ impl Session {
             opcode::GETXATTR | opcode::LISTXATTR | opcode::SETXATTR | opcode::REMOVEXATTR => {
                 Err(libc::ENOSYS)
             }
-            opcode::FALLOCATE => return self.fallocate(h.unique, h.nodeid, body),
+            opcode::FALLOCATE => return self.fallocate(route, h.nodeid, body),
             // Linux 6.6 and later try STATX first; ENOSYS makes them use GETATTR from then on.
             opcode::STATX => Err(libc::ENOSYS),
-            // Requests are answered when the handler answers; an interrupt cannot hurry the
-            // device model, so it is ignored (the kernel needs no reply to it).
-            opcode::INTERRUPT => return,
-            // Node ids are fixed, so lookup counts need no bookkeeping; FORGET has no reply.
-            opcode::FORGET | opcode::BATCH_FORGET => return,
+            // Over /dev/fuse these need no reply: requests are answered when the handler
+            // answers (an interrupt cannot hurry the device model), and node ids are fixed, so
+            // lookup counts need no bookkeeping. The kernel sends them only there; one arriving
+            // in a ring entry anyway must still be committed for the entry to serve again.
+            opcode::INTERRUPT | opcode::FORGET | opcode::BATCH_FORGET => {
+                if !route.is_ring() {
+                    return;
+                }
+                self.log_once(
+                    h.opcode,
+                    &format!(
+                        "fuse: opcode {} arrived over the ring; answered ENOSYS",
+                        h.opcode
+                    ),
+                );
+                Err(libc::ENOSYS)
+            }
             opcode::DESTROY => Ok(Vec::new()),
             other => {
                 self.log_once(
@@ -395,31 +507,32 @@ impl Session {
             }
         };
         match result {
-            Ok(payload) => ch.reply(h.unique, &[&payload]),
-            Err(errno) => ch.reply_error(h.unique, errno),
+            Ok(payload) => route.reply(&[&payload]),
+            Err(errno) => route.reply_error(errno),
         }
     }
 
-    fn fail_init(&self, unique: u64, reason: String) {
+    fn fail_init(&self, route: Route, reason: String) {
         self.channel.log(&format!("fuse: {reason}"));
-        self.channel.reply_error(unique, libc::EPROTO);
+        route.reply_error(libc::EPROTO);
         self.lock_state().init = InitState::Failed(reason);
         self.changed.notify_all();
     }
 
-    fn init(&self, unique: u64, body: &[u8]) {
-        if self.kernel_minor.load(Ordering::Acquire) != 0 {
-            return self.channel.reply_error(unique, libc::EIO);
+    fn init(&self, route: Route, body: &[u8]) {
+        // A second INIT, or one through a ring entry, is not the handshake.
+        if self.kernel_minor.load(Ordering::Acquire) != 0 || route.is_ring() {
+            return route.reply_error(libc::EIO);
         }
         if body.len() < abi::INIT_IN_MIN_SIZE {
-            return self.fail_init(unique, format!("INIT body of {} bytes", body.len()));
+            return self.fail_init(route, format!("INIT body of {} bytes", body.len()));
         }
         let Some(init) = abi::InitIn::parse(body) else {
-            return self.fail_init(unique, "malformed INIT".to_string());
+            return self.fail_init(route, "malformed INIT".to_string());
         };
         if init.major != abi::KERNEL_VERSION || init.minor < abi::MIN_KERNEL_MINOR {
             return self.fail_init(
-                unique,
+                route,
                 format!(
                     "kernel speaks FUSE {}.{}; need {}.{} or later",
                     init.major,
@@ -439,11 +552,32 @@ impl Session {
         // arrives as a SETATTR of the size, which fails like any other resize.
         let wanted =
             f::ASYNC_READ | f::BIG_WRITES | f::ASYNC_DIO | f::PARALLEL_DIROPS | f::MAX_PAGES;
-        let flags = wanted & init.flags;
+        let mut flags = wanted & init.flags;
+        // FUSE_OVER_IO_URING lives in flags2, which counts only with FUSE_INIT_EXT set on
+        // both sides. Granting it is a promise to register the ring right after this reply:
+        // the kernel holds every new request until each queue has an entry.
+        let offered =
+            init.flags & f::INIT_EXT != 0 && init.flags2 & abi::init_flag2::OVER_IO_URING != 0;
+        let (flags2, grant) = match (&self.ring, offered) {
+            (Some(_), true) => {
+                flags |= f::INIT_EXT;
+                (abi::init_flag2::OVER_IO_URING, RingGrant::Granted)
+            }
+            (Some(_), false) => (
+                0,
+                RingGrant::NotUsed(format!(
+                    "the kernel did not offer FUSE_OVER_IO_URING in INIT (flags {:#x}, flags2 \
+                     {:#x})",
+                    init.flags, init.flags2
+                )),
+            ),
+            (None, _) => (0, RingGrant::NotUsed("no ring was prepared".to_string())),
+        };
         let out = abi::InitOut {
             minor: abi::KERNEL_MINOR_VERSION,
             max_readahead: init.max_readahead.min(MAX_IO_BYTES),
             flags,
+            flags2,
             max_background: MAX_BACKGROUND,
             congestion_threshold: CONGESTION_THRESHOLD,
             max_write: MAX_IO_BYTES,
@@ -453,14 +587,16 @@ impl Session {
         // The kernel releases queued requests the moment it reads this reply, and another
         // reader may pick one up at once, so the session must count as initialised first.
         self.kernel_minor.store(init.minor, Ordering::Release);
-        self.channel.reply(unique, &[&payload]);
+        *self.ring_grant.lock().unwrap_or_else(|e| e.into_inner()) = Some(grant);
+        route.reply(&[&payload]);
         self.channel.log(&format!(
-            "fuse: INIT kernel {}.{}, answered {}.{}, flags {:#x}, max_write {}",
+            "fuse: INIT kernel {}.{}, answered {}.{}, flags {:#x}, flags2 {:#x}, max_write {}",
             init.major,
             init.minor,
             abi::KERNEL_VERSION,
             abi::KERNEL_MINOR_VERSION,
             flags,
+            flags2,
             MAX_IO_BYTES
         ));
         self.lock_state().init = InitState::Done;
@@ -586,25 +722,25 @@ impl Session {
         Ok(out.0)
     }
 
-    fn not_the_file(&self, unique: u64, node: u64) {
+    fn not_the_file(&self, route: Route, node: u64) {
         let errno = if node == abi::ROOT_ID {
             libc::EISDIR
         } else {
             libc::EBADF
         };
-        self.channel.reply_error(unique, errno);
+        route.reply_error(errno);
     }
 
     fn submit(
         &self,
-        unique: u64,
+        route: Route,
         command: Command,
         offset: u64,
         length: u32,
         data: Vec<u8>,
         kind: Kind,
     ) {
-        let reply = Reply::new(Arc::clone(&self.channel), unique, kind, length);
+        let reply = Reply::new(route, kind, length);
         self.handler.request(
             Request {
                 command,
@@ -616,21 +752,21 @@ impl Session {
         );
     }
 
-    fn read(&self, unique: u64, node: u64, body: &[u8]) {
+    fn read(&self, route: Route, node: u64, body: &[u8]) {
         if node != abi::FILE_ID {
-            return self.not_the_file(unique, node);
+            return self.not_the_file(route, node);
         }
         let Some(r) = abi::ReadIn::parse(body) else {
-            return self.channel.reply_error(unique, libc::EINVAL);
+            return route.reply_error(libc::EINVAL);
         };
         let size = self.export.size_bytes;
         if r.offset >= size || r.size == 0 {
-            return self.channel.reply(unique, &[]);
+            return route.reply(&[]);
         }
         // A read running past the end is clipped to it, as a regular file's would be.
         let length = (r.size as u64).min(size - r.offset) as u32;
         self.submit(
-            unique,
+            route,
             Command::Read,
             r.offset,
             length,
@@ -639,82 +775,91 @@ impl Session {
         );
     }
 
-    fn write(&self, unique: u64, node: u64, body: &[u8]) {
+    fn write(&self, route: Route, node: u64, body: &[u8], data: Option<Vec<u8>>) {
         if node != abi::FILE_ID {
-            return self.not_the_file(unique, node);
+            return self.not_the_file(route, node);
         }
         let Some(w) = abi::WriteIn::parse(body) else {
-            return self.channel.reply_error(unique, libc::EINVAL);
+            return route.reply_error(libc::EINVAL);
         };
-        let payload = &body[abi::WRITE_IN_SIZE..];
-        if payload.len() != w.size as usize {
-            return self.channel.reply_error(unique, libc::EINVAL);
+        let payload_len = match &data {
+            Some(data) => data.len(),
+            None => body.len() - abi::WRITE_IN_SIZE,
+        };
+        if payload_len != w.size as usize {
+            return route.reply_error(libc::EINVAL);
         }
         if self.export.read_only {
-            return self.channel.reply_error(unique, libc::EROFS);
+            return route.reply_error(libc::EROFS);
         }
         if w.size == 0 {
-            return self.channel.reply(unique, &[&abi::write_out(0)]);
+            return route.reply(&[&abi::write_out(0)]);
         }
         let size = self.export.size_bytes;
         if w.offset >= size {
-            return self.channel.reply_error(unique, libc::ENOSPC);
+            return route.reply_error(libc::ENOSPC);
         }
         // A write straddling the end writes what fits and reports a short count, as writing
         // past the end of a block device does; the caller's retry of the rest gets ENOSPC.
         let length = (w.size as u64).min(size - w.offset) as u32;
-        let data = payload[..length as usize].to_vec();
-        self.submit(unique, Command::Write, w.offset, length, data, Kind::Write);
+        let data = match data {
+            Some(mut data) => {
+                data.truncate(length as usize);
+                data
+            }
+            None => body[abi::WRITE_IN_SIZE..][..length as usize].to_vec(),
+        };
+        self.submit(route, Command::Write, w.offset, length, data, Kind::Write);
     }
 
-    fn fallocate(&self, unique: u64, node: u64, body: &[u8]) {
+    fn fallocate(&self, route: Route, node: u64, body: &[u8]) {
         use abi::falloc;
         if node != abi::FILE_ID {
-            return self.not_the_file(unique, node);
+            return self.not_the_file(route, node);
         }
         let Some(f) = abi::FallocateIn::parse(body) else {
-            return self.channel.reply_error(unique, libc::EINVAL);
+            return route.reply_error(libc::EINVAL);
         };
         let Some(end) = f.offset.checked_add(f.length) else {
-            return self.channel.reply_error(unique, libc::EFBIG);
+            return route.reply_error(libc::EFBIG);
         };
         if f.length == 0 {
-            return self.channel.reply_error(unique, libc::EINVAL);
+            return route.reply_error(libc::EINVAL);
         }
         if self.export.read_only {
-            return self.channel.reply_error(unique, libc::EROFS);
+            return route.reply_error(libc::EROFS);
         }
         let size = self.export.size_bytes;
         match f.mode {
             m if m == falloc::PUNCH_HOLE | falloc::KEEP_SIZE => {
                 if f.offset >= size {
-                    return self.channel.reply(unique, &[]);
+                    return route.reply(&[]);
                 }
-                self.trim(unique, f.offset, end.min(size));
+                self.trim(route, f.offset, end.min(size));
             }
             // Allocating space in a fixed-size file is a no-op: every byte already exists.
             // Growing it is not possible.
             0 | falloc::KEEP_SIZE => {
                 if f.mode & falloc::KEEP_SIZE == 0 && end > size {
-                    self.channel.reply_error(unique, libc::ENOSPC);
+                    route.reply_error(libc::ENOSPC);
                 } else {
-                    self.channel.reply(unique, &[]);
+                    route.reply(&[]);
                 }
             }
             // EOPNOTSUPP rather than ENOSYS: ENOSYS would make the kernel stop sending
             // FALLOCATE altogether, punch-hole included. ZERO_RANGE lands here, which makes the
             // loop driver and mkfs fall back to writing zeros.
-            _ => self.channel.reply_error(unique, libc::EOPNOTSUPP),
+            _ => route.reply_error(libc::EOPNOTSUPP),
         }
     }
 
-    fn trim(&self, unique: u64, start: u64, end: u64) {
+    fn trim(&self, route: Route, start: u64, end: u64) {
         let parts = (end - start).div_ceil(TRIM_CHUNK_BYTES);
         if parts == 1 {
             let length = (end - start) as u32;
-            return self.submit(unique, Command::Trim, start, length, Vec::new(), Kind::Done);
+            return self.submit(route, Command::Trim, start, length, Vec::new(), Kind::Done);
         }
-        let joint = Joint::new(Arc::clone(&self.channel), unique, parts as usize);
+        let joint = Joint::new(route, parts as usize);
         let mut offset = start;
         while offset < end {
             let length = (end - offset).min(TRIM_CHUNK_BYTES) as u32;
@@ -838,7 +983,7 @@ mod tests {
             read_only,
         };
         let channel = Arc::new(Channel::new(ours, Arc::new(|_| {})));
-        let session = Session::new(channel, export, recorder.clone()).unwrap();
+        let session = Session::new(channel, export, recorder.clone(), None).unwrap();
         Rig {
             session,
             peer,
@@ -1157,5 +1302,369 @@ mod tests {
         r.send(opcode::ACCESS, 43, abi::FILE_ID, &access.0);
         assert_eq!(r.reply().unwrap().0, -libc::EROFS);
         assert!(r.take_held().is_empty());
+    }
+
+    /// A ring beside the socket-pair rig. Its commands go to /dev/null, which has no ring
+    /// commands and fails each with EOPNOTSUPP: a reply left in an entry stays there to be
+    /// read, and each commit shows up as one completion for its entry.
+    struct RingRig {
+        rig: Rig,
+        ring: Arc<FuseRing>,
+    }
+
+    const RING_PAYLOAD: usize = 64 * 1024;
+
+    fn ring_rig(entries: u32) -> Option<RingRig> {
+        let rig = rig(1 << 20, false);
+        rig.init();
+        let null = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        let channel = Arc::new(Channel::new(OwnedFd::from(null), Arc::new(|_| {})));
+        match FuseRing::new(channel, 1, entries, RING_PAYLOAD) {
+            Ok(ring) => Some(RingRig { rig, ring }),
+            Err(e) => {
+                eprintln!("SKIP: io_uring_setup failed ({e}); the ring dispatch is not tested");
+                None
+            }
+        }
+    }
+
+    /// A ring request's parts: the header's `len` field (None: the consistent value), opcode,
+    /// node, the opcode's header and the payload.
+    struct RingMsg<'a> {
+        len: Option<u32>,
+        opcode: u32,
+        nodeid: u64,
+        op: &'a [u8],
+        payload: &'a [u8],
+    }
+
+    impl RingRig {
+        /// Puts `msg` into entry `index` as request `unique` and dispatches it. Returns the
+        /// reply if the request was answered at once, after checking its commit was
+        /// submitted exactly once.
+        fn send(&self, index: u64, unique: u64, msg: RingMsg<'_>) -> Option<(i32, u64, Vec<u8>)> {
+            let len = msg
+                .len
+                .unwrap_or((abi::IN_HEADER_SIZE + msg.op.len() + msg.payload.len()) as u32);
+            let mut header = message(msg.opcode, unique, msg.nodeid, &[]);
+            header[0..4].copy_from_slice(&len.to_ne_bytes());
+            let entry = self
+                .ring
+                .fake_request(index, &header, msg.op, msg.payload, unique, None);
+            self.rig.session.dispatch_ring(&self.ring, entry);
+            self.reply(index)
+        }
+
+        /// The reply committed for entry `index`, if one was.
+        fn reply(&self, index: u64) -> Option<(i32, u64, Vec<u8>)> {
+            let done = self.ring.completions();
+            if done.is_empty() {
+                return None;
+            }
+            assert_eq!(done.len(), 1, "one commit per request: {done:?}");
+            assert_eq!(done[0].user_data, index, "the commit names its entry");
+            let (out, payload) = self.ring.reply_in(index as u32);
+            let len = u32::from_ne_bytes(out[0..4].try_into().unwrap()) as usize;
+            assert_eq!(
+                len,
+                abi::OUT_HEADER_SIZE + payload.len(),
+                "out header length"
+            );
+            let error = i32::from_ne_bytes(out[4..8].try_into().unwrap());
+            let unique = u64::from_ne_bytes(out[8..16].try_into().unwrap());
+            Some((error, unique, payload))
+        }
+    }
+
+    fn read_in(offset: u64, size: u32) -> Vec<u8> {
+        let mut b = Out::default();
+        b.u64(0).u64(offset).u32(size).u32(0).u64(0).u32(0).u32(0);
+        b.0
+    }
+
+    fn write_in(offset: u64, size: u32) -> Vec<u8> {
+        read_in(offset, size)
+    }
+
+    fn msg<'a>(opcode: u32, nodeid: u64, op: &'a [u8], payload: &'a [u8]) -> RingMsg<'a> {
+        RingMsg {
+            len: None,
+            opcode,
+            nodeid,
+            op,
+            payload,
+        }
+    }
+
+    #[test]
+    fn ring_requests_are_answered_in_their_entry() {
+        let Some(r) = ring_rig(4) else { return };
+        let (error, unique, payload) = r
+            .send(0, 70, msg(opcode::GETATTR, abi::ROOT_ID, &[0u8; 16], &[]))
+            .expect("GETATTR is answered at once");
+        assert_eq!((error, unique, payload.len()), (0, 70, abi::ATTR_OUT_SIZE));
+        // LOOKUP's name travels in the payload behind an empty opcode header.
+        let (error, _, payload) = r
+            .send(1, 71, msg(opcode::LOOKUP, abi::ROOT_ID, &[], b"disk\0"))
+            .unwrap();
+        assert_eq!((error, payload.len()), (0, abi::ENTRY_OUT_SIZE));
+        assert_eq!(
+            r.send(2, 72, msg(opcode::LOOKUP, abi::ROOT_ID, &[], b"nope\0"))
+                .unwrap()
+                .0,
+            -libc::ENOENT
+        );
+        assert!(r.rig.reply().is_none(), "nothing went to /dev/fuse");
+    }
+
+    #[test]
+    fn ring_reads_and_writes_reach_the_handler_and_commit_their_replies() {
+        let Some(r) = ring_rig(4) else { return };
+        assert!(r
+            .send(
+                0,
+                80,
+                msg(opcode::READ, abi::FILE_ID, &read_in(8192, 4096), &[])
+            )
+            .is_none());
+        let data = vec![0x5Au8; 4096];
+        assert!(r
+            .send(
+                1,
+                81,
+                msg(opcode::WRITE, abi::FILE_ID, &write_in(0, 4096), &data)
+            )
+            .is_none());
+        let mut held = r.rig.take_held();
+        assert_eq!(held.len(), 2);
+        let (write, write_reply) = held.pop().unwrap();
+        let (read, read_reply) = held.pop().unwrap();
+        assert_eq!(
+            (read.command, read.offset, read.length),
+            (Command::Read, 8192, 4096)
+        );
+        assert_eq!(
+            (write.command, write.offset, write.length),
+            (Command::Write, 0, 4096)
+        );
+        assert_eq!(write.data, data, "the payload reaches the handler");
+        assert!(
+            r.ring.completions().is_empty(),
+            "nothing committed before the replies"
+        );
+
+        // Batched replies leave with one submission, answered out of order.
+        let mut batch = crate::ReplyBatch::new();
+        assert_eq!(batch.ok(write_reply), Some(0));
+        assert_eq!(
+            batch.data(read_reply, &[7u8; 5000]),
+            Some(0),
+            "one ring, one write"
+        );
+        assert!(r.ring.completions().is_empty(), "a batch waits for send");
+        let mut writes = Vec::new();
+        batch.send(|w| writes.push(w));
+        assert_eq!(writes, vec![0]);
+        let mut done: Vec<u64> = r.ring.completions().iter().map(|c| c.user_data).collect();
+        done.sort();
+        assert_eq!(done, vec![0, 1], "both entries committed");
+        let (out, payload) = r.ring.reply_in(0);
+        assert_eq!(u64::from_ne_bytes(out[8..16].try_into().unwrap()), 80);
+        assert_eq!(
+            payload,
+            vec![7u8; 4096],
+            "a read reply is cut to the length asked"
+        );
+        let (out, payload) = r.ring.reply_in(1);
+        assert_eq!(u64::from_ne_bytes(out[8..16].try_into().unwrap()), 81);
+        assert_eq!(u32_at(&payload, 0), 4096, "fuse_write_out.size");
+    }
+
+    #[test]
+    fn hostile_ring_requests_are_refused_and_never_lose_their_entry() {
+        let Some(r) = ring_rig(2) else { return };
+        let init = init_body(45);
+        let (w64, w100, read) = (write_in(0, 64), write_in(0, 100), read_in(0, 4096));
+        let cases: Vec<(&str, RingMsg<'_>, i32)> = vec![
+            (
+                "an unknown opcode",
+                msg(9999, abi::ROOT_ID, &[], &[]),
+                -libc::ENOSYS,
+            ),
+            (
+                "FORGET",
+                msg(opcode::FORGET, abi::FILE_ID, &[0u8; 8], &[]),
+                -libc::ENOSYS,
+            ),
+            (
+                "INTERRUPT",
+                msg(opcode::INTERRUPT, 0, &[0u8; 8], &[]),
+                -libc::ENOSYS,
+            ),
+            (
+                "BATCH_FORGET",
+                msg(opcode::BATCH_FORGET, 0, &[0u8; 8], &[]),
+                -libc::ENOSYS,
+            ),
+            (
+                "a second INIT",
+                msg(opcode::INIT, 0, &init, &[]),
+                -libc::EIO,
+            ),
+            (
+                "a length shorter than header and payload",
+                RingMsg {
+                    len: Some(abi::IN_HEADER_SIZE as u32 + 10),
+                    ..msg(opcode::WRITE, abi::FILE_ID, &w64, &[1u8; 64])
+                },
+                -libc::EINVAL,
+            ),
+            (
+                "an opcode header longer than the ring's 128 bytes",
+                RingMsg {
+                    len: Some(abi::IN_HEADER_SIZE as u32 + 200 + 64),
+                    ..msg(opcode::WRITE, abi::FILE_ID, &w64, &[1u8; 64])
+                },
+                -libc::EINVAL,
+            ),
+            (
+                "a write whose payload differs from its size",
+                msg(opcode::WRITE, abi::FILE_ID, &w100, &[1u8; 64]),
+                -libc::EINVAL,
+            ),
+            (
+                "a truncated read header",
+                msg(opcode::READ, abi::FILE_ID, &read[..20], &[]),
+                -libc::EINVAL,
+            ),
+        ];
+        for (i, (what, m, expected)) in cases.into_iter().enumerate() {
+            let unique = 100 + i as u64;
+            let (error, got_unique, payload) = r
+                .send(i as u64 % 2, unique, m)
+                .unwrap_or_else(|| panic!("{what}: not answered"));
+            assert_eq!((error, got_unique), (expected, unique), "{what}");
+            assert!(payload.is_empty(), "{what}: an error carries no payload");
+        }
+        // A payload size beyond the entry's buffer.
+        let mut header = message(opcode::WRITE, 200, abi::FILE_ID, &[]);
+        let len = (abi::IN_HEADER_SIZE + 40 + RING_PAYLOAD + 1) as u32;
+        header[0..4].copy_from_slice(&len.to_ne_bytes());
+        let entry = r.ring.fake_request(
+            0,
+            &header,
+            &write_in(0, RING_PAYLOAD as u32 + 1),
+            &[],
+            200,
+            Some(RING_PAYLOAD as u32 + 1),
+        );
+        r.rig.session.dispatch_ring(&r.ring, entry);
+        assert_eq!(r.reply(0).unwrap().0, -libc::EINVAL, "oversized payload");
+        assert!(
+            r.rig.take_held().is_empty(),
+            "nothing hostile reached the handler"
+        );
+    }
+
+    #[test]
+    fn random_ring_requests_never_panic_and_each_entry_is_committed_once() {
+        let Some(r) = ring_rig(8) else { return };
+        let mut x: u64 = 0x0DDB_1A5E_5BAD_5EED;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..5_000u64 {
+            let index = i % 8;
+            let opcode = (next() % 60) as u32;
+            let node = next() % 4;
+            let op: Vec<u8> = (0..(next() % 129) as usize).map(|_| next() as u8).collect();
+            let payload: Vec<u8> = (0..(next() % 300) as usize).map(|_| next() as u8).collect();
+            let len = match next() % 8 {
+                0 => Some(next() as u32),
+                1 => Some((abi::IN_HEADER_SIZE + op.len()) as u32),
+                _ => None,
+            };
+            let m = RingMsg {
+                len,
+                opcode,
+                nodeid: node,
+                op: &op,
+                payload: &payload,
+            };
+            let answered = r.send(index, 1000 + i, m);
+            if let Some((error, unique, payload)) = &answered {
+                let (error, unique) = (*error, *unique);
+                assert!(error <= 0 && error > -512, "errno {error}");
+                assert!(error == 0 || payload.is_empty());
+                assert_eq!(unique, 1000 + i);
+            }
+            for (request, reply) in r.rig.take_held() {
+                assert!(answered.is_none(), "answered and held at once");
+                let end = request.offset + request.length as u64;
+                assert!(end <= 1 << 20, "{request:?} is outside the device");
+                drop(reply);
+                let (error, _, _) = r.reply(index).expect("a dropped reply commits EIO");
+                assert_eq!(error, -libc::EIO);
+            }
+        }
+        assert!(r.rig.reply().is_none(), "nothing went to /dev/fuse");
+    }
+
+    #[test]
+    fn init_grants_io_uring_only_when_a_ring_exists_and_the_kernel_offers_it() {
+        let offer = |flags: u32, flags2: u32| {
+            let mut b = Out::default();
+            b.u32(7)
+                .u32(45)
+                .u32(1 << 20)
+                .u32(flags)
+                .u32(flags2)
+                .zeros(44);
+            b.0
+        };
+        let ext = init_flag::INIT_EXT;
+        let io_uring = abi::init_flag2::OVER_IO_URING;
+        // No ring prepared: never granted, whatever the kernel offers.
+        let r = rig(1 << 20, false);
+        r.send(opcode::INIT, 1, 0, &offer(ext, io_uring));
+        let (_, _, p) = r.reply().unwrap();
+        assert_eq!(u32_at(&p, 12) & ext, 0);
+        assert_eq!(u32_at(&p, 32), 0, "flags2");
+        assert!(matches!(
+            r.session.ring_grant(),
+            Some(RingGrant::NotUsed(_))
+        ));
+
+        let Some(rr) = ring_rig(1) else { return };
+        let null = rr.ring;
+        for (flags, flags2, granted) in
+            [(ext, io_uring, true), (ext, 0, false), (0, io_uring, false)]
+        {
+            let r = rig(1 << 20, false);
+            let session = Session::new(
+                Arc::clone(r.session.channel()),
+                r.session.export.clone(),
+                r.recorder.clone(),
+                Some(Arc::clone(&null)),
+            )
+            .unwrap();
+            session.dispatch(&message(opcode::INIT, 1, 0, &offer(flags, flags2)));
+            let (error, _, p) = r.reply().unwrap();
+            assert_eq!(error, 0);
+            assert_eq!(
+                u32_at(&p, 12) & ext != 0,
+                granted,
+                "INIT_EXT for {flags:#x}/{flags2:#x}"
+            );
+            assert_eq!(u32_at(&p, 32), if granted { io_uring } else { 0 }, "flags2");
+            assert_eq!(session.ring_grant() == Some(RingGrant::Granted), granted);
+        }
     }
 }

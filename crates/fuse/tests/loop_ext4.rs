@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use common::{export, mount, DelayedHandler, TempDir};
-use storsim_fuse::Command;
+use storsim_fuse::{Command, Transport};
 
 const MIB: u64 = 1 << 20;
 
@@ -99,8 +99,7 @@ impl Drop for ExtMount {
     }
 }
 
-#[test]
-fn loop_device_carries_ext4() {
+fn loop_device_carries_ext4(transport: Transport) {
     skip_unless_fuse!();
     for tool in ["losetup", "mkfs.ext4", "e2fsck", "mount", "umount"] {
         if common::which(tool).is_none() {
@@ -111,7 +110,12 @@ fn loop_device_carries_ext4() {
     let size = 128 * MIB;
     // Replies come from another thread, newest first, as from a device model.
     let handler = DelayedHandler::new(size as usize, Duration::from_micros(200));
-    let fuse = mount("loop", export("disk", size, false), handler.clone());
+    let fuse = mount(
+        "loop",
+        export("disk", size, false),
+        handler.clone(),
+        transport,
+    );
     let device = LoopDevice::attach(&fuse.file);
     let name = device.path.trim_start_matches("/dev/");
     let dio = std::fs::read_to_string(format!("/sys/block/{name}/loop/dio"))
@@ -173,9 +177,9 @@ fn loop_device_carries_ext4() {
     device.detach();
     fuse.unmount();
 }
+over_both_transports!(loop_device_carries_ext4);
 
-#[test]
-fn unmounting_under_an_attached_loop_device_fails_its_io_without_hanging() {
+fn unmounting_under_an_attached_loop_device_fails_its_io_without_hanging(transport: Transport) {
     skip_unless_fuse!();
     if common::which("losetup").is_none() {
         eprintln!("SKIP: losetup is not installed");
@@ -183,7 +187,12 @@ fn unmounting_under_an_attached_loop_device_fails_its_io_without_hanging() {
     }
     let size = 16 * MIB;
     let handler = common::MemHandler::new(size as usize);
-    let fuse = mount("loop-abort", export("disk", size, false), handler.clone());
+    let fuse = mount(
+        "loop-abort",
+        export("disk", size, false),
+        handler.clone(),
+        transport,
+    );
     let device = LoopDevice::attach(&fuse.file);
 
     let mut buf = common::Aligned::new(4096);
@@ -202,3 +211,4 @@ fn unmounting_under_an_attached_loop_device_fails_its_io_without_hanging() {
     drop(loop_file);
     device.detach();
 }
+over_both_transports!(unmounting_under_an_attached_loop_device_fails_its_io_without_hanging);

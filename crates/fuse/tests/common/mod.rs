@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use storsim_fuse::{Command, FileExport, Handler, Mount, MountOptions, Reply, Request};
+use storsim_fuse::{Command, FileExport, Handler, Mount, MountOptions, Reply, Request, Transport};
 
 /// Why real FUSE mounts cannot run here, if they cannot.
 pub fn fuse_unusable() -> Option<String> {
@@ -34,6 +34,42 @@ macro_rules! skip_unless_fuse {
         if let Some(reason) = common::fuse_unusable() {
             eprintln!("SKIP: {reason}; real FUSE mounts are needed for this test");
             return;
+        }
+    };
+}
+
+/// Whether the io_uring variant of a test must be skipped; prints why when it must.
+pub fn skip_io_uring() -> bool {
+    if let Some(reason) = fuse_unusable() {
+        eprintln!("SKIP: {reason}; real FUSE mounts are needed for this test");
+        return true;
+    }
+    if let Some(reason) = storsim_fuse::io_uring_unavailable() {
+        eprintln!("SKIP: the io_uring transport cannot be tested: {reason}");
+        return true;
+    }
+    false
+}
+
+/// Runs the test function `$name(transport: Transport)` once per transport, as the tests
+/// `$name::dev_fuse` and `$name::io_uring` (which is skipped, saying why, where the kernel has
+/// no FUSE over io_uring or it is switched off).
+#[macro_export]
+macro_rules! over_both_transports {
+    ($name:ident) => {
+        mod $name {
+            #[test]
+            fn dev_fuse() {
+                super::$name(storsim_fuse::Transport::DevFuse);
+            }
+
+            #[test]
+            fn io_uring() {
+                if super::common::skip_io_uring() {
+                    return;
+                }
+                super::$name(storsim_fuse::Transport::IoUring);
+            }
         }
     };
 }
@@ -110,14 +146,28 @@ pub fn export(name: &str, size_bytes: u64, read_only: bool) -> FileExport {
     }
 }
 
-pub fn mount(tag: &str, export: FileExport, handler: Arc<dyn Handler>) -> Mounted {
+/// Mounts `export` with `transport`, which the mount must then use.
+pub fn mount(
+    tag: &str,
+    export: FileExport,
+    handler: Arc<dyn Handler>,
+    transport: Transport,
+) -> Mounted {
     let dir = TempDir::new(tag);
     let file = dir.path().join(&export.file_name);
     let options = MountOptions {
         log: Arc::new(|line| eprintln!("{line}")),
+        transport,
         ..MountOptions::default()
     };
     let mount = Mount::mount(dir.path(), export, options, handler).expect("mount");
+    if transport != Transport::Auto {
+        assert_eq!(
+            mount.transport(),
+            transport,
+            "the mount uses the transport asked for"
+        );
+    }
     Mounted {
         mount: Some(mount),
         dir,

@@ -1,0 +1,199 @@
+//! The emulator behind its FUSE front end, over both transports. Over io_uring the pacing
+//! thread commits the replies due in a round with one `io_uring_enter` and finds new requests
+//! by polling the ring; concurrent direct reads finishing close together must all come back
+//! with the right data, none before its instant, each counted and recorded once. Timing checks
+//! are lower bounds only. Each test prints `SKIP:` and returns where FUSE (or, for the io_uring
+//! variant, FUSE over io_uring) cannot be used.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use storsim_blackbox::linear::{stec_zeus, LinearCost, LinearDevice};
+use storsim_core::SimDuration;
+use storsim_emulate::frontend::FuseFrontend;
+use storsim_emulate::{Backing, Emulator, EmulatorOptions, RecordTarget, Store};
+use storsim_fuse::{FileExport, Mount, MountOptions, Transport};
+
+const EXPORT_BYTES: u64 = 4 << 20;
+const SERVICE_US: u64 = 2000;
+const READERS: u64 = 12;
+const BLOCK: usize = 4096;
+
+/// A record kept in memory, readable after the emulator has finished with it.
+#[derive(Clone, Default)]
+struct Shared(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sixteen servers taking the same time for everything: requests sent together finish together.
+fn device() -> LinearDevice {
+    let mut p = stec_zeus();
+    p.capacity_bytes = 1 << 30;
+    p.costs = [LinearCost::from_us(SERVICE_US as f64, 0.0); 4];
+    p.trim = SimDuration::from_us(SERVICE_US);
+    p.flush = SimDuration::from_us(SERVICE_US);
+    p.queue_depth = 32;
+    p.servers = 16;
+    LinearDevice::new(p)
+}
+
+fn skip(transport: Transport) -> bool {
+    if let Err(e) = OpenOptions::new().read(true).write(true).open("/dev/fuse") {
+        eprintln!("SKIP: /dev/fuse cannot be opened ({e})");
+        return true;
+    }
+    // SAFETY: geteuid cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("SKIP: mounting from this test needs root");
+        return true;
+    }
+    if transport == Transport::IoUring {
+        if let Some(reason) = storsim_fuse::io_uring_unavailable() {
+            eprintln!("SKIP: the io_uring transport cannot be tested: {reason}");
+            return true;
+        }
+    }
+    false
+}
+
+/// A 4 KiB-aligned buffer for O_DIRECT, as a Vec of 4 KiB blocks.
+#[repr(C, align(4096))]
+#[derive(Clone, Copy)]
+struct Page([u8; BLOCK]);
+
+fn pattern(offset: u64) -> Page {
+    let mut page = Page([0; BLOCK]);
+    for (i, b) in page.0.iter_mut().enumerate() {
+        *b = ((offset / BLOCK as u64) as usize * 31 + i * 7) as u8;
+    }
+    page
+}
+
+fn open_direct(path: &PathBuf) -> File {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .expect("open O_DIRECT")
+}
+
+fn concurrent_reads_finishing_together(transport: Transport) {
+    if skip(transport) {
+        return;
+    }
+    let record = Shared::default();
+    let store = Arc::new(Store::open(&Backing::Memory, EXPORT_BYTES).unwrap());
+    let emulator = Arc::new(
+        Emulator::start(
+            Box::new(device()),
+            "flat",
+            store,
+            EmulatorOptions::new(EXPORT_BYTES),
+            Some(RecordTarget {
+                out: Box::new(record.clone()),
+                header: Vec::new(),
+            }),
+        )
+        .unwrap(),
+    );
+    let dir = std::env::temp_dir().join(format!(
+        "storsim-emulate-fuse-{}-{transport}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let options = MountOptions {
+        transport,
+        log: Arc::new(|line| eprintln!("{line}")),
+        ..MountOptions::default()
+    };
+    let handler = Arc::new(FuseFrontend {
+        emulator: Arc::clone(&emulator),
+    });
+    let export = FileExport {
+        file_name: "disk".into(),
+        size_bytes: EXPORT_BYTES,
+        read_only: false,
+    };
+    let mount = Mount::mount(&dir, export, options, handler).expect("mount");
+    assert_eq!(mount.transport(), transport);
+    if let Some(poller) = mount.ring_poller() {
+        emulator.attach_fuse_poller(poller);
+    }
+    let path = mount.file_path();
+
+    let file = open_direct(&path);
+    for block in 0..READERS {
+        let offset = block * BLOCK as u64;
+        file.write_at(&pattern(offset).0, offset).expect("write");
+    }
+    // Twelve readers released together reach the model within a short while of each other,
+    // and sixteen servers finish them close together: their replies share rounds.
+    let barrier = Arc::new(std::sync::Barrier::new(READERS as usize));
+    let started = Instant::now();
+    let readers: Vec<_> = (0..READERS)
+        .map(|block| {
+            let (path, barrier) = (path.clone(), Arc::clone(&barrier));
+            std::thread::spawn(move || {
+                let file = open_direct(&path);
+                let mut page = Page([0; BLOCK]);
+                barrier.wait();
+                let offset = block * BLOCK as u64;
+                assert_eq!(file.read_at(&mut page.0, offset).expect("read"), BLOCK);
+                assert!(page.0 == pattern(offset).0, "data of block {block}");
+            })
+        })
+        .collect();
+    for r in readers {
+        r.join().expect("reader");
+    }
+    assert!(
+        started.elapsed() >= Duration::from_micros(2 * SERVICE_US),
+        "a write and a read took {:?}",
+        started.elapsed()
+    );
+    drop(file);
+    mount.unmount().expect("unmount");
+    let report = emulator.shutdown().unwrap();
+    assert_eq!(report.lateness.replies, 2 * READERS, "{report:?}");
+    assert_eq!(report.failed, 0);
+    assert_eq!(report.in_flight, 0);
+    let _ = std::fs::remove_dir(&dir);
+
+    let text = String::from_utf8(record.0.lock().unwrap().clone()).unwrap();
+    let rows: Vec<Vec<u64>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
+        .map(|l| l.split(',').filter_map(|f| f.parse().ok()).collect())
+        .collect();
+    assert_eq!(rows.len(), 2 * READERS as usize, "{text}");
+    for row in &rows {
+        let (arrival, intended, actual) = (row[0], row[3], row[4]);
+        assert!(intended >= arrival + SERVICE_US * 1000, "{text}");
+        assert!(
+            actual >= intended,
+            "a reply left before its instant:\n{text}"
+        );
+    }
+}
+
+#[test]
+fn concurrent_reads_finishing_together_over_dev_fuse() {
+    concurrent_reads_finishing_together(Transport::DevFuse);
+}
+
+#[test]
+fn concurrent_reads_finishing_together_over_io_uring() {
+    concurrent_reads_finishing_together(Transport::IoUring);
+}
