@@ -5,48 +5,21 @@
 //! are lower bounds only. Each test prints `SKIP:` and returns where FUSE (or, for the io_uring
 //! variant, FUSE over io_uring) cannot be used.
 
+mod support;
+
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use storsim_blackbox::linear::{stec_zeus, LinearCost, LinearDevice};
-use storsim_core::SimDuration;
 use storsim_emulate::frontend::FuseFrontend;
-use storsim_emulate::{Backing, Emulator, EmulatorOptions, RecordTarget, Store};
 use storsim_fuse::{FileExport, Mount, MountOptions, Transport};
+use support::{assert_record, recorded_emulator};
 
 const EXPORT_BYTES: u64 = 4 << 20;
 const SERVICE_US: u64 = 2000;
 const READERS: u64 = 12;
 const BLOCK: usize = 4096;
-
-/// A record kept in memory, readable after the emulator has finished with it.
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Sixteen servers taking the same time for everything: requests sent together finish together.
-fn device() -> LinearDevice {
-    let mut p = stec_zeus();
-    p.capacity_bytes = 1 << 30;
-    p.costs = [LinearCost::from_us(SERVICE_US as f64, 0.0); 4];
-    p.trim = SimDuration::from_us(SERVICE_US);
-    p.flush = SimDuration::from_us(SERVICE_US);
-    p.queue_depth = 32;
-    p.servers = 16;
-    LinearDevice::new(p)
-}
 
 fn skip(transport: Transport) -> bool {
     if let Err(e) = OpenOptions::new().read(true).write(true).open("/dev/fuse") {
@@ -93,21 +66,7 @@ fn concurrent_reads_finishing_together(transport: Transport) {
     if skip(transport) {
         return;
     }
-    let record = Shared::default();
-    let store = Arc::new(Store::open(&Backing::Memory, EXPORT_BYTES).unwrap());
-    let emulator = Arc::new(
-        Emulator::start(
-            Box::new(device()),
-            "flat",
-            store,
-            EmulatorOptions::new(EXPORT_BYTES),
-            Some(RecordTarget {
-                out: Box::new(record.clone()),
-                header: Vec::new(),
-            }),
-        )
-        .unwrap(),
-    );
+    let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
     let dir = std::env::temp_dir().join(format!(
         "storsim-emulate-fuse-{}-{transport}",
         std::process::id()
@@ -171,21 +130,7 @@ fn concurrent_reads_finishing_together(transport: Transport) {
     assert_eq!(report.in_flight, 0);
     let _ = std::fs::remove_dir(&dir);
 
-    let text = String::from_utf8(record.0.lock().unwrap().clone()).unwrap();
-    let rows: Vec<Vec<u64>> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
-        .map(|l| l.split(',').filter_map(|f| f.parse().ok()).collect())
-        .collect();
-    assert_eq!(rows.len(), 2 * READERS as usize, "{text}");
-    for row in &rows {
-        let (arrival, intended, actual) = (row[0], row[3], row[4]);
-        assert!(intended >= arrival + SERVICE_US * 1000, "{text}");
-        assert!(
-            actual >= intended,
-            "a reply left before its instant:\n{text}"
-        );
-    }
+    assert_record(&record, 2 * READERS as usize, SERVICE_US);
 }
 
 #[test]

@@ -3,14 +3,14 @@
 //! pipelined requests finishing close together must all arrive whole, with the right data, none
 //! before its instant, each counted and recorded once. Timing checks are lower bounds only.
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-use storsim_blackbox::linear::{stec_zeus, LinearCost, LinearDevice};
-use storsim_core::SimDuration;
 use storsim_emulate::frontend::NbdFrontend;
-use storsim_emulate::{Backing, Emulator, EmulatorOptions, RecordTarget, Store};
+use support::{assert_record, recorded_emulator};
 
 const EXPORT_BYTES: u64 = 1 << 20;
 const SERVICE_US: u64 = 3000;
@@ -20,32 +20,6 @@ const REQUEST_MAGIC: u32 = 0x2560_9513;
 const SIMPLE_REPLY_MAGIC: u32 = 0x6744_6698;
 const CMD_READ: u16 = 0;
 const CMD_WRITE: u16 = 1;
-
-/// A record kept in memory, readable after the emulator has finished with it.
-#[derive(Clone, Default)]
-struct Shared(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Shared {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Sixteen servers taking the same time for everything: requests sent together finish together.
-fn device() -> LinearDevice {
-    let mut p = stec_zeus();
-    p.capacity_bytes = 1 << 30;
-    p.costs = [LinearCost::from_us(SERVICE_US as f64, 0.0); 4];
-    p.trim = SimDuration::from_us(SERVICE_US);
-    p.flush = SimDuration::from_us(SERVICE_US);
-    p.queue_depth = 32;
-    p.servers = 16;
-    LinearDevice::new(p)
-}
 
 fn u32_of(b: &[u8]) -> u32 {
     u32::from_be_bytes(b.try_into().unwrap())
@@ -99,21 +73,7 @@ fn reply(s: &mut TcpStream) -> (u32, u64) {
 
 #[test]
 fn replies_due_together_arrive_whole_and_never_before_their_instant() {
-    let record = Shared::default();
-    let store = Arc::new(Store::open(&Backing::Memory, EXPORT_BYTES).unwrap());
-    let emulator = Arc::new(
-        Emulator::start(
-            Box::new(device()),
-            "flat",
-            store,
-            EmulatorOptions::new(EXPORT_BYTES),
-            Some(RecordTarget {
-                out: Box::new(record.clone()),
-                header: Vec::new(),
-            }),
-        )
-        .unwrap(),
-    );
+    let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
     let mut config = storsim_nbd::ServerConfig::new(storsim_nbd::Export {
         name: "storsim".into(),
         description: String::new(),
@@ -183,19 +143,5 @@ fn replies_due_together_arrive_whole_and_never_before_their_instant() {
     assert_eq!(report.failed, 0);
     assert_eq!(report.in_flight, 0);
 
-    let text = String::from_utf8(record.0.lock().unwrap().clone()).unwrap();
-    let rows: Vec<Vec<u64>> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
-        .map(|l| l.split(',').filter_map(|f| f.parse().ok()).collect())
-        .collect();
-    assert_eq!(rows.len(), 17, "{text}");
-    for row in &rows {
-        let (arrival, intended, actual) = (row[0], row[3], row[4]);
-        assert!(intended >= arrival + SERVICE_US * 1000, "{text}");
-        assert!(
-            actual >= intended,
-            "a reply left before its instant:\n{text}"
-        );
-    }
+    assert_record(&record, 17, SERVICE_US);
 }

@@ -9,7 +9,10 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
-use common::{errno_of, export, mount, open_direct, Aligned, DelayedHandler, MemHandler};
+use common::{
+    assert_interleaved_blocks, errno_of, export, interleaved_blocks, mount, open_direct, Aligned,
+    DelayedHandler, MemHandler,
+};
 use storsim_fuse::{
     Command, FileExport, FuseError, Handler, Mount, MountOptions, Reply, ReplyBatch, Request,
     Transport,
@@ -311,35 +314,9 @@ fn concurrent_io_with_out_of_order_replies(transport: Transport) {
         transport,
     );
 
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let path = m.file.clone();
-            std::thread::spawn(move || {
-                let file = open_direct(&path, true).expect("open");
-                for round in 0..ROUNDS {
-                    // Threads interleave their blocks, so neighbouring blocks are written by
-                    // different threads at the same time.
-                    let offset = (round * THREADS + t) * BLOCK as u64;
-                    let out = Aligned::filled(BLOCK, offset + 1);
-                    assert_eq!(file.write_at(&out, offset).unwrap(), BLOCK);
-                    let mut back = Aligned::new(BLOCK);
-                    assert_eq!(file.read_at(&mut back, offset).unwrap(), BLOCK);
-                    assert_eq!(&back[..], &out[..], "thread {t} round {round}");
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().expect("worker");
-    }
-
+    interleaved_blocks(&m.file, THREADS, ROUNDS, BLOCK, 1);
     let data = handler.data.lock().unwrap();
-    for block in 0..(THREADS * ROUNDS) {
-        let offset = block * BLOCK as u64;
-        let expected = Aligned::filled(BLOCK, offset + 1);
-        let start = offset as usize;
-        assert_eq!(&data[start..start + BLOCK], &expected[..], "block {block}");
-    }
+    assert_interleaved_blocks(&data, THREADS * ROUNDS, BLOCK, 1);
     drop(data);
     assert!(!handler.seen.out_of_range.load(Ordering::SeqCst));
     let batch = handler.max_batch.load(Ordering::SeqCst);
@@ -575,34 +552,8 @@ fn batched_replies_leave_together_out_of_order(transport: Transport) {
         Arc::new(ToAnswerer(Mutex::new(tx))),
         transport,
     );
-    let workers: Vec<_> = (0..THREADS)
-        .map(|t| {
-            let path = m.file.clone();
-            std::thread::spawn(move || {
-                let file = open_direct(&path, true).expect("open");
-                for round in 0..ROUNDS {
-                    let offset = (round * THREADS + t) * BLOCK as u64;
-                    let out = Aligned::filled(BLOCK, offset + 7);
-                    assert_eq!(file.write_at(&out, offset).unwrap(), BLOCK);
-                    let mut back = Aligned::new(BLOCK);
-                    assert_eq!(file.read_at(&mut back, offset).unwrap(), BLOCK);
-                    assert_eq!(&back[..], &out[..], "thread {t} round {round}");
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().expect("worker");
-    }
-    {
-        let data = data.lock().unwrap();
-        for block in 0..THREADS * ROUNDS {
-            let offset = block * BLOCK as u64;
-            let expected = Aligned::filled(BLOCK, offset + 7);
-            let start = offset as usize;
-            assert_eq!(&data[start..start + BLOCK], &expected[..], "block {block}");
-        }
-    }
+    interleaved_blocks(&m.file, THREADS, ROUNDS, BLOCK, 7);
+    assert_interleaved_blocks(&data.lock().unwrap(), THREADS * ROUNDS, BLOCK, 7);
     // Unmounting drops the handler, closing the channel, so the answerer returns.
     m.unmount();
     let stats = answerer.join().expect("answerer");

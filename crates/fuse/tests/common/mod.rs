@@ -183,6 +183,43 @@ pub fn open_direct(path: &Path, write: bool) -> std::io::Result<File> {
         .open(path)
 }
 
+/// `threads` threads write and read back `rounds` blocks each of the file at `path`, with
+/// direct I/O: thread `t`'s block of round `r` is block `r * threads + t`, so neighbouring
+/// blocks are written by different threads at the same time, and block `k` holds
+/// `Aligned::filled(block, k * block + seed)`. Panics on a short transfer or a wrong read.
+pub fn interleaved_blocks(path: &Path, threads: u64, rounds: u64, block: usize, seed: u64) {
+    let workers: Vec<_> = (0..threads)
+        .map(|t| {
+            let path = path.to_path_buf();
+            std::thread::spawn(move || {
+                use std::os::unix::fs::FileExt;
+                let file = open_direct(&path, true).expect("open");
+                for round in 0..rounds {
+                    let offset = (round * threads + t) * block as u64;
+                    let out = Aligned::filled(block, offset + seed);
+                    assert_eq!(file.write_at(&out, offset).unwrap(), block);
+                    let mut back = Aligned::new(block);
+                    assert_eq!(file.read_at(&mut back, offset).unwrap(), block);
+                    assert_eq!(&back[..], &out[..], "thread {t} round {round}");
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().expect("worker");
+    }
+}
+
+/// Checks that `data` holds what [`interleaved_blocks`] wrote in its first `blocks` blocks.
+pub fn assert_interleaved_blocks(data: &[u8], blocks: u64, block: usize, seed: u64) {
+    for k in 0..blocks {
+        let offset = k * block as u64;
+        let expected = Aligned::filled(block, offset + seed);
+        let start = offset as usize;
+        assert_eq!(&data[start..start + block], &expected[..], "block {k}");
+    }
+}
+
 /// A zeroed heap buffer aligned to 4096 bytes, as O_DIRECT wants.
 pub struct Aligned {
     ptr: *mut u8,

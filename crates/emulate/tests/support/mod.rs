@@ -1,0 +1,73 @@
+//! What the emulator's front-end tests share: a record kept in memory and a model whose
+//! requests sent together finish together.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use storsim_blackbox::linear::{stec_zeus, LinearCost, LinearDevice};
+use storsim_core::SimDuration;
+use storsim_emulate::{Backing, Emulator, EmulatorOptions, RecordTarget, Store};
+
+/// A record kept in memory, readable after the emulator has finished with it.
+#[derive(Clone, Default)]
+pub struct Shared(pub Arc<Mutex<Vec<u8>>>);
+
+impl Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Sixteen servers taking `service_us` for everything: requests sent together finish together.
+pub fn device(service_us: u64) -> LinearDevice {
+    let mut p = stec_zeus();
+    p.capacity_bytes = 1 << 30;
+    p.costs = [LinearCost::from_us(service_us as f64, 0.0); 4];
+    p.trim = SimDuration::from_us(service_us);
+    p.flush = SimDuration::from_us(service_us);
+    p.queue_depth = 32;
+    p.servers = 16;
+    LinearDevice::new(p)
+}
+
+/// An emulator over [`device`]`(service_us)` and a memory store of `export_bytes`, recording
+/// into the returned [`Shared`].
+pub fn recorded_emulator(export_bytes: u64, service_us: u64) -> (Arc<Emulator>, Shared) {
+    let record = Shared::default();
+    let store = Arc::new(Store::open(&Backing::Memory, export_bytes).unwrap());
+    let emulator = Emulator::start(
+        Box::new(device(service_us)),
+        "flat",
+        store,
+        EmulatorOptions::new(export_bytes),
+        Some(RecordTarget {
+            out: Box::new(record.clone()),
+            header: Vec::new(),
+        }),
+    )
+    .unwrap();
+    (Arc::new(emulator), record)
+}
+
+/// Checks the record: `rows` requests, none intended before `service_us` after its arrival,
+/// no reply leaving before its instant.
+pub fn assert_record(record: &Shared, rows: usize, service_us: u64) {
+    let text = String::from_utf8(record.0.lock().unwrap().clone()).unwrap();
+    let parsed: Vec<Vec<u64>> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
+        .map(|l| l.split(',').filter_map(|f| f.parse().ok()).collect())
+        .collect();
+    assert_eq!(parsed.len(), rows, "{text}");
+    for row in &parsed {
+        let (arrival, intended, actual) = (row[0], row[3], row[4]);
+        assert!(intended >= arrival + service_us * 1000, "{text}");
+        assert!(
+            actual >= intended,
+            "a reply left before its instant:\n{text}"
+        );
+    }
+}
