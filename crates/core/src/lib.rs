@@ -3,6 +3,7 @@
 //!
 //! This crate has no dependencies, reads no clock and does no I/O.
 
+pub mod cache;
 mod device;
 mod event_queue;
 mod prng;

@@ -41,25 +41,6 @@ fn advise_huge_pages(start: usize, bytes: usize) {
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages(_start: usize, _bytes: usize) {}
 
-/// Asks the processor to start loading `table[index]` into its caches, so that an access a
-/// little later finds it there instead of waiting on memory. A hint with no effect on any
-/// value: an index outside the table does nothing.
-#[inline]
-pub(crate) fn prefetch<T>(table: &[T], index: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(entry) = table.get(index) {
-        // SAFETY: a prefetch never faults and reads nothing into the program; the pointer is
-        // to an element of a live slice anyway.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
-                (entry as *const T).cast::<i8>(),
-            );
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (table, index);
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -67,11 +48,6 @@ mod tests {
         for n in [0, 1, 1000, 3 << 20] {
             let t = super::filled(n, u32::MAX);
             assert_eq!(t.len(), n);
-            assert!(t.iter().all(|&x| x == u32::MAX));
-            // A hint anywhere, inside the table or past its end, leaves it as it was.
-            for i in [0, n / 2, n, usize::MAX] {
-                super::prefetch(&t, i);
-            }
             assert!(t.iter().all(|&x| x == u32::MAX));
         }
     }

@@ -67,6 +67,17 @@ impl OpBatch {
         self.call_finish[k]
     }
 
+    /// The page of call `k`'s last operation, if it had any (of the whole batch's last
+    /// operation for `None`).
+    pub fn last_page(&self, k: Option<usize>) -> Option<Ppa> {
+        let end = match k {
+            Some(k) => self.calls.get(k + 1).copied().unwrap_or(self.ops.len()),
+            None => self.ops.len(),
+        };
+        let begin = k.map_or(0, |k| self.calls[k]);
+        self.ops[begin..end].last().map(|op| op.ppa)
+    }
+
     /// Places every operation no earlier than `start`; returns when the last finishes
     /// (`start` if there were none).
     pub fn place(&mut self, start: SimTime, at: &mut Placement<'_>) -> SimTime {

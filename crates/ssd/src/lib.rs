@@ -138,7 +138,7 @@ impl SsdDevice {
             scheduler: Scheduler::new(params.geometry, params.timing.clone())
                 .with_multi_plane(params.multi_plane),
             completions: EventQueue::with_capacity(params.queue_depth),
-            buffer: ReleaseQueue::new(buffer_capacity_pages),
+            buffer: ReleaseQueue::new(buffer_capacity_pages, params.geometry.dies() as usize),
             batch: OpBatch::default(),
             destage_calls: Vec::new(),
             counts: OpCounts::default(),
@@ -258,6 +258,16 @@ impl SsdDevice {
             .map_or(SimDuration::ZERO, |b| b.latency)
     }
 
+    /// The write buffer's lane for the release of the last placed batch's call `k` (or of the
+    /// whole batch): the die of its last flash operation. A die runs its operations in order,
+    /// so releases that end with one of its programs come in order.
+    fn release_lane(&self, call: Option<usize>) -> usize {
+        match self.batch.last_page(call) {
+            Some(ppa) => self.scheduler.die_of(ppa) as usize,
+            None => 0,
+        }
+    }
+
     /// Frees the slots of destaged pages whose programs have finished by `at`.
     fn release_due(&mut self, at: SimTime) {
         while let Some((_, held)) = self.buffer.pop_due(at) {
@@ -314,8 +324,9 @@ impl SsdDevice {
             // Dirty and destaging pages together never exceed the capacity, nor do the
             // entries here (one per destage call, of at least one page).
             self.buffer_pages_held += n;
+            let lane = self.release_lane(Some(k));
             assert!(
-                self.buffer.push(self.batch.call_finish(k), n).is_ok(),
+                self.buffer.push(self.batch.call_finish(k), n, lane).is_ok(),
                 "write buffer: more destaging pages than slots"
             );
         }
@@ -495,8 +506,9 @@ impl Device for SsdDevice {
                     service_start = admitted;
                     finish = admitted + overhead + latency;
                     self.buffer_pages_held += n;
+                    let lane = self.release_lane(None);
                     self.buffer
-                        .push(release.max(finish), n)
+                        .push(release.max(finish), n, lane)
                         .map_err(|_| DeviceError::Invalid {
                             reason: "write buffer overflow".into(),
                         })?;

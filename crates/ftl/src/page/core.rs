@@ -341,7 +341,7 @@ impl Core {
     /// Starts loading `lpn`'s map entry (see [`Ftl::prefetch`](crate::Ftl::prefetch)).
     #[inline]
     pub(crate) fn prefetch(&self, lpn: u64) {
-        crate::table::prefetch(&self.l2p, lpn as usize);
+        storsim_core::cache::prefetch(&self.l2p, lpn as usize);
     }
 
     #[inline]
