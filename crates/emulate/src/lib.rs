@@ -33,7 +33,7 @@ use pacer::{Message, Pacer, Submission};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::Write;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -165,8 +165,8 @@ impl ReplyBatch {
 }
 
 thread_local! {
-    /// Set on the pacing thread, which hands requests from a polled FUSE ring to its own inbox
-    /// and so must never wait for room there.
+    /// Set on the pacing thread, which hands requests from a polled FUSE ring or NBD socket to
+    /// its own inbox and so must never wait for room there.
     static ON_PACER: Cell<bool> = const { Cell::new(false) };
 }
 
@@ -258,6 +258,10 @@ pub struct EmulatorReport {
     pub intake_ns: Distribution,
     /// Requests refused or failed (bounds, store errors, a failed device).
     pub failed: u64,
+    /// NBD requests the pacing thread received from the sockets itself while it spun, rather
+    /// than from a connection's reader thread (requests the NBD server answered itself, such
+    /// as refused ones, included).
+    pub nbd_polled: u64,
     /// Empty transfers, answered at once without the model (devices refuse them).
     pub answered_at_once: u64,
     /// Requests in the emulator now.
@@ -281,6 +285,8 @@ struct Shared {
     /// The inbox length, readable without the lock so the pacing thread's spin can notice new
     /// work and submit it before the deadline it spins towards.
     waiting: AtomicUsize,
+    /// NBD requests the pacing thread received itself (see [`EmulatorReport::nbd_polled`]).
+    nbd_polled: AtomicU64,
     /// Stamps arrivals and sequence numbers together, so that sequence order is arrival order
     /// and the recorded trace comes out sorted.
     stamp: Mutex<u64>,
@@ -365,6 +371,7 @@ impl Emulator {
             work: Condvar::new(),
             space: Condvar::new(),
             waiting: AtomicUsize::new(0),
+            nbd_polled: AtomicU64::new(0),
             stamp: Mutex::new(0),
             tally: Mutex::new(tally),
         });
@@ -466,8 +473,9 @@ impl Emulator {
             return Err(message);
         }
         // Skips and control messages never wait: they free, rather than take, a slot. Nor
-        // does the pacing thread, which would wait for itself: it adds at most a ring's
-        // entries beyond the capacity.
+        // does the pacing thread, which would wait for itself: it adds at most what the FUSE
+        // rings and NBD connections it polls hold in flight (their entries, and each
+        // connection's in-flight limit) beyond the capacity.
         let waits = matches!(message, Message::Io(_)) && !ON_PACER.with(|p| p.get());
         while waits && inbox.items.len() >= shared.options.inbox_capacity && !inbox.closed {
             inbox.blocked += 1;
@@ -499,6 +507,15 @@ impl Emulator {
     pub fn attach_fuse_poller(&self, poller: storsim_fuse::RingPoller) {
         // Refused only during shutdown, when there is nothing left to serve.
         let _ = self.push(Message::Poller(poller));
+    }
+
+    /// Lets the pacing thread receive an NBD connection's requests while it spins (see
+    /// [`storsim_nbd::ConnectionPoller`]): they then reach the model without waking the
+    /// connection's reader thread. The NBD front end does this for every connection.
+    pub fn attach_nbd_poller(&self, poller: storsim_nbd::ConnectionPoller) {
+        // Refused only during shutdown; the dropped poller leaves the connection to its reader
+        // thread.
+        let _ = self.push(Message::NbdPoller(poller));
     }
 
     /// Switches to another device model without dropping requests: requests already with the
@@ -539,6 +556,7 @@ impl Emulator {
             model: tally.model.summary(),
             intake_ns: Distribution::of(&tally.intake),
             failed: tally.failed,
+            nbd_polled: self.shared.nbd_polled.load(Ordering::Relaxed),
             answered_at_once: tally.answered_at_once,
             in_flight: submitted
                 .saturating_sub(lateness.replies + tally.failed + tally.answered_at_once),

@@ -13,6 +13,11 @@ use std::time::Duration;
 use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
 use storsim_workload::trace::{RecordWriter, RecordedIo};
 
+/// Most requests one poll of an NBD connection serves: the spin checks its deadline between
+/// polls, so a burst that arrived at once (32 requests in one receive at queue depth 32) is
+/// taken a few at a time rather than all before a reply that falls due meanwhile.
+const NBD_POLL_REQUESTS: usize = 4;
+
 /// What front ends and the control socket send the pacing thread.
 pub(crate) enum Message {
     Io(Submission),
@@ -32,6 +37,8 @@ pub(crate) enum Message {
     },
     /// A FUSE mount's ring, to be polled while spinning.
     Poller(storsim_fuse::RingPoller),
+    /// An NBD connection's socket, to be polled while spinning.
+    NbdPoller(storsim_nbd::ConnectionPoller),
     Shutdown,
 }
 
@@ -157,6 +164,10 @@ pub(crate) struct Pacer {
     /// without waking any thread. Made inactive while this thread sleeps, so that the ring's
     /// own thread serves them meanwhile.
     pollers: Vec<storsim_fuse::RingPoller>,
+    /// NBD connections this thread receives requests from while it spins, the same way: the
+    /// connection's reader thread parks meanwhile instead of waking once per request, and
+    /// takes over while this thread sleeps. Dropped when their connection ends.
+    nbd_pollers: Vec<storsim_nbd::ConnectionPoller>,
     recorder: Option<Recorder>,
     device_failed: Option<String>,
     shutting_down: bool,
@@ -197,6 +208,7 @@ impl Pacer {
             batch: ReplyBatch::default(),
             incoming: VecDeque::new(),
             pollers: Vec::new(),
+            nbd_pollers: Vec::new(),
             recorder,
             device_failed: None,
             shutting_down: false,
@@ -313,16 +325,36 @@ impl Pacer {
         }
     }
 
-    /// Serves requests waiting in the FUSE rings this thread polls. They go through the front
-    /// end into the inbox, where the next round takes them.
+    /// Serves requests waiting in the FUSE rings and NBD sockets this thread polls. They go
+    /// through the front end into the inbox, where the next round takes them.
     fn poll_rings(&mut self) {
         for poller in &mut self.pollers {
             poller.poll();
+        }
+        let mut polled = 0;
+        self.nbd_pollers
+            .retain_mut(|poller| match poller.poll(NBD_POLL_REQUESTS) {
+                storsim_nbd::Polled::Open { requests } => {
+                    polled += requests;
+                    true
+                }
+                storsim_nbd::Polled::Closed { requests } => {
+                    polled += requests;
+                    false
+                }
+            });
+        if polled > 0 {
+            self.shared
+                .nbd_polled
+                .fetch_add(polled as u64, Ordering::Relaxed);
         }
     }
 
     fn set_pollers_active(&self, active: bool) {
         for poller in &self.pollers {
+            poller.set_active(active);
+        }
+        for poller in &self.nbd_pollers {
             poller.set_active(active);
         }
     }
@@ -364,6 +396,11 @@ impl Pacer {
                 let _ = reply.send(self.current().counters());
             }
             Message::Poller(poller) => self.pollers.push(poller),
+            Message::NbdPoller(poller) => {
+                // This thread is awake, so the poller serves the connection from now on.
+                poller.set_active(true);
+                self.nbd_pollers.push(poller);
+            }
             Message::Shutdown => self.shutting_down = true,
         }
     }

@@ -196,8 +196,9 @@ impl Connection {
         self.closed.load(Ordering::Acquire)
     }
 
-    /// Blocks while `max` requests are in flight. Only the reader thread admits requests, so a
-    /// free slot found here stays free until that thread admits the next one.
+    /// Blocks while `max` requests are in flight. Only the thread holding the connection's
+    /// receiving side admits requests, so a free slot found here stays free until it admits the
+    /// next one.
     pub(crate) fn wait_for_slot(&self, max: usize) {
         let mut flight = lock(&self.flight);
         while flight.requests >= max {
@@ -205,16 +206,38 @@ impl Connection {
         }
     }
 
+    /// Whether fewer than `max` requests are in flight: [`Connection::wait_for_slot`] for a
+    /// thread that must not block.
+    pub(crate) fn has_slot(&self, max: usize) -> bool {
+        lock(&self.flight).requests < max
+    }
+
     /// Admits one request carrying `bytes` of read or write data, first waiting until the byte
     /// budget has room. A request larger than the whole budget is admitted when nothing else is
     /// in flight, so it cannot wait forever.
     pub(crate) fn admit(&self, bytes: u64, max_bytes: u64) {
         let mut flight = lock(&self.flight);
-        while flight.bytes > 0 && flight.bytes.saturating_add(bytes) > max_bytes {
+        while !Self::fits(&flight, bytes, max_bytes) {
             flight = Flight::wait(flight, &self.flight_changed);
         }
         flight.requests += 1;
         flight.bytes += bytes;
+    }
+
+    /// Admits one request like [`Connection::admit`] if the budget has room now; returns
+    /// whether it did.
+    pub(crate) fn try_admit(&self, bytes: u64, max_bytes: u64) -> bool {
+        let mut flight = lock(&self.flight);
+        if !Self::fits(&flight, bytes, max_bytes) {
+            return false;
+        }
+        flight.requests += 1;
+        flight.bytes += bytes;
+        true
+    }
+
+    fn fits(flight: &Flight, bytes: u64, max_bytes: u64) -> bool {
+        flight.bytes == 0 || flight.bytes.saturating_add(bytes) <= max_bytes
     }
 
     /// Returns the slot and the bytes of one admitted request.

@@ -10,7 +10,10 @@
 //! Threads: one accept thread, and one reader thread per connection that does the handshake and
 //! then reads requests. Replies are written by whichever thread answers, under a mutex on the
 //! connection's write half; a thread answering many at once can gather them in a
-//! [`ReplyBatch`] and write each connection's replies with one system call.
+//! [`ReplyBatch`] and write each connection's replies with one system call. A thread that spins
+//! anyway can also receive a connection's requests itself, without blocking, through the
+//! [`ConnectionPoller`] the handler is offered; the reader thread then parks until the poller
+//! goes inactive, so that no thread is woken per request.
 //!
 //! Limits keep memory bounded whatever a client sends: option data is capped at
 //! [`MAX_OPTION_LENGTH`], write payloads at [`MAX_PAYLOAD`], each connection holds at most
@@ -25,6 +28,7 @@
 mod connection;
 mod error;
 mod frame;
+mod handover;
 mod handshake;
 mod proto;
 mod server;
@@ -37,6 +41,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use connection::{Reply, ReplyBatch};
+pub use handover::{ConnectionPoller, IntakeStats, Polled, Served};
 pub use server::{Server, ServerHandle};
 
 /// Largest write payload (and read length) the server ever accepts: 32 MiB, the size the
@@ -147,16 +152,24 @@ impl Errno {
 
 /// What the server calls for requests and connection events.
 pub trait Handler: Send + Sync + 'static {
-    /// Called on the connection's reader thread for every well-formed, bounds-checked request.
+    /// Called for every well-formed, bounds-checked request, in the order the client sent
+    /// them: on the connection's reader thread, or on the thread polling the connection (see
+    /// [`Handler::connection_poller`]).
     ///
-    /// It should return quickly: the connection reads nothing more until it returns. The
-    /// `reply` may be answered now or later from any thread; dropping it unanswered sends
-    /// `EIO`. A panic here closes the connection (the dropped `reply` sends `EIO`).
+    /// It should return quickly: the connection reads nothing more until it returns. On a
+    /// polling thread it must not wait for anything that thread provides. The `reply` may be
+    /// answered now or later from any thread; dropping it unanswered sends `EIO`. A panic here
+    /// closes the connection (the dropped `reply` sends `EIO`).
     fn request(&self, request: Request, reply: Reply);
 
     /// Called on the reader thread when a connection enters the transmission phase, before
     /// its first request. `peer` is "ADDR:PORT" for TCP or "unix:PATH" for Unix sockets.
     fn connection_opened(&self, _connection: u64, _peer: &str) {}
+
+    /// Called on the reader thread right after [`Handler::connection_opened`], with a poller
+    /// through which a thread that spins anyway can receive this connection's requests itself
+    /// (it starts inactive). The default drops it: the reader thread then receives everything.
+    fn connection_poller(&self, _poller: ConnectionPoller) {}
 
     /// Called once per opened connection, after its last reply has been sent (or discarded)
     /// and the socket is closed.

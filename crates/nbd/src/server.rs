@@ -10,22 +10,21 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::connection::{lock, Connection, Logger};
+use crate::handover::{ConnectionPoller, Handover, Link};
 use crate::handshake::{negotiate, Negotiated};
 use crate::stream::{Listener, Stream};
-use crate::transmission::{serve, Context, End};
+use crate::transmission::{Context, End, Intake, RECEIVE_BUFFER};
 use crate::{Handler, Listen, ServerConfig};
 
-/// Size of the buffered reader on each connection: large enough to take many request headers
-/// per system call, small enough not to matter per connection.
-const READ_BUFFER: usize = 64 * 1024;
-
-/// A connection as the registry sees it: a handle to shut its socket down, and its thread.
+/// A connection as the registry sees it: a handle to shut its socket down, the place its
+/// reader thread parks while a poller serves it, and its thread.
 struct Entry {
     control: Stream,
+    handover: Arc<Handover>,
     thread: Option<JoinHandle<()>>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     config: ServerConfig,
     handler: Arc<dyn Handler>,
     shutting_down: AtomicBool,
@@ -36,6 +35,16 @@ struct Shared {
 impl Shared {
     fn log(&self, message: &str) {
         (self.config.log)(&format!("nbd: {message}"));
+    }
+
+    /// What serving connection `id`'s requests needs from the server.
+    pub(crate) fn context(&self, id: u64) -> Context<'_> {
+        Context {
+            id,
+            config: &self.config,
+            handler: &*self.handler,
+            shutting_down: &self.shutting_down,
+        }
     }
 }
 
@@ -141,14 +150,16 @@ impl ServerHandle {
             let _ = accept.join();
         }
         // The accept thread is gone, so the registry only shrinks from here. Shutting down the
-        // read side wakes every reader blocked on its socket; each then waits for its requests
-        // in flight, closes, and removes itself.
+        // read side wakes every reader blocked on its socket, and the hand-over wakes those
+        // parked while a poller serves their connection; each then waits for its requests in
+        // flight, closes, and removes itself.
         let threads: Vec<JoinHandle<()>> = {
             let mut connections = lock(&self.shared.connections);
             connections
                 .values_mut()
                 .filter_map(|entry| {
                     entry.control.shutdown(Shutdown::Read);
+                    entry.handover.wake_reader();
                     entry.thread.take()
                 })
                 .collect()
@@ -185,6 +196,7 @@ fn accept_loop(shared: &Arc<Shared>, listener: &Listener) {
 
 fn start_connection(shared: &Arc<Shared>, stream: Stream, peer: String) {
     let id = shared.next_id.fetch_add(1, Ordering::Relaxed);
+    let handover = Arc::new(Handover::new());
     let control = match stream.try_clone() {
         Ok(control) => control,
         Err(e) => {
@@ -207,6 +219,7 @@ fn start_connection(shared: &Arc<Shared>, stream: Stream, peer: String) {
             id,
             Entry {
                 control,
+                handover: Arc::clone(&handover),
                 thread: None,
             },
         );
@@ -214,7 +227,7 @@ fn start_connection(shared: &Arc<Shared>, stream: Stream, peer: String) {
     let thread_shared = Arc::clone(shared);
     let spawned = thread::Builder::new()
         .name(format!("nbd-conn-{id}"))
-        .spawn(move || connection_main(&thread_shared, id, stream, &peer));
+        .spawn(move || connection_main(&thread_shared, id, stream, &peer, handover));
     let mut connections = lock(&shared.connections);
     match spawned {
         // If the thread already finished, it removed its entry and the handle is not needed.
@@ -235,13 +248,19 @@ fn start_connection(shared: &Arc<Shared>, stream: Stream, peer: String) {
 
 /// The body of a connection's thread: serve it, then make sure the socket is closed and the
 /// registry forgets it, whatever happened.
-fn connection_main(shared: &Arc<Shared>, id: u64, stream: Stream, peer: &str) {
+fn connection_main(
+    shared: &Arc<Shared>,
+    id: u64,
+    stream: Stream,
+    peer: &str,
+    handover: Arc<Handover>,
+) {
     let log = Logger::new(
         Arc::clone(&shared.config.log),
         format!("nbd: connection {id} from {peer}: "),
     );
     if catch_unwind(AssertUnwindSafe(|| {
-        serve_connection(shared, id, stream, peer, &log)
+        serve_connection(shared, id, stream, peer, handover, &log)
     }))
     .is_err()
     {
@@ -279,7 +298,14 @@ impl Read for Deadline<'_> {
     }
 }
 
-fn serve_connection(shared: &Arc<Shared>, id: u64, stream: Stream, peer: &str, log: &Logger) {
+fn serve_connection(
+    shared: &Arc<Shared>,
+    id: u64,
+    stream: Stream,
+    peer: &str,
+    handover: Arc<Handover>,
+    log: &Logger,
+) {
     let config = &shared.config;
     let setup = stream
         .set_write_timeout(Some(config.write_timeout))
@@ -291,7 +317,7 @@ fn serve_connection(shared: &Arc<Shared>, id: u64, stream: Stream, peer: &str, l
             return;
         }
     };
-    let mut reader = BufReader::with_capacity(READ_BUFFER, stream);
+    let mut reader = BufReader::with_capacity(RECEIVE_BUFFER, stream);
 
     let mut timed = Deadline {
         inner: &mut reader,
@@ -318,13 +344,23 @@ fn serve_connection(shared: &Arc<Shared>, id: u64, stream: Stream, peer: &str, l
         conn.close();
         return;
     }
-    let ctx = Context {
+    // Bytes the handshake's reader took beyond the handshake are the first requests.
+    let intake = Intake::new(reader.buffer());
+    let link = Arc::new(Link::new(
         id,
-        config,
-        handler,
-        shutting_down: &shared.shutting_down,
+        Arc::clone(&conn),
+        reader.into_inner(),
+        handover,
+        intake,
+        Arc::clone(shared),
+    ));
+    let poller = ConnectionPoller::new(Arc::clone(&link));
+    let end = if catch_unwind(AssertUnwindSafe(|| handler.connection_poller(poller))).is_err() {
+        End::HandlerPanicked
+    } else {
+        link.serve_reader(&shared.context(id))
     };
-    let end = serve(&ctx, &mut reader, &conn);
+    link.detach();
     match &end {
         End::Disconnect | End::Shutdown | End::WriteFailed => {}
         // A failed reply write already logged why it shut the socket, which broke this read.

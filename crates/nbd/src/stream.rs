@@ -50,6 +50,56 @@ impl Stream {
             Stream::Unix(s) => s.set_write_timeout(timeout),
         }
     }
+
+    fn raw_fd(&self) -> std::os::unix::io::RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+        }
+    }
+
+    /// Receives into `buf`. With `wait` false the call never blocks: it fails with
+    /// `WouldBlock` when nothing has arrived, whatever the socket's own mode, so one thread may
+    /// poll a socket that another reads with blocking calls. Interrupted calls are retried.
+    pub(crate) fn recv(&self, buf: &mut [u8], wait: bool) -> io::Result<usize> {
+        // SAFETY: `buf` is valid for writes of `buf.len()` bytes for the whole call.
+        unsafe { self.recv_raw(buf.as_mut_ptr(), buf.len(), wait) }
+    }
+
+    /// Receives at most `max` bytes into the spare capacity of `data`, appending them, so that
+    /// a large payload goes from the socket into its own buffer without a copy in between.
+    pub(crate) fn recv_append(
+        &self,
+        data: &mut Vec<u8>,
+        max: usize,
+        wait: bool,
+    ) -> io::Result<usize> {
+        let spare = data.spare_capacity_mut();
+        let len = spare.len().min(max);
+        // SAFETY: the spare capacity is valid for writes of `len` bytes; `recv` writes at most
+        // that many, and exactly the `n` it reports, which are then initialised.
+        unsafe {
+            let n = self.recv_raw(spare.as_mut_ptr().cast::<u8>(), len, wait)?;
+            data.set_len(data.len() + n);
+            Ok(n)
+        }
+    }
+
+    /// # Safety
+    /// `ptr` must be valid for writes of `len` bytes.
+    unsafe fn recv_raw(&self, ptr: *mut u8, len: usize, wait: bool) -> io::Result<usize> {
+        let flags = if wait { 0 } else { libc::MSG_DONTWAIT };
+        loop {
+            let n = libc::recv(self.raw_fd(), ptr.cast(), len, flags);
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = io::Error::last_os_error();
+            if e.kind() != io::ErrorKind::Interrupted {
+                return Err(e);
+            }
+        }
+    }
 }
 
 impl Read for Stream {

@@ -2,18 +2,23 @@
 //! never panic, never hang on a stream the client has finished sending, never hand the handler
 //! an invalid request, and must keep serving proper clients throughout.
 //!
+//! The same streams run a second time with every connection also served by a polling thread
+//! (`ConnectionPoller`) that a background thread switches on and off at random, so that either
+//! side, or both in turn, receive the damaged bytes.
+//!
 //! The seed is printed; set NBD_FUZZ_SEED to replay a run, NBD_FUZZ_CASES to change its length.
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{Shutdown, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Once};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::*;
+use storsim_nbd::{ConnectionPoller, Handler, Polled, Reply, Request};
 
 static PANICS: AtomicUsize = AtomicUsize::new(0);
 
@@ -123,46 +128,126 @@ fn feed(addr: &str, bytes: &[u8]) -> bool {
     // The server may close before reading everything; a failed send is expected then.
     let _ = stream.write_all(bytes);
     let _ = stream.shutdown(Shutdown::Write);
-    let mut sink = [0u8; 16384];
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        match stream.read(&mut sink) {
-            Ok(0) => return true,
-            Ok(_) => {}
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                return false
-            }
-            Err(_) => return true,
+    drain_until_closed(&mut stream)
+}
+
+/// A [`MemHandler`] whose connections a background thread also polls, switching each poller
+/// on and off at random.
+struct PolledHandler {
+    store: Arc<Store>,
+    fresh: Arc<Mutex<Vec<ConnectionPoller>>>,
+    stop: Arc<AtomicBool>,
+    polling: Mutex<Option<thread::JoinHandle<()>>>,
+    /// Requests the polling thread served, counted as their connections end.
+    polled: Arc<AtomicUsize>,
+}
+
+impl PolledHandler {
+    fn new(size: usize, seed: u64) -> Arc<PolledHandler> {
+        let fresh: Arc<Mutex<Vec<ConnectionPoller>>> = Arc::default();
+        let stop = Arc::new(AtomicBool::new(false));
+        let polled = Arc::new(AtomicUsize::new(0));
+        let polling = {
+            let fresh = Arc::clone(&fresh);
+            let stop = Arc::clone(&stop);
+            let polled = Arc::clone(&polled);
+            thread::spawn(move || {
+                let mut rng = Rng(seed);
+                let mut pollers: Vec<ConnectionPoller> = Vec::new();
+                while !stop.load(Ordering::SeqCst) {
+                    pollers.append(&mut fresh.lock().unwrap());
+                    pollers.retain_mut(|p| {
+                        if rng.below(8) == 0 {
+                            p.set_active(rng.below(3) != 0);
+                        }
+                        let closed =
+                            matches!(p.poll(1 + rng.below(4) as usize), Polled::Closed { .. });
+                        if closed {
+                            let served = p.stats().poller.requests as usize;
+                            polled.fetch_add(served, Ordering::SeqCst);
+                        }
+                        !closed
+                    });
+                    if rng.below(64) == 0 {
+                        thread::sleep(Duration::from_micros(100));
+                    }
+                }
+            })
+        };
+        Arc::new(PolledHandler {
+            store: Arc::new(Store::new(size)),
+            fresh,
+            stop,
+            polling: Mutex::new(Some(polling)),
+            polled,
+        })
+    }
+
+    fn stop(&self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.polling.lock().unwrap().take() {
+            t.join().unwrap();
         }
-        if Instant::now() > deadline {
-            return false;
-        }
+    }
+}
+
+impl Handler for PolledHandler {
+    fn request(&self, request: Request, reply: Reply) {
+        self.store.execute(request, reply);
+    }
+    fn connection_opened(&self, _connection: u64, _peer: &str) {
+        self.store.opened.fetch_add(1, Ordering::SeqCst);
+    }
+    fn connection_closed(&self, _connection: u64) {
+        self.store.closed.fetch_add(1, Ordering::SeqCst);
+    }
+    fn connection_poller(&self, poller: ConnectionPoller) {
+        poller.set_active(true);
+        self.fresh.lock().unwrap().push(poller);
     }
 }
 
 #[test]
 fn random_and_mutated_streams_never_break_the_server() {
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        PANICS.fetch_add(1, Ordering::SeqCst);
-        default_hook(info);
-    }));
+    let handler = MemHandler::new(SIZE);
+    let store = Arc::clone(&handler.store);
+    fuzz(handler, &store, 0);
+}
+
+#[test]
+fn random_and_mutated_streams_never_break_a_polled_server() {
+    let handler = PolledHandler::new(SIZE, 0x706f_6c6c);
+    let store = Arc::clone(&handler.store);
+    fuzz(handler.clone(), &store, 1);
+    handler.stop();
+    assert!(
+        handler.polled.load(Ordering::SeqCst) > 0,
+        "the polling thread served requests"
+    );
+}
+
+fn fuzz(handler: Arc<dyn Handler>, store: &Store, variant: u64) {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let default_hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            PANICS.fetch_add(1, Ordering::SeqCst);
+            default_hook(info);
+        }));
+    });
 
     let seed = std::env::var("NBD_FUZZ_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5354_4f52_5349_4d00u64);
+        .unwrap_or(0x5354_4f52_5349_4d00u64)
+        ^ variant;
     let cases: u64 = std::env::var("NBD_FUZZ_CASES")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(4000);
     println!("fuzz seed: {seed} (set NBD_FUZZ_SEED={seed} to replay), cases: {cases}");
 
-    let handler = MemHandler::new(SIZE);
-    let server = start_tweaked(export("disk", SIZE, false), handler.clone(), |c| {
+    let server = start_tweaked(export("disk", SIZE, false), handler, |c| {
         c.handshake_timeout = Duration::from_secs(5);
     });
     let addr = server.addr.clone();
@@ -204,12 +289,12 @@ fn random_and_mutated_streams_never_break_the_server() {
     );
     assert_eq!(PANICS.load(Ordering::SeqCst), 0, "panics in the server");
     assert!(
-        handler.store.violations().is_empty(),
+        store.violations().is_empty(),
         "invalid requests reached the handler: {:?}",
-        handler.store.violations()
+        store.violations()
     );
     assert!(
-        handler.store.requests.load(Ordering::SeqCst) > 0,
+        store.requests.load(Ordering::SeqCst) > 0,
         "some valid requests got through"
     );
     let logs = server.logs();
@@ -221,8 +306,8 @@ fn random_and_mutated_streams_never_break_the_server() {
     }
     assert!(wait_until(Duration::from_secs(10), || server.connections() == 0));
     assert_eq!(
-        handler.store.opened.load(Ordering::SeqCst),
-        handler.store.closed.load(Ordering::SeqCst)
+        store.opened.load(Ordering::SeqCst),
+        store.closed.load(Ordering::SeqCst)
     );
     assert_still_serves(&addr, "disk", 0);
 }

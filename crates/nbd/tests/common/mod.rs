@@ -542,23 +542,30 @@ impl RawClient {
     /// True once the server has closed the connection (EOF or reset), reading and discarding
     /// anything it still sends.
     pub fn expect_closed(&mut self) -> bool {
-        let mut buf = [0u8; 4096];
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            match self.stream.read(&mut buf) {
-                Ok(0) => return true,
-                Ok(_) => {}
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::WouldBlock
-                        || e.kind() == std::io::ErrorKind::TimedOut =>
-                {
-                    return false
-                }
-                Err(_) => return true,
-            }
-        }
-        false
+        drain_until_closed(&mut self.stream)
     }
+}
+
+/// Reads and discards what the server sends until it closes the connection (EOF or reset):
+/// true then; false when a read times out (the stream's read timeout) or the server is still
+/// sending after 10 s.
+pub fn drain_until_closed(stream: &mut impl Read) -> bool {
+    let mut buf = [0u8; 16384];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                return false
+            }
+            Err(_) => return true,
+        }
+    }
+    false
 }
 
 /// A fresh, well-behaved client writes and reads back a pattern: the server still serves.

@@ -1,0 +1,200 @@
+//! Real NBD clients at depth through the emulator, whose pacing thread receives the
+//! connections' requests itself while it spins (`storsim_nbd::ConnectionPoller`): fio writes
+//! and verifies over TCP, nbdcopy copies in and out over four connections of a Unix socket.
+//! The data must come back as written, every request must be replied to and recorded once, no
+//! reply may leave before its instant, and the pacing thread must have received requests
+//! itself. Each test prints SKIPPED and passes when its client is not installed.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Arc;
+use storsim_emulate::frontend::NbdFrontend;
+use storsim_emulate::Emulator;
+use support::{assert_record, recorded_emulator};
+
+const EXPORT_BYTES: u64 = 8 << 20;
+const SERVICE_US: u64 = 100;
+
+fn tool(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    let found = std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file());
+    if found.is_none() {
+        println!("SKIPPED: `{name}` is not installed");
+    }
+    found
+}
+
+/// Runs a client with a generous timeout, so that a server bug shows as a failure, not a hang.
+fn run(program: &Path, args: &[&str]) -> Output {
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(program)
+        .args(args)
+        .output()
+        .expect("run the client");
+    eprintln!(
+        "$ {} {}\n--- status {:?}\n--- stderr\n{}",
+        program.display(),
+        args.join(" "),
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn serve(emulator: &Arc<Emulator>, listen: storsim_nbd::Listen) -> storsim_nbd::ServerHandle {
+    let mut config = storsim_nbd::ServerConfig::new(storsim_nbd::Export {
+        name: "storsim".into(),
+        description: String::new(),
+        size_bytes: EXPORT_BYTES,
+        read_only: false,
+    });
+    config.log = Arc::new(|line| eprintln!("{line}"));
+    let handler = Arc::new(NbdFrontend {
+        emulator: Arc::clone(emulator),
+    });
+    storsim_nbd::Server::bind(&listen, config, handler)
+        .unwrap()
+        .spawn()
+}
+
+/// The number after `"key":` at its first occurrence after `from` in fio's JSON.
+fn json_number(text: &str, from: usize, key: &str) -> u64 {
+    let at = from + text[from..].find(&format!("\"{key}\"")).unwrap();
+    let rest = &text[at + key.len() + 2..];
+    let rest = rest.trim_start_matches([':', ' ']);
+    let end = rest.find(|c: char| !c.is_ascii_digit()).unwrap();
+    rest[..end].parse().unwrap()
+}
+
+#[test]
+fn fio_writes_and_verifies_at_depth_through_the_polled_path() {
+    let Some(fio) = tool("fio") else { return };
+    let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
+    let server = serve(
+        &emulator,
+        storsim_nbd::Listen::Tcp("127.0.0.1:0".parse().unwrap()),
+    );
+    let uri = format!("--uri=nbd://{}/storsim", server.local_addr());
+    let out = run(
+        &fio,
+        &[
+            "--name=polled",
+            "--ioengine=nbd",
+            &uri,
+            "--rw=randwrite",
+            "--bs=4k",
+            "--iodepth=16",
+            "--size=4m",
+            "--verify=crc32c",
+            "--do_verify=1",
+            "--verify_fatal=1",
+            "--verify_state_save=0",
+            "--output-format=json",
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if !out.status.success() && text.contains("engine nbd not loadable") {
+        println!("SKIPPED: fio has no nbd engine");
+        return;
+    }
+    assert!(out.status.success(), "fio failed (verification included)");
+    let jobs = text.find("\"jobs\"").unwrap();
+    let read_ios = json_number(
+        &text,
+        text[jobs..].find("\"read\"").unwrap() + jobs,
+        "total_ios",
+    );
+    let write_ios = json_number(
+        &text,
+        text[jobs..].find("\"write\"").unwrap() + jobs,
+        "total_ios",
+    );
+    assert_eq!(write_ios, 1024, "fio wrote the whole 4 MiB");
+    assert_eq!(read_ios, 1024, "and read all of it back to verify");
+    server.shutdown();
+    let report = emulator.shutdown().unwrap();
+    eprintln!(
+        "polled {} of {} replies",
+        report.nbd_polled, report.lateness.replies
+    );
+    assert_eq!(report.failed, 0);
+    assert_eq!(report.in_flight, 0);
+    assert_eq!(report.lateness.replies, read_ios + write_ios);
+    assert!(
+        report.nbd_polled > 0,
+        "the pacing thread received no request itself"
+    );
+    assert_record(&record, (read_ios + write_ios) as usize, SERVICE_US);
+}
+
+#[test]
+fn nbdcopy_round_trip_over_four_polled_unix_connections() {
+    let Some(nbdcopy) = tool("nbdcopy") else {
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("storsim-emulate-polled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let socket = dir.join("nbd.sock");
+    let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
+    let server = serve(&emulator, storsim_nbd::Listen::Unix(socket.clone()));
+    let uri = format!("nbd+unix:///storsim?socket={}", socket.display());
+
+    let input = dir.join("in.img");
+    let output = dir.join("out.img");
+    let mut state = 0x1234_5678_9abc_def0u64;
+    let data: Vec<u8> = (0..EXPORT_BYTES)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    std::fs::write(&input, &data).unwrap();
+    let copy = |from: &str, to: &str| {
+        let out = run(
+            &nbdcopy,
+            &[
+                "--connections=4",
+                "--requests=16",
+                "--request-size=65536",
+                from,
+                to,
+            ],
+        );
+        assert!(out.status.success(), "nbdcopy {from} {to}");
+    };
+    copy(input.to_str().unwrap(), &uri);
+    copy(&uri, output.to_str().unwrap());
+    let back = std::fs::read(&output).unwrap();
+    assert!(back == data, "the data came back as written");
+    let stored = {
+        let mut buf = vec![0u8; EXPORT_BYTES as usize];
+        emulator.store().read(0, &mut buf).unwrap();
+        buf
+    };
+    assert!(stored == data, "the store holds what was written");
+
+    server.shutdown();
+    let report = emulator.shutdown().unwrap();
+    eprintln!(
+        "polled {} of {} replies",
+        report.nbd_polled, report.lateness.replies
+    );
+    assert_eq!(report.failed, 0);
+    assert_eq!(report.in_flight, 0);
+    // At least the 128 writes and 128 reads of 64 KiB; nbdcopy may add flushes.
+    assert!(
+        report.lateness.replies >= 256,
+        "{}",
+        report.lateness.replies
+    );
+    assert!(report.nbd_polled > 0);
+    assert_record(&record, report.lateness.replies as usize, SERVICE_US);
+    let _ = std::fs::remove_dir_all(&dir);
+}
