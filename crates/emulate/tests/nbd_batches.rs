@@ -7,10 +7,8 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
-use storsim_emulate::frontend::NbdFrontend;
-use support::{assert_record, recorded_emulator};
+use support::{assert_record, recorded_emulator, serve_nbd};
 
 const EXPORT_BYTES: u64 = 1 << 20;
 const SERVICE_US: u64 = 3000;
@@ -74,24 +72,12 @@ fn reply(s: &mut TcpStream) -> (u32, u64) {
 #[test]
 fn replies_due_together_arrive_whole_and_never_before_their_instant() {
     let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
-    let mut config = storsim_nbd::ServerConfig::new(storsim_nbd::Export {
-        name: "storsim".into(),
-        description: String::new(),
-        size_bytes: EXPORT_BYTES,
-        read_only: false,
-    });
-    config.log = Arc::new(|_| {});
-    let handler = Arc::new(NbdFrontend {
-        emulator: Arc::clone(&emulator),
-    });
-    let server = storsim_nbd::Server::bind(
-        &storsim_nbd::Listen::Tcp("127.0.0.1:0".parse().unwrap()),
-        config,
-        handler,
-    )
-    .unwrap();
-    let addr = server.local_addr();
-    let server = server.spawn();
+    let server = serve_nbd(
+        &emulator,
+        EXPORT_BYTES,
+        storsim_nbd::Listen::Tcp("127.0.0.1:0".parse().unwrap()),
+    );
+    let addr = server.local_addr().to_string();
 
     let mut client = connect(&addr);
     let pattern: Vec<u8> = (0..64 * 1024u32).map(|i| (i * 13 % 251) as u8).collect();

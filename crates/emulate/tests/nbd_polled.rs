@@ -9,10 +9,8 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::Arc;
-use storsim_emulate::frontend::NbdFrontend;
-use storsim_emulate::Emulator;
-use support::{assert_record, recorded_emulator};
+use storsim_emulate::{Emulator, EmulatorReport};
+use support::{assert_record, recorded_emulator, serve_nbd};
 
 const EXPORT_BYTES: u64 = 8 << 20;
 const SERVICE_US: u64 = 100;
@@ -46,20 +44,22 @@ fn run(program: &Path, args: &[&str]) -> Output {
     out
 }
 
-fn serve(emulator: &Arc<Emulator>, listen: storsim_nbd::Listen) -> storsim_nbd::ServerHandle {
-    let mut config = storsim_nbd::ServerConfig::new(storsim_nbd::Export {
-        name: "storsim".into(),
-        description: String::new(),
-        size_bytes: EXPORT_BYTES,
-        read_only: false,
-    });
-    config.log = Arc::new(|line| eprintln!("{line}"));
-    let handler = Arc::new(NbdFrontend {
-        emulator: Arc::clone(emulator),
-    });
-    storsim_nbd::Server::bind(&listen, config, handler)
-        .unwrap()
-        .spawn()
+/// Stops the server and the emulator; checks that every request settled and that the pacing
+/// thread received some of them itself, and returns the report.
+fn shut_down(server: storsim_nbd::ServerHandle, emulator: &Emulator) -> EmulatorReport {
+    server.shutdown();
+    let report = emulator.shutdown().unwrap();
+    eprintln!(
+        "polled {} of {} replies",
+        report.nbd_polled, report.lateness.replies
+    );
+    assert_eq!(report.failed, 0);
+    assert_eq!(report.in_flight, 0);
+    assert!(
+        report.nbd_polled > 0,
+        "the pacing thread received no request itself"
+    );
+    report
 }
 
 /// The number after `"key":` at its first occurrence after `from` in fio's JSON.
@@ -75,8 +75,9 @@ fn json_number(text: &str, from: usize, key: &str) -> u64 {
 fn fio_writes_and_verifies_at_depth_through_the_polled_path() {
     let Some(fio) = tool("fio") else { return };
     let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
-    let server = serve(
+    let server = serve_nbd(
         &emulator,
+        EXPORT_BYTES,
         storsim_nbd::Listen::Tcp("127.0.0.1:0".parse().unwrap()),
     );
     let uri = format!("--uri=nbd://{}/storsim", server.local_addr());
@@ -116,19 +117,8 @@ fn fio_writes_and_verifies_at_depth_through_the_polled_path() {
     );
     assert_eq!(write_ios, 1024, "fio wrote the whole 4 MiB");
     assert_eq!(read_ios, 1024, "and read all of it back to verify");
-    server.shutdown();
-    let report = emulator.shutdown().unwrap();
-    eprintln!(
-        "polled {} of {} replies",
-        report.nbd_polled, report.lateness.replies
-    );
-    assert_eq!(report.failed, 0);
-    assert_eq!(report.in_flight, 0);
+    let report = shut_down(server, &emulator);
     assert_eq!(report.lateness.replies, read_ios + write_ios);
-    assert!(
-        report.nbd_polled > 0,
-        "the pacing thread received no request itself"
-    );
     assert_record(&record, (read_ios + write_ios) as usize, SERVICE_US);
 }
 
@@ -141,7 +131,11 @@ fn nbdcopy_round_trip_over_four_polled_unix_connections() {
     std::fs::create_dir_all(&dir).unwrap();
     let socket = dir.join("nbd.sock");
     let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
-    let server = serve(&emulator, storsim_nbd::Listen::Unix(socket.clone()));
+    let server = serve_nbd(
+        &emulator,
+        EXPORT_BYTES,
+        storsim_nbd::Listen::Unix(socket.clone()),
+    );
     let uri = format!("nbd+unix:///storsim?socket={}", socket.display());
 
     let input = dir.join("in.img");
@@ -180,21 +174,13 @@ fn nbdcopy_round_trip_over_four_polled_unix_connections() {
     };
     assert!(stored == data, "the store holds what was written");
 
-    server.shutdown();
-    let report = emulator.shutdown().unwrap();
-    eprintln!(
-        "polled {} of {} replies",
-        report.nbd_polled, report.lateness.replies
-    );
-    assert_eq!(report.failed, 0);
-    assert_eq!(report.in_flight, 0);
+    let report = shut_down(server, &emulator);
     // At least the 128 writes and 128 reads of 64 KiB; nbdcopy may add flushes.
     assert!(
         report.lateness.replies >= 256,
         "{}",
         report.lateness.replies
     );
-    assert!(report.nbd_polled > 0);
     assert_record(&record, report.lateness.replies as usize, SERVICE_US);
     let _ = std::fs::remove_dir_all(&dir);
 }

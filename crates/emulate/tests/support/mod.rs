@@ -52,6 +52,29 @@ pub fn recorded_emulator(export_bytes: u64, service_us: u64) -> (Arc<Emulator>, 
     (Arc::new(emulator), record)
 }
 
+/// An NBD server exporting `emulator`'s `export_bytes` as "storsim" on `listen`, logging to the
+/// test's output. The FUSE tests share this module without serving NBD.
+#[allow(dead_code)]
+pub fn serve_nbd(
+    emulator: &Arc<Emulator>,
+    export_bytes: u64,
+    listen: storsim_nbd::Listen,
+) -> storsim_nbd::ServerHandle {
+    let mut config = storsim_nbd::ServerConfig::new(storsim_nbd::Export {
+        name: "storsim".into(),
+        description: String::new(),
+        size_bytes: export_bytes,
+        read_only: false,
+    });
+    config.log = Arc::new(|line| eprintln!("{line}"));
+    let handler = Arc::new(storsim_emulate::frontend::NbdFrontend {
+        emulator: Arc::clone(emulator),
+    });
+    storsim_nbd::Server::bind(&listen, config, handler)
+        .unwrap()
+        .spawn()
+}
+
 /// Checks the record: `rows` requests, none intended before `service_us` after its arrival,
 /// no reply leaving before its instant.
 pub fn assert_record(record: &Shared, rows: usize, service_us: u64) {
