@@ -24,85 +24,105 @@
 /// half their throughput.
 pub(crate) const INTERVALS_MAX: usize = 1 << 20;
 
-/// The timeline forgets past reservations once every this many reservations. Pruning touches
-/// the front of every stream, memory a deep backlog has not used for a long time; searches
-/// ignore the past anyway, so pruning is only about memory and need not happen on every call.
+/// The timeline forgets past reservations once every this many reservations. Searches ignore
+/// the past anyway, so forgetting is only about memory and need not happen on every call.
 const PRUNE_EVERY: u32 = 256;
-
-/// A stream drops the intervals it has pruned once this many have gathered at its front and
-/// they are at least half of what it holds: the copy is then paid for by the prunes.
-const COMPACT_MIN: usize = 4096;
 
 /// Busy intervals `[start, end)` in ns of one stream: disjoint, sorted, never touching (a
 /// reservation that starts where the stream's last one ends extends it).
+///
+/// They live in a ring: interval number `k` (counted from the stream's first reservation, so
+/// numbers never change) sits in `slots[k % slots.len()]`, the length a power of two. Forgetting
+/// the front only moves `head`, and new intervals reuse the slots it freed, so nothing is ever
+/// copied except when the ring grows.
 #[derive(Clone, Debug, Default)]
 struct Stream {
-    /// `items[head..]` are live; those before `head` are pruned (or merged away by the bound)
-    /// and wait to be dropped. A search may still pass over them: a pruned interval ended in
-    /// the past, where no search looks, and a merged one lies inside the interval it merged
-    /// into, so they change no answer.
-    items: Vec<(u64, u64)>,
+    slots: Vec<(u64, u64)>,
+    /// Intervals `head..tail` are live; those before `head` are forgotten (or merged away by
+    /// the bound) and their slots may hold newer intervals.
     head: usize,
-    /// How many intervals the stream dropped, for the tests.
-    #[cfg(test)]
-    dropped: usize,
+    tail: usize,
 }
 
 impl Stream {
-    fn live(&self) -> &[(u64, u64)] {
-        &self.items[self.head..]
+    /// Interval number `k`, which must be live.
+    #[inline]
+    fn get(&self, k: usize) -> (u64, u64) {
+        debug_assert!(self.head <= k && k < self.tail);
+        self.slots[k & (self.slots.len() - 1)]
+    }
+
+    #[inline]
+    fn get_mut(&mut self, k: usize) -> &mut (u64, u64) {
+        let mask = self.slots.len() - 1;
+        &mut self.slots[k & mask]
+    }
+
+    fn is_empty(&self) -> bool {
+        self.head == self.tail
     }
 
     fn last_end(&self) -> Option<u64> {
-        self.live().last().map(|&(_, e)| e)
+        (!self.is_empty()).then(|| self.get(self.tail - 1).1)
+    }
+
+    #[cfg(test)]
+    fn live(&self) -> Vec<(u64, u64)> {
+        (self.head..self.tail).map(|k| self.get(k)).collect()
+    }
+
+    /// Forgets the intervals before number `k`, all of them no longer of use to any search,
+    /// but never the last one, whose end a reservation of this stream may still extend and the
+    /// timeline reports.
+    fn forget_before(&mut self, k: usize) {
+        self.head = self.head.max(k.min(self.tail.saturating_sub(1)));
     }
 
     /// Forgets the intervals that ended by `now`; returns the end of the first one left.
     fn prune(&mut self, now: u64) -> Option<u64> {
-        // A scan, not a search: each interval is passed once in the stream's life, and a
-        // search would touch cold memory far from the front on every call.
-        while self.head < self.items.len() && self.items[self.head].1 <= now {
+        while self.head < self.tail && self.get(self.head).1 <= now {
             self.head += 1;
         }
-        self.live().first().map(|&(_, e)| e)
+        (!self.is_empty()).then(|| self.get(self.head).1)
     }
 
-    /// Drops the pruned intervals when there are enough of them to pay for the copy; returns
-    /// how many were dropped (indices into the stream move down by that much).
-    fn compact(&mut self) -> usize {
-        let dropped = self.head;
-        if dropped < COMPACT_MIN || 2 * dropped < self.items.len() {
-            return 0;
+    /// Doubles the ring, each live interval moving to its number's slot in the new one.
+    fn grow(&mut self) {
+        let capacity = (2 * self.slots.len()).max(16);
+        let mut slots = vec![(0, 0); capacity];
+        for k in self.head..self.tail {
+            slots[k & (capacity - 1)] = self.get(k);
         }
-        self.items.drain(..dropped);
-        self.head = 0;
-        #[cfg(test)]
-        {
-            self.dropped += dropped;
-        }
-        dropped
+        self.slots = slots;
     }
 
-    /// Records `[start, end)` after everything the stream holds; past `bound` intervals
-    /// after pruning up to `horizon`, the two earliest merge.
+    /// Records `[start, end)` after everything the stream holds; at `bound` intervals, after
+    /// pruning up to `horizon`, the two earliest merge first.
     fn append(&mut self, start: u64, end: u64, bound: usize, horizon: u64) {
-        let has_live = self.head < self.items.len();
-        match self.items.last_mut() {
-            Some(last) if has_live && last.1 == start => last.1 = end,
-            _ => {
-                self.items.push((start, end));
-                if self.items.len() - self.head > bound {
-                    self.prune(horizon);
-                }
-                if self.items.len() - self.head > bound {
-                    // The second takes the first's start, and the first leaves as if pruned.
-                    // Cursors on it move to the merged interval.
-                    let first = self.items[self.head].0;
-                    self.head += 1;
-                    self.items[self.head].0 = first;
-                }
+        if !self.is_empty() {
+            let last = self.get_mut(self.tail - 1);
+            if last.1 == start {
+                last.1 = end;
+                return;
             }
         }
+        if self.tail - self.head >= bound {
+            self.prune(horizon);
+        }
+        if self.tail - self.head >= bound {
+            // The second takes the first's start, and the first leaves as if forgotten.
+            // Cursors on it move to the merged interval.
+            let first = self.get(self.head).0;
+            self.head += 1;
+            let head = self.head;
+            self.get_mut(head).0 = first;
+        }
+        if self.tail - self.head == self.slots.len() {
+            self.grow();
+        }
+        let tail = self.tail;
+        *self.get_mut(tail) = (start, end);
+        self.tail += 1;
     }
 }
 
@@ -150,11 +170,7 @@ impl Timeline {
     /// whatever the streams.
     #[cfg(test)]
     pub fn intervals(&self) -> Vec<(u64, u64)> {
-        let mut all: Vec<(u64, u64)> = self
-            .streams
-            .iter()
-            .flat_map(|s| s.live().iter().copied())
-            .collect();
+        let mut all: Vec<(u64, u64)> = self.streams.iter().flat_map(|s| s.live()).collect();
         all.sort_unstable();
         let mut joined: Vec<(u64, u64)> = Vec::new();
         for (s, e) in all {
@@ -201,12 +217,13 @@ impl Timeline {
                     if other == stream {
                         continue;
                     }
-                    let items = s.items.as_slice();
                     // A stream's last interval may have grown since the cursor passed it (a
                     // reservation that touches it extends it), so the search never starts
-                    // after it.
-                    let mut i = (*cursor).min(items.len().saturating_sub(1));
-                    while let Some(&(b, e)) = items.get(i) {
+                    // after it; nor before the stream's first live interval, since the
+                    // slots of forgotten ones are reused.
+                    let mut i = (*cursor).min(s.tail.saturating_sub(1)).max(s.head);
+                    while i < s.tail {
+                        let (b, e) = s.get(i);
                         if e > start {
                             // A zero-length reservation (a command that takes no time) cannot
                             // be issued while the channel is busy either, nor at the instant
@@ -234,23 +251,30 @@ impl Timeline {
         start
     }
 
-    /// Forgets the reservations that ended by `now`.
+    /// Forgets the reservations that ended by `now`, and those every other stream's searches
+    /// have passed for good.
     pub fn prune(&mut self, now: u64) {
+        // Under a backlog the dies' searches run far ahead of the present: what they have all
+        // passed goes without reading it, where the scan below would read memory written
+        // long ago, one interval after another.
+        let n = self.streams.len();
+        if n > 1 {
+            for (e, s) in self.streams.iter_mut().enumerate() {
+                let passed = (0..n)
+                    .filter(|&d| d != e)
+                    .map(|d| self.cursors[d * n + e])
+                    .min()
+                    .expect("two streams or more");
+                s.forget_before(passed);
+            }
+        }
         if now < self.min_end {
             return;
         }
-        let n = self.streams.len();
         let mut min_end = u64::MAX;
-        for (e, s) in self.streams.iter_mut().enumerate() {
+        for s in &mut self.streams {
             if let Some(first) = s.prune(now) {
                 min_end = min_end.min(first);
-            }
-            let dropped = s.compact();
-            if dropped > 0 {
-                for d in 0..n {
-                    let c = &mut self.cursors[d * n + e];
-                    *c = c.saturating_sub(dropped);
-                }
             }
         }
         self.min_end = min_end;
@@ -347,6 +371,11 @@ mod tests {
             let mut r = Reference::default();
             let mut horizon = 0u64;
             let mut backlog = vec![0u64; dies];
+            // Where each die last searched: no die asks about an earlier instant again, so
+            // the timeline may forget what ended before all of them.
+            let mut latest = vec![0u64; dies];
+            let remembered =
+                |latest: &[u64], horizon: u64| horizon.max(*latest.iter().min().expect("a die"));
             for step in 0..20_000 {
                 horizon += rng.below(40);
                 let die = rng.below(dies as u64) as usize;
@@ -361,37 +390,66 @@ mod tests {
                 let a = t.reserve(die, earliest, len, horizon);
                 let b = r.reserve(earliest, len, horizon);
                 assert_eq!(a, b, "seed {seed} step {step}");
+                latest[die] = a;
                 backlog[die] = a + len + rng.below(300);
                 if step % 64 == 0 {
+                    let floor = remembered(&latest, horizon);
                     assert!(
-                        after(&t.intervals(), horizon) == after(&r.0, horizon),
+                        after(&t.intervals(), floor) == after(&r.0, floor),
                         "seed {seed} step {step}: the busy times differ"
                     );
                 }
             }
-            assert_eq!(after(&t.intervals(), horizon), after(&r.0, horizon));
-            let pruned: usize = t.streams.iter().map(|s| s.dropped + s.head).sum();
-            assert!(pruned > 100, "the test must prune ({pruned})");
+            let floor = remembered(&latest, horizon);
+            assert_eq!(after(&t.intervals(), floor), after(&r.0, floor));
+            let forgotten: usize = t.streams.iter().map(|s| s.head).sum();
+            assert!(forgotten > 100, "the test must forget ({forgotten})");
         }
     }
 
     #[test]
-    fn pruned_intervals_are_dropped_and_cursors_survive_it() {
-        // Enough reservations, and a present that moves past them, that streams drop their
-        // pruned fronts several times while the other stream's cursors point into them.
+    fn forgotten_slots_are_reused_and_cursors_survive_it() {
+        // Enough reservations, and a present that moves past them, that the streams' rings
+        // go round many times while the other stream's cursors point into them.
         let mut t = Timeline::new(2);
         let mut r = Reference::default();
         let mut next = [0u64; 2];
         let mut horizon = 0;
-        for i in 0..(8 * COMPACT_MIN as u64) {
+        let steps = 100_000u64;
+        for i in 0..steps {
             let s = (i % 2) as usize;
             horizon = (i * 7).saturating_sub(500);
             let a = t.reserve(s, next[s], 3, horizon);
             assert_eq!(a, r.reserve(next[s], 3, horizon), "step {i}");
             next[s] = a + 3 + (i % 5);
         }
-        assert!(t.streams.iter().all(|s| s.dropped > 0), "streams compacted");
+        for s in &t.streams {
+            assert!(s.tail as u64 > steps / 4, "{} intervals", s.tail);
+            assert!(s.slots.len() <= 1024, "a ring of {} slots", s.slots.len());
+        }
         assert_eq!(after(&t.intervals(), horizon), after(&r.0, horizon));
+    }
+
+    #[test]
+    fn a_backlog_is_forgotten_once_every_stream_has_passed_it() {
+        // Two dies far ahead of a present that stays at 0: nothing has ended, but what both
+        // have passed can go, and searches give the same answers without it.
+        let mut t = Timeline::new(2);
+        let mut r = Reference::default();
+        let mut next = [0u64; 2];
+        let mut latest = [0u64; 2];
+        for i in 0..20_000u64 {
+            let s = (i % 2) as usize;
+            let a = t.reserve(s, next[s], 3, 0);
+            assert_eq!(a, r.reserve(next[s], 3, 0), "step {i}");
+            latest[s] = a;
+            next[s] = a + 3 + (i % 7);
+        }
+        assert!(t.len() < 1_000, "{} intervals held", t.len());
+        let floor = *latest.iter().min().unwrap();
+        assert_eq!(after(&t.intervals(), floor), after(&r.0, floor));
+        // The present never passed them, so the timeline still reports the last one.
+        assert_eq!(t.last_end(), r.0.last().map(|&(_, e)| e));
     }
 
     #[test]
