@@ -58,13 +58,22 @@ print(f"| {label} | {job['iops']:.0f} | {us(lat['percentile']['50.000000'])} | {
 PY
 }
 
-# Starts a server in the background and waits until READY (a shell test) holds.
+# Starts a server in the background and waits until READY (a shell test) holds; stops the
+# benchmark with the server's messages if it exits instead.
 serve() { # READY COMMAND...
   local ready=$1
   shift
   "$@" > "$work/out.txt" 2> "$work/err.txt" &
   server=$!
-  until eval "$ready"; do sleep 0.05; done
+  until eval "$ready"; do
+    if ! kill -0 "$server" 2> /dev/null; then
+      echo "yardstick: $1 did not start:" >&2
+      cat "$work/err.txt" >&2
+      server=
+      exit 1
+    fi
+    sleep 0.05
+  done
 }
 stop() {
   kill -TERM "$server"
