@@ -21,37 +21,13 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 transport=${FUSE_TRANSPORT:-auto}
 frontends=${FRONTENDS:-nbd fuse}
-if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  cargo build --release -q -p storsim
-fi
-# Cargo puts the binary under CARGO_TARGET_DIR when it is set.
-bin=${CARGO_TARGET_DIR:-$PWD/target}/release/storsim
+. bench/common.sh
+storsim_binary
 work=$(mktemp -d)
 trap 'umount -l "$work/fuse" 2>/dev/null || true; rm -rf "$work"' EXIT
 
-device() { # NAME SERVICE_US
-  cat > "$work/$1.toml" <<EOF
-model = "linear"
-capacity_bytes = 1073741824
-queue_depth = 64
-[linear]
-servers = 64
-[linear.sr]
-a_us = $2
-b_us_per_kib = 0.0
-[linear.rr]
-a_us = $2
-b_us_per_kib = 0.0
-[linear.sw]
-a_us = $2
-b_us_per_kib = 0.0
-[linear.rw]
-a_us = $2
-b_us_per_kib = 0.0
-EOF
-}
-device lin100 100.0
-device zero 0.0
+linear_device "$work/lin100.toml" 100.0
+linear_device "$work/zero.toml" 0.0
 
 report() { # LABEL FIO_JSON EMULATOR_JSON LOAD
   python3 - "$@" <<'EOF'

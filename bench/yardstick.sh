@@ -14,10 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-5}
-if [ "${SKIP_BUILD:-0}" != 1 ]; then
-  cargo build --release -q -p storsim
-fi
-bin=${CARGO_TARGET_DIR:-$PWD/target}/release/storsim
+. bench/common.sh
+storsim_binary
 for tool in fio nbdkit cc pkg-config; do
   command -v "$tool" > /dev/null || { echo "yardstick: needs $tool" >&2; exit 1; }
 done
@@ -30,16 +28,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cc -O2 bench/zerofuse.c $(pkg-config --cflags --libs fuse3) -o "$work/zerofuse"
-cat > "$work/zero.toml" <<TOML
-model = "linear"
-capacity_bytes = 1073741824
-queue_depth = 64
-[linear]
-servers = 64
-TOML
-for op in sr rr sw rw; do
-  printf '[linear.%s]\na_us = 0.0\nb_us_per_kib = 0.0\n' "$op" >> "$work/zero.toml"
-done
+linear_device "$work/zero.toml" 0.0
 
 row() { # LABEL FIO-ARGS...
   local label=$1
