@@ -214,10 +214,66 @@ impl Scheduler {
             }
             FlashOpKind::CopyBack => unreachable!("copy-backs are placed on their own"),
         };
+        self.occupy(die, ch, die_start, finish, channel_ns)
+    }
+
+    /// Records an operation of die `die` on channel `ch` that holds the die from `die_start`
+    /// to `finish` and the channel for `channel_ns`; returns its finish and die time.
+    #[inline]
+    fn occupy(
+        &mut self,
+        die: usize,
+        ch: usize,
+        die_start: u64,
+        finish: u64,
+        channel_ns: u64,
+    ) -> (SimTime, SimDuration) {
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - die_start;
         self.channel_busy_ns[ch] += channel_ns;
         (SimTime(finish), SimDuration(finish - die_start))
+    }
+
+    /// Places a read of `read` no earlier than `earliest` and then a program of `program` that
+    /// waits for it (a copy through the controller, as garbage collection makes), exactly as
+    /// [`Scheduler::schedule_busy`] for each in turn would; returns both placements.
+    ///
+    /// On one die the program's command and data would go on the channel right where the
+    /// read's data out ends whenever the channel is free then, so the two transfers are first
+    /// tried as one reservation: one search of the channel instead of two, the common case
+    /// when garbage collection copies inside a die.
+    pub fn schedule_read_then_program(
+        &mut self,
+        read: Ppa,
+        program: Ppa,
+        earliest: SimTime,
+    ) -> [(SimTime, SimDuration); 2] {
+        let (die, ch, read_page) = self.locate(read);
+        let (program_die, _, program_page) = self.locate(program);
+        let out = self.timing.command.as_ns() + self.transfer.as_ns();
+        if program_die != die || out == 0 {
+            let r = self.schedule_busy(FlashOpKind::Read, read, earliest);
+            return [r, self.schedule_busy(FlashOpKind::Program, program, r.0)];
+        }
+        let cmd = self.timing.command.as_ns();
+        let (read_ns, program_ns) = (
+            self.read_ns[self.level(read_page)],
+            self.program_ns[self.level(program_page)],
+        );
+        let t0 = earliest.as_ns().max(self.die_free_at[die]);
+        let (horizon, lane) = (self.horizon, self.lane(die));
+        let c = self.channels[ch].reserve(lane, t0, cmd, horizon);
+        let ready = c + cmd + read_ns;
+        if self.channels[ch].reserve_exactly(lane, ready, 2 * out, horizon) {
+            let r = self.occupy(die, ch, c, ready + out, cmd + out);
+            let p = ready + out;
+            [r, self.occupy(die, ch, p, p + out + program_ns, out)]
+        } else {
+            let at = self.channels[ch].reserve(lane, ready, out, horizon);
+            let r = self.occupy(die, ch, c, at + out, cmd + out);
+            let p = self.place(FlashOpKind::Program, die, ch, 1, (read_ns, program_ns), r.0);
+            [r, p]
+        }
     }
 
     /// Whether a copy from `from` to `to` can stay inside the chip as a copy-back: both pages
@@ -248,11 +304,7 @@ impl Scheduler {
         let horizon = self.horizon;
         let lane = self.lane(die);
         let c = self.channels[ch].reserve(lane, t0, 2 * cmd, horizon);
-        let finish = c + 2 * cmd + array;
-        self.die_free_at[die] = finish;
-        self.die_busy_ns[die] += finish - c;
-        self.channel_busy_ns[ch] += 2 * cmd;
-        (SimTime(finish), SimDuration(finish - c))
+        self.occupy(die, ch, c, c + 2 * cmd + array, 2 * cmd)
     }
 
     /// Places one multi-plane command of kind `kind` over `ppas` (two or more pages, pairwise
@@ -484,6 +536,88 @@ mod tests {
                 r.as_ns() + 100 + 1_000 + t.program_of(page).as_ns()
             );
         }
+    }
+
+    #[test]
+    fn a_read_and_its_program_placed_together_are_placed_as_in_turn() {
+        // Two channels of three TLC dies, with array times short enough next to transfers
+        // that the channel is often taken where a program would go.
+        let g = Geometry {
+            channels: 2,
+            chips_per_channel: 3,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 4,
+            pages_per_block: 6,
+            page_bytes: 1000,
+            oob_bytes: 0,
+        };
+        let t = Timing {
+            read: [SimDuration(1_500), SimDuration(2_500), SimDuration(4_000)],
+            program: [SimDuration(3_000), SimDuration(6_000), SimDuration(9_000)],
+            ..Timing::uniform(
+                CellType::Tlc,
+                SimDuration(0),
+                SimDuration(0),
+                SimDuration(20_000),
+                SimDuration(100),
+                1000,
+                1,
+            )
+        };
+        let (mut together, mut in_turn) = (Scheduler::new(g, t.clone()), Scheduler::new(g, t));
+        let mut rng = storsim_core::Prng::new(7);
+        let page = |rng: &mut storsim_core::Prng, die: u32| {
+            let block = die * g.blocks_per_plane + rng.below(g.blocks_per_plane as u64) as u32;
+            g.ppa(BlockId(block), rng.below(g.pages_per_block as u64) as u32)
+        };
+        let (mut now, mut waited, mut went_on) = (0u64, 0, 0);
+        for step in 0..20_000 {
+            now += rng.below(3_000);
+            together.prune(SimTime(now));
+            in_turn.prune(SimTime(now));
+            let die = rng.below(u64::from(g.dies())) as u32;
+            let earliest = SimTime(now + rng.below(2_000));
+            let read = page(&mut rng, die);
+            if rng.below(3) == 0 {
+                // Another kind of operation in between.
+                let kind = [FlashOpKind::Read, FlashOpKind::Program, FlashOpKind::Erase]
+                    [rng.below(3) as usize];
+                let a = together.schedule_busy(kind, read, earliest);
+                assert_eq!(
+                    a,
+                    in_turn.schedule_busy(kind, read, earliest),
+                    "step {step}"
+                );
+                continue;
+            }
+            // Mostly a copy inside the die, as garbage collection makes, sometimes to another.
+            let to_die = if rng.below(5) == 0 {
+                rng.below(u64::from(g.dies())) as u32
+            } else {
+                die
+            };
+            let program = page(&mut rng, to_die);
+            let [r, p] = together.schedule_read_then_program(read, program, earliest);
+            let r2 = in_turn.schedule_busy(FlashOpKind::Read, read, earliest);
+            let p2 = in_turn.schedule_busy(FlashOpKind::Program, program, r2.0);
+            assert_eq!((r, p), (r2, p2), "step {step}");
+            if to_die == die {
+                // The program's command went right after the read's data out, or waited.
+                if p.0.as_ns() - p.1.as_ns() == r.0.as_ns() {
+                    went_on += 1;
+                } else {
+                    waited += 1;
+                }
+            }
+        }
+        assert!(
+            went_on > 1_000 && waited > 500,
+            "{went_on} went on, {waited} waited"
+        );
+        let span = SimDuration(now);
+        assert_eq!(together.utilisation(span), in_turn.utilisation(span));
+        assert_eq!(together.all_idle_at(), in_turn.all_idle_at());
     }
 
     /// One channel, one die of two planes (blocks 0..4 in plane 0, 4..8 in plane 1), with the

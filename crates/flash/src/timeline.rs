@@ -192,13 +192,47 @@ impl Timeline {
     /// scheduler by construction and is checked, in release builds too, since the search
     /// relies on it.
     pub fn reserve(&mut self, stream: usize, earliest: u64, len: u64, horizon: u64) -> u64 {
+        let mut start = self.begin(stream, earliest, horizon);
+        if self.streams.len() > 1 {
+            // Until a full round over the other streams moves nothing.
+            while self.round(stream, &mut start, len, false) {}
+        }
+        self.append(stream, start, len, horizon);
+        start
+    }
+
+    /// Reserves `len` ns (more than none) for stream `stream` from exactly `at` (at or after
+    /// `horizon`) if no stream is busy then, and says whether it did. When it did not, any
+    /// [`Timeline::reserve`] from `at` on, of any length, gives what it would have given
+    /// without the try: the try only moved cursors past intervals that ended by `at`.
+    ///
+    /// This is how two operations that would follow each other on the channel are placed
+    /// with one search instead of two when the channel is free for both: the second one's
+    /// search would start where the first ends, so both starting where asked is exactly
+    /// "the whole span is free".
+    pub fn reserve_exactly(&mut self, stream: usize, at: u64, len: u64, horizon: u64) -> bool {
+        assert!(
+            len > 0 && at >= horizon,
+            "an exact reservation is in the present and takes time"
+        );
+        let mut start = self.begin(stream, at, horizon);
+        if self.streams.len() > 1 && self.round(stream, &mut start, len, true) {
+            return false;
+        }
+        self.append(stream, start, len, horizon);
+        true
+    }
+
+    /// What every reservation starts with: forgetting the past now and then, and checking
+    /// that the stream's reservations come in time order. Returns the first start to try.
+    #[inline]
+    fn begin(&mut self, stream: usize, earliest: u64, horizon: u64) -> u64 {
         self.since_prune += 1;
         if self.since_prune >= PRUNE_EVERY {
             self.since_prune = 0;
             self.prune(horizon);
         }
-        let n = self.streams.len();
-        let mut start = earliest.max(horizon);
+        let start = earliest.max(horizon);
         if let Some(own) = self.streams[stream].last_end() {
             assert!(
                 start >= own,
@@ -206,49 +240,59 @@ impl Timeline {
                  {own} ns"
             );
         }
-        if n > 1 {
-            // Move past every other stream's interval that overlaps `[start, start + len)`,
-            // until a full round over the streams moves nothing.
-            let cursors = &mut self.cursors[stream * n..(stream + 1) * n];
-            loop {
-                let mut moved = false;
-                for (other, (s, cursor)) in self.streams.iter().zip(cursors.iter_mut()).enumerate()
-                {
-                    if other == stream {
-                        continue;
+        start
+    }
+
+    /// One round of stream `stream`'s search: moves `start` past every other stream's interval
+    /// that overlaps `[start, start + len)`, and each cursor past the intervals that ended by
+    /// then; returns whether `start` moved. No free start for this length comes before the end
+    /// of an interval that overlaps the span asked for, so the search never needs what it moves
+    /// past; a shorter one might, so with `stop_at_overlap` the round ends at the first
+    /// overlap, and no cursor passes anything that ended after the `start` it was given.
+    #[inline]
+    fn round(&mut self, stream: usize, start: &mut u64, len: u64, stop_at_overlap: bool) -> bool {
+        let n = self.streams.len();
+        let cursors = &mut self.cursors[stream * n..(stream + 1) * n];
+        let mut moved = false;
+        for (other, (s, cursor)) in self.streams.iter().zip(cursors.iter_mut()).enumerate() {
+            if other == stream {
+                continue;
+            }
+            // A stream's last interval may have grown since the cursor passed it (a
+            // reservation that touches it extends it), so the search never starts after it;
+            // nor before the stream's first live interval, since the slots of forgotten ones
+            // are reused.
+            let mut i = (*cursor).min(s.tail.saturating_sub(1)).max(s.head);
+            while i < s.tail {
+                let (b, e) = s.get(i);
+                if e > *start {
+                    // A zero-length reservation (a command that takes no time) cannot be
+                    // issued while the channel is busy either, nor at the instant a transfer
+                    // begins.
+                    if b < *start + len || (len == 0 && b <= *start) {
+                        *start = e;
+                        moved = true;
                     }
-                    // A stream's last interval may have grown since the cursor passed it (a
-                    // reservation that touches it extends it), so the search never starts
-                    // after it; nor before the stream's first live interval, since the
-                    // slots of forgotten ones are reused.
-                    let mut i = (*cursor).min(s.tail.saturating_sub(1)).max(s.head);
-                    while i < s.tail {
-                        let (b, e) = s.get(i);
-                        if e > start {
-                            // A zero-length reservation (a command that takes no time) cannot
-                            // be issued while the channel is busy either, nor at the instant
-                            // a transfer begins.
-                            if b < start + len || (len == 0 && b <= start) {
-                                start = e;
-                                moved = true;
-                            }
-                            break;
-                        }
-                        i += 1;
-                    }
-                    *cursor = i;
-                }
-                if !moved {
                     break;
                 }
+                i += 1;
+            }
+            *cursor = i;
+            if moved && stop_at_overlap {
+                break;
             }
         }
+        moved
+    }
+
+    /// Records stream `stream`'s reservation `[start, start + len)` (nothing for none).
+    #[inline]
+    fn append(&mut self, stream: usize, start: u64, len: u64, horizon: u64) {
         if len > 0 {
             let bound = self.bound;
             self.streams[stream].append(start, start + len, bound, horizon);
             self.min_end = self.min_end.min(start + len);
         }
-        start
     }
 
     /// Forgets the reservations that ended by `now`, and those every other stream's searches
@@ -294,16 +338,7 @@ mod tests {
     impl Reference {
         fn reserve(&mut self, earliest: u64, len: u64, horizon: u64) -> u64 {
             self.0.retain(|&(_, e)| e > horizon);
-            let mut start = earliest.max(horizon);
-            for &(s, e) in &self.0 {
-                if e <= start {
-                    continue;
-                }
-                if s >= start + len && !(len == 0 && s == start) {
-                    break;
-                }
-                start = start.max(e);
-            }
+            let start = self.first_free(earliest, len, horizon);
             if len > 0 {
                 let at = self.0.partition_point(|&(s, _)| s < start);
                 self.0.insert(at, (start, start + len));
@@ -315,6 +350,21 @@ mod tests {
                     }
                 }
                 self.0 = joined;
+            }
+            start
+        }
+
+        /// The start [`Reference::reserve`] would give, without reserving it.
+        fn first_free(&self, earliest: u64, len: u64, horizon: u64) -> u64 {
+            let mut start = earliest.max(horizon);
+            for &(s, e) in self.0.iter().filter(|&&(_, e)| e > horizon) {
+                if e <= start {
+                    continue;
+                }
+                if s >= start + len && !(len == 0 && s == start) {
+                    break;
+                }
+                start = start.max(e);
             }
             start
         }
@@ -404,6 +454,57 @@ mod tests {
             assert_eq!(after(&t.intervals(), floor), after(&r.0, floor));
             let forgotten: usize = t.streams.iter().map(|s| s.head).sum();
             assert!(forgotten > 100, "the test must forget ({forgotten})");
+        }
+    }
+
+    #[test]
+    fn an_exact_reservation_is_a_search_that_does_not_move() {
+        // Half the reservations first try their earliest instant exactly for twice their
+        // length, as the scheduler does for a read's data out and the program after it: the
+        // try must succeed exactly when the definition's search for that span would not move,
+        // and a failed try must leave the search for the shorter span that follows it its
+        // answer.
+        for (seed, dies) in [(10u64, 2usize), (11, 4), (12, 8)] {
+            eprintln!("timeline seed {seed}, {dies} streams");
+            let mut rng = Prng::new(200 + seed);
+            let mut t = Timeline::new(dies);
+            let mut r = Reference::default();
+            let (mut horizon, mut backlog, mut latest) = (0u64, vec![0u64; dies], vec![0; dies]);
+            let (mut taken, mut refused) = (0, 0);
+            for step in 0..20_000 {
+                horizon += rng.below(40);
+                let die = rng.below(dies as u64) as usize;
+                let earliest = backlog[die].max(horizon) + rng.below(60);
+                let len = 1 + rng.below(30);
+                let (start, len) = if rng.below(2) == 0 {
+                    (t.reserve(die, earliest, len, horizon), len)
+                } else if t.reserve_exactly(die, earliest, 2 * len, horizon) {
+                    taken += 1;
+                    (earliest, 2 * len)
+                } else {
+                    refused += 1;
+                    let free = r.first_free(earliest, 2 * len, horizon);
+                    assert_ne!(
+                        free, earliest,
+                        "seed {seed} step {step}: refused a free span"
+                    );
+                    (t.reserve(die, earliest, len, horizon), len)
+                };
+                assert_eq!(
+                    start,
+                    r.reserve(earliest, len, horizon),
+                    "seed {seed} step {step}"
+                );
+                latest[die] = start;
+                backlog[die] = start + len + rng.below(200);
+            }
+            assert!(
+                taken > 1_000 && refused > 1_000,
+                "{taken} taken, {refused} refused"
+            );
+            // What every die has passed may be forgotten, as in the test above.
+            let floor = horizon.max(*latest.iter().min().expect("a die"));
+            assert_eq!(after(&t.intervals(), floor), after(&r.0, floor));
         }
     }
 

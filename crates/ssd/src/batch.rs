@@ -113,6 +113,17 @@ impl OpBatch {
                             placed.0
                         } else if multi_plane && earliest == start && self.gather(i, at) {
                             self.place_group(earliest, at)
+                        } else if let Some(to) = self.copy_through_controller(i, end) {
+                            // The read and the program that waits for it, placed as one.
+                            let [read, program] = at
+                                .scheduler
+                                .schedule_read_then_program(op.ppa, to, earliest);
+                            at.counts.add(FlashOpKind::Read, op.cause, read.1);
+                            at.counts
+                                .add(FlashOpKind::Program, self.ops[i + 1].cause, program.1);
+                            *at.last_program_finish = (*at.last_program_finish).max(program.0);
+                            i += 1;
+                            program.0
                         } else {
                             let placed = at.scheduler.schedule_busy(op.kind, op.ppa, earliest);
                             at.counts.add(op.kind, op.cause, placed.1);
@@ -159,6 +170,20 @@ impl OpBatch {
             && program.dep == Dep::Previous
             && program.data_from == Some(read.ppa)
             && at.scheduler.can_copy_back(read.ppa, program.ppa);
+        pair.then_some(program.ppa)
+    }
+
+    /// When `ops[i]` is a read and `ops[i + 1]`, in the same call (which ends before `end`) and
+    /// not placed yet, a program that waits for it (`Dep::Previous`): the program's page. Placed
+    /// in turn, the program would start from the read's finish, which is what
+    /// [`Scheduler::schedule_read_then_program`] does for both at once.
+    #[inline]
+    fn copy_through_controller(&self, i: usize, end: usize) -> Option<Ppa> {
+        let (read, program) = (self.ops[i], *self.ops.get(i + 1).filter(|_| i + 1 < end)?);
+        let pair = read.kind == FlashOpKind::Read
+            && program.kind == FlashOpKind::Program
+            && program.dep == Dep::Previous
+            && !self.taken.iter().any(|&(j, _)| j == i + 1);
         pair.then_some(program.ppa)
     }
 
