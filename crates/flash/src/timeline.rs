@@ -225,7 +225,7 @@ impl Timeline {
 
     /// What every reservation starts with: forgetting the past now and then, and checking
     /// that the stream's reservations come in time order. Returns the first start to try.
-    #[inline]
+    #[inline(always)]
     fn begin(&mut self, stream: usize, earliest: u64, horizon: u64) -> u64 {
         self.since_prune += 1;
         if self.since_prune >= PRUNE_EVERY {
@@ -249,7 +249,7 @@ impl Timeline {
     /// of an interval that overlaps the span asked for, so the search never needs what it moves
     /// past; a shorter one might, so with `stop_at_overlap` the round ends at the first
     /// overlap, and no cursor passes anything that ended after the `start` it was given.
-    #[inline]
+    #[inline(always)]
     fn round(&mut self, stream: usize, start: &mut u64, len: u64, stop_at_overlap: bool) -> bool {
         let n = self.streams.len();
         let cursors = &mut self.cursors[stream * n..(stream + 1) * n];
@@ -286,7 +286,7 @@ impl Timeline {
     }
 
     /// Records stream `stream`'s reservation `[start, start + len)` (nothing for none).
-    #[inline]
+    #[inline(always)]
     fn append(&mut self, stream: usize, start: u64, len: u64, horizon: u64) {
         if len > 0 {
             let bound = self.bound;
