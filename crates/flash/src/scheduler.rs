@@ -250,12 +250,12 @@ impl Scheduler {
     ) -> [(SimTime, SimDuration); 2] {
         let (die, ch, read_page) = self.locate(read);
         let (program_die, _, program_page) = self.locate(program);
-        let out = self.timing.command.as_ns() + self.transfer.as_ns();
+        let cmd = self.timing.command.as_ns();
+        let out = cmd + self.transfer.as_ns();
         if program_die != die || out == 0 {
             let r = self.schedule_busy(FlashOpKind::Read, read, earliest);
             return [r, self.schedule_busy(FlashOpKind::Program, program, r.0)];
         }
-        let cmd = self.timing.command.as_ns();
         let (read_ns, program_ns) = (
             self.read_ns[self.level(read_page)],
             self.program_ns[self.level(program_page)],
