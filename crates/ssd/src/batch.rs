@@ -179,7 +179,10 @@ impl OpBatch {
     /// [`Scheduler::schedule_read_then_program`] does for both at once.
     #[inline]
     fn copy_through_controller(&self, i: usize, end: usize) -> Option<Ppa> {
-        let (read, program) = (self.ops[i], *self.ops.get(i + 1).filter(|_| i + 1 < end)?);
+        if i + 1 >= end {
+            return None;
+        }
+        let (read, program) = (self.ops[i], self.ops[i + 1]);
         let pair = read.kind == FlashOpKind::Read
             && program.kind == FlashOpKind::Program
             && program.dep == Dep::Previous
