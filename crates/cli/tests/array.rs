@@ -45,7 +45,8 @@ fn the_raid0_example_stripes_large_reads_over_both_ssds() {
 
 #[test]
 fn a_raid1_file_with_children_beside_it_runs_from_another_directory() {
-    let dir = temp_dir("raid1");
+    let tmp = temp_dir("raid1");
+    let dir = tmp.path();
     std::fs::write(
         dir.join("lin.toml"),
         r#"
@@ -91,7 +92,8 @@ children = ["lin.toml", "stec-zeus"]
 
 #[test]
 fn bad_array_files_exit_2_naming_the_file_and_key() {
-    let dir = temp_dir("array-bad");
+    let tmp = temp_dir("array-bad");
+    let dir = tmp.path();
     let cycle = dir.join("cycle.toml");
     std::fs::write(
         &cycle,

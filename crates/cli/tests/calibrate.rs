@@ -77,7 +77,8 @@ fn within(actual: f64, truth: f64, share: f64) -> bool {
 #[test]
 fn a_linear_model_in_virtual_time_is_recovered_and_the_outputs_are_deterministic() {
     let _busy = busy();
-    let dir = temp_dir("cal-model");
+    let tmp = temp_dir("cal-model");
+    let dir = tmp.path();
     let outputs = |tag: &str| {
         let (model, report, csv) = (
             dir.join(format!("{tag}.toml")),
@@ -139,13 +140,14 @@ fn a_linear_model_in_virtual_time_is_recovered_and_the_outputs_are_deterministic
     }
     let csv_text = std::fs::read_to_string(&csv).unwrap();
     assert_eq!(csv_text.lines().count(), 1 + 4 * 8, "{csv_text}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn the_table_and_step_models_are_written_from_what_was_measured() {
     let _busy = busy();
-    let dir = temp_dir("cal-table-step");
+    let tmp = temp_dir("cal-table-step");
+    let dir = tmp.path();
     let table = dir.join("table.toml");
     let mut args = vec![
         "--simulate",
@@ -191,13 +193,14 @@ fn the_table_and_step_models_are_written_from_what_was_measured() {
         "{text}"
     );
     assert!(text.contains("compensate_first_request = true"), "{text}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn refusals_name_the_problem_and_exit_2() {
     let _busy = busy();
-    let dir = temp_dir("cal-refuse");
+    let tmp = temp_dir("cal-refuse");
+    let dir = tmp.path();
     let file = dir.join("target.img");
     std::fs::write(&file, vec![0u8; 1 << 20]).unwrap();
     let out_model = dir.join("m.toml");
@@ -257,7 +260,7 @@ fn refusals_name_the_problem_and_exit_2() {
     }
     // The target was not touched.
     assert!(std::fs::read(&file).unwrap().iter().all(|&b| b == 0));
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -266,7 +269,8 @@ fn writes_to_a_mounted_device_or_a_loop_backing_file_are_refused() {
     if !(have("losetup") && have("mkfs.ext4") && have("mount")) {
         return;
     }
-    let dir = temp_dir("cal-mounted");
+    let tmp = temp_dir("cal-mounted");
+    let dir = tmp.path();
     let image = dir.join("fs.img");
     std::fs::write(&image, vec![0u8; 32 << 20]).unwrap();
     let Some(lo) = Loop::attach(&image) else {
@@ -311,7 +315,7 @@ fn writes_to_a_mounted_device_or_a_loop_backing_file_are_refused() {
     calibrate_ok(&args);
     drop(mounted);
     drop(lo);
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// Calibrates a 64 MiB file in `dir` with writes and checks the model simulates.
@@ -362,10 +366,13 @@ fn a_file_on_tmpfs_and_one_on_the_machines_disk_calibrate_to_a_usable_model() {
     let _busy = busy();
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
-        let dir = shm.join(format!("storsim-cal-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        calibrate_a_file(&dir);
-        std::fs::remove_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("storsim-cal-{}-", std::process::id()))
+            .tempdir_in(shm)
+            .unwrap();
+        let dir = tmp.path();
+        calibrate_a_file(dir);
+        std::fs::remove_dir_all(dir).unwrap();
     } else {
         eprintln!("SKIP (tmpfs half): no /dev/shm");
     }
@@ -379,7 +386,8 @@ fn a_file_on_tmpfs_and_one_on_the_machines_disk_calibrate_to_a_usable_model() {
 #[test]
 fn ctrl_c_stops_cleanly_and_still_writes_what_was_measured() {
     let _busy = busy();
-    let dir = temp_dir("cal-sigint");
+    let tmp = temp_dir("cal-sigint");
+    let dir = tmp.path();
     let (model, report) = (dir.join("m.toml"), dir.join("r.json"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_storsim"))
         .args([
@@ -412,7 +420,7 @@ fn ctrl_c_stops_cleanly_and_still_writes_what_was_measured() {
     assert!(std::fs::read_to_string(&model)
         .unwrap()
         .contains("stopped early (interrupted)"));
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// A linear device with distinct (A, B) per pattern, of the order of a 2007 laptop disk:
@@ -463,7 +471,8 @@ fn closed_loop_through_the_emulator_recovers_a_known_linear_device() {
         eprintln!("SKIP: no /dev/fuse");
         return;
     }
-    let dir = temp_dir("cal-closed-loop");
+    let tmp = temp_dir("cal-closed-loop");
+    let dir = tmp.path();
     let start = |name: &str, toml: &str| {
         let device = dir.join(format!("{name}.toml"));
         std::fs::write(&device, toml).unwrap();
@@ -517,5 +526,5 @@ fn closed_loop_through_the_emulator_recovers_a_known_linear_device() {
     }
     drop(truth);
     drop(zero);
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }

@@ -8,7 +8,8 @@ use serde_json::Value;
 use std::process::Output;
 
 fn simulate_json(device: &str, workload: &str, extra: &[&str]) -> (Value, String) {
-    let dir = temp_dir("json");
+    let tmp = temp_dir("json");
+    let dir = tmp.path();
     let out = dir.join(format!("{}.json", workload.len() + extra.len()));
     let out_s = out.to_str().unwrap();
     let mut args = vec![
@@ -121,7 +122,8 @@ fn json_has_the_documented_fields() {
 
 #[test]
 fn requests_csv_has_one_line_per_request_with_consistent_times() {
-    let dir = temp_dir("csv");
+    let tmp = temp_dir("csv");
+    let dir = tmp.path();
     let csv = dir.join("requests.csv");
     let o = storsim(&[
         "simulate",
@@ -154,7 +156,8 @@ fn requests_csv_has_one_line_per_request_with_consistent_times() {
 
 #[test]
 fn malformed_trace_names_file_and_line_and_exits_2() {
-    let dir = temp_dir("bad");
+    let tmp = temp_dir("bad");
+    let dir = tmp.path();
     let trace = dir.join("bad.msr.csv");
     std::fs::write(
         &trace,
@@ -194,7 +197,8 @@ fn malformed_trace_names_file_and_line_and_exits_2() {
 
 #[test]
 fn unknown_device_key_names_key_and_file_and_exits_2() {
-    let dir = temp_dir("cfg");
+    let tmp = temp_dir("cfg");
+    let dir = tmp.path();
     let file = dir.join("dev.toml");
     std::fs::write(
         &file,
@@ -218,7 +222,8 @@ fn unknown_device_key_names_key_and_file_and_exits_2() {
 
 #[test]
 fn requests_past_the_device_end_fail_clearly_or_wrap() {
-    let dir = temp_dir("range");
+    let tmp = temp_dir("range");
+    let dir = tmp.path();
     let trace = dir.join("far.msr.csv");
     // 100 GB offset on a 400 MiB device.
     std::fs::write(&trace, "128166385295514663,hm,0,Read,100000000000,4096,1\n").unwrap();
@@ -310,7 +315,8 @@ fn bad_options_exit_2_without_panicking() {
 /// clear error with exit status 2 that names the record, never a panic or an abort.
 #[test]
 fn clock_and_depth_overflows_are_errors_not_crashes() {
-    let dir = temp_dir("overflow");
+    let tmp = temp_dir("overflow");
+    let dir = tmp.path();
     let late = dir.join("late.trace");
     // MQSim convention: ns timestamps; the second record is 584 years in.
     std::fs::write(&late, "0 0 0 8 1\n18446744073709551000 0 8 8 1\n").unwrap();
@@ -388,7 +394,8 @@ fn progress_is_silent_when_stderr_is_not_a_terminal() {
 
 #[test]
 fn a_device_missing_from_the_trace_is_named() {
-    let dir = temp_dir("devices");
+    let tmp = temp_dir("devices");
+    let dir = tmp.path();
     let trace = dir.join("two.trace");
     std::fs::write(&trace, "0 3 0 8 1\n1000 5 8 8 0\n").unwrap();
     let trace = trace.to_str().unwrap();
@@ -416,7 +423,8 @@ fn a_device_missing_from_the_trace_is_named() {
 
 #[test]
 fn a_past_the_end_request_larger_than_the_device_does_not_suggest_wrap() {
-    let dir = temp_dir("huge");
+    let tmp = temp_dir("huge");
+    let dir = tmp.path();
     let trace = dir.join("huge.trace");
     std::fs::write(&trace, "0 0 0 999999999999 1\n").unwrap();
     let o = storsim(&[
@@ -446,7 +454,8 @@ fn inspect_reports_skipped_records() {
         .unwrap_or_else(|| panic!("no skipped line in {text}"));
     let skipped: u64 = line.split_whitespace().next().unwrap().parse().unwrap();
     assert!(skipped > 0);
-    let json = temp_dir("inspect-skip").join("c.json");
+    let tmp = temp_dir("inspect-skip");
+    let json = tmp.path().join("c.json");
     let o = storsim(&[
         "inspect",
         bad,
@@ -480,7 +489,8 @@ fn closed_loop_replay_of_a_trace_overrides_its_timestamps() {
 
 #[test]
 fn inspect_reports_the_characterisation_as_json() {
-    let dir = temp_dir("inspect");
+    let tmp = temp_dir("inspect");
+    let dir = tmp.path();
     let out = dir.join("c.json");
     let o = storsim(&[
         "inspect",
@@ -521,7 +531,8 @@ fn presets_lists_every_builtin_device() {
 /// Runs `args` with `--parse-thread on` and `--parse-thread off` and returns both outputs and,
 /// when `json` is set, the JSON each wrote to a file of its own.
 fn both_ways(args: &[&str], json: bool) -> [(Output, Option<String>); 2] {
-    let dir = temp_dir("parse-thread");
+    let tmp = temp_dir("parse-thread");
+    let dir = tmp.path();
     let tag = args.join(" ").len();
     ["on", "off"].map(|mode| {
         let out = dir.join(format!("{tag}-{}-{mode}.json", args.len()));

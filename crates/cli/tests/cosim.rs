@@ -34,27 +34,35 @@ fn cosim(device: &str, dir: &Path, extra: &[&str], program: &[&str]) -> (Output,
     (o, json)
 }
 
-fn fresh_dir(name: &str) -> PathBuf {
-    let d = temp_dir(name).join("dev");
-    let _ = std::fs::remove_dir_all(&d);
+/// A scratch directory for the test called `name` and the empty `dev` directory in it (files
+/// named after `dev`, such as `dev.report.json`, land beside it). The directory is removed when
+/// the returned guard drops: keep it alive as long as the path is used.
+fn fresh_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+    let tmp = temp_dir(name);
+    let d = tmp.path().join("dev");
     std::fs::create_dir_all(&d).unwrap();
-    d
+    (tmp, d)
 }
 
-/// The C probe (tests/data/cosim_probe.c), compiled once with the system's C compiler
-/// (.ci/run installs gcc when it is missing).
+/// The C probe (tests/data/cosim_probe.c), compiled once per test run with the system's C
+/// compiler (.ci/run installs gcc when it is missing). It lives in Cargo's scratch directory
+/// for tests (under the target directory, not /tmp): a static is never dropped, so a temporary
+/// directory would outlive the run. It is compiled under a name of this process's own and
+/// renamed into place, so concurrent runs never execute a half-written file.
 fn probe() -> &'static Path {
     static PROBE: OnceLock<PathBuf> = OnceLock::new();
     PROBE.get_or_init(|| {
-        let out = temp_dir("probe").join("cosim_probe");
+        let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("cosim_probe");
+        let part = out.with_extension(format!("{}.part", std::process::id()));
         let src = repo_root().join("crates/cli/tests/data/cosim_probe.c");
         let o = Command::new("cc")
             .args(["-O2", "-pthread", "-o"])
-            .arg(&out)
+            .arg(&part)
             .arg(&src)
             .output()
             .expect("a C compiler (cc) is needed for the cosim tests; .ci/run installs gcc");
         assert!(o.status.success(), "cc failed: {}", stderr(&o));
+        std::fs::rename(&part, &out).unwrap();
         out
     })
 }
@@ -142,7 +150,7 @@ fn ns(report: &Value, key: &str) -> u64 {
 
 #[test]
 fn a_c_program_sees_exactly_the_latencies_simulate_computes_for_its_recorded_stream() {
-    let dir = fresh_dir("cosim-probe");
+    let (_tmp, dir) = fresh_dir("cosim-probe");
     let record = dir.with_extension("record.csv");
     let file = dir.join("f");
     // Blocks 1 MiB apart, each inside one extent: one device request per call.
@@ -186,7 +194,7 @@ fn a_c_program_sees_exactly_the_latencies_simulate_computes_for_its_recorded_str
 
 #[test]
 fn at_real_cpu_speed_each_call_costs_the_model_latency_plus_a_small_overhead() {
-    let dir = fresh_dir("cosim-probe-speed1");
+    let (_tmp, dir) = fresh_dir("cosim-probe-speed1");
     let record = dir.with_extension("record.csv");
     let file = dir.join("f");
     let (o, _) = cosim(
@@ -231,7 +239,7 @@ fn at_real_cpu_speed_each_call_costs_the_model_latency_plus_a_small_overhead() {
 
 #[test]
 fn dd_with_direct_io_matches_simulate_on_its_record() {
-    let dir = fresh_dir("cosim-dd");
+    let (_tmp, dir) = fresh_dir("cosim-dd");
     let record = dir.with_extension("record.csv");
     let file = dir.join("out");
     let of = format!("of={}", file.display());
@@ -285,7 +293,7 @@ fn dd_with_direct_io_matches_simulate_on_its_record() {
 
 #[test]
 fn the_programs_own_clock_agrees_with_the_reported_virtual_time() {
-    let dir = fresh_dir("cosim-clock");
+    let (_tmp, dir) = fresh_dir("cosim-clock");
     let script = dir.with_extension("w.py");
     std::fs::write(
         &script,
@@ -331,7 +339,7 @@ fn the_programs_own_clock_agrees_with_the_reported_virtual_time() {
 
 #[test]
 fn waiting_for_the_disk_and_sleeping_are_skipped_not_waited() {
-    let dir = fresh_dir("cosim-skip");
+    let (_tmp, dir) = fresh_dir("cosim-skip");
     let script = dir.with_extension("w.py");
     std::fs::write(
         &script,
@@ -376,8 +384,9 @@ fn waiting_for_the_disk_and_sleeping_are_skipped_not_waited() {
     assert_eq!(report["calls"]["sleeps"], 1);
 }
 
-fn sqlite_run(device: &str, name: &str) -> (u64, PathBuf) {
-    let dir = fresh_dir(name);
+/// Returns the virtual time taken, the database and the guard of the directory it is in.
+fn sqlite_run(device: &str, name: &str) -> (u64, PathBuf, tempfile::TempDir) {
+    let (tmp, dir) = fresh_dir(name);
     let db = dir.join("db.sqlite");
     let mut sql = String::from("CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT);\n");
     for i in 0..60 {
@@ -394,13 +403,13 @@ fn sqlite_run(device: &str, name: &str) -> (u64, PathBuf) {
         report["calls"]["flushes"].as_u64().unwrap() >= 60,
         "every commit syncs: {report}"
     );
-    (ns(&report, "virtual_elapsed_ns"), db)
+    (ns(&report, "virtual_elapsed_ns"), db, tmp)
 }
 
 #[test]
 fn sqlite3_completes_intact_and_is_slower_on_a_disk_than_on_flash() {
-    let (hdd_ns, db) = sqlite_run("hdd-laptop-2007", "cosim-sqlite-hdd");
-    let (ssd_ns, _) = sqlite_run("flashsim-2009", "cosim-sqlite-ssd");
+    let (hdd_ns, db, _hdd_tmp) = sqlite_run("hdd-laptop-2007", "cosim-sqlite-hdd");
+    let (ssd_ns, _, _ssd_tmp) = sqlite_run("flashsim-2009", "cosim-sqlite-ssd");
     assert!(hdd_ns > 3 * ssd_ns, "hdd {hdd_ns} ns, ssd {ssd_ns} ns");
     // The database is intact outside cosim too.
     let o = Command::new("sqlite3")
@@ -413,7 +422,7 @@ fn sqlite3_completes_intact_and_is_slower_on_a_disk_than_on_flash() {
 
 #[test]
 fn threads_wait_for_their_own_completions_and_idle_time_is_still_skipped() {
-    let dir = fresh_dir("cosim-threads");
+    let (_tmp, dir) = fresh_dir("cosim-threads");
     let record = dir.with_extension("record.csv");
     let file = dir.join("f");
     let (o, report) = cosim(
@@ -457,7 +466,7 @@ fn threads_wait_for_their_own_completions_and_idle_time_is_still_skipped() {
 fn runs_repeat_exactly_when_computation_is_free() {
     let mut seen = Vec::new();
     for run in 0..2 {
-        let dir = fresh_dir(&format!("cosim-repeat-{run}"));
+        let (_tmp, dir) = fresh_dir(&format!("cosim-repeat-{run}"));
         let record = dir.with_extension("record.csv");
         let file = dir.join("f");
         let (o, report) = cosim(
@@ -490,7 +499,7 @@ fn runs_repeat_exactly_when_computation_is_free() {
 
 #[test]
 fn bad_arguments_are_refused_and_the_exit_status_is_the_programs() {
-    let dir = fresh_dir("cosim-bad");
+    let (_tmp, dir) = fresh_dir("cosim-bad");
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_storsim"))
             .arg("cosim")
@@ -567,7 +576,7 @@ fn bad_arguments_are_refused_and_the_exit_status_is_the_programs() {
 
 #[test]
 fn what_cannot_be_intercepted_is_reported() {
-    let dir = fresh_dir("cosim-limits");
+    let (_tmp, dir) = fresh_dir("cosim-limits");
     // A statically linked program never loads the library.
     let stat = dir.with_extension("static");
     let src = repo_root().join("crates/cli/tests/data/cosim_probe.c");
@@ -618,7 +627,7 @@ fn what_cannot_be_intercepted_is_reported() {
 
 #[test]
 fn an_image_maps_one_to_one_and_unlinked_space_is_reused() {
-    let dir = fresh_dir("cosim-image");
+    let (_tmp, dir) = fresh_dir("cosim-image");
     let image = dir.with_extension("img");
     std::fs::write(&image, vec![0u8; 4 << 20]).unwrap();
     let record = dir.with_extension("record.csv");
@@ -694,7 +703,7 @@ fn an_image_maps_one_to_one_and_unlinked_space_is_reused() {
 
 #[test]
 fn sigterm_is_passed_to_the_program_and_the_report_still_comes() {
-    let dir = fresh_dir("cosim-sigterm");
+    let (_tmp, dir) = fresh_dir("cosim-sigterm");
     let file = dir.join("f");
     let report = dir.with_extension("report.json");
     let mut child = Command::new(env!("CARGO_BIN_EXE_storsim"))

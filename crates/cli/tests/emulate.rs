@@ -67,8 +67,9 @@ fn nbd_clients_write_read_and_see_the_export() {
     if !(have("qemu-io") && have("nbdinfo") && have("nbdcopy") && have("qemu-img")) {
         return;
     }
-    let dir = temp_dir("emu-nbd");
-    let device = device_file(&dir);
+    let tmp = temp_dir("emu-nbd");
+    let dir = tmp.path();
+    let device = device_file(dir);
     let emu = nbd_emulator(&device, "64m", &["--export-name", "disk0"]);
     let uri = emu.nbd().to_string();
     assert!(uri.ends_with("/disk0"), "{uri}");
@@ -145,7 +146,7 @@ fn nbd_clients_write_read_and_see_the_export() {
     let (status, out, _) = emu.stop();
     assert!(status.success(), "{status}: {out}");
     assert!(out.contains("lateness"), "{out}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -153,7 +154,8 @@ fn a_read_only_export_refuses_writes_and_unix_sockets_work() {
     if !(have("qemu-io") && have("nbdinfo")) {
         return;
     }
-    let dir = temp_dir("emu-ro");
+    let tmp = temp_dir("emu-ro");
+    let dir = tmp.path();
     let socket = dir.join("nbd.sock");
     let emu = Emulator::start(&[
         "--device",
@@ -185,7 +187,7 @@ fn a_read_only_export_refuses_writes_and_unix_sockets_work() {
     );
     let (status, _, _) = emu.stop();
     assert!(status.success());
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 /// fio random 4 KiB writes at iodepth 16 with crc32c verification on `target` (engine, file,
@@ -222,8 +224,9 @@ fn fio_verifies_through_the_nbd_engine() {
     if !have("fio") {
         return;
     }
-    let dir = temp_dir("emu-fio-nbd");
-    let device = device_file(&dir);
+    let tmp = temp_dir("emu-fio-nbd");
+    let dir = tmp.path();
+    let device = device_file(dir);
     let emu = nbd_emulator(&device, "64m", &[]);
     let uri = emu.nbd().to_string();
     let job = fio_verify(&["--ioengine=nbd", &format!("--uri={uri}"), "--size=16m"]);
@@ -236,7 +239,7 @@ fn fio_verifies_through_the_nbd_engine() {
     let (status, out, _) = emu.stop();
     assert!(status.success());
     assert!(out.contains("write 4096"), "{out}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 fn checksums(root: &Path) -> Vec<(String, u64, u64)> {
@@ -290,8 +293,9 @@ fn fuse_loop_ext4_and_fio(transport: &str) {
     if !(fuse && have("losetup") && have("mkfs.ext4") && have("e2fsck") && have("fio")) {
         return;
     }
-    let dir = temp_dir(&format!("emu-fuse-{transport}"));
-    let device = device_file(&dir);
+    let tmp = temp_dir(&format!("emu-fuse-{transport}"));
+    let dir = tmp.path();
+    let device = device_file(dir);
     let mountpoint = dir.join("fuse");
     std::fs::create_dir_all(&mountpoint).unwrap();
     let emu = Emulator::start(&[
@@ -359,7 +363,7 @@ fn fuse_loop_ext4_and_fio(transport: &str) {
         !mountpoint.join("disk").exists(),
         "the FUSE mount is still there"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -367,8 +371,9 @@ fn file_backing_keeps_everything_flushed_before_a_kill_9() {
     if !have("qemu-io") {
         return;
     }
-    let dir = temp_dir("emu-kill");
-    let device = device_file(&dir);
+    let tmp = temp_dir("emu-kill");
+    let dir = tmp.path();
+    let device = device_file(dir);
     let backing = format!("file:{}", dir.join("disk.img").display());
     let emu = nbd_emulator(&device, "64m", &["--backing", &backing]);
     let uri = emu.nbd().to_string();
@@ -434,7 +439,7 @@ fn file_backing_keeps_everything_flushed_before_a_kill_9() {
         &backing,
     ]);
     assert_eq!(o.status.code(), Some(2), "{}", common::stderr(&o));
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -442,8 +447,9 @@ fn the_record_replays_in_simulate_with_the_same_service_times() {
     if !have("fio") {
         return;
     }
-    let dir = temp_dir("emu-record");
-    let device = device_file(&dir);
+    let tmp = temp_dir("emu-record");
+    let dir = tmp.path();
+    let device = device_file(dir);
     let record = dir.join("run.record");
     let emu = nbd_emulator(&device, "64m", &["--record", record.to_str().unwrap()]);
     let uri = emu.nbd().to_string();
@@ -511,7 +517,7 @@ fn the_record_replays_in_simulate_with_the_same_service_times() {
         rec, simr,
         "response times differ between emulation and simulation"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 fn control(socket: &Path, command: &str) -> serde_json::Value {
@@ -527,8 +533,9 @@ fn the_control_socket_reports_changes_parameters_and_switches_devices() {
     if !have("qemu-io") {
         return;
     }
-    let dir = temp_dir("emu-control");
-    let device = device_file(&dir);
+    let tmp = temp_dir("emu-control");
+    let dir = tmp.path();
+    let device = device_file(dir);
     let socket = dir.join("control.sock");
     let emu = nbd_emulator(&device, "64m", &["--control", socket.to_str().unwrap()]);
     let uri = emu.nbd().to_string();
@@ -583,7 +590,7 @@ fn the_control_socket_reports_changes_parameters_and_switches_devices() {
     assert!(status.success());
     assert!(err.contains("lateness"), "SIGUSR1 printed no report: {err}");
     assert!(out.contains("stec-zeus"), "{out}");
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
@@ -591,8 +598,9 @@ fn hostile_bytes_close_one_connection_and_the_server_serves_on() {
     if !have("qemu-io") {
         return;
     }
-    let dir = temp_dir("emu-hostile");
-    let device = device_file(&dir);
+    let tmp = temp_dir("emu-hostile");
+    let dir = tmp.path();
+    let device = device_file(dir);
     let emu = nbd_emulator(&device, "16m", &[]);
     let uri = emu.nbd().to_string();
     run_ok("qemu-io", &["-f", "raw", &uri, "-c", "write -P 3 0 64k"]);
@@ -620,7 +628,7 @@ fn hostile_bytes_close_one_connection_and_the_server_serves_on() {
     assert!(!out.contains("verification failed"), "{out}");
     let (status, _, _) = emu.stop();
     assert!(status.success());
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]

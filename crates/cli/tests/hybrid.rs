@@ -45,7 +45,8 @@ fn the_example_host_drive_runs() {
 
 #[test]
 fn a_bad_hybrid_file_exits_2_naming_the_key() {
-    let file = temp_dir("bad").join("bad-hybrid.toml");
+    let tmp = temp_dir("bad");
+    let file = tmp.path().join("bad-hybrid.toml");
     std::fs::write(
         &file,
         "model = \"hybrid\"\n[hybrid]\nflash = \"flashsim-2009\"\ndisk = \"missing-disk.toml\"\n",

@@ -27,7 +27,8 @@ fn flashsim_2009_with_dftl_runs_a_synthetic_workload() {
 
 #[test]
 fn a_device_file_written_from_scratch_runs() {
-    let file = temp_dir("scratch").join("tiny-ssd.toml");
+    let tmp = temp_dir("scratch");
+    let file = tmp.path().join("tiny-ssd.toml");
     std::fs::write(
         &file,
         r#"
@@ -89,7 +90,8 @@ fn presets_lists_the_ssds() {
 
 #[test]
 fn bad_ssd_files_exit_2_naming_the_key() {
-    let dir = temp_dir("bad");
+    let tmp = temp_dir("bad");
+    let dir = tmp.path();
     for (text, needle) in [
         (
             "preset = \"bench2g\"\ncapacity_bytes = 1000000\n",
@@ -128,7 +130,8 @@ fn bad_ssd_files_exit_2_naming_the_key() {
 /// of what completed is printed and written, and the exit status (3) tells scripts.
 #[test]
 fn a_device_that_wears_out_ends_the_run_with_its_results() {
-    let dir = temp_dir("wearout");
+    let tmp = temp_dir("wearout");
+    let dir = tmp.path();
     let file = dir.join("fragile.toml");
     std::fs::write(
         &file,
@@ -188,7 +191,8 @@ fn a_device_too_large_for_memory_is_refused() {
         }
         Some(_) => {}
     }
-    let file = temp_dir("huge").join("huge.toml");
+    let tmp = temp_dir("huge");
+    let file = tmp.path().join("huge.toml");
     std::fs::write(
         &file,
         "preset = \"flashsim-2009:page\"\n[ssd.geometry]\nchannels = 8\nchips_per_channel = 4\n\
@@ -215,7 +219,8 @@ fn a_device_too_large_for_memory_is_refused() {
 /// and goes on with the rest.
 #[test]
 fn raw_flash_overwrites_stop_the_run_or_are_counted() {
-    let dir = temp_dir("raw-refused");
+    let tmp = temp_dir("raw-refused");
+    let dir = tmp.path();
     let device = dir.join("raw.toml");
     std::fs::write(
         &device,

@@ -45,7 +45,8 @@ fn validate_json(device: &str, trace: &str, dir: &Path) -> Value {
 
 #[test]
 fn a_constant_device_against_a_written_trace() {
-    let dir = temp_dir("validate-constant");
+    let tmp = temp_dir("validate-constant");
+    let dir = tmp.path();
     let trace = dir.join("t.trace");
     // Measured access times 1..=9 ms with think times; the model answers 5 ms every time.
     let mut text = String::new();
@@ -59,8 +60,8 @@ fn a_constant_device_against_a_written_trace() {
         );
     }
     std::fs::write(&trace, text).unwrap();
-    let device = constant_device(&dir, 5000.0);
-    let v = validate_json(&device, trace.to_str().unwrap(), &dir);
+    let device = constant_device(dir, 5000.0);
+    let v = validate_json(&device, trace.to_str().unwrap(), dir);
     assert_eq!(v["requests"], 9);
     assert!((v["simulated"]["mean_ms"].as_f64().unwrap() - 5.0).abs() < 1e-9);
     assert!((v["measured"]["mean_ms"].as_f64().unwrap() - 5.0).abs() < 1e-9);
@@ -93,9 +94,10 @@ fn the_demerit_bounds_the_difference_of_means_on_a_real_trace() {
         );
         return;
     }
-    let dir = temp_dir("validate-real");
-    let device = constant_device(&dir, 4000.0);
-    let v = validate_json(&device, trace.to_str().unwrap(), &dir);
+    let tmp = temp_dir("validate-real");
+    let dir = tmp.path();
+    let device = constant_device(dir, 4000.0);
+    let v = validate_json(&device, trace.to_str().unwrap(), dir);
     assert_eq!(v["requests"], 10_000);
     // The mean is the integral of the quantile function, so the RMS distance between two
     // quantile functions is at least the difference of the means (up to the 1 % bucketing).
@@ -109,14 +111,15 @@ fn the_demerit_bounds_the_difference_of_means_on_a_real_trace() {
 
 #[test]
 fn bad_input_is_refused_with_the_line() {
-    let dir = temp_dir("validate-bad");
+    let tmp = temp_dir("validate-bad");
+    let dir = tmp.path();
     let trace = dir.join("bad.trace");
     std::fs::write(
         &trace,
         "R Miss 100 8 1000.0 10.0\nR Maybe 100 8 1000.0 10.0\n",
     )
     .unwrap();
-    let device = constant_device(&dir, 100.0);
+    let device = constant_device(dir, 100.0);
     let o = storsim(&[
         "validate",
         "disksim",
@@ -151,7 +154,8 @@ fn an_imported_disksim_drive_validates_against_its_trace() {
         );
         return;
     }
-    let dir = temp_dir("validate-import");
+    let tmp = temp_dir("validate-import");
+    let dir = tmp.path();
     let toml = dir.join("hp_c2490a.toml");
     let o = storsim(&[
         "import",
@@ -166,7 +170,7 @@ fn an_imported_disksim_drive_validates_against_its_trace() {
     let v = validate_json(
         toml.to_str().unwrap(),
         valid.join("hp_c2490a.trace").to_str().unwrap(),
-        &dir,
+        dir,
     );
     assert_eq!(v["device"]["model"], "hdd");
     // The drive's capacity is its DiskSim block count.
@@ -184,7 +188,8 @@ fn an_imported_disksim_drive_validates_against_its_trace() {
 
 #[test]
 fn import_refuses_what_is_not_a_disksim_drive() {
-    let dir = temp_dir("import-bad");
+    let tmp = temp_dir("import-bad");
+    let dir = tmp.path();
     let not_parv = dir.join("x.parv");
     std::fs::write(&not_parv, "disksim_global Global {\n  Init Seed = 42\n}\n").unwrap();
     let out = dir.join("x.toml");

@@ -2,14 +2,18 @@
 //! nesting, and the errors (unknown key, bad level, missing stripe unit, a cycle of files, a
 //! missing child file), each naming the file and the key.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use storsim_array::{ArrayParams, RaidLevel, ReadPolicy};
 use storsim_config::{load_device, ConfigError, DeviceSpec};
 
-/// A scratch directory per test, with a `sub/` directory for children named by path.
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("storsim-array-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(dir.join("sub")).unwrap();
+/// A scratch directory per test, with a `sub/` directory for children named by path, removed
+/// when the returned guard drops.
+fn scratch(tag: &str) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("storsim-array-{tag}-{}-", std::process::id()))
+        .tempdir()
+        .unwrap();
+    std::fs::create_dir_all(dir.path().join("sub")).unwrap();
     dir
 }
 
@@ -38,10 +42,11 @@ fn invalid_key(e: &ConfigError) -> (&str, &str, &str) {
 
 #[test]
 fn raid0_of_a_preset_and_a_relative_file_resolves_and_builds() {
-    let dir = scratch("raid0");
-    write(&dir, "sub/lin.toml", LINEAR_CHILD);
+    let tmp = scratch("raid0");
+    let dir = tmp.path();
+    write(dir, "sub/lin.toml", LINEAR_CHILD);
     let array = write(
-        &dir,
+        dir,
         "raid0.toml",
         r#"
 model = "array"
@@ -80,9 +85,10 @@ children = ["stec-zeus", "sub/lin.toml"]
 
 #[test]
 fn raid1_nests_an_array_file_and_sums_the_ssd_state_bounds() {
-    let dir = scratch("nested");
+    let tmp = scratch("nested");
+    let dir = tmp.path();
     write(
-        &dir,
+        dir,
         "sub/stripe.toml",
         r#"
 model = "array"
@@ -92,9 +98,9 @@ stripe_unit_bytes = 4096
 children = ["lin.toml", "lin.toml"]
 "#,
     );
-    write(&dir, "sub/lin.toml", LINEAR_CHILD);
+    write(dir, "sub/lin.toml", LINEAR_CHILD);
     let mirror = write(
-        &dir,
+        dir,
         "mirror.toml",
         r#"
 model = "array"
@@ -130,9 +136,10 @@ children = ["sub/stripe.toml", "flashsim-2009", "flashsim-2009:page"]
 
 #[test]
 fn unknown_key_in_the_array_section_names_it_and_the_file() {
-    let dir = scratch("unknown");
+    let tmp = scratch("unknown");
+    let dir = tmp.path();
     let f = write(
-        &dir,
+        dir,
         "a.toml",
         "model = \"array\"\n[array]\nlevel = \"raid1\"\nstripe_size = 4096\nchildren = [\"stec-zeus\"]\n",
     );
@@ -146,9 +153,10 @@ fn unknown_key_in_the_array_section_names_it_and_the_file() {
 
 #[test]
 fn bad_level_names_the_key_and_the_file() {
-    let dir = scratch("level");
+    let tmp = scratch("level");
+    let dir = tmp.path();
     let f = write(
-        &dir,
+        dir,
         "a.toml",
         "model = \"array\"\n[array]\nlevel = \"raid5\"\nchildren = [\"stec-zeus\"]\n",
     );
@@ -161,9 +169,10 @@ fn bad_level_names_the_key_and_the_file() {
 
 #[test]
 fn raid0_without_a_stripe_unit_names_the_key() {
-    let dir = scratch("stripe");
+    let tmp = scratch("stripe");
+    let dir = tmp.path();
     let f = write(
-        &dir,
+        dir,
         "a.toml",
         "model = \"array\"\n[array]\nlevel = \"raid0\"\nchildren = [\"stec-zeus\", \"stec-zeus\"]\n",
     );
@@ -172,7 +181,7 @@ fn raid0_without_a_stripe_unit_names_the_key() {
     assert_eq!((file, key), (f.as_str(), "array.stripe_unit_bytes"));
 
     let odd = write(
-        &dir,
+        dir,
         "b.toml",
         "model = \"array\"\n[array]\nlevel = \"raid0\"\nstripe_unit_bytes = 1000\nchildren = [\"stec-zeus\"]\n",
     );
@@ -184,7 +193,8 @@ fn raid0_without_a_stripe_unit_names_the_key() {
 
 #[test]
 fn keys_for_the_other_level_and_a_capacity_are_refused() {
-    let dir = scratch("mismatch");
+    let tmp = scratch("mismatch");
+    let dir = tmp.path();
     let cases = [
         (
             "level = \"raid1\"\nstripe_unit_bytes = 4096",
@@ -204,7 +214,7 @@ fn keys_for_the_other_level_and_a_capacity_are_refused() {
             "\nchildren = [\"stec-zeus\"]"
         };
         let f = write(
-            &dir,
+            dir,
             &format!("{i}.toml"),
             &format!("model = \"array\"\n[array]\n{keys}{children}\n"),
         );
@@ -213,7 +223,7 @@ fn keys_for_the_other_level_and_a_capacity_are_refused() {
         assert_eq!((file, key), (f.as_str(), *expected_key), "case {i}");
     }
     let f = write(
-        &dir,
+        dir,
         "cap.toml",
         "model = \"array\"\ncapacity_bytes = 1000000\n[array]\nlevel = \"raid1\"\nchildren = [\"stec-zeus\"]\n",
     );
@@ -223,14 +233,15 @@ fn keys_for_the_other_level_and_a_capacity_are_refused() {
 
 #[test]
 fn a_cycle_of_array_files_is_reported_with_the_chain() {
-    let dir = scratch("cycle");
+    let tmp = scratch("cycle");
+    let dir = tmp.path();
     let a = write(
-        &dir,
+        dir,
         "a.toml",
         "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"stec-zeus\", \"sub/b.toml\"]\n",
     );
     write(
-        &dir,
+        dir,
         "sub/b.toml",
         "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"../a.toml\"]\n",
     );
@@ -245,7 +256,7 @@ fn a_cycle_of_array_files_is_reported_with_the_chain() {
     );
 
     let own = write(
-        &dir,
+        dir,
         "self.toml",
         "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"self.toml\"]\n",
     );
@@ -257,9 +268,10 @@ fn a_cycle_of_array_files_is_reported_with_the_chain() {
 
 #[test]
 fn a_missing_child_file_names_the_entry_and_the_array_file() {
-    let dir = scratch("missing");
+    let tmp = scratch("missing");
+    let dir = tmp.path();
     let f = write(
-        &dir,
+        dir,
         "a.toml",
         "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"stec-zeus\", \"nowhere.toml\"]\n",
     );
@@ -272,14 +284,15 @@ fn a_missing_child_file_names_the_entry_and_the_array_file() {
 
 #[test]
 fn an_error_inside_a_child_file_names_the_child_file() {
-    let dir = scratch("childerr");
+    let tmp = scratch("childerr");
+    let dir = tmp.path();
     write(
-        &dir,
+        dir,
         "sub/bad.toml",
         "model = \"linear\"\ncapacity_bytes = 0\n[linear]\n",
     );
     let f = write(
-        &dir,
+        dir,
         "a.toml",
         "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"sub/bad.toml\"]\n",
     );

@@ -168,14 +168,17 @@ fn overrides_apply_on_top_of_a_preset_and_name_bad_keys() {
 
 #[test]
 fn overrides_apply_on_top_of_a_file_and_reach_nested_sections() {
-    let dir = std::env::temp_dir().join(format!("storsim-overrides-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("storsim-overrides-{}-", std::process::id()))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let path = dir.join("d.toml");
     std::fs::write(&path, "preset = \"flashsim-2009\"\n[ssd]\nftl = \"page\"\n").unwrap();
     let arg = path.to_str().unwrap();
     let changed = storsim_config::load_device_with(arg, &["ssd.page.gc_policy=random".to_string()]);
     let plain = storsim_config::load_device(arg).unwrap();
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
     let changed = changed.unwrap();
     assert_ne!(changed.spec, plain.spec, "the override changed nothing");
 }

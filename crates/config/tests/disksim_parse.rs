@@ -102,10 +102,12 @@ fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
-fn scratch(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("storsim-disksim-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A scratch directory per test, removed when the returned guard drops.
+fn scratch(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("storsim-disksim-{tag}-{}-", std::process::id()))
+        .tempdir()
+        .unwrap()
 }
 
 fn error_text(path: &Path) -> String {
@@ -114,41 +116,42 @@ fn error_text(path: &Path) -> String {
 
 #[test]
 fn malformed_files_name_file_and_line() {
-    let dir = scratch("bad");
-    let p = write(&dir, "noeq.parv", "disksim_disk D {\n  Block count 5,\n}\n");
+    let tmp = scratch("bad");
+    let dir = tmp.path();
+    let p = write(dir, "noeq.parv", "disksim_disk D {\n  Block count 5,\n}\n");
     let e = error_text(&p);
     assert!(e.contains("noeq.parv:2") && e.contains("`=`"), "{e}");
 
-    let p = write(&dir, "open.parv", "disksim_disk D {\n  Zones = [ 1, 2,\n");
+    let p = write(dir, "open.parv", "disksim_disk D {\n  Zones = [ 1, 2,\n");
     let e = error_text(&p);
     assert!(
         e.contains("open.parv:2") && e.contains("end of the file"),
         "{e}"
     );
 
-    let p = write(&dir, "stray.parv", "} disksim_disk D { a = 1 }\n");
+    let p = write(dir, "stray.parv", "} disksim_disk D { a = 1 }\n");
     let e = error_text(&p);
     assert!(e.contains("stray.parv:1") && e.contains("`}`"), "{e}");
 
-    let p = write(&dir, "missing.parv", "\n\nsource nothere.diskspecs\n");
+    let p = write(dir, "missing.parv", "\n\nsource nothere.diskspecs\n");
     let e = error_text(&p);
     assert!(
         e.contains("missing.parv:3") && e.contains("nothere.diskspecs"),
         "{e}"
     );
 
-    let p = write(&dir, "loop.parv", "source loop.parv\n");
+    let p = write(dir, "loop.parv", "source loop.parv\n");
     let e = error_text(&p);
     assert!(e.contains("nests more than"), "{e}");
 
     let p = write(
-        &dir,
+        dir,
         "two.model",
         "dm_disk A { x = 1 }\ndm_disk B { x = 2 }\n",
     );
     let _ = p;
     let p = write(
-        &dir,
+        dir,
         "src.parv",
         "disksim_disk D {\n Model = source two.model\n}\n",
     );
@@ -157,14 +160,15 @@ fn malformed_files_name_file_and_line() {
         e.contains("src.parv:2") && e.contains("exactly one block"),
         "{e}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }
 
 #[test]
 fn typed_getters_refuse_the_wrong_kind_naming_the_key() {
-    let dir = scratch("kind");
+    let tmp = scratch("kind");
+    let dir = tmp.path();
     let p = write(
-        &dir,
+        dir,
         "kinds.parv",
         "disksim_disk D {\n  Name = hello,\n  Count = 2.5,\n  L = [ a .. b ]\n}\n",
     );
@@ -183,5 +187,5 @@ fn typed_getters_refuse_the_wrong_kind_naming_the_key() {
         d.list("L").unwrap(),
         &[Value::Range("a".into(), "b".into())]
     );
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }

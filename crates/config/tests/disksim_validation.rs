@@ -97,8 +97,11 @@ fn disksim_validation_drives() {
         return;
     }
     let only = std::env::var("STORSIM_VALIDATE_ONLY").ok();
-    let out = std::env::temp_dir().join(format!("storsim-hdd-validate-{}", std::process::id()));
-    std::fs::create_dir_all(&out).expect("temp dir");
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("storsim-hdd-validate-{}-", std::process::id()))
+        .tempdir()
+        .expect("temp dir");
+    let out = tmp.path();
     let mut failures = Vec::new();
     println!("| drive | storsim demerit ms | DiskSim ms | simulated mean ms | measured mean ms |");
     println!("|---|---|---|---|---|");
@@ -135,7 +138,7 @@ fn disksim_validation_drives() {
             }
         }
     }
-    std::fs::remove_dir_all(&out).ok();
+    std::fs::remove_dir_all(out).ok();
     assert!(failures.is_empty(), "{failures:#?}");
 }
 
@@ -150,8 +153,11 @@ fn imported_drives_round_trip_through_toml() {
         );
         return;
     }
-    let out = std::env::temp_dir().join(format!("storsim-hdd-roundtrip-{}", std::process::id()));
-    std::fs::create_dir_all(&out).expect("temp dir");
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("storsim-hdd-roundtrip-{}-", std::process::id()))
+        .tempdir()
+        .expect("temp dir");
+    let out = tmp.path();
     for (parv, _) in DRIVES {
         let drive = import_parv(&dir.join(format!("{parv}.parv"))).expect("imports");
         let text = storsim_config::disksim::import::device_toml(&drive).expect("writes");
@@ -171,5 +177,5 @@ fn imported_drives_round_trip_through_toml() {
             drive.params.geometry.block_count.unwrap() * 512
         );
     }
-    std::fs::remove_dir_all(&out).ok();
+    std::fs::remove_dir_all(out).ok();
 }

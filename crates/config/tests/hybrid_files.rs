@@ -1,19 +1,21 @@
 //! `model = "hybrid"` device files: both configurations, both admission modes, children
 //! relative to the file, errors that name the file and the key, and the hybrid presets.
 
-use std::path::PathBuf;
 use storsim_config::{load_device, presets, ConfigError, DeviceSpec, HybridConfiguration};
 use storsim_core::{Completion, Device, Op, Request, SimTime};
 use storsim_hybrid::{Admission, FlushPolicy, HostPlacement, HybridParams, Replacement};
 
-fn dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "storsim-hybrid-config-{}-{name}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&d).unwrap();
+/// A scratch directory holding `disk.toml`, removed when the returned guard drops.
+fn dir(name: &str) -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix(&format!(
+            "storsim-hybrid-config-{}-{name}-",
+            std::process::id()
+        ))
+        .tempdir()
+        .unwrap();
     std::fs::write(
-        d.join("disk.toml"),
+        d.path().join("disk.toml"),
         "model = \"linear\"\ncapacity_bytes = 1_000_000_000\n[linear]\n\
          sr = { a_us = 100, b_us_per_kib = 10 }\nsw = { a_us = 100, b_us_per_kib = 10 }\n\
          rr = { a_us = 8000, b_us_per_kib = 10 }\nrw = { a_us = 8000, b_us_per_kib = 10 }\n",
@@ -23,7 +25,8 @@ fn dir(name: &str) -> PathBuf {
 }
 
 fn load(name: &str, hybrid_section: &str) -> Result<DeviceSpec, ConfigError> {
-    let d = dir(name);
+    let tmp = dir(name);
+    let d = tmp.path();
     let file = d.join("hybrid.toml");
     std::fs::write(
         &file,
@@ -163,7 +166,8 @@ fn keys_of_the_other_configuration_or_policy_are_refused() {
 
 #[test]
 fn a_hybrid_child_is_refused() {
-    let d = dir("nested");
+    let tmp = dir("nested");
+    let d = tmp.path();
     std::fs::write(
         d.join("inner.toml"),
         "model = \"hybrid\"\n[hybrid]\nflash = \"flashsim-2009\"\ndisk = \"disk.toml\"\n",

@@ -336,8 +336,11 @@ fn a_merged_hybrid_is_checked_like_a_whole_file() {
 
 #[test]
 fn a_hybrid_override_file_may_name_a_child_file_that_overrides_a_disk_preset() {
-    let dir = std::env::temp_dir().join(format!("storsim-preset-overrides-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("storsim-preset-overrides-{}-", std::process::id()))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     std::fs::write(
         dir.join("fast-disk.toml"),
         "preset = \"hdd-laptop-2007\"\n[hdd.mechanics]\nrpm = 7200.0\n",
@@ -350,7 +353,7 @@ fn a_hybrid_override_file_may_name_a_child_file_that_overrides_a_disk_preset() {
     )
     .unwrap();
     let loaded = load_device(path.to_str().unwrap());
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
     let h = hybrid(loaded.unwrap().spec);
     let mut want = preset_hdd("hdd-laptop-2007");
     want.mechanics.rpm = 7200.0;

@@ -715,14 +715,17 @@ mod tests {
 
     const MIB: u64 = 1 << 20;
 
-    fn controller(name: &str) -> Controller {
-        let dir =
-            std::env::temp_dir().join(format!("storsim-cosim-ctl-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let clock = VirtualClock::create(&dir.join("clock"), f64::INFINITY).unwrap();
+    /// A controller whose clock file is in a scratch directory, removed when the returned
+    /// guard drops: keep it alive as long as the controller.
+    fn controller(name: &str) -> (tempfile::TempDir, Controller) {
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("storsim-cosim-ctl-{}-{name}-", std::process::id()))
+            .tempdir()
+            .unwrap();
+        let clock = VirtualClock::create(&dir.path().join("clock"), f64::INFINITY).unwrap();
         let device = Box::new(LinearDevice::new(stec_zeus()));
-        Controller::new(device, Layout::new(64 * MIB, MIB), clock, None)
+        let ctl = Controller::new(device, Layout::new(64 * MIB, MIB), clock, None);
+        (dir, ctl)
     }
 
     fn msg(kind: Kind, pid: i32) -> Msg {
@@ -737,7 +740,7 @@ mod tests {
 
     #[test]
     fn an_io_call_is_stamped_skipped_to_its_completion_and_resumed() {
-        let mut ctl = controller("io");
+        let (_dir, mut ctl) = controller("io");
         let mut start = msg(Kind::ProcStart, me());
         start.a = 1;
         ctl.handle(0, &start, &[]).unwrap();
@@ -785,7 +788,7 @@ mod tests {
 
     #[test]
     fn sleeps_wake_in_order_and_a_full_device_fails_the_call() {
-        let mut ctl = controller("sleep");
+        let (_dir, mut ctl) = controller("sleep");
         ctl.handle(0, &msg(Kind::ProcStart, me()), &[]).unwrap();
         ctl.handle(1, &msg(Kind::ThreadStart, me()), &[]).unwrap();
         ctl.outbox.clear();
@@ -843,7 +846,7 @@ mod tests {
 
     #[test]
     fn a_childs_end_read_late_does_not_release_the_parents_next_wait() {
-        let mut ctl = controller("wait");
+        let (_dir, mut ctl) = controller("wait");
         ctl.handle(0, &msg(Kind::ProcStart, me()), &[]).unwrap();
         let mut first = std::process::Command::new("sleep")
             .arg("30")

@@ -67,11 +67,15 @@ fn concurrent_reads_finishing_together(transport: Transport) {
         return;
     }
     let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
-    let dir = std::env::temp_dir().join(format!(
-        "storsim-emulate-fuse-{}-{transport}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Removed when this guard drops, after the mount (declared later) is gone.
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(
+            "storsim-emulate-fuse-{}-{transport}-",
+            std::process::id()
+        ))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let options = MountOptions {
         transport,
         log: Arc::new(|line| eprintln!("{line}")),
@@ -85,7 +89,7 @@ fn concurrent_reads_finishing_together(transport: Transport) {
         size_bytes: EXPORT_BYTES,
         read_only: false,
     };
-    let mount = Mount::mount(&dir, export, options, handler).expect("mount");
+    let mount = Mount::mount(dir, export, options, handler).expect("mount");
     assert_eq!(mount.transport(), transport);
     if let Some(poller) = mount.ring_poller() {
         emulator.attach_fuse_poller(poller);
@@ -128,7 +132,7 @@ fn concurrent_reads_finishing_together(transport: Transport) {
     assert_eq!(report.lateness.replies, 2 * READERS, "{report:?}");
     assert_eq!(report.failed, 0);
     assert_eq!(report.in_flight, 0);
-    let _ = std::fs::remove_dir(&dir);
+    let _ = std::fs::remove_dir(dir);
 
     assert_record(&record, 2 * READERS as usize, SERVICE_US);
 }

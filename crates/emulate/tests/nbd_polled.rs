@@ -127,8 +127,11 @@ fn nbdcopy_round_trip_over_four_polled_unix_connections() {
     let Some(nbdcopy) = tool("nbdcopy") else {
         return;
     };
-    let dir = std::env::temp_dir().join(format!("storsim-emulate-polled-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("storsim-emulate-polled-{}-", std::process::id()))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let socket = dir.join("nbd.sock");
     let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
     let server = serve_nbd(
@@ -182,5 +185,5 @@ fn nbdcopy_round_trip_over_four_polled_unix_connections() {
         report.lateness.replies
     );
     assert_record(&record, report.lateness.replies as usize, SERVICE_US);
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -215,8 +215,11 @@ fn switching_devices_keeps_data_and_in_flight_requests() {
 
 #[test]
 fn the_record_lists_requests_in_arrival_order_and_replays() {
-    let dir = std::env::temp_dir().join(format!("storsim-emulate-record-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("storsim-emulate-record-{}-", std::process::id()))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let path = dir.join("run.record");
     let store = Arc::new(Store::open(&Backing::Memory, 1 << 20).unwrap());
     let record = RecordTarget {
@@ -293,5 +296,5 @@ fn the_record_lists_requests_in_arrival_order_and_replays() {
     let workload = storsim_workload::trace::open(&path, &Default::default()).unwrap();
     let records: Vec<_> = workload.records.map(|r| r.unwrap()).collect();
     assert_eq!(records.len(), 12);
-    std::fs::remove_dir_all(&dir).unwrap();
+    std::fs::remove_dir_all(dir).unwrap();
 }

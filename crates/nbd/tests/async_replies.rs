@@ -541,9 +541,11 @@ fn callbacks_see_each_connection_once() {
 
 #[test]
 fn unix_socket_binding_rules() {
-    let dir = std::env::temp_dir().join(format!("storsim-nbd-bind-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("storsim-nbd-bind-{}-", std::process::id()))
+        .tempdir()
+        .unwrap();
+    let dir = tmp.path();
     let config = || {
         let mut c = ServerConfig::new(export("disk", MIB, false));
         c.log = Arc::new(|_| {});
@@ -589,7 +591,7 @@ fn unix_socket_binding_rules() {
         Some(std::io::ErrorKind::AlreadyExists)
     );
     assert_eq!(std::fs::read(&file).unwrap(), b"precious");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

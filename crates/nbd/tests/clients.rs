@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,11 +10,12 @@ use std::time::Duration;
 use common::*;
 use storsim_nbd::Listen;
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("storsim-nbd-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh scratch directory, removed when the returned guard drops.
+fn temp_dir(tag: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("storsim-nbd-{tag}-{}-", std::process::id()))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
@@ -154,7 +154,8 @@ fn qemu_io_write_read_over_tcp() {
 
 #[test]
 fn qemu_io_write_read_over_unix_socket() {
-    let dir = temp_dir("unix");
+    let tmp = temp_dir("unix");
+    let dir = tmp.path();
     let path = dir.join("nbd.sock");
     let handler = MemHandler::new(4 * MIB);
     let mut server = start_on(
@@ -170,7 +171,7 @@ fn qemu_io_write_read_over_unix_socket() {
     );
     server.shutdown();
     assert!(!path.exists(), "the socket file is removed at shutdown");
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -298,7 +299,8 @@ fn roundtrip_with_qemu_img(handler_store: &Store, uri: &str, size: usize, tag: &
     let Some(qemu_img) = tool("qemu-img") else {
         return;
     };
-    let dir = temp_dir(tag);
+    let tmp = temp_dir(tag);
+    let dir = tmp.path();
     let input = dir.join("in.raw");
     let output = dir.join("out.raw");
     let mut content = random_bytes(0x5eed, size);
@@ -335,7 +337,7 @@ fn roundtrip_with_qemu_img(handler_store: &Store, uri: &str, size: usize, tag: &
     assert!(out.status.success(), "convert out of the export");
     assert!(std::fs::read(&output).unwrap() == content, "round trip");
     assert!(handler_store.violations().is_empty());
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]
@@ -370,7 +372,8 @@ fn nbdcopy_round_trip_with_four_connections() {
         // A small in-flight limit makes backpressure part of this test.
         c.max_in_flight = 8;
     });
-    let dir = temp_dir("nbdcopy");
+    let tmp = temp_dir("nbdcopy");
+    let dir = tmp.path();
     let input = dir.join("in.raw");
     let output = dir.join("out.raw");
     let mut content = random_bytes(0xc0ffee, size);
@@ -406,7 +409,7 @@ fn nbdcopy_round_trip_with_four_connections() {
     assert!(wait_until(Duration::from_secs(5), || {
         handler.store.opened.load(Ordering::SeqCst) == handler.store.closed.load(Ordering::SeqCst)
     }));
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(dir);
 }
 
 #[test]

@@ -1018,9 +1018,14 @@ mod tests {
 
     #[test]
     fn a_snapshot_of_several_batches_replays_to_the_same_map() {
-        let dir =
-            std::env::temp_dir().join(format!("storsim-store-unit-compact-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!(
+                "storsim-store-unit-compact-{}-",
+                std::process::id()
+            ))
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         let map_path = dir.join("disk.img.map");
         let size = 1 << 40;
         let mut live = BlockMap::<u64>::default();
@@ -1037,6 +1042,6 @@ mod tests {
         assert_eq!(replayed.committed, entries);
         assert_eq!(replayed.live, live);
         assert!(!with_suffix(&map_path, ".tmp").exists());
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -7,7 +7,7 @@ use std::io::Write;
 mod common;
 
 use common::data;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use storsim_workload::trace::{
     detect, open, open_reader, DeviceSelection, TraceFormat, TraceOptions,
 };
@@ -27,17 +27,22 @@ fn records(path: &Path, opts: &TraceOptions) -> Vec<Record> {
         .collect()
 }
 
-/// A directory of the test's own, since tests run in parallel.
-fn temp_dir(test: &str) -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("storsim-trace-gzip-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory of the test's own, since tests run in parallel, removed when the returned guard
+/// drops.
+fn temp_dir(test: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!(
+            "storsim-trace-gzip-{}-{test}-",
+            std::process::id()
+        ))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
 fn compressed_text_traces_read_like_plain_ones() {
-    let dir = temp_dir("plain");
+    let tmp = temp_dir("plain");
+    let dir = tmp.path();
     for (file, format) in [
         ("mqsim_sample.trace", TraceFormat::MqsimAscii),
         ("msr_sample.csv", TraceFormat::Msr),
@@ -59,7 +64,8 @@ fn compressed_text_traces_read_like_plain_ones() {
 
 #[test]
 fn concatenated_gzip_members_are_all_read() {
-    let dir = temp_dir("members");
+    let tmp = temp_dir("members");
+    let dir = tmp.path();
     let text = std::fs::read_to_string(data("mqsim_sample.trace")).unwrap();
     let (first, second) = text.split_at(text.find('\n').unwrap() + 1);
     let path = dir.join("two-members.gz");
@@ -98,7 +104,8 @@ fn a_corrupt_stream_is_an_io_error() {
     let mut bytes = gzip(&std::fs::read(data("mqsim_sample.trace")).unwrap());
     let middle = bytes.len() / 2;
     bytes[middle..].fill(0xAA);
-    let dir = temp_dir("corrupt");
+    let tmp = temp_dir("corrupt");
+    let dir = tmp.path();
     let path = dir.join("corrupt.gz");
     std::fs::write(&path, bytes).unwrap();
     let opts = TraceOptions {

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::data_dir;
+use common::{data_dir, temp_path};
 use std::path::{Path, PathBuf};
 use storsim_core::Prng;
 use storsim_workload::trace::{detect, inspect, open, DeviceSelection, TraceFormat, TraceOptions};
@@ -72,7 +72,7 @@ fn random_and_mutated_inputs_never_panic() {
     eprintln!("seed {SEED:#x}");
     let mut rng = Prng::new(SEED);
     let samples = samples();
-    let path = std::env::temp_dir().join(format!("storsim-trace-hostile-{}", std::process::id()));
+    let path = temp_path("hostile", "");
     let interesting: [&[u8]; 13] = [
         b"18446744073709551615",
         b"18446744073709551616",
@@ -127,8 +127,7 @@ fn random_and_mutated_inputs_never_panic() {
 
 #[test]
 fn a_file_without_newlines_is_one_overlong_line() {
-    let path =
-        std::env::temp_dir().join(format!("storsim-trace-hostile-long-{}", std::process::id()));
+    let path = temp_path("hostile-long", "");
     std::fs::write(&path, vec![b'7'; 200_000]).unwrap();
     let opts = TraceOptions {
         format: Some(TraceFormat::MqsimAscii),

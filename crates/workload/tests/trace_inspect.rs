@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 mod common;
 
-use common::data;
+use common::{data, temp_path};
 use storsim_core::Op;
 use storsim_workload::trace::{
     inspect, open, DeviceSelection, TraceOptions, SIZE_BUCKET_UPPER_BOUNDS,
@@ -13,7 +13,7 @@ use storsim_workload::trace::{
 fn small_trace_is_characterised_exactly() {
     // MQSim: time_ns dev sector sectors type(1 = read).
     let text = "0 0 0 8 1\n1000 0 8 8 0\n3000 1 0 16 1\n6000 0 100 2048 0\n10000 1 16 4096 1\n";
-    let path = std::env::temp_dir().join(format!("storsim-trace-inspect-{}", std::process::id()));
+    let path = temp_path("inspect", "");
     std::fs::write(&path, text).unwrap();
     let opts = TraceOptions {
         devices: DeviceSelection::Overlay,
@@ -57,10 +57,7 @@ fn flushes_and_trims_are_counted_but_carry_no_size() {
 
 #[test]
 fn an_empty_trace_has_no_means() {
-    let path = std::env::temp_dir().join(format!(
-        "storsim-trace-inspect-empty-{}",
-        std::process::id()
-    ));
+    let path = temp_path("inspect-empty", "");
     std::fs::write(&path, "# nothing here\n").unwrap();
     let opts = TraceOptions {
         format: Some(storsim_workload::trace::TraceFormat::MqsimAscii),
@@ -86,10 +83,7 @@ fn too_many_devices_to_count_is_an_error() {
     for dev in 0..=65_536u32 {
         text.push_str(&format!("0 {dev} 0 1 0\n"));
     }
-    let path = std::env::temp_dir().join(format!(
-        "storsim-trace-inspect-devices-{}",
-        std::process::id()
-    ));
+    let path = temp_path("inspect-devices", "");
     std::fs::write(&path, text).unwrap();
     let opts = TraceOptions {
         format: Some(storsim_workload::trace::TraceFormat::MqsimAscii),

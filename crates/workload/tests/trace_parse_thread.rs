@@ -12,6 +12,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 use storsim_workload::trace::{open, BlkparseEvent, DeviceSelection, TraceOptions};
 use storsim_workload::Record;
+use tempfile::TempPath;
 
 /// What a caller can observe of one read of a trace: either `open`'s error, or each item (a
 /// record or an error's message) with the skipped and ignored counts just after it, and the
@@ -168,8 +169,8 @@ fn the_shared_traces_read_the_same_on_one_thread_and_two() {
 }
 
 /// An MQSim trace of `lines` requests over four devices, large enough that the parse thread
-/// fills the channel and waits.
-fn generated(lines: u64) -> PathBuf {
+/// fills the channel and waits. The file is removed when the returned path drops.
+fn generated(lines: u64) -> TempPath {
     let mut text = String::new();
     for i in 0..lines {
         text += &format!(
@@ -209,7 +210,7 @@ fn dropping_a_workload_early_does_not_hang() {
         DeviceSelection::Only(99),
     ] {
         cases.push((
-            big.clone(),
+            big.to_path_buf(),
             TraceOptions {
                 devices,
                 ..TraceOptions::default()

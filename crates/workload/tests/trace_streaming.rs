@@ -10,10 +10,11 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use storsim_workload::trace::{open, open_reader, DeviceSelection, TraceFormat, TraceOptions};
+use tempfile::TempPath;
 
 struct Counting;
 
@@ -106,12 +107,17 @@ fn peak_growth(lines: u64) -> usize {
     PEAK.load(Ordering::Relaxed) - before
 }
 
-/// Writes the generated trace of `lines` lines to a file.
-fn write_trace(lines: u64) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "storsim-streaming-{}-{lines}.trace",
-        std::process::id()
-    ));
+/// Writes the generated trace of `lines` lines to a file, removed when the returned path drops.
+fn write_trace(lines: u64) -> TempPath {
+    let path = tempfile::Builder::new()
+        .prefix(&format!(
+            "storsim-streaming-{}-{lines}-",
+            std::process::id()
+        ))
+        .suffix(".trace")
+        .tempfile()
+        .unwrap()
+        .into_temp_path();
     let mut out = BufWriter::new(std::fs::File::create(&path).unwrap());
     std::io::copy(&mut Generator::new(lines), &mut out).unwrap();
     out.flush().unwrap();

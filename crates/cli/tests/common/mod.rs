@@ -25,11 +25,14 @@ pub fn repo_root() -> PathBuf {
         .unwrap()
 }
 
-/// A scratch directory named after the test binary's process and `name`.
-pub fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("storsim-cli-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A fresh scratch directory named after the test binary's process and `name`, removed with
+/// everything in it when the returned guard drops (at the end of the test, passed or failed):
+/// keep the guard alive for as long as its path is used.
+pub fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("storsim-cli-{}-{name}-", std::process::id()))
+        .tempdir()
+        .unwrap()
 }
 
 pub fn stderr(o: &Output) -> String {
@@ -42,7 +45,8 @@ pub fn stderr(o: &Output) -> String {
 /// Runs `simulate` with `--json` into a scratch directory called `name` and returns the report.
 #[allow(dead_code)]
 pub fn simulate_json(device: &str, workload: &str, name: &str) -> serde_json::Value {
-    let out = temp_dir(name).join("out.json");
+    let dir = temp_dir(name);
+    let out = dir.path().join("out.json");
     let o = storsim(&[
         "simulate",
         "--device",

@@ -783,8 +783,11 @@ mod tests {
 
     #[test]
     fn the_module_parameter_decides_availability_and_is_named_when_off() {
-        let dir = std::env::temp_dir().join(format!("storsim-uring-param-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix(&format!("storsim-uring-param-{}-", std::process::id()))
+            .tempdir()
+            .unwrap();
+        let dir = tmp.path();
         let param = dir.join("enable_uring");
         let path = param.to_str().unwrap();
         std::fs::write(&param, "Y\n").unwrap();
@@ -795,7 +798,7 @@ mod tests {
         std::fs::remove_file(&param).unwrap();
         let why = unavailable_at(path).unwrap();
         assert!(why.contains(path) && why.contains("6.14"), "{why}");
-        std::fs::remove_dir(&dir).unwrap();
+        std::fs::remove_dir(dir).unwrap();
     }
 
     #[test]

@@ -289,8 +289,11 @@ mod tests {
     use crate::trace::{ParseContext, TraceFormat};
 
     fn scan(name: &str, text: &[u8], format: TraceFormat) -> bool {
-        let path =
-            std::env::temp_dir().join(format!("storsim-devscan-{}-{name}", std::process::id()));
+        let path = tempfile::Builder::new()
+            .prefix(&format!("storsim-devscan-{}-{name}-", std::process::id()))
+            .tempfile()
+            .unwrap()
+            .into_temp_path();
         std::fs::write(&path, text).unwrap();
         let ctx = ParseContext::new(&path, false);
         let one = names_one_device(&path, format, &ctx).unwrap();

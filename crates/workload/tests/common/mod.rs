@@ -5,10 +5,10 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use storsim_core::Op;
 use storsim_workload::trace::{open, DeviceSelection, TraceFormat, TraceOptions};
 use storsim_workload::{Record, WorkloadError};
+use tempfile::TempPath;
 
 /// The folder of checked-in samples.
 pub fn data_dir() -> PathBuf {
@@ -20,16 +20,23 @@ pub fn data(name: &str) -> PathBuf {
     data_dir().join(name)
 }
 
-/// Writes `bytes` to a new file in the temporary directory and returns its path,
-/// `storsim-trace-{tag}-{process id}-{counter}{suffix}`. Each call gets a file of its own, since
-/// tests run in parallel.
-pub fn write_temp(tag: &str, suffix: &str, bytes: &[u8]) -> PathBuf {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let path = std::env::temp_dir().join(format!(
-        "storsim-trace-{tag}-{}-{n}{suffix}",
-        std::process::id()
-    ));
+/// A new empty file in the temporary directory, named
+/// `storsim-trace-{tag}-{process id}-{random}{suffix}` and removed when the returned path drops
+/// (at the end of the test, passed or failed). Each call gets a file of its own, since tests
+/// run in parallel.
+pub fn temp_path(tag: &str, suffix: &str) -> TempPath {
+    tempfile::Builder::new()
+        .prefix(&format!("storsim-trace-{tag}-{}-", std::process::id()))
+        .suffix(suffix)
+        .tempfile()
+        .unwrap()
+        .into_temp_path()
+}
+
+/// Writes `bytes` to a new file from [`temp_path`] and returns its path, which removes the file
+/// when dropped.
+pub fn write_temp(tag: &str, suffix: &str, bytes: &[u8]) -> TempPath {
+    let path = temp_path(tag, suffix);
     std::fs::write(&path, bytes).unwrap();
     path
 }
