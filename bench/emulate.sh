@@ -10,7 +10,8 @@
 #
 # FUSE_TRANSPORT chooses the FUSE mount's transport (`--fuse-transport`): auto (the default),
 # dev-fuse or io-uring; the FUSE rows' labels say which one the mount used. FRONTENDS limits the
-# runs to some front ends (default "nbd fuse"). SKIP_BUILD=1 uses the release binary already
+# runs to some front ends (default "nbd fuse"). PACING_CPU=N runs the pacing thread on CPU N
+# (`--pacing-cpu N`) and fio on the other CPUs. SKIP_BUILD=1 uses the release binary already
 # built, so that interleaved runs do not rebuild it (with LTO, a minute of both cores) whenever
 # another crate of the workspace changed in between.
 #
@@ -21,6 +22,13 @@ cd "$(dirname "$0")/.."
 seconds=${1:-10}
 transport=${FUSE_TRANSPORT:-auto}
 frontends=${FRONTENDS:-nbd fuse}
+pacing=()
+on_host=()
+if [ -n "${PACING_CPU:-}" ]; then
+  pacing=(--pacing-cpu "$PACING_CPU")
+  others=$(python3 -c "import os; print(','.join(str(c) for c in sorted(os.sched_getaffinity(0)) if c != $PACING_CPU))")
+  on_host=(taskset -c "$others")
+fi
 . bench/common.sh
 storsim_binary
 work=$(mktemp -d)
@@ -51,7 +59,7 @@ start() { # MODEL PREFIX FRONT-END-ARGS...
   local model=$1 prefix=$2
   shift 2
   rm -f "$work/out.txt"
-  "$bin" emulate --device "$work/$model.toml" --size 1g "$@" \
+  "$bin" emulate --device "$work/$model.toml" --size 1g "${pacing[@]}" "$@" \
     --json "$work/emu.json" > "$work/out.txt" 2> "$work/err.txt" &
   pid=$!
   until grep -q "^$prefix" "$work/out.txt" 2>/dev/null; do sleep 0.05; done
@@ -65,7 +73,7 @@ for model in lin100 zero; do
       load=$(cut -d' ' -f1 /proc/loadavg)
       start "$model" 'nbd: ' --nbd 127.0.0.1:0
       uri=$(sed -n 's/^nbd: //p' "$work/out.txt")
-      fio --name=b --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --iodepth="$depth" \
+      "${on_host[@]}" fio --name=b --ioengine=nbd --uri="$uri" --rw=randread --bs=4k --iodepth="$depth" \
         --size=1g --time_based --runtime="$seconds" --lat_percentiles=1 \
         --output-format=json > "$work/fio.json"
       kill -INT "$pid"; wait "$pid"
@@ -77,7 +85,7 @@ for model in lin100 zero; do
       start "$model" 'fuse: ' --fuse "$work/fuse" --fuse-transport "$transport"
       if grep -q 'over io_uring' "$work/err.txt"; then used=io-uring; else used=dev-fuse; fi
       loop=$(losetup --direct-io=on -f --show "$work/fuse/disk")
-      fio --name=b --filename="$loop" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
+      "${on_host[@]}" fio --name=b --filename="$loop" --ioengine=libaio --direct=1 --rw=randread --bs=4k \
         --iodepth="$depth" --time_based --runtime="$seconds" --lat_percentiles=1 \
         --output-format=json > "$work/fio.json"
       losetup -d "$loop"

@@ -242,6 +242,10 @@ pub struct EmulateArgs {
     /// Sleep until this many microseconds before a completion, then spin.
     #[arg(long, default_value_t = 100.0)]
     pub spin_margin_us: f64,
+    /// Run the pacing thread on this CPU only, and storsim's other threads on the others. For
+    /// the shortest lateness tail, boot with that CPU isolated (isolcpus=, nohz_full=).
+    #[arg(long, value_name = "CPU")]
+    pub pacing_cpu: Option<usize>,
     /// Write the final report as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,

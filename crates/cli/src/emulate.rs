@@ -7,6 +7,7 @@ use serde_json::json;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::{mpsc, Arc, Mutex};
 use storsim_emulate::control::ControlSocket;
+use storsim_emulate::cpus;
 use storsim_emulate::frontend::{FuseFrontend, NbdFrontend};
 use storsim_emulate::signals::{self, Signal};
 use storsim_emulate::{Backing, Emulator, EmulatorOptions, RecordTarget, Store};
@@ -51,6 +52,10 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         }
     }
     let spin_margin_ns = microseconds_arg("--spin-margin-us", args.spin_margin_us)?;
+    // Before any thread starts, so that every thread this one starts inherits the rest.
+    if let Some(cpu) = args.pacing_cpu {
+        keep_off_pacing_cpu(cpu)?;
+    }
 
     let device = loaded
         .spec
@@ -95,6 +100,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     let options = EmulatorOptions {
         late_threshold_ns,
         spin_margin_ns,
+        pacing_cpu: args.pacing_cpu,
         ..EmulatorOptions::new(export_bytes)
     };
     let emulator = Arc::new(
@@ -178,8 +184,13 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         }
         None => None,
     };
+    let pacing = match args.pacing_cpu {
+        Some(cpu) => format!(", pacing thread on CPU {cpu}"),
+        None => String::new(),
+    };
     eprintln!(
-        "storsim: emulating {} ({} bytes, backing {}); Ctrl-C stops, SIGUSR1 prints the report",
+        "storsim: emulating {} ({} bytes, backing {}{pacing}); Ctrl-C stops, SIGUSR1 prints the \
+         report",
         loaded.name, export_bytes, args.backing
     );
     // Tests and scripts read the addresses above from a pipe.
@@ -218,6 +229,29 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         print!("{}", report::emulation_text(&final_report));
     }
     Ok(())
+}
+
+/// Checks that `--pacing-cpu` names a processor this process may use, and keeps the calling
+/// thread (and so every thread it starts later) on the others, when there are others.
+fn keep_off_pacing_cpu(cpu: usize) -> Result<(), CliError> {
+    let allowed = cpus::allowed_cpus()
+        .map_err(|e| CliError::failure(format!("--pacing-cpu: reading the allowed CPUs: {e}")))?;
+    if !allowed.contains(&cpu) {
+        return Err(CliError::input(format!(
+            "--pacing-cpu {cpu}: this process may run only on CPUs {}",
+            cpus::cpu_list_text(&allowed)
+        )));
+    }
+    let others: Vec<usize> = allowed.into_iter().filter(|&c| c != cpu).collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    cpus::restrict_current_thread(&others).map_err(|e| {
+        CliError::failure(format!(
+            "--pacing-cpu {cpu}: keeping the other threads on CPUs {}: {e}",
+            cpus::cpu_list_text(&others)
+        ))
+    })
 }
 
 fn microseconds_arg(flag: &str, us: f64) -> Result<u64, CliError> {

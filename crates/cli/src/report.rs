@@ -308,6 +308,7 @@ pub fn emulation_json(r: &EmulatorReport) -> Value {
             "failed": r.failed,
             "answered_at_once": r.answered_at_once,
             "nbd_polled": r.nbd_polled,
+            "store_thread": r.store_thread_jobs,
             "in_flight": r.in_flight,
             "read": l.replies_by_op[Op::Read.index()],
             "write": l.replies_by_op[Op::Write.index()],

@@ -631,6 +631,67 @@ fn hostile_bytes_close_one_connection_and_the_server_serves_on() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// The CPUs in a `/proc/.../status` file's `Cpus_allowed_list` line (`0-3,6`).
+fn cpus_allowed(status_path: &Path) -> Vec<usize> {
+    let status = std::fs::read_to_string(status_path).unwrap();
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap()
+        .trim();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let (first, last) = part.split_once('-').unwrap_or((part, part));
+        cpus.extend(first.parse::<usize>().unwrap()..=last.parse::<usize>().unwrap());
+    }
+    cpus
+}
+
+/// `--pacing-cpu` gives the pacing thread that CPU alone and keeps every other thread of the
+/// emulator (signals, NBD, the control socket) on the rest.
+#[test]
+fn the_pacing_thread_runs_on_the_cpu_asked_for_and_the_others_keep_off_it() {
+    let allowed = cpus_allowed(Path::new("/proc/self/status"));
+    let cpu = *allowed.last().unwrap();
+    let tmp = temp_dir("emu-cpu");
+    let control = tmp.path().join("control.sock");
+    let emu = nbd_emulator(
+        "stec-zeus",
+        "16m",
+        &[
+            "--pacing-cpu",
+            &cpu.to_string(),
+            "--control",
+            control.to_str().unwrap(),
+        ],
+    );
+    let others: Vec<usize> = allowed.iter().copied().filter(|&c| c != cpu).collect();
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{}/task", emu.pid())).unwrap() {
+        let task = task.unwrap().path();
+        let name = std::fs::read_to_string(task.join("comm")).unwrap();
+        threads.push((name.trim().to_string(), cpus_allowed(&task.join("status"))));
+    }
+    let pacers: Vec<_> = threads
+        .iter()
+        .filter(|(n, _)| n == "storsim-pacer")
+        .collect();
+    assert_eq!(pacers.len(), 1, "{threads:?}");
+    assert_eq!(pacers[0].1, vec![cpu], "{threads:?}");
+    for (name, cpus) in threads.iter().filter(|(n, _)| n != "storsim-pacer") {
+        // With only one CPU to use, everything shares it.
+        let expected = if others.is_empty() { &allowed } else { &others };
+        assert_eq!(cpus, expected, "thread {name}: {threads:?}");
+    }
+    assert!(threads.len() >= 4, "{threads:?}");
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    assert!(
+        err.contains(&format!("pacing thread on CPU {cpu}")),
+        "{err}"
+    );
+}
+
 #[test]
 fn bad_emulate_arguments_are_refused_with_exit_2() {
     let cases: &[(&[&str], &str)] = &[
@@ -717,6 +778,32 @@ fn bad_emulate_arguments_are_refused_with_exit_2() {
                 "carrier-pigeon",
             ],
             "--fuse-transport",
+        ),
+        (
+            &[
+                "--device",
+                "stec-zeus",
+                "--size",
+                "16m",
+                "--nbd",
+                "127.0.0.1:0",
+                "--pacing-cpu",
+                "4096",
+            ],
+            "--pacing-cpu 4096: this process may run only on CPUs",
+        ),
+        (
+            &[
+                "--device",
+                "stec-zeus",
+                "--size",
+                "16m",
+                "--nbd",
+                "127.0.0.1:0",
+                "--pacing-cpu",
+                "first",
+            ],
+            "--pacing-cpu",
         ),
     ];
     for (args, needle) in cases {

@@ -4,10 +4,12 @@
 //! A host I/O arrives from a front end (the NBD server or the FUSE file) on that front end's
 //! thread, which stamps its arrival, does the data part at once in the [`Store`] (so a reply
 //! never waits for bytes, and file-backed data is made durable before a FLUSH or FUA write is
-//! acknowledged), and hands the request to the pacing thread. The pacing thread owns the device
-//! model: it submits each request with the wall clock as "now", sleeps until a margin before
-//! the model's next deadline and spins the rest, advances the model and sends each reply as
-//! its completion falls due, measuring how late it left.
+//! acknowledged), and hands the request to the pacing thread. (The pacing thread also receives
+//! requests itself while it spins, and does the same for them, but for the `fdatasync` of a
+//! FLUSH or FUA write with file backing, which it leaves to store threads.) The pacing thread
+//! owns the device model: it submits each request with the wall clock as "now", sleeps until
+//! a margin before the model's next deadline and spins the rest, advances the model and sends
+//! each reply as its completion falls due, measuring how late it left.
 //!
 //! ```text
 //!  NBD / FUSE threads ── stamp, store op ──> inbox (bounded) ──> pacing thread ── Device
@@ -20,6 +22,7 @@
 
 mod clock;
 pub mod control;
+pub mod cpus;
 pub mod frontend;
 mod lateness;
 mod pacer;
@@ -34,10 +37,11 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use storsim_core::{Device, DeviceCounter, Op};
+use storsim_core::{Device, DeviceCounter, Op, SimTime};
 use storsim_stats::{Collector, Distribution, Histogram, Summary};
 
 /// What a front end asks of the emulated disk.
@@ -73,6 +77,13 @@ pub struct HostIo {
     /// acknowledged. The model sees the write followed by a flush.
     pub fua: bool,
     pub data: Vec<u8>,
+}
+
+impl HostIo {
+    /// Whether its store part ends in making the store durable (`Store::flush`).
+    fn syncs(&self) -> bool {
+        self.op == HostOp::Flush || self.fua
+    }
 }
 
 /// Why a host I/O failed. Front ends map these to their protocol's error codes.
@@ -185,6 +196,9 @@ pub struct EmulatorOptions {
     pub late_threshold_ns: u64,
     /// Host I/Os waiting for the pacing thread at most; front ends block beyond it.
     pub inbox_capacity: usize,
+    /// The processor the pacing thread is restricted to, if any. Keeping the emulator's other
+    /// threads off it is the caller's part (see [`cpus`]): they are the caller's threads.
+    pub pacing_cpu: Option<usize>,
 }
 
 impl EmulatorOptions {
@@ -195,6 +209,7 @@ impl EmulatorOptions {
             idle_spin_ns: 50_000,
             late_threshold_ns: 20_000,
             inbox_capacity: 4096,
+            pacing_cpu: None,
         }
     }
 }
@@ -217,6 +232,11 @@ pub enum EmulateError {
     Replacement(String),
     /// The pacing thread stopped with an error (writing the record, say).
     Pacer(String),
+    /// The pacing thread cannot be restricted to the processor asked for.
+    PacingCpu {
+        cpu: usize,
+        error: std::io::Error,
+    },
     Io(std::io::Error),
 }
 
@@ -233,6 +253,9 @@ impl std::fmt::Display for EmulateError {
             ),
             EmulateError::Replacement(m) => write!(f, "cannot switch devices: {m}"),
             EmulateError::Pacer(m) => write!(f, "pacing thread: {m}"),
+            EmulateError::PacingCpu { cpu, error } => {
+                write!(f, "cannot run the pacing thread on CPU {cpu}: {error}")
+            }
             EmulateError::Io(e) => write!(f, "{e}"),
         }
     }
@@ -262,6 +285,9 @@ pub struct EmulatorReport {
     /// than from a connection's reader thread (requests the NBD server answered itself, such
     /// as refused ones, included).
     pub nbd_polled: u64,
+    /// FLUSHes and FUA writes the pacing thread received itself and handed to the store
+    /// threads for their `fdatasync` (file backing only).
+    pub store_thread_jobs: u64,
     /// Empty transfers, answered at once without the model (devices refuse them).
     pub answered_at_once: u64,
     /// Requests in the emulator now.
@@ -287,6 +313,8 @@ struct Shared {
     waiting: AtomicUsize,
     /// NBD requests the pacing thread received itself (see [`EmulatorReport::nbd_polled`]).
     nbd_polled: AtomicU64,
+    /// See [`EmulatorReport::store_thread_jobs`].
+    store_thread_jobs: AtomicU64,
     /// Stamps arrivals and sequence numbers together, so that sequence order is arrival order
     /// and the recorded trace comes out sorted.
     stamp: Mutex<u64>,
@@ -312,6 +340,165 @@ impl Shared {
         // A panic elsewhere leaves counters that are still counters.
         self.tally.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Stamps a host I/O's arrival: its sequence number and the instant.
+    fn stamp_arrival(&self) -> (u64, SimTime) {
+        let mut next = self.stamp.lock().unwrap_or_else(|p| p.into_inner());
+        let seq = *next;
+        *next += 1;
+        (seq, self.clock.now())
+    }
+
+    /// Everything of [`Emulator::submit`] after the stamp: checks, the store part, the inbox.
+    fn take(&self, job: StoreJob) {
+        let StoreJob {
+            seq,
+            received,
+            io,
+            responder,
+        } = job;
+        let fail = |failure: IoFailure, responder: Box<dyn Responder>| {
+            self.skip(seq);
+            self.count_failed();
+            responder.respond(Outcome::Failed(failure));
+        };
+        let in_range = io.op == HostOp::Flush
+            || io
+                .offset_bytes
+                .checked_add(io.len_bytes)
+                .is_some_and(|end| end <= self.options.export_bytes);
+        if !in_range {
+            return fail(IoFailure::OutOfRange, responder);
+        }
+        let read_data = match self.store_part(&io) {
+            Ok(data) => data,
+            Err(e) => return fail(IoFailure::Store(e.to_string()), responder),
+        };
+        if io.len_bytes == 0 && io.op != HostOp::Flush {
+            // Nothing for the model to time: devices refuse empty transfers.
+            self.skip(seq);
+            self.tally().answered_at_once += 1;
+            return responder.respond(match read_data {
+                Some(d) => Outcome::Data(d),
+                None => Outcome::Done,
+            });
+        }
+        let accepted = self.push(Message::Io(Submission {
+            seq,
+            received,
+            op: io.op.device_op(),
+            offset_bytes: io.offset_bytes,
+            len_bytes: io.len_bytes,
+            fua: io.fua,
+            read_data,
+            responder,
+        }));
+        if let Err(Message::Io(s)) = accepted {
+            self.count_failed();
+            s.responder
+                .respond(Outcome::Failed(IoFailure::ShuttingDown));
+        }
+    }
+
+    /// The data part of a host I/O, done on the caller's thread before the model sees it.
+    fn store_part(&self, io: &HostIo) -> Result<Option<Vec<u8>>, StoreError> {
+        let store = &self.store;
+        match io.op {
+            HostOp::Read => {
+                let mut buf = vec![0u8; io.len_bytes as usize];
+                store.read(io.offset_bytes, &mut buf)?;
+                return Ok(Some(buf));
+            }
+            HostOp::Write => store.write(io.offset_bytes, &io.data)?,
+            HostOp::WriteZeroes => store.write_zeroes(io.offset_bytes, io.len_bytes)?,
+            HostOp::Trim => store.trim(io.offset_bytes, io.len_bytes)?,
+            HostOp::Flush => store.flush()?,
+        }
+        if io.fua && io.op != HostOp::Flush {
+            store.flush()?;
+        }
+        Ok(None)
+    }
+
+    /// Queues a message for the pacing thread, waiting while the inbox is full. Gives the
+    /// message back when the emulator is shutting down.
+    fn push(&self, message: Message) -> Result<(), Message> {
+        let mut inbox = self.inbox.lock().unwrap_or_else(|p| p.into_inner());
+        // After shutdown began only skips get through: they settle the record's order.
+        if inbox.closed && !matches!(message, Message::Skip { .. }) {
+            return Err(message);
+        }
+        // Skips and control messages never wait: they free, rather than take, a slot. Nor
+        // does the pacing thread, which would wait for itself: it adds at most what the FUSE
+        // rings and NBD connections it polls hold in flight (their entries, and each
+        // connection's in-flight limit) beyond the capacity.
+        let waits = matches!(message, Message::Io(_)) && !ON_PACER.with(|p| p.get());
+        while waits && inbox.items.len() >= self.options.inbox_capacity && !inbox.closed {
+            inbox.blocked += 1;
+            inbox = self.space.wait(inbox).unwrap_or_else(|p| p.into_inner());
+            inbox.blocked -= 1;
+        }
+        inbox.items.push_back(message);
+        self.waiting.store(inbox.items.len(), Ordering::Release);
+        let wake = inbox.pacer_asleep;
+        drop(inbox);
+        if wake {
+            self.work.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Tells the pacing thread that `seq` will never reach it.
+    fn skip(&self, seq: u64) {
+        // Skips are accepted even during shutdown; there is no error to handle.
+        let _ = self.push(Message::Skip { seq });
+    }
+
+    fn count_failed(&self) {
+        self.tally().failed += 1;
+    }
+}
+
+/// Most store jobs waiting for the store threads; beyond them the pacing thread does the work
+/// itself. Far more than the requests a few NBD connections and FUSE rings hold in flight.
+const STORE_THREAD_QUEUE: usize = 1024;
+
+/// Threads doing the store work the pacing thread hands over: FLUSHes and FUA writes, each
+/// waiting in `fdatasync`. More than one, so that a FUA write need not wait for another's
+/// sync (a FLUSH need only cover writes already answered, and those are done).
+const STORE_THREADS: usize = 4;
+
+/// Starts the threads that do the store work of FLUSHes and FUA writes the pacing thread
+/// received itself, with file backing (see [`Emulator::submit`]). They end when the sender is
+/// dropped.
+fn spawn_store_threads(shared: Arc<Shared>) -> Result<SyncSender<StoreJob>, EmulateError> {
+    let (jobs_tx, jobs_rx) = mpsc::sync_channel::<StoreJob>(STORE_THREAD_QUEUE);
+    let jobs_rx = Arc::new(Mutex::new(jobs_rx));
+    for index in 0..STORE_THREADS {
+        let shared = Arc::clone(&shared);
+        let jobs_rx = Arc::clone(&jobs_rx);
+        std::thread::Builder::new()
+            .name(format!("storsim-store-{index}"))
+            .spawn(move || loop {
+                // One thread waits for the next job while holding the lock, the others for the
+                // lock; a job taken, the lock passes on.
+                let job = jobs_rx.lock().unwrap_or_else(|p| p.into_inner()).recv();
+                match job {
+                    Ok(job) => shared.take(job),
+                    Err(mpsc::RecvError) => break,
+                }
+            })
+            .map_err(EmulateError::Io)?;
+    }
+    Ok(jobs_tx)
+}
+
+/// A host I/O stamped on arrival whose store part and hand-over to the model are still to do.
+struct StoreJob {
+    seq: u64,
+    received: SimTime,
+    io: HostIo,
+    responder: Box<dyn Responder>,
 }
 
 struct Inbox {
@@ -330,6 +517,9 @@ struct Inbox {
 pub struct Emulator {
     shared: Arc<Shared>,
     pacer: Mutex<Option<JoinHandle<Result<(), String>>>>,
+    /// With file backing: where the pacing thread sends the FLUSHes and FUA writes it received
+    /// itself (see [`Emulator::submit`]). The threads end when this is dropped.
+    store_threads: Option<SyncSender<StoreJob>>,
 }
 
 impl Emulator {
@@ -372,17 +562,51 @@ impl Emulator {
             space: Condvar::new(),
             waiting: AtomicUsize::new(0),
             nbd_polled: AtomicU64::new(0),
+            store_thread_jobs: AtomicU64::new(0),
             stamp: Mutex::new(0),
             tally: Mutex::new(tally),
         });
         let pacer = Pacer::new(Arc::clone(&shared), device, record).map_err(EmulateError::Io)?;
+        let pacing_cpu = shared.options.pacing_cpu;
+        // The thread restricts itself (a thread's processors can only be set once it exists)
+        // and says how that went before it serves anything.
+        let (pinned_tx, pinned_rx) = mpsc::sync_channel(1);
         let thread = std::thread::Builder::new()
             .name("storsim-pacer".into())
-            .spawn(move || pacer.run())
+            .spawn(move || {
+                if let Some(cpu) = pacing_cpu {
+                    let pinned = cpus::restrict_current_thread(&[cpu]);
+                    let refused = pinned.is_err();
+                    // `start` waits for this answer, so the receiver is there.
+                    let _ = pinned_tx.send(pinned);
+                    if refused {
+                        return Ok(());
+                    }
+                }
+                drop(pinned_tx);
+                pacer.run()
+            })
             .map_err(EmulateError::Io)?;
+        if let Some(cpu) = pacing_cpu {
+            let pinned = pinned_rx.recv().unwrap_or_else(|_| {
+                Err(std::io::Error::other(
+                    "the pacing thread ended before it started",
+                ))
+            });
+            if let Err(error) = pinned {
+                // It returned at once without serving anything.
+                let _ = thread.join();
+                return Err(EmulateError::PacingCpu { cpu, error });
+            }
+        }
+        let store_threads = match shared.store.backing() {
+            Backing::File(_) => Some(spawn_store_threads(Arc::clone(&shared))?),
+            Backing::Memory | Backing::None => None,
+        };
         Ok(Emulator {
             shared,
             pacer: Mutex::new(Some(thread)),
+            store_threads,
         })
     }
 
@@ -393,120 +617,45 @@ impl Emulator {
     /// Takes one host I/O: stamps its arrival, does its data part in the store and queues it
     /// for the model. The reply comes through `responder` at the model's instant, or at once
     /// when the request fails here. Blocks while the inbox is full.
+    ///
+    /// On the pacing thread (a request it received itself from a polled NBD socket or FUSE
+    /// ring) with file backing, the store part of a FLUSH or FUA write goes to the store
+    /// threads instead: its `fdatasync` takes milliseconds, during which every other reply
+    /// falling due would wait. Reads and writes stay on the pacing thread, where they cost a
+    /// copy to or from the page cache; handing each over would cost a thread wake-up, which on
+    /// a busy machine is tens of microseconds.
     pub fn submit(&self, io: HostIo, responder: Box<dyn Responder>) {
-        let (seq, received) = {
-            let mut next = self.shared.stamp.lock().unwrap_or_else(|p| p.into_inner());
-            let seq = *next;
-            *next += 1;
-            (seq, self.shared.clock.now())
-        };
-        let fail = |failure: IoFailure, responder: Box<dyn Responder>| {
-            self.skip(seq);
-            self.count_failed();
-            responder.respond(Outcome::Failed(failure));
-        };
-        let in_range = io.op == HostOp::Flush
-            || io
-                .offset_bytes
-                .checked_add(io.len_bytes)
-                .is_some_and(|end| end <= self.shared.options.export_bytes);
-        if !in_range {
-            return fail(IoFailure::OutOfRange, responder);
-        }
-        let read_data = match self.store_part(&io) {
-            Ok(data) => data,
-            Err(e) => return fail(IoFailure::Store(e.to_string()), responder),
-        };
-        if io.len_bytes == 0 && io.op != HostOp::Flush {
-            // Nothing for the model to time: devices refuse empty transfers.
-            self.skip(seq);
-            self.shared.tally().answered_at_once += 1;
-            return responder.respond(match read_data {
-                Some(d) => Outcome::Data(d),
-                None => Outcome::Done,
-            });
-        }
-        let accepted = self.push(Message::Io(Submission {
+        let (seq, received) = self.shared.stamp_arrival();
+        let job = StoreJob {
             seq,
             received,
-            op: io.op.device_op(),
-            offset_bytes: io.offset_bytes,
-            len_bytes: io.len_bytes,
-            fua: io.fua,
-            read_data,
+            io,
             responder,
-        }));
-        if let Err(Message::Io(s)) = accepted {
-            self.count_failed();
-            s.responder
-                .respond(Outcome::Failed(IoFailure::ShuttingDown));
-        }
-    }
-
-    /// The data part of a host I/O, done on the caller's thread before the model sees it.
-    fn store_part(&self, io: &HostIo) -> Result<Option<Vec<u8>>, StoreError> {
-        let store = &self.shared.store;
-        match io.op {
-            HostOp::Read => {
-                let mut buf = vec![0u8; io.len_bytes as usize];
-                store.read(io.offset_bytes, &mut buf)?;
-                return Ok(Some(buf));
+        };
+        let job = match &self.store_threads {
+            Some(store_threads) if ON_PACER.with(|p| p.get()) && job.io.syncs() => {
+                match store_threads.try_send(job) {
+                    Ok(()) => {
+                        self.shared
+                            .store_thread_jobs
+                            .fetch_add(1, Ordering::Relaxed);
+                        return;
+                    }
+                    // A full queue (the store threads are that far behind) or threads gone:
+                    // the work is done here rather than waited for or lost.
+                    Err(TrySendError::Full(job) | TrySendError::Disconnected(job)) => job,
+                }
             }
-            HostOp::Write => store.write(io.offset_bytes, &io.data)?,
-            HostOp::WriteZeroes => store.write_zeroes(io.offset_bytes, io.len_bytes)?,
-            HostOp::Trim => store.trim(io.offset_bytes, io.len_bytes)?,
-            HostOp::Flush => store.flush()?,
-        }
-        if io.fua && io.op != HostOp::Flush {
-            store.flush()?;
-        }
-        Ok(None)
-    }
-
-    /// Queues a message for the pacing thread, waiting while the inbox is full. Gives the
-    /// message back when the emulator is shutting down.
-    fn push(&self, message: Message) -> Result<(), Message> {
-        let shared = &self.shared;
-        let mut inbox = shared.inbox.lock().unwrap_or_else(|p| p.into_inner());
-        // After shutdown began only skips get through: they settle the record's order.
-        if inbox.closed && !matches!(message, Message::Skip { .. }) {
-            return Err(message);
-        }
-        // Skips and control messages never wait: they free, rather than take, a slot. Nor
-        // does the pacing thread, which would wait for itself: it adds at most what the FUSE
-        // rings and NBD connections it polls hold in flight (their entries, and each
-        // connection's in-flight limit) beyond the capacity.
-        let waits = matches!(message, Message::Io(_)) && !ON_PACER.with(|p| p.get());
-        while waits && inbox.items.len() >= shared.options.inbox_capacity && !inbox.closed {
-            inbox.blocked += 1;
-            inbox = shared.space.wait(inbox).unwrap_or_else(|p| p.into_inner());
-            inbox.blocked -= 1;
-        }
-        inbox.items.push_back(message);
-        shared.waiting.store(inbox.items.len(), Ordering::Release);
-        let wake = inbox.pacer_asleep;
-        drop(inbox);
-        if wake {
-            shared.work.notify_one();
-        }
-        Ok(())
-    }
-
-    /// Tells the pacing thread that `seq` will never reach it.
-    fn skip(&self, seq: u64) {
-        // Skips are accepted even during shutdown; there is no error to handle.
-        let _ = self.push(Message::Skip { seq });
-    }
-
-    fn count_failed(&self) {
-        self.shared.tally().failed += 1;
+            _ => job,
+        };
+        self.shared.take(job);
     }
 
     /// Lets the pacing thread serve a FUSE mount's io_uring while it spins (see
     /// [`storsim_fuse::RingPoller`]): requests then reach the model without a thread wake-up.
     pub fn attach_fuse_poller(&self, poller: storsim_fuse::RingPoller) {
         // Refused only during shutdown, when there is nothing left to serve.
-        let _ = self.push(Message::Poller(poller));
+        let _ = self.shared.push(Message::Poller(poller));
     }
 
     /// Lets the pacing thread receive an NBD connection's requests while it spins (see
@@ -515,7 +664,7 @@ impl Emulator {
     pub fn attach_nbd_poller(&self, poller: storsim_nbd::ConnectionPoller) {
         // Refused only during shutdown; the dropped poller leaves the connection to its reader
         // thread.
-        let _ = self.push(Message::NbdPoller(poller));
+        let _ = self.shared.push(Message::NbdPoller(poller));
     }
 
     /// Switches to another device model without dropping requests: requests already with the
@@ -530,12 +679,13 @@ impl Emulator {
             )));
         }
         let (done, switched) = mpsc::channel();
-        self.push(Message::Replace {
-            device,
-            name: name.to_string(),
-            done,
-        })
-        .map_err(|_| EmulateError::Replacement("the emulator is shutting down".into()))?;
+        self.shared
+            .push(Message::Replace {
+                device,
+                name: name.to_string(),
+                done,
+            })
+            .map_err(|_| EmulateError::Replacement("the emulator is shutting down".into()))?;
         switched
             .recv()
             .map_err(|_| EmulateError::Replacement("the pacing thread has stopped".into()))
@@ -557,6 +707,7 @@ impl Emulator {
             intake_ns: Distribution::of(&tally.intake),
             failed: tally.failed,
             nbd_polled: self.shared.nbd_polled.load(Ordering::Relaxed),
+            store_thread_jobs: self.shared.store_thread_jobs.load(Ordering::Relaxed),
             answered_at_once: tally.answered_at_once,
             in_flight: submitted
                 .saturating_sub(lateness.replies + tally.failed + tally.answered_at_once),
@@ -570,7 +721,7 @@ impl Emulator {
     /// the counters it left.
     fn device_counters(&self) -> Vec<DeviceCounter> {
         let (reply, counters) = mpsc::channel();
-        if self.push(Message::Counters { reply }).is_ok() {
+        if self.shared.push(Message::Counters { reply }).is_ok() {
             // A second is generous: the pacing thread answers between two deadlines.
             if let Ok(counters) = counters.recv_timeout(Duration::from_secs(1)) {
                 return counters;
@@ -616,5 +767,118 @@ impl Drop for Emulator {
     fn drop(&mut self) {
         // A dropped emulator still answers what it accepted; errors have nowhere to go here.
         let _ = self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storsim_blackbox::linear::{stec_zeus, LinearDevice};
+
+    struct ToChannel(mpsc::Sender<Outcome>);
+
+    impl Responder for ToChannel {
+        fn respond(self: Box<Self>, outcome: Outcome) {
+            let _ = self.0.send(outcome);
+        }
+    }
+
+    const EXPORT_BYTES: u64 = 1 << 20;
+
+    fn pattern() -> Vec<u8> {
+        (0..8192u32).map(|i| (i * 13 % 251) as u8).collect()
+    }
+
+    fn start(backing: &Backing) -> Emulator {
+        let store = Arc::new(Store::open(backing, EXPORT_BYTES).unwrap());
+        Emulator::start(
+            Box::new(LinearDevice::new(stec_zeus())),
+            "stec-zeus",
+            store,
+            EmulatorOptions::new(EXPORT_BYTES),
+            None,
+        )
+        .unwrap()
+    }
+
+    /// Submits `io` as the pacing thread submits a request it received itself from a polled
+    /// socket or ring, and waits for the reply.
+    fn submit_as_pacer(emulator: &Emulator, op: HostOp, fua: bool, data: Vec<u8>) -> Outcome {
+        let len_bytes = if op == HostOp::Read {
+            8192
+        } else {
+            data.len() as u64
+        };
+        let (tx, rx) = mpsc::channel();
+        ON_PACER.with(|p| p.set(true));
+        emulator.submit(
+            HostIo {
+                op,
+                offset_bytes: 4096,
+                len_bytes,
+                fua,
+                data,
+            },
+            Box::new(ToChannel(tx)),
+        );
+        ON_PACER.with(|p| p.set(false));
+        rx.recv_timeout(Duration::from_secs(30)).unwrap()
+    }
+
+    /// A FUA write, a FLUSH and a read, each received "by the pacing thread": returns the data
+    /// read and the final report. The first two sync the store; the read does not.
+    fn write_flush_read(backing: &Backing) -> (Outcome, EmulatorReport) {
+        let emulator = start(backing);
+        let wrote = submit_as_pacer(&emulator, HostOp::Write, true, pattern());
+        assert!(matches!(wrote, Outcome::Done), "{wrote:?}");
+        let flushed = submit_as_pacer(&emulator, HostOp::Flush, false, Vec::new());
+        assert!(matches!(flushed, Outcome::Done), "{flushed:?}");
+        let read = submit_as_pacer(&emulator, HostOp::Read, false, Vec::new());
+        let report = emulator.shutdown().unwrap();
+        assert_eq!(report.lateness.replies, 3);
+        assert_eq!(report.failed, 0);
+        assert_eq!(report.in_flight, 0);
+        (read, report)
+    }
+
+    #[test]
+    fn with_file_backing_the_pacing_thread_leaves_flushes_and_fua_writes_to_the_store_threads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (read, report) = write_flush_read(&Backing::File(dir.path().join("disk")));
+        assert!(
+            matches!(read, Outcome::Data(ref d) if *d == pattern()),
+            "{read:?}"
+        );
+        assert_eq!(report.store_thread_jobs, 2);
+    }
+
+    #[test]
+    fn with_memory_backing_the_pacing_thread_does_store_work_itself() {
+        let (read, report) = write_flush_read(&Backing::Memory);
+        assert!(
+            matches!(read, Outcome::Data(ref d) if *d == pattern()),
+            "{read:?}"
+        );
+        assert_eq!(report.store_thread_jobs, 0);
+    }
+
+    #[test]
+    fn front_end_threads_keep_their_store_work_with_file_backing() {
+        let dir = tempfile::tempdir().unwrap();
+        let emulator = start(&Backing::File(dir.path().join("disk")));
+        let (tx, rx) = mpsc::channel();
+        emulator.submit(
+            HostIo {
+                op: HostOp::Write,
+                offset_bytes: 0,
+                len_bytes: 4096,
+                fua: true,
+                data: vec![7; 4096],
+            },
+            Box::new(ToChannel(tx)),
+        );
+        let outcome = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+        assert!(matches!(outcome, Outcome::Done), "{outcome:?}");
+        assert_eq!(emulator.shutdown().unwrap().store_thread_jobs, 0);
     }
 }

@@ -9,8 +9,9 @@ mod support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use storsim_emulate::{Emulator, EmulatorReport};
-use support::{assert_record, recorded_emulator, serve_nbd};
+use storsim_core::Op;
+use storsim_emulate::{Backing, Emulator, EmulatorReport};
+use support::{assert_record, recorded_emulator, recorded_emulator_on, serve_nbd};
 
 const EXPORT_BYTES: u64 = 8 << 20;
 const SERVICE_US: u64 = 100;
@@ -71,37 +72,35 @@ fn json_number(text: &str, from: usize, key: &str) -> u64 {
     rest[..end].parse().unwrap()
 }
 
-#[test]
-fn fio_writes_and_verifies_at_depth_through_the_polled_path() {
-    let Some(fio) = tool("fio") else { return };
-    let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
-    let server = serve_nbd(
-        &emulator,
-        EXPORT_BYTES,
-        storsim_nbd::Listen::Tcp("127.0.0.1:0".parse().unwrap()),
-    );
+/// fio's 4 KiB random writes at depth 16 over the whole 4 MiB export, each block read back and
+/// checked (crc32c), plus `extra` options. Returns the reads and writes fio did, or None when
+/// fio has no nbd engine.
+fn fio_verify(
+    fio: &Path,
+    server: &storsim_nbd::ServerHandle,
+    extra: &[&str],
+) -> Option<(u64, u64)> {
     let uri = format!("--uri=nbd://{}/storsim", server.local_addr());
-    let out = run(
-        &fio,
-        &[
-            "--name=polled",
-            "--ioengine=nbd",
-            &uri,
-            "--rw=randwrite",
-            "--bs=4k",
-            "--iodepth=16",
-            "--size=4m",
-            "--verify=crc32c",
-            "--do_verify=1",
-            "--verify_fatal=1",
-            "--verify_state_save=0",
-            "--output-format=json",
-        ],
-    );
+    let mut args = vec![
+        "--name=polled",
+        "--ioengine=nbd",
+        &uri,
+        "--rw=randwrite",
+        "--bs=4k",
+        "--iodepth=16",
+        "--size=4m",
+        "--verify=crc32c",
+        "--do_verify=1",
+        "--verify_fatal=1",
+        "--verify_state_save=0",
+        "--output-format=json",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(fio, &args);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() && text.contains("engine nbd not loadable") {
         println!("SKIPPED: fio has no nbd engine");
-        return;
+        return None;
     }
     assert!(out.status.success(), "fio failed (verification included)");
     let jobs = text.find("\"jobs\"").unwrap();
@@ -117,9 +116,60 @@ fn fio_writes_and_verifies_at_depth_through_the_polled_path() {
     );
     assert_eq!(write_ios, 1024, "fio wrote the whole 4 MiB");
     assert_eq!(read_ios, 1024, "and read all of it back to verify");
+    Some((read_ios, write_ios))
+}
+
+#[test]
+fn fio_writes_and_verifies_at_depth_through_the_polled_path() {
+    let Some(fio) = tool("fio") else { return };
+    let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
+    let server = serve_nbd(
+        &emulator,
+        EXPORT_BYTES,
+        storsim_nbd::Listen::Tcp("127.0.0.1:0".parse().unwrap()),
+    );
+    let Some((read_ios, write_ios)) = fio_verify(&fio, &server, &[]) else {
+        return;
+    };
     let report = shut_down(server, &emulator);
     assert_eq!(report.lateness.replies, read_ios + write_ios);
+    // With memory backing the pacing thread keeps all store work.
+    assert_eq!(report.store_thread_jobs, 0);
     assert_record(&record, (read_ios + write_ios) as usize, SERVICE_US);
+}
+
+/// With file backing, the FLUSHes the pacing thread receives itself go to the store threads
+/// for their `fdatasync`; the data still verifies and every request is answered and recorded.
+#[test]
+fn fio_flushing_file_backing_leaves_the_syncs_to_the_store_threads() {
+    let Some(fio) = tool("fio") else { return };
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!("storsim-emulate-syncs-{}-", std::process::id()))
+        .tempdir()
+        .unwrap();
+    let backing = Backing::File(tmp.path().join("disk"));
+    let (emulator, record) = recorded_emulator_on(&backing, EXPORT_BYTES, SERVICE_US);
+    let server = serve_nbd(
+        &emulator,
+        EXPORT_BYTES,
+        storsim_nbd::Listen::Tcp("127.0.0.1:0".parse().unwrap()),
+    );
+    let Some((read_ios, write_ios)) = fio_verify(&fio, &server, &["--fsync=4"]) else {
+        return;
+    };
+    let report = shut_down(server, &emulator);
+    let flushes = report.lateness.replies_by_op[Op::Flush.index()];
+    assert!(
+        flushes >= write_ios / 4,
+        "{flushes} flushes for {write_ios} writes"
+    );
+    assert_eq!(report.lateness.replies, read_ios + write_ios + flushes);
+    assert!(
+        report.store_thread_jobs > 0 && report.store_thread_jobs <= flushes,
+        "{} of {flushes} flushes went to the store threads",
+        report.store_thread_jobs
+    );
+    assert_record(&record, report.lateness.replies as usize, SERVICE_US);
 }
 
 #[test]

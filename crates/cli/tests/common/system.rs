@@ -103,9 +103,12 @@ impl Emulator {
         self.nbd.as_deref().expect("started with --nbd")
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
     pub fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().unwrap().id().to_string();
-        run_ok("kill", &[&format!("-{signal}"), &pid]);
+        run_ok("kill", &[&format!("-{signal}"), &self.pid().to_string()]);
     }
 
     /// Stops with SIGINT and returns the exit status, standard output and standard error.

@@ -36,8 +36,17 @@ pub fn device(service_us: u64) -> LinearDevice {
 /// An emulator over [`device`]`(service_us)` and a memory store of `export_bytes`, recording
 /// into the returned [`Shared`].
 pub fn recorded_emulator(export_bytes: u64, service_us: u64) -> (Arc<Emulator>, Shared) {
+    recorded_emulator_on(&Backing::Memory, export_bytes, service_us)
+}
+
+/// The same with the store on `backing`.
+pub fn recorded_emulator_on(
+    backing: &Backing,
+    export_bytes: u64,
+    service_us: u64,
+) -> (Arc<Emulator>, Shared) {
     let record = Shared::default();
-    let store = Arc::new(Store::open(&Backing::Memory, export_bytes).unwrap());
+    let store = Arc::new(Store::open(backing, export_bytes).unwrap());
     let emulator = Emulator::start(
         Box::new(device(service_us)),
         "flat",
