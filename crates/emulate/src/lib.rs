@@ -825,41 +825,36 @@ mod tests {
         rx.recv_timeout(Duration::from_secs(30)).unwrap()
     }
 
-    /// A FUA write, a FLUSH and a read, each received "by the pacing thread": returns the data
-    /// read and the final report. The first two sync the store; the read does not.
-    fn write_flush_read(backing: &Backing) -> (Outcome, EmulatorReport) {
+    /// A FUA write, a FLUSH and a read of what was written, each received "by the pacing
+    /// thread"; returns the final report. The first two sync the store; the read does not.
+    fn write_flush_read(backing: &Backing) -> EmulatorReport {
         let emulator = start(backing);
         let wrote = submit_as_pacer(&emulator, HostOp::Write, true, pattern());
         assert!(matches!(wrote, Outcome::Done), "{wrote:?}");
         let flushed = submit_as_pacer(&emulator, HostOp::Flush, false, Vec::new());
         assert!(matches!(flushed, Outcome::Done), "{flushed:?}");
         let read = submit_as_pacer(&emulator, HostOp::Read, false, Vec::new());
+        assert!(
+            matches!(read, Outcome::Data(ref d) if *d == pattern()),
+            "{read:?}"
+        );
         let report = emulator.shutdown().unwrap();
         assert_eq!(report.lateness.replies, 3);
         assert_eq!(report.failed, 0);
         assert_eq!(report.in_flight, 0);
-        (read, report)
+        report
     }
 
     #[test]
     fn with_file_backing_the_pacing_thread_leaves_flushes_and_fua_writes_to_the_store_threads() {
         let dir = tempfile::tempdir().unwrap();
-        let (read, report) = write_flush_read(&Backing::File(dir.path().join("disk")));
-        assert!(
-            matches!(read, Outcome::Data(ref d) if *d == pattern()),
-            "{read:?}"
-        );
+        let report = write_flush_read(&Backing::File(dir.path().join("disk")));
         assert_eq!(report.store_thread_jobs, 2);
     }
 
     #[test]
     fn with_memory_backing_the_pacing_thread_does_store_work_itself() {
-        let (read, report) = write_flush_read(&Backing::Memory);
-        assert!(
-            matches!(read, Outcome::Data(ref d) if *d == pattern()),
-            "{read:?}"
-        );
-        assert_eq!(report.store_thread_jobs, 0);
+        assert_eq!(write_flush_read(&Backing::Memory).store_thread_jobs, 0);
     }
 
     #[test]
