@@ -276,7 +276,9 @@ fn fuse_loop_and_ext4_keep_a_directory_tree_across_remounts_and_fio_verifies() {
 #[test]
 fn fuse_over_io_uring_loop_and_ext4_keep_a_directory_tree_and_fio_verifies() {
     if let Some(reason) = storsim_fuse::io_uring_unavailable() {
-        eprintln!("SKIP: the io_uring transport cannot be tested: {reason}");
+        storsim_testenv::kernel_lacks(&format!(
+            "the io_uring transport cannot be tested: {reason}"
+        ));
         return;
     }
     fuse_loop_ext4_and_fio("io-uring");
@@ -288,7 +290,7 @@ fn fuse_over_io_uring_loop_and_ext4_keep_a_directory_tree_and_fio_verifies() {
 fn fuse_loop_ext4_and_fio(transport: &str) {
     let fuse = Path::new("/dev/fuse").exists();
     if !fuse {
-        eprintln!("SKIP: no /dev/fuse");
+        storsim_testenv::missing("no /dev/fuse");
     }
     if !(fuse && have("losetup") && have("mkfs.ext4") && have("e2fsck") && have("fio")) {
         return;

@@ -88,10 +88,10 @@ fn the_demerit_bounds_the_difference_of_means_on_a_real_trace() {
     let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/disksim-valid/cheetah9LP.trace");
     if !trace.exists() {
-        eprintln!(
-            "skipping: {} not found (DiskSim's validation data lives beside the repository)",
+        storsim_testenv::missing(&format!(
+            "{} not found (DiskSim's validation data lives beside the repository)",
             trace.display()
-        );
+        ));
         return;
     }
     let tmp = temp_dir("validate-real");
@@ -148,10 +148,10 @@ fn bad_input_is_refused_with_the_line() {
 fn an_imported_disksim_drive_validates_against_its_trace() {
     let valid = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
     if !valid.is_dir() {
-        eprintln!(
-            "skipping: {} not found (DiskSim's validation data lives beside the repository)",
+        storsim_testenv::missing(&format!(
+            "{} not found (DiskSim's validation data lives beside the repository)",
             valid.display()
-        );
+        ));
         return;
     }
     let tmp = temp_dir("validate-import");

@@ -11,11 +11,11 @@ fn valid_dir() -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipping: {} not found (DiskSim's validation data lives beside the repository, \
-             see its PROVENANCE.md)",
+        storsim_testenv::missing(&format!(
+            "{} not found (DiskSim's validation data lives beside the repository, see its \
+             PROVENANCE.md)",
             dir.display()
-        );
+        ));
         None
     }
 }

@@ -35,10 +35,10 @@ fn every_disksim_preset_is_listed_and_builds() {
 fn disksim_presets_equal_a_fresh_import() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
     if !dir.is_dir() {
-        eprintln!(
-            "skipping: {} not found (DiskSim's validation data lives beside the repository)",
+        storsim_testenv::missing(&format!(
+            "{} not found (DiskSim's validation data lives beside the repository)",
             dir.display()
-        );
+        ));
         return;
     }
     for (name, parv) in DRIVES {

@@ -89,11 +89,11 @@ fn replay(device: &storsim_config::LoadedDevice, trace: &Path) -> (Vec<f64>, Vec
 fn disksim_validation_drives() {
     let dir = data_dir();
     if !dir.is_dir() {
-        println!(
-            "SKIPPED: DiskSim validation data not found at {} (it lives in ../shared/disksim-valid \
+        storsim_testenv::missing(&format!(
+            "DiskSim validation data not found at {} (it lives in ../shared/disksim-valid \
              beside the workspace)",
             dir.display()
-        );
+        ));
         return;
     }
     let only = std::env::var("STORSIM_VALIDATE_ONLY").ok();
@@ -147,10 +147,10 @@ fn disksim_validation_drives() {
 fn imported_drives_round_trip_through_toml() {
     let dir = data_dir();
     if !dir.is_dir() {
-        println!(
-            "SKIPPED: DiskSim validation data not found at {}",
+        storsim_testenv::missing(&format!(
+            "DiskSim validation data not found at {}",
             dir.display()
-        );
+        ));
         return;
     }
     let tmp = tempfile::Builder::new()

@@ -2,8 +2,9 @@
 //! thread commits the replies due in a round with one `io_uring_enter` and finds new requests
 //! by polling the ring; concurrent direct reads finishing close together must all come back
 //! with the right data, none before its instant, each counted and recorded once. Timing checks
-//! are lower bounds only. Each test prints `SKIP:` and returns where FUSE (or, for the io_uring
-//! variant, FUSE over io_uring) cannot be used.
+//! are lower bounds only. Each test skips, saying why, where FUSE cannot be used (failing instead
+//! under .ci/run, which promises it: see storsim-testenv), and the io_uring variant where the
+//! kernel has no FUSE over io_uring.
 
 mod support;
 
@@ -23,17 +24,19 @@ const BLOCK: usize = 4096;
 
 fn skip(transport: Transport) -> bool {
     if let Err(e) = OpenOptions::new().read(true).write(true).open("/dev/fuse") {
-        eprintln!("SKIP: /dev/fuse cannot be opened ({e})");
+        storsim_testenv::missing(&format!("/dev/fuse cannot be opened ({e})"));
         return true;
     }
     // SAFETY: geteuid cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        eprintln!("SKIP: mounting from this test needs root");
+        storsim_testenv::missing("mounting from this test needs root");
         return true;
     }
     if transport == Transport::IoUring {
         if let Some(reason) = storsim_fuse::io_uring_unavailable() {
-            eprintln!("SKIP: the io_uring transport cannot be tested: {reason}");
+            storsim_testenv::kernel_lacks(&format!(
+                "the io_uring transport cannot be tested: {reason}"
+            ));
             return true;
         }
     }

@@ -3,7 +3,8 @@
 //! and verifies over TCP, nbdcopy copies in and out over four connections of a Unix socket.
 //! The data must come back as written, every request must be replied to and recorded once, no
 //! reply may leave before its instant, and the pacing thread must have received requests
-//! itself. Each test prints SKIPPED and passes when its client is not installed.
+//! itself. Each test skips, saying so, when its client is not installed (and fails instead under
+//! .ci/run, which installs them: see storsim-testenv).
 
 mod support;
 
@@ -22,7 +23,7 @@ fn tool(name: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(name))
         .find(|p| p.is_file());
     if found.is_none() {
-        println!("SKIPPED: `{name}` is not installed");
+        storsim_testenv::missing(&format!("`{name}` is not installed"));
     }
     found
 }
@@ -99,7 +100,7 @@ fn fio_verify(
     let out = run(fio, &args);
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() && text.contains("engine nbd not loadable") {
-        println!("SKIPPED: fio has no nbd engine");
+        storsim_testenv::missing("fio has no nbd engine");
         return None;
     }
     assert!(out.status.success(), "fio failed (verification included)");

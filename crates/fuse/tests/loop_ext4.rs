@@ -103,7 +103,7 @@ fn loop_device_carries_ext4(transport: Transport) {
     skip_unless_fuse!();
     for tool in ["losetup", "mkfs.ext4", "e2fsck", "mount", "umount"] {
         if common::which(tool).is_none() {
-            eprintln!("SKIP: {tool} is not installed");
+            storsim_testenv::missing(&format!("{tool} is not installed"));
             return;
         }
     }
@@ -182,7 +182,7 @@ over_both_transports!(loop_device_carries_ext4);
 fn unmounting_under_an_attached_loop_device_fails_its_io_without_hanging(transport: Transport) {
     skip_unless_fuse!();
     if common::which("losetup").is_none() {
-        eprintln!("SKIP: losetup is not installed");
+        storsim_testenv::missing("losetup is not installed");
         return;
     }
     let size = 16 * MIB;

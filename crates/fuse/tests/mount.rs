@@ -349,7 +349,7 @@ over_both_transports!(an_unanswered_reply_becomes_eio);
 fn unmount_from_outside_ends_wait(transport: Transport) {
     skip_unless_fuse!();
     if common::which("umount").is_none() {
-        eprintln!("SKIP: umount is not installed");
+        storsim_testenv::missing("umount is not installed");
         return;
     }
     let m = mount(

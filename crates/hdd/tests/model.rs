@@ -311,8 +311,6 @@ fn standby_after_idle_then_spin_up() {
     assert!(get("energy_standby_mj") > 0.0);
 }
 
-// `u64::is_multiple_of` would need Rust 1.87; the workspace supports 1.80.
-#[allow(clippy::manual_is_multiple_of)]
 #[test]
 fn randomized_conformance() {
     let seed = 0x5eed_4d15c;

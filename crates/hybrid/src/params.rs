@@ -167,8 +167,6 @@ impl HostTieredParams {
 }
 
 /// Whether `bytes` is a positive whole number of 512-byte sectors.
-// `u64::is_multiple_of` would need Rust 1.87; the workspace supports 1.80.
-#[allow(clippy::manual_is_multiple_of)]
 fn positive_sector_multiple(bytes: u64) -> bool {
     bytes > 0 && bytes % 512 == 0
 }

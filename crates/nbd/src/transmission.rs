@@ -530,8 +530,6 @@ pub(crate) fn check(
     Ok(())
 }
 
-// `u64::is_multiple_of` would need Rust 1.87; the workspace supports 1.80.
-#[allow(clippy::manual_is_multiple_of)]
 fn aligned(value: u64, to: u64) -> bool {
     value % to == 0
 }

@@ -1,5 +1,6 @@
 //! Real NBD clients (libnbd's nbdinfo and nbdcopy, qemu-io, qemu-img) against the server.
-//! Each test prints a SKIPPED line and returns if its client binary is not installed.
+//! Each test skips, saying so, if its client binary is not installed (and fails instead under
+//! .ci/run, which installs them: see storsim-testenv).
 
 mod common;
 

@@ -21,10 +21,10 @@ fn shared_trace(rel: &str) -> Option<PathBuf> {
     if p.exists() {
         Some(p)
     } else {
-        eprintln!(
-            "skipping: {} not found (the shared traces live beside the repository)",
+        storsim_testenv::missing(&format!(
+            "{} not found (the shared traces live beside the repository)",
             p.display()
-        );
+        ));
         None
     }
 }

@@ -135,7 +135,7 @@ fn the_samples_read_the_same_on_one_thread_and_two() {
 fn the_shared_traces_read_the_same_on_one_thread_and_two() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
     if !dir.is_dir() {
-        eprintln!("skipping: {} not found", dir.display());
+        storsim_testenv::missing(&format!("{} not found", dir.display()));
         return;
     }
     let option_sets: Vec<TraceOptions> = [

@@ -17,10 +17,10 @@ fn shared_with(sub: &str) -> Option<PathBuf> {
     if dir.join(sub).is_dir() {
         Some(dir)
     } else {
-        eprintln!(
-            "skipping: ../shared/{sub} not found (looked in {})",
+        storsim_testenv::missing(&format!(
+            "../shared/{sub} not found (looked in {})",
             dir.display()
-        );
+        ));
         None
     }
 }

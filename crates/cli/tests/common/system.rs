@@ -15,7 +15,7 @@ pub fn have(tool: &str) -> bool {
         .output()
         .is_ok_and(|o| o.status.success());
     if !found {
-        eprintln!("SKIP: `{tool}` is not installed (.ci/run installs it)");
+        storsim_testenv::missing(&format!("`{tool}` is not installed (.ci/run installs it)"));
     }
     found
 }
@@ -163,10 +163,10 @@ impl Loop {
             &["--direct-io=on", "-f", "--show", file.to_str().unwrap()],
         );
         if !out.status.success() {
-            eprintln!(
-                "SKIP: no loop device: {}",
+            storsim_testenv::missing(&format!(
+                "no loop device: {}",
                 String::from_utf8_lossy(&out.stderr)
-            );
+            ));
             return None;
         }
         Some(Loop(

@@ -185,8 +185,6 @@ fn ranges(list: &[[u64; 2]], key: &str, file: &str) -> Result<Vec<ByteRange>, Co
     Ok(out)
 }
 
-// `u64::is_multiple_of` would need Rust 1.87; the workspace supports 1.80.
-#[allow(clippy::manual_is_multiple_of)]
 fn block_bytes(value: u64, key: &str, file: &str) -> Result<u64, ConfigError> {
     if value == 0 || value % 512 != 0 {
         return Err(invalid(

@@ -377,8 +377,6 @@ impl FuseRing {
             .collect();
         if let Some(first) = failed.first() {
             let err = io::Error::from_raw_os_error(-first.res);
-            // `u32::is_multiple_of` would need Rust 1.87; the workspace supports 1.80.
-            #[allow(clippy::manual_is_multiple_of)]
             let first_round_failed = failed
                 .iter()
                 .any(|c| (c.user_data as u32) % self.per_queue == 0);

@@ -527,7 +527,7 @@ mod tests {
         let (ring, mut sq, mut cq) = match IoUring::setup(8, 16) {
             Ok(r) => r,
             Err(e) => {
-                eprintln!("SKIP: io_uring_setup failed ({e})");
+                storsim_testenv::kernel_lacks(&format!("io_uring_setup failed ({e})"));
                 return;
             }
         };

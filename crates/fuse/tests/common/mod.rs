@@ -32,7 +32,9 @@ pub fn fuse_unusable() -> Option<String> {
 macro_rules! skip_unless_fuse {
     () => {
         if let Some(reason) = common::fuse_unusable() {
-            eprintln!("SKIP: {reason}; real FUSE mounts are needed for this test");
+            storsim_testenv::missing(&format!(
+                "{reason}; real FUSE mounts are needed for this test"
+            ));
             return;
         }
     };
@@ -41,11 +43,15 @@ macro_rules! skip_unless_fuse {
 /// Whether the io_uring variant of a test must be skipped; prints why when it must.
 pub fn skip_io_uring() -> bool {
     if let Some(reason) = fuse_unusable() {
-        eprintln!("SKIP: {reason}; real FUSE mounts are needed for this test");
+        storsim_testenv::missing(&format!(
+            "{reason}; real FUSE mounts are needed for this test"
+        ));
         return true;
     }
     if let Some(reason) = storsim_fuse::io_uring_unavailable() {
-        eprintln!("SKIP: the io_uring transport cannot be tested: {reason}");
+        storsim_testenv::kernel_lacks(&format!(
+            "the io_uring transport cannot be tested: {reason}"
+        ));
         return true;
     }
     false

@@ -307,7 +307,9 @@ pub fn tool(name: &str) -> Option<PathBuf> {
         .map(|dir| dir.join(name))
         .find(|p| p.is_file());
     if found.is_none() {
-        println!("SKIPPED: `{name}` is not installed (apt-get install qemu-utils libnbd-bin)");
+        storsim_testenv::missing(&format!(
+            "`{name}` is not installed (apt-get install qemu-utils libnbd-bin)"
+        ));
     }
     found
 }

@@ -322,8 +322,6 @@ pub(crate) fn format_dist(dist: AddressDist) -> String {
 
 /// Writes a duration with the largest unit that divides it exactly. Minutes and hours are
 /// avoided so that `m` in a canonical name always means MiB.
-// `u64::is_multiple_of` would need Rust 1.87; the workspace supports 1.80.
-#[allow(clippy::manual_is_multiple_of)]
 pub(crate) fn format_duration(ns: u64) -> String {
     const UNITS: [(u64, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")];
     for (unit, suffix) in UNITS {

@@ -170,8 +170,6 @@ impl HpRecords {
     }
 
     /// Decodes one complete short I/O or suspect I/O record that starts at byte `at`.
-    // `is_multiple_of` would need Rust 1.87; the workspace supports 1.80.
-    #[allow(clippy::manual_is_multiple_of)]
     fn decode(rec: &[u8], kind: u32, at: u64) -> Result<Decoded, String> {
         if kind == RECORD_SUSPECT_IO {
             return Ok(Decoded::Ignored);
@@ -221,7 +219,6 @@ impl HpRecords {
     }
 
     /// Reads the record at `self.offset`: `Ok(None)` at a clean end of file.
-    #[allow(clippy::manual_is_multiple_of)]
     fn read_record(&mut self) -> Result<Option<Decoded>, Result<Bad, WorkloadError>> {
         let at = self.offset;
         let mut rec = [0u8; MAX_RECORD_BYTES];
