@@ -166,7 +166,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
             // Over io_uring the pacing thread, which spins anyway, looks for requests in the
             // ring itself, so none needs a thread woken to reach the model.
             if let Some(poller) = mount.ring_poller() {
-                emulator.attach_fuse_poller(poller);
+                emulator.attach_poller(Box::new(poller));
             }
             println!("fuse: {}", dir.join(FUSE_FILE_NAME).display());
             Some(mount)

@@ -307,7 +307,7 @@ pub fn emulation_json(r: &EmulatorReport) -> Value {
             "replied": l.replies,
             "failed": r.failed,
             "answered_at_once": r.answered_at_once,
-            "nbd_polled": r.nbd_polled,
+            "polled": r.polled,
             "store_thread": r.store_thread_jobs,
             "in_flight": r.in_flight,
             "read": l.replies_by_op[Op::Read.index()],

@@ -548,7 +548,7 @@ fn the_control_socket_reports_changes_parameters_and_switches_devices() {
     // How many requests the pacing thread received from the socket itself depends on whether
     // it was spinning when they came; the count is there either way.
     assert!(
-        report["report"]["requests"]["nbd_polled"]
+        report["report"]["requests"]["polled"]["nbd"]
             .as_u64()
             .is_some(),
         "{report}"

@@ -1,10 +1,20 @@
 //! The front ends' side of the emulator: the NBD server's and the FUSE file's handlers turn
-//! protocol requests into [`HostIo`]s and outcomes back into protocol replies.
+//! protocol requests into [`HostIo`]s and outcomes back into protocol replies, and each front
+//! end's batches and polled sources take part in the pacing thread's rounds through
+//! [`FrontendBatch`] and [`Poller`]. The rest of the emulator names no front end: a new one
+//! (ublk, vhost-user-blk) is a handler, a responder and, if it has them, a batch and a poller
+//! here.
 
 use crate::{
-    BatchWrite, Departure, Emulator, HostIo, HostOp, IoFailure, Outcome, ReplyBatch, Responder,
+    Departure, Emulator, FrontendBatch, HostIo, HostOp, IoFailure, Outcome, Polled, Poller,
+    ReplyBatch, Responder,
 };
 use std::sync::Arc;
+
+/// Most requests one poll of an NBD connection serves: the spin checks its deadline between
+/// polls, so a burst that arrived at once (32 requests in one receive at queue depth 32) is
+/// taken a few at a time rather than all before a reply that falls due meanwhile.
+const NBD_POLL_REQUESTS: usize = 4;
 
 /// Serves NBD requests from the emulator.
 pub struct NbdFrontend {
@@ -35,7 +45,43 @@ impl storsim_nbd::Handler for NbdFrontend {
     /// took a quarter to a third of a core, mostly waking up, on a machine where the pacing
     /// thread already waited for a core).
     fn connection_poller(&self, poller: storsim_nbd::ConnectionPoller) {
-        self.emulator.attach_nbd_poller(poller);
+        self.emulator.attach_poller(Box::new(poller));
+    }
+}
+
+/// The connection's reader thread parks while the pacing thread receives its requests, instead
+/// of waking once per request, and takes over while the pacing thread sleeps.
+impl Poller for storsim_nbd::ConnectionPoller {
+    fn frontend(&self) -> &'static str {
+        "nbd"
+    }
+
+    fn poll(&mut self) -> Polled {
+        match storsim_nbd::ConnectionPoller::poll(self, NBD_POLL_REQUESTS) {
+            storsim_nbd::Polled::Open { requests } => Polled {
+                requests,
+                open: true,
+            },
+            storsim_nbd::Polled::Closed { requests } => Polled {
+                requests,
+                open: false,
+            },
+        }
+    }
+
+    fn set_active(&self, active: bool) {
+        storsim_nbd::ConnectionPoller::set_active(self, active);
+    }
+}
+
+/// Replies due together on one connection leave in one vectored write.
+impl FrontendBatch for storsim_nbd::ReplyBatch {
+    fn is_empty(&self) -> bool {
+        storsim_nbd::ReplyBatch::is_empty(self)
+    }
+
+    fn send(&mut self, before_write: &mut dyn FnMut(usize)) {
+        storsim_nbd::ReplyBatch::send(self, before_write);
     }
 }
 
@@ -54,12 +100,13 @@ impl Responder for NbdResponder {
     /// each write costs several microseconds of the pacing thread's time, which at a high
     /// request rate made it fall behind the model's instants.
     fn respond_batched(self: Box<Self>, outcome: Outcome, batch: &mut ReplyBatch) -> Departure {
-        let batch = batch.nbd();
-        Departure::Batched(BatchWrite::Nbd(match outcome {
-            Outcome::Data(bytes) => batch.data(self.0, bytes),
-            Outcome::Done => batch.ok(self.0),
-            Outcome::Failed(failure) => batch.error(self.0, nbd_errno(failure)),
-        }))
+        batch.add(|batch: &mut storsim_nbd::ReplyBatch| {
+            Some(match outcome {
+                Outcome::Data(bytes) => batch.data(self.0, bytes),
+                Outcome::Done => batch.ok(self.0),
+                Outcome::Failed(failure) => batch.error(self.0, nbd_errno(failure)),
+            })
+        })
     }
 }
 
@@ -120,17 +167,44 @@ impl Responder for FuseResponder {
     /// thread, and at queue depth 32 the replies queued behind one another. Replies through
     /// /dev/fuse are written at once, as before.
     fn respond_batched(self: Box<Self>, outcome: Outcome, batch: &mut ReplyBatch) -> Departure {
-        let batch = batch.fuse();
-        let write = match (outcome, self.written) {
-            (Outcome::Data(bytes), _) => batch.data(self.reply, &bytes),
-            (Outcome::Done, Some(n)) => batch.written(self.reply, n),
-            (Outcome::Done, None) => batch.ok(self.reply),
-            (Outcome::Failed(failure), _) => batch.error(self.reply, fuse_errno(failure)),
-        };
-        match write {
-            Some(index) => Departure::Batched(BatchWrite::Fuse(index)),
-            None => Departure::Sent,
+        batch.add(
+            |batch: &mut storsim_fuse::ReplyBatch| match (outcome, self.written) {
+                (Outcome::Data(bytes), _) => batch.data(self.reply, &bytes),
+                (Outcome::Done, Some(n)) => batch.written(self.reply, n),
+                (Outcome::Done, None) => batch.ok(self.reply),
+                (Outcome::Failed(failure), _) => batch.error(self.reply, fuse_errno(failure)),
+            },
+        )
+    }
+}
+
+/// Replies due together on one mount over io_uring are committed with one `io_uring_enter`.
+impl FrontendBatch for storsim_fuse::ReplyBatch {
+    fn is_empty(&self) -> bool {
+        storsim_fuse::ReplyBatch::is_empty(self)
+    }
+
+    fn send(&mut self, before_write: &mut dyn FnMut(usize)) {
+        storsim_fuse::ReplyBatch::send(self, before_write);
+    }
+}
+
+/// Over io_uring the pacing thread looks for requests in the mount's ring itself, so none
+/// needs a thread woken to reach the model.
+impl Poller for storsim_fuse::RingPoller {
+    fn frontend(&self) -> &'static str {
+        "fuse"
+    }
+
+    fn poll(&mut self) -> Polled {
+        Polled {
+            requests: storsim_fuse::RingPoller::poll(self),
+            open: true,
         }
+    }
+
+    fn set_active(&self, active: bool) {
+        storsim_fuse::RingPoller::set_active(self, active);
     }
 }
 

@@ -33,8 +33,9 @@ pub use storsim_store::{Backing, Store, StoreError};
 
 use clock::WallClock;
 use pacer::{Message, Pacer, Submission};
+use std::any::{Any, TypeId};
 use std::cell::Cell;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
@@ -134,45 +135,107 @@ pub enum Departure {
     Batched(BatchWrite),
 }
 
-/// One system call of a [`ReplyBatch`]: a front end's batch and the index its adding method
-/// returned.
+/// One system call of a [`ReplyBatch`]: which front end's batch, and the index its adding
+/// method returned.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BatchWrite {
-    /// A vectored write to one NBD connection.
-    Nbd(usize),
-    /// One `io_uring_enter` committing FUSE replies of one mount.
-    Fuse(usize),
+pub struct BatchWrite {
+    kind: usize,
+    write: usize,
 }
 
-/// The replies the pacing thread has due at one moment, gathered so that each connection gets
-/// them in one write and each FUSE mount over io_uring in one `io_uring_enter`.
-#[derive(Debug, Default)]
+/// A front end's own batch of replies due together, written with one system call per
+/// connection or ring (a vectored write to an NBD socket, one `io_uring_enter` for a FUSE
+/// mount). The front end fills it in [`Responder::respond_batched`] through
+/// [`ReplyBatch::add`]; the pacing thread sends it once every due reply is in.
+pub trait FrontendBatch: Any + Send {
+    fn is_empty(&self) -> bool;
+
+    /// Writes what the batch holds, calling `before_write` with each write's index just
+    /// before it, and leaves the batch empty.
+    fn send(&mut self, before_write: &mut dyn FnMut(usize));
+}
+
+/// The replies the pacing thread has due at one moment, gathered so that each front end can
+/// send them with as few system calls as it knows how: one batch per front-end type, made on
+/// its first use. The pacing thread knows none of them by name.
+#[derive(Default)]
 pub struct ReplyBatch {
-    nbd: storsim_nbd::ReplyBatch,
-    fuse: storsim_fuse::ReplyBatch,
+    // A handful of front-end types at most, so a list searched by type beats a map.
+    kinds: Vec<Box<dyn FrontendBatch>>,
 }
 
 impl ReplyBatch {
-    /// The batch of NBD replies; its adding methods return the index for [`BatchWrite::Nbd`].
-    pub fn nbd(&mut self) -> &mut storsim_nbd::ReplyBatch {
-        &mut self.nbd
-    }
-
-    /// The batch of FUSE replies; its adding methods return the index for
-    /// [`BatchWrite::Fuse`], or `None` for a reply sent at once (one through `/dev/fuse`).
-    pub fn fuse(&mut self) -> &mut storsim_fuse::ReplyBatch {
-        &mut self.fuse
+    /// Adds a reply to the front end's batch of type `B` with `add`, which returns the index of
+    /// the write that will carry it, or `None` when it sent the reply at once.
+    pub fn add<B: FrontendBatch + Default>(
+        &mut self,
+        add: impl FnOnce(&mut B) -> Option<usize>,
+    ) -> Departure {
+        let kind = match self
+            .kinds
+            .iter()
+            .position(|b| (**b).type_id() == TypeId::of::<B>())
+        {
+            Some(kind) => kind,
+            None => {
+                self.kinds.push(Box::<B>::default());
+                self.kinds.len() - 1
+            }
+        };
+        let any: &mut dyn Any = &mut *self.kinds[kind];
+        let batch = any
+            .downcast_mut::<B>()
+            .expect("the batch at this index has the type it was found by");
+        match add(batch) {
+            Some(write) => Departure::Batched(BatchWrite { kind, write }),
+            None => Departure::Sent,
+        }
     }
 
     fn is_empty(&self) -> bool {
-        self.nbd.is_empty() && self.fuse.is_empty()
+        self.kinds.iter().all(|b| b.is_empty())
     }
 
     /// Writes what the batch holds, calling `before_write` with each write just before it.
     fn send(&mut self, mut before_write: impl FnMut(BatchWrite)) {
-        self.nbd.send(|i| before_write(BatchWrite::Nbd(i)));
-        self.fuse.send(|i| before_write(BatchWrite::Fuse(i)));
+        for (kind, batch) in self.kinds.iter_mut().enumerate() {
+            batch.send(&mut |write| before_write(BatchWrite { kind, write }));
+        }
     }
+}
+
+impl std::fmt::Debug for ReplyBatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplyBatch")
+            .field("kinds", &self.kinds.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A source of requests that the pacing thread polls itself while it spins, such as a FUSE
+/// mount's io_uring or an NBD connection's socket: a request found that way reaches the model
+/// without waking any thread. The front end's own thread serves the source while the pacing
+/// thread sleeps; [`Poller::set_active`] says which of the two does.
+pub trait Poller: Send {
+    /// The front end, as the report names it (`nbd`, `fuse`, ...).
+    fn frontend(&self) -> &'static str;
+
+    /// Serves a bounded amount of what is waiting, handing each request to the front end's
+    /// handler on this thread, without blocking.
+    fn poll(&mut self) -> Polled;
+
+    /// Whether the pacing thread serves the source (true) or the front end's own thread does
+    /// (false, while the pacing thread sleeps). Set true when the poller is attached.
+    fn set_active(&self, active: bool);
+}
+
+/// What one [`Poller::poll`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Polled {
+    /// Requests received in this call.
+    pub requests: usize,
+    /// Whether the source may have more; a closed one is dropped.
+    pub open: bool,
 }
 
 thread_local! {
@@ -281,10 +344,10 @@ pub struct EmulatorReport {
     pub intake_ns: Distribution,
     /// Requests refused or failed (bounds, store errors, a failed device).
     pub failed: u64,
-    /// NBD requests the pacing thread received from the sockets itself while it spun, rather
-    /// than from a connection's reader thread (requests the NBD server answered itself, such
-    /// as refused ones, included).
-    pub nbd_polled: u64,
+    /// Requests the pacing thread received itself by polling while it spun ([`Poller`]), by
+    /// front end, rather than from a front end's own thread (requests a front end answered
+    /// itself, such as refused ones, included).
+    pub polled: BTreeMap<&'static str, u64>,
     /// FLUSHes and FUA writes the pacing thread received itself and handed to the store
     /// threads for their `fdatasync` (file backing only).
     pub store_thread_jobs: u64,
@@ -311,8 +374,8 @@ struct Shared {
     /// The inbox length, readable without the lock so the pacing thread's spin can notice new
     /// work and submit it before the deadline it spins towards.
     waiting: AtomicUsize,
-    /// NBD requests the pacing thread received itself (see [`EmulatorReport::nbd_polled`]).
-    nbd_polled: AtomicU64,
+    /// See [`EmulatorReport::polled`]; counted by the pacing thread when a poll received some.
+    polled: Mutex<BTreeMap<&'static str, u64>>,
     /// See [`EmulatorReport::store_thread_jobs`].
     store_thread_jobs: AtomicU64,
     /// Stamps arrivals and sequence numbers together, so that sequence order is arrival order
@@ -561,7 +624,7 @@ impl Emulator {
             work: Condvar::new(),
             space: Condvar::new(),
             waiting: AtomicUsize::new(0),
-            nbd_polled: AtomicU64::new(0),
+            polled: Mutex::new(BTreeMap::new()),
             store_thread_jobs: AtomicU64::new(0),
             stamp: Mutex::new(0),
             tally: Mutex::new(tally),
@@ -651,20 +714,13 @@ impl Emulator {
         self.shared.take(job);
     }
 
-    /// Lets the pacing thread serve a FUSE mount's io_uring while it spins (see
-    /// [`storsim_fuse::RingPoller`]): requests then reach the model without a thread wake-up.
-    pub fn attach_fuse_poller(&self, poller: storsim_fuse::RingPoller) {
-        // Refused only during shutdown, when there is nothing left to serve.
+    /// Lets the pacing thread serve a front end's source of requests while it spins (see
+    /// [`Poller`]): requests then reach the model without a thread wake-up. The NBD front end
+    /// does this for every connection, the FUSE one for a mount over io_uring.
+    pub fn attach_poller(&self, poller: Box<dyn Poller>) {
+        // Refused only during shutdown, when there is nothing left to serve; the dropped
+        // poller leaves its source to the front end's own thread.
         let _ = self.shared.push(Message::Poller(poller));
-    }
-
-    /// Lets the pacing thread receive an NBD connection's requests while it spins (see
-    /// [`storsim_nbd::ConnectionPoller`]): they then reach the model without waking the
-    /// connection's reader thread. The NBD front end does this for every connection.
-    pub fn attach_nbd_poller(&self, poller: storsim_nbd::ConnectionPoller) {
-        // Refused only during shutdown; the dropped poller leaves the connection to its reader
-        // thread.
-        let _ = self.shared.push(Message::NbdPoller(poller));
     }
 
     /// Switches to another device model without dropping requests: requests already with the
@@ -706,7 +762,12 @@ impl Emulator {
             model: tally.model.summary(),
             intake_ns: Distribution::of(&tally.intake),
             failed: tally.failed,
-            nbd_polled: self.shared.nbd_polled.load(Ordering::Relaxed),
+            polled: self
+                .shared
+                .polled
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
             store_thread_jobs: self.shared.store_thread_jobs.load(Ordering::Relaxed),
             answered_at_once: tally.answered_at_once,
             in_flight: submitted
@@ -843,6 +904,125 @@ mod tests {
         assert_eq!(report.failed, 0);
         assert_eq!(report.in_flight, 0);
         report
+    }
+
+    /// A front end the emulator has never heard of: its replies gather in its own batch type
+    /// and its requests come from its own poller, with nothing in the pacing thread naming it.
+    mod third_front_end {
+        use super::*;
+        use std::sync::atomic::AtomicBool;
+
+        /// Replies delivered by a batch's send, over every batch of this test.
+        static DELIVERED_BY_BATCH: AtomicUsize = AtomicUsize::new(0);
+
+        #[derive(Default)]
+        struct Batch(Vec<(mpsc::Sender<Outcome>, Outcome)>);
+
+        impl FrontendBatch for Batch {
+            fn is_empty(&self) -> bool {
+                self.0.is_empty()
+            }
+
+            fn send(&mut self, before_write: &mut dyn FnMut(usize)) {
+                before_write(0);
+                for (tx, outcome) in self.0.drain(..) {
+                    DELIVERED_BY_BATCH.fetch_add(1, Ordering::Relaxed);
+                    let _ = tx.send(outcome);
+                }
+            }
+        }
+
+        struct BatchedResponder(mpsc::Sender<Outcome>);
+
+        impl Responder for BatchedResponder {
+            fn respond(self: Box<Self>, outcome: Outcome) {
+                let _ = self.0.send(outcome);
+            }
+
+            fn respond_batched(
+                self: Box<Self>,
+                outcome: Outcome,
+                batch: &mut ReplyBatch,
+            ) -> Departure {
+                batch.add(|b: &mut Batch| {
+                    b.0.push((self.0, outcome));
+                    Some(0)
+                })
+            }
+        }
+
+        /// Hands `left` reads to the emulator, one per poll, then closes.
+        struct SourcePoller {
+            emulator: Arc<Emulator>,
+            left: usize,
+            replies: mpsc::Sender<Outcome>,
+            activated: Arc<AtomicBool>,
+        }
+
+        impl Poller for SourcePoller {
+            fn frontend(&self) -> &'static str {
+                "test"
+            }
+
+            fn poll(&mut self) -> Polled {
+                if self.left == 0 {
+                    return Polled {
+                        requests: 0,
+                        open: false,
+                    };
+                }
+                self.left -= 1;
+                self.emulator.submit(
+                    HostIo {
+                        op: HostOp::Read,
+                        offset_bytes: 4096 * self.left as u64,
+                        len_bytes: 4096,
+                        fua: false,
+                        data: Vec::new(),
+                    },
+                    Box::new(BatchedResponder(self.replies.clone())),
+                );
+                Polled {
+                    requests: 1,
+                    open: true,
+                }
+            }
+
+            fn set_active(&self, active: bool) {
+                if active {
+                    self.activated.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+
+        #[test]
+        fn is_served_through_the_batch_and_poller_traits() {
+            const READS: usize = 5;
+            let emulator = Arc::new(start(&Backing::Memory));
+            let (tx, rx) = mpsc::channel();
+            let activated = Arc::new(AtomicBool::new(false));
+            emulator.attach_poller(Box::new(SourcePoller {
+                emulator: Arc::clone(&emulator),
+                left: READS,
+                replies: tx,
+                activated: Arc::clone(&activated),
+            }));
+            for _ in 0..READS {
+                let outcome = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+                assert!(
+                    matches!(outcome, Outcome::Data(ref d) if d.len() == 4096),
+                    "{outcome:?}"
+                );
+            }
+            let report = emulator.shutdown().unwrap();
+            assert!(
+                activated.load(Ordering::Relaxed),
+                "attached but never activated"
+            );
+            assert_eq!(report.polled.get("test"), Some(&(READS as u64)));
+            assert_eq!(report.lateness.replies, READS as u64);
+            assert_eq!(DELIVERED_BY_BATCH.load(Ordering::Relaxed), READS);
+        }
     }
 
     #[test]

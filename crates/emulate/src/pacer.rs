@@ -3,7 +3,7 @@
 
 use crate::clock::{lower_timer_slack, WallClock};
 use crate::{
-    BatchWrite, Departure, IoFailure, Outcome, RecordTarget, ReplyBatch, Responder, Shared,
+    BatchWrite, Departure, IoFailure, Outcome, Poller, RecordTarget, ReplyBatch, Responder, Shared,
 };
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::Write;
@@ -12,11 +12,6 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
 use storsim_workload::trace::{RecordWriter, RecordedIo};
-
-/// Most requests one poll of an NBD connection serves: the spin checks its deadline between
-/// polls, so a burst that arrived at once (32 requests in one receive at queue depth 32) is
-/// taken a few at a time rather than all before a reply that falls due meanwhile.
-const NBD_POLL_REQUESTS: usize = 4;
 
 /// What front ends and the control socket send the pacing thread.
 pub(crate) enum Message {
@@ -35,10 +30,9 @@ pub(crate) enum Message {
     Counters {
         reply: mpsc::Sender<Vec<DeviceCounter>>,
     },
-    /// A FUSE mount's ring, to be polled while spinning.
-    Poller(storsim_fuse::RingPoller),
-    /// An NBD connection's socket, to be polled while spinning.
-    NbdPoller(storsim_nbd::ConnectionPoller),
+    /// A front end's source of requests (a FUSE mount's ring, an NBD connection's socket), to
+    /// be polled while spinning.
+    Poller(Box<dyn Poller>),
     Shutdown,
 }
 
@@ -160,14 +154,11 @@ pub(crate) struct Pacer {
     batch: ReplyBatch,
     /// The inbox's messages, taken in one swap per round (the buffer is reused).
     incoming: VecDeque<Message>,
-    /// FUSE rings this thread serves while it spins: a request found there reaches the model
-    /// without waking any thread. Made inactive while this thread sleeps, so that the ring's
-    /// own thread serves them meanwhile.
-    pollers: Vec<storsim_fuse::RingPoller>,
-    /// NBD connections this thread receives requests from while it spins, the same way: the
-    /// connection's reader thread parks meanwhile instead of waking once per request, and
-    /// takes over while this thread sleeps. Dropped when their connection ends.
-    nbd_pollers: Vec<storsim_nbd::ConnectionPoller>,
+    /// Sources of requests this thread serves while it spins (FUSE rings, NBD sockets): a
+    /// request found there reaches the model without waking any thread. Made inactive while
+    /// this thread sleeps, so that the front end's own thread serves them meanwhile; dropped
+    /// when their source closes.
+    pollers: Vec<Box<dyn Poller>>,
     recorder: Option<Recorder>,
     device_failed: Option<String>,
     shutting_down: bool,
@@ -208,7 +199,6 @@ impl Pacer {
             batch: ReplyBatch::default(),
             incoming: VecDeque::new(),
             pollers: Vec::new(),
-            nbd_pollers: Vec::new(),
             recorder,
             device_failed: None,
             shutting_down: false,
@@ -325,36 +315,26 @@ impl Pacer {
         }
     }
 
-    /// Serves requests waiting in the FUSE rings and NBD sockets this thread polls. They go
-    /// through the front end into the inbox, where the next round takes them.
+    /// Serves requests waiting in the sources this thread polls. They go through the front
+    /// end into the inbox, where the next round takes them.
     fn poll_rings(&mut self) {
-        for poller in &mut self.pollers {
-            poller.poll();
-        }
-        let mut polled = 0;
-        self.nbd_pollers
-            .retain_mut(|poller| match poller.poll(NBD_POLL_REQUESTS) {
-                storsim_nbd::Polled::Open { requests } => {
-                    polled += requests;
-                    true
-                }
-                storsim_nbd::Polled::Closed { requests } => {
-                    polled += requests;
-                    false
-                }
-            });
-        if polled > 0 {
-            self.shared
-                .nbd_polled
-                .fetch_add(polled as u64, Ordering::Relaxed);
-        }
+        let shared = &self.shared;
+        self.pollers.retain_mut(|poller| {
+            let polled = poller.poll();
+            if polled.requests > 0 {
+                *shared
+                    .polled
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(poller.frontend())
+                    .or_default() += polled.requests as u64;
+            }
+            polled.open
+        });
     }
 
     fn set_pollers_active(&self, active: bool) {
         for poller in &self.pollers {
-            poller.set_active(active);
-        }
-        for poller in &self.nbd_pollers {
             poller.set_active(active);
         }
     }
@@ -395,11 +375,17 @@ impl Pacer {
                 // The asker may have given up waiting.
                 let _ = reply.send(self.current().counters());
             }
-            Message::Poller(poller) => self.pollers.push(poller),
-            Message::NbdPoller(poller) => {
-                // This thread is awake, so the poller serves the connection from now on.
+            Message::Poller(poller) => {
+                // This thread is awake, so the poller serves its source from now on.
                 poller.set_active(true);
-                self.nbd_pollers.push(poller);
+                // The report names every front end polled, with 0 until a poll finds work.
+                self.shared
+                    .polled
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .entry(poller.frontend())
+                    .or_default();
+                self.pollers.push(poller);
             }
             Message::Shutdown => self.shutting_down = true,
         }
