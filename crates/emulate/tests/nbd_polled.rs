@@ -3,7 +3,9 @@
 //! and verifies over TCP, nbdcopy copies in and out over four connections of a Unix socket.
 //! The data must come back as written, every request must be replied to and recorded once, no
 //! reply may leave before its instant, and the pacing thread must have received requests
-//! itself. Each test skips, saying so, when its client is not installed (and fails instead under
+//! itself. The pacing thread stays awake through each test (`spinning_emulator_on`), so that
+//! the last holds on a busy machine too; the hand-over to a connection's reader thread while
+//! the pacing thread sleeps is tested in crates/nbd/tests/handover.rs. Each test skips, saying so, when its client is not installed (and fails instead under
 //! .ci/run, which installs them: see storsim-testenv).
 
 mod support;
@@ -12,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use storsim_core::Op;
 use storsim_emulate::{Backing, Emulator, EmulatorReport};
-use support::{assert_record, recorded_emulator, recorded_emulator_on, serve_nbd};
+use support::{assert_record, serve_nbd, spinning_emulator_on};
 
 const EXPORT_BYTES: u64 = 8 << 20;
 const SERVICE_US: u64 = 100;
@@ -118,7 +120,7 @@ fn fio_verify(
 #[test]
 fn fio_writes_and_verifies_at_depth_through_the_polled_path() {
     let Some(fio) = tool("fio") else { return };
-    let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
+    let (emulator, record) = spinning_emulator_on(&Backing::Memory, EXPORT_BYTES, SERVICE_US);
     let server = serve_nbd(
         &emulator,
         EXPORT_BYTES,
@@ -144,7 +146,7 @@ fn fio_flushing_file_backing_leaves_the_syncs_to_the_store_threads() {
         .tempdir()
         .unwrap();
     let backing = Backing::File(tmp.path().join("disk"));
-    let (emulator, record) = recorded_emulator_on(&backing, EXPORT_BYTES, SERVICE_US);
+    let (emulator, record) = spinning_emulator_on(&backing, EXPORT_BYTES, SERVICE_US);
     let server = serve_nbd(
         &emulator,
         EXPORT_BYTES,
@@ -179,7 +181,7 @@ fn nbdcopy_round_trip_over_four_polled_unix_connections() {
         .unwrap();
     let dir = tmp.path();
     let socket = dir.join("nbd.sock");
-    let (emulator, record) = recorded_emulator(EXPORT_BYTES, SERVICE_US);
+    let (emulator, record) = spinning_emulator_on(&Backing::Memory, EXPORT_BYTES, SERVICE_US);
     let server = serve_nbd(
         &emulator,
         EXPORT_BYTES,
