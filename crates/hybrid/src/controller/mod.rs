@@ -9,6 +9,12 @@
 //! everything behind it, which is the cost of a full flush that the thesis measures. A request
 //! at the head is split into child requests lazily, a cache block at a time, merging runs of
 //! blocks that are contiguous on the same child, so no queue grows with the request's size.
+//!
+//! The parts, one concern each: `cache_map` (which block each flash slot holds, and in what
+//! state), `split` (how the head request is served and split), `flush` (when dirty blocks go
+//! to the disk, and the jobs that move them), `promotion` (read admission's copies into the
+//! flash), `places` (the fixed places background work runs in) and `counters`. This file
+//! holds the device itself and routes each child's completion to the part that sent it.
 
 mod cache_map;
 mod counters;
