@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::Path;
 use storsim_calibrate::analysis::PatternResult;
-use storsim_calibrate::{Fitted, Measurements, Plan, TargetInfo, TargetKind};
+use storsim_calibrate::{Calibration, Fitted, Measurements, Plan, TargetInfo, TargetKind};
 
 pub struct Report<'a> {
     pub target: &'a TargetInfo,
@@ -120,10 +120,30 @@ fn fit_cell(p: &PatternResult, f: impl Fn(&storsim_calibrate::fit::LinearFit) ->
     p.fit.as_ref().map(f).unwrap_or_else(|| "-".to_string())
 }
 
-/// The human-readable report.
+/// The human-readable report: what was measured, the fits and their validation, the points,
+/// the erase correction, the steps, the queue-depth sweep, and what was written.
 pub fn text(r: &Report, wrote_model: bool) -> String {
     let c = &r.fitted.calibration;
     let mut s = String::new();
+    text_preamble(&mut s, r);
+    if !c.patterns.is_empty() {
+        let columns = PatternColumns(&c.patterns);
+        text_linear_fits(&mut s, &columns, r.baseline.is_some());
+        if c.patterns.iter().any(|p| p.validation.is_some()) {
+            text_validation(&mut s, &columns);
+        }
+        text_points(&mut s, &c.patterns);
+    }
+    text_erase_correction(&mut s, c);
+    text_steps(&mut s, c);
+    text_sweep(&mut s, c);
+    text_outcome(&mut s, r, wrote_model);
+    s
+}
+
+/// The target, the plan, the baseline, and the notes that qualify everything below.
+fn text_preamble(s: &mut String, r: &Report) {
+    let c = &r.fitted.calibration;
     let _ = writeln!(s, "storsim calibrate: {}", describe(r.target));
     let _ = writeln!(
         s,
@@ -166,127 +186,153 @@ pub fn text(r: &Report, wrote_model: bool) -> String {
     for note in r.target.notes.iter().chain(&c.notes) {
         let _ = writeln!(s, "  note: {note}");
     }
+}
 
-    let header = |s: &mut String, title: &str| {
+/// A table with one column per access pattern: a 22-character label, then 14 characters per
+/// pattern.
+struct PatternColumns<'a>(&'a [PatternResult]);
+
+impl PatternColumns<'_> {
+    /// A blank line, then the title (on a line of its own when it is wider than the labels)
+    /// and the patterns' names.
+    fn header(&self, s: &mut String, title: &str) {
         if title.len() > 22 {
             let _ = write!(s, "\n{title}\n{:<22}", "");
         } else {
             let _ = write!(s, "\n{title:<22}");
         }
-        for p in &c.patterns {
+        for p in self.0 {
             let _ = write!(s, "{:>14}", p.pattern.to_uppercase());
         }
         s.push('\n');
-    };
-    let row = |s: &mut String, label: &str, f: &dyn Fn(&PatternResult) -> String| {
+    }
+
+    /// One row: `label`, then `f` of each pattern.
+    fn row(&self, s: &mut String, label: &str, f: &dyn Fn(&PatternResult) -> String) {
         let _ = write!(s, "{label:<22}");
-        for p in &c.patterns {
+        for p in self.0 {
             let _ = write!(s, "{:>14}", f(p));
         }
         s.push('\n');
-    };
-    if !c.patterns.is_empty() {
-        header(
-            &mut s,
-            if r.baseline.is_some() {
-                "Linear fit (net)"
-            } else {
-                "Linear fit"
-            },
-        );
-        row(&mut s, "A (us)", &|p| {
-            fit_cell(p, |f| format!("{:.3}", f.a_us))
-        });
-        row(&mut s, "B (us/KiB)", &|p| {
-            fit_cell(p, |f| format!("{:.4}", f.b_us_per_kib))
-        });
-        row(&mut s, "r^2", &|p| {
-            fit_cell(p, |f| format!("{:.6}", f.r_squared))
-        });
-        row(&mut s, "p-value", &|p| {
-            fit_cell(p, |f| {
-                f.p_value
-                    .map(|v| format!("{v:.3e}"))
-                    .unwrap_or_else(|| "-".into())
+    }
+}
+
+/// The linear fit per pattern and, with a baseline, the measured and baseline fits it is the
+/// difference of.
+fn text_linear_fits(s: &mut String, columns: &PatternColumns, net_of_baseline: bool) {
+    columns.header(
+        s,
+        if net_of_baseline {
+            "Linear fit (net)"
+        } else {
+            "Linear fit"
+        },
+    );
+    columns.row(s, "A (us)", &|p| fit_cell(p, |f| format!("{:.3}", f.a_us)));
+    columns.row(s, "B (us/KiB)", &|p| {
+        fit_cell(p, |f| format!("{:.4}", f.b_us_per_kib))
+    });
+    columns.row(s, "r^2", &|p| {
+        fit_cell(p, |f| format!("{:.6}", f.r_squared))
+    });
+    columns.row(s, "p-value", &|p| {
+        fit_cell(p, |f| {
+            f.p_value
+                .map(|v| format!("{v:.3e}"))
+                .unwrap_or_else(|| "-".into())
+        })
+    });
+    columns.row(s, "sizes fitted", &|p| {
+        fit_cell(p, |f| f.points.to_string())
+    });
+    if net_of_baseline {
+        let other = |p: &PatternResult, which: bool, a: bool| {
+            let fit = if which { &p.raw_fit } else { &p.baseline_fit };
+            fit.as_ref()
+                .map(|f| {
+                    if a {
+                        format!("{:.3}", f.a_us)
+                    } else {
+                        format!("{:.4}", f.b_us_per_kib)
+                    }
+                })
+                .unwrap_or_else(|| "-".into())
+        };
+        columns.row(s, "A measured (us)", &|p| other(p, true, true));
+        columns.row(s, "A baseline (us)", &|p| other(p, false, true));
+        columns.row(s, "B measured (us/KiB)", &|p| other(p, true, false));
+        columns.row(s, "B baseline (us/KiB)", &|p| other(p, false, false));
+    }
+}
+
+/// How well the linear and table models predict the sizes held out of the fit.
+fn text_validation(s: &mut String, columns: &PatternColumns) {
+    columns.header(s, "Validation (mean % error on held-out sizes)");
+    let cell = |p: &PatternResult, linear: bool| {
+        p.validation
+            .as_ref()
+            .map(|v| {
+                format!(
+                    "{:.2}",
+                    if linear {
+                        v.linear_mean_error_pct
+                    } else {
+                        v.table_mean_error_pct
+                    }
+                )
             })
-        });
-        row(&mut s, "sizes fitted", &|p| {
-            fit_cell(p, |f| f.points.to_string())
-        });
-        if r.baseline.is_some() {
-            let other = |p: &PatternResult, which: bool, a: bool| {
-                let fit = if which { &p.raw_fit } else { &p.baseline_fit };
-                fit.as_ref()
-                    .map(|f| {
-                        if a {
-                            format!("{:.3}", f.a_us)
-                        } else {
-                            format!("{:.4}", f.b_us_per_kib)
-                        }
-                    })
-                    .unwrap_or_else(|| "-".into())
-            };
-            row(&mut s, "A measured (us)", &|p| other(p, true, true));
-            row(&mut s, "A baseline (us)", &|p| other(p, false, true));
-            row(&mut s, "B measured (us/KiB)", &|p| other(p, true, false));
-            row(&mut s, "B baseline (us/KiB)", &|p| other(p, false, false));
-        }
-        if c.patterns.iter().any(|p| p.validation.is_some()) {
-            header(&mut s, "Validation (mean % error on held-out sizes)");
-            let cell = |p: &PatternResult, linear: bool| {
-                p.validation
-                    .as_ref()
-                    .map(|v| {
-                        format!(
-                            "{:.2}",
-                            if linear {
-                                v.linear_mean_error_pct
-                            } else {
-                                v.table_mean_error_pct
-                            }
-                        )
-                    })
-                    .unwrap_or_else(|| "-".into())
-            };
-            row(&mut s, "linear", &|p| cell(p, true));
-            row(&mut s, "table", &|p| cell(p, false));
-        }
-        let _ = writeln!(
-            s,
-            "\n{:<8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>11}{:>11}",
-            "pattern", "size", "samples", "min us", "median us", "p90 us", "linear us", "table us"
-        );
-        for p in &c.patterns {
-            for pt in &p.points {
-                let _ = writeln!(
-                    s,
-                    "{:<8}{:>10}{:>10}{:>10.1}{:>10.1}{:>10.1}{:>11.1}{:>11.1}{}",
-                    p.pattern,
-                    human(pt.size_bytes),
-                    pt.samples,
-                    pt.min_us,
-                    pt.median_us,
-                    pt.p90_us,
-                    pt.linear_us,
-                    pt.table_us,
-                    if pt.held_out { "  (held out)" } else { "" }
-                );
-            }
+            .unwrap_or_else(|| "-".into())
+    };
+    columns.row(s, "linear", &|p| cell(p, true));
+    columns.row(s, "table", &|p| cell(p, false));
+}
+
+/// Every measured size of every pattern, with what the two models predict for it.
+fn text_points(s: &mut String, patterns: &[PatternResult]) {
+    let _ = writeln!(
+        s,
+        "\n{:<8}{:>10}{:>10}{:>10}{:>10}{:>10}{:>11}{:>11}",
+        "pattern", "size", "samples", "min us", "median us", "p90 us", "linear us", "table us"
+    );
+    for p in patterns {
+        for pt in &p.points {
+            let _ = writeln!(
+                s,
+                "{:<8}{:>10}{:>10}{:>10.1}{:>10.1}{:>10.1}{:>11.1}{:>11.1}{}",
+                p.pattern,
+                human(pt.size_bytes),
+                pt.samples,
+                pt.min_us,
+                pt.median_us,
+                pt.p90_us,
+                pt.linear_us,
+                pt.table_us,
+                if pt.held_out { "  (held out)" } else { "" }
+            );
         }
     }
-    if let Some(e) = &c.erase_correction {
-        let _ = writeln!(
-            s,
-            "\nErase correction (L = n*WL + k*EL, EL = {} us): mean k = {:.4} erases per random write",
-            e.erase_latency_us, e.mean_k
-        );
-        let per: Vec<String> = e
-            .per_size
-            .iter()
-            .map(|(size, k)| format!("{} {k:.3}", human(*size)))
-            .collect();
-        let _ = writeln!(s, "  k by size: {}", per.join(", "));
-    }
+}
+
+/// The erases per random write that the erase correction found, if it ran.
+fn text_erase_correction(s: &mut String, c: &Calibration) {
+    let Some(e) = &c.erase_correction else {
+        return;
+    };
+    let _ = writeln!(
+        s,
+        "\nErase correction (L = n*WL + k*EL, EL = {} us): mean k = {:.4} erases per random write",
+        e.erase_latency_us, e.mean_k
+    );
+    let per: Vec<String> = e
+        .per_size
+        .iter()
+        .map(|(size, k)| format!("{} {k:.3}", human(*size)))
+        .collect();
+    let _ = writeln!(s, "  k by size: {}", per.join(", "));
+}
+
+/// The step model's parameters for reads and writes, where measured.
+fn text_steps(s: &mut String, c: &Calibration) {
     for st in &c.steps {
         let dir = if st.write { "writes" } else { "reads" };
         match &st.fit {
@@ -314,25 +360,34 @@ pub fn text(r: &Report, wrote_model: bool) -> String {
             }
         }
     }
-    if !c.sweep.is_empty() {
+}
+
+/// The queue-depth sweep and the number of servers it points to, if it ran.
+fn text_sweep(s: &mut String, c: &Calibration) {
+    if c.sweep.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "\n{:<8}{:>8}{:>10}{:>14}{:>14}",
+        "sweep", "iodepth", "size", "IOPS", "mean us"
+    );
+    for p in &c.sweep {
         let _ = writeln!(
             s,
-            "\n{:<8}{:>8}{:>10}{:>14}{:>14}",
-            "sweep", "iodepth", "size", "IOPS", "mean us"
+            "{:<8}{:>8}{:>10}{:>14.0}{:>14.1}",
+            if p.write { "rw" } else { "rr" },
+            p.iodepth,
+            human(p.size_bytes),
+            p.iops,
+            p.mean_latency_us
         );
-        for p in &c.sweep {
-            let _ = writeln!(
-                s,
-                "{:<8}{:>8}{:>10}{:>14.0}{:>14.1}",
-                if p.write { "rw" } else { "rr" },
-                p.iodepth,
-                human(p.size_bytes),
-                p.iops,
-                p.mean_latency_us
-            );
-        }
-        let _ = writeln!(s, "  servers (reads in flight at once): {}", c.servers);
     }
+    let _ = writeln!(s, "  servers (reads in flight at once): {}", c.servers);
+}
+
+/// Whether a model was written, and where.
+fn text_outcome(s: &mut String, r: &Report, wrote_model: bool) {
     if wrote_model {
         let _ = writeln!(
             s,
@@ -347,7 +402,6 @@ pub fn text(r: &Report, wrote_model: bool) -> String {
             model_name(r.model)
         );
     }
-    s
 }
 
 /// The full report as JSON.
@@ -413,4 +467,43 @@ pub fn csv(r: &Report) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pattern(name: &'static str) -> PatternResult {
+        PatternResult {
+            pattern: name,
+            points: Vec::new(),
+            fit: None,
+            raw_fit: None,
+            baseline_fit: None,
+            validation: None,
+        }
+    }
+
+    #[test]
+    fn pattern_columns_align_labels_and_put_long_titles_on_their_own_line() {
+        let patterns = [pattern("sr"), pattern("rw")];
+        let columns = PatternColumns(&patterns);
+        let mut s = String::new();
+        columns.header(&mut s, "Linear fit");
+        columns.row(&mut s, "A (us)", &|p| {
+            fit_cell(p, |f| format!("{:.3}", f.a_us))
+        });
+        columns.header(&mut s, "Validation (mean % error on held-out sizes)");
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(lines[0], "");
+        assert_eq!(
+            lines[1],
+            format!("{:<22}{:>14}{:>14}", "Linear fit", "SR", "RW")
+        );
+        // Without a fit, a cell says so rather than showing a number.
+        assert_eq!(lines[2], format!("{:<22}{:>14}{:>14}", "A (us)", "-", "-"));
+        assert_eq!(lines[3], "");
+        assert_eq!(lines[4], "Validation (mean % error on held-out sizes)");
+        assert_eq!(lines[5], format!("{:<22}{:>14}{:>14}", "", "SR", "RW"));
+    }
 }

@@ -22,10 +22,70 @@ enum StopReason {
     Unmounted,
 }
 
+/// Runs the emulator until a signal stops it or its FUSE mount is unmounted from outside:
+/// checks the arguments, starts the emulator and its front ends, waits, then stops them in
+/// order and prints the report.
 pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     // Before any thread starts, so that only the watcher receives these signals.
     signals::block().map_err(|e| CliError::failure(format!("blocking signals: {e}")))?;
 
+    let checked = check_args(&args)?;
+    // Before any thread starts, so that every thread this one starts inherits the rest.
+    if let Some(cpu) = args.pacing_cpu {
+        keep_off_pacing_cpu(cpu)?;
+    }
+    let (emulator, export_bytes) = start_emulator(&args, &checked)?;
+
+    let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
+    {
+        let emulator = Arc::clone(&emulator);
+        signals::watch(move |signal| match signal {
+            Signal::Report => eprint!("{}", report::emulation_text(&emulator.report())),
+            // The receiver only goes away once shutdown has begun.
+            Signal::Stop => drop(stop_tx.send(StopReason::Signal)),
+        })
+        .map_err(|e| CliError::failure(format!("starting the signal thread: {e}")))?;
+    }
+
+    let front_ends = FrontEnds::start(&args, &checked, &emulator, export_bytes)?;
+    let pacing = match args.pacing_cpu {
+        Some(cpu) => format!(", pacing thread on CPU {cpu}"),
+        None => String::new(),
+    };
+    eprintln!(
+        "storsim: emulating {} ({} bytes, backing {}{pacing}); Ctrl-C stops, SIGUSR1 prints the \
+         report",
+        checked.loaded.name, export_bytes, args.backing
+    );
+    // Tests and scripts read the addresses the front ends printed from a pipe.
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+
+    let reason = wait_for_stop(&stop_rx, front_ends.mount.as_ref());
+    front_ends.stop(reason)?;
+    let final_report = emulator.shutdown().map_err(CliError::failure)?;
+    if let Some(path) = &args.json {
+        report::write_json(path, &report::emulation_json(&final_report))?;
+    }
+    if args.json.as_deref() != Some(std::path::Path::new("-")) {
+        print!("{}", report::emulation_text(&final_report));
+    }
+    Ok(())
+}
+
+/// What the arguments say, checked before anything starts.
+struct CheckedArgs {
+    loaded: storsim_config::LoadedDevice,
+    nbd_addr: Option<SocketAddr>,
+    backing: Backing,
+    late_threshold_ns: u64,
+    spin_margin_ns: u64,
+    fuse_transport: storsim_fuse::Transport,
+}
+
+/// Loads the device and checks every argument that can be checked before anything starts, in
+/// the order the user is told about them.
+fn check_args(args: &EmulateArgs) -> Result<CheckedArgs, CliError> {
     let loaded = storsim_config::load_device(&args.device).map_err(CliError::input)?;
     crate::simulate::check_memory(&loaded.name, &loaded.spec)?;
     let nbd_addr = match &args.nbd {
@@ -52,16 +112,46 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         }
     }
     let spin_margin_ns = microseconds_arg("--spin-margin-us", args.spin_margin_us)?;
-    // Before any thread starts, so that every thread this one starts inherits the rest.
-    if let Some(cpu) = args.pacing_cpu {
-        keep_off_pacing_cpu(cpu)?;
-    }
+    Ok(CheckedArgs {
+        loaded,
+        nbd_addr,
+        backing,
+        late_threshold_ns,
+        spin_margin_ns,
+        fuse_transport,
+    })
+}
 
+/// Builds the device model, opens the store and the record, and starts the emulator's
+/// threads; returns the emulator and the size of the export.
+fn start_emulator(
+    args: &EmulateArgs,
+    checked: &CheckedArgs,
+) -> Result<(Arc<Emulator>, u64), CliError> {
+    let loaded = &checked.loaded;
     let device = loaded
         .spec
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", loaded.name)))?;
-    let capacity_bytes = device.capacity_bytes();
+    let export_bytes = export_bytes(args, &loaded.name, device.capacity_bytes())?;
+    let store = Store::open(&checked.backing, export_bytes)
+        .map_err(|e| CliError::input(format!("--backing {}: {e}", args.backing)))?;
+    let record = record_target(args, &loaded.name, export_bytes)?;
+    let options = EmulatorOptions {
+        late_threshold_ns: checked.late_threshold_ns,
+        spin_margin_ns: checked.spin_margin_ns,
+        pacing_cpu: args.pacing_cpu,
+        ..EmulatorOptions::new(export_bytes)
+    };
+    let emulator = Arc::new(
+        Emulator::start(device, &loaded.name, Arc::new(store), options, record)
+            .map_err(CliError::input)?,
+    );
+    Ok((emulator, export_bytes))
+}
+
+/// The size of the export: `--size`, or the whole of device `name` (`capacity_bytes`).
+fn export_bytes(args: &EmulateArgs, name: &str, capacity_bytes: u64) -> Result<u64, CliError> {
     let export_bytes = match &args.size {
         Some(text) => storsim_workload::synthetic::parse_size(text)
             .map_err(|e| CliError::input(format!("--size {text}: {e}")))?,
@@ -75,69 +165,126 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     }
     if export_bytes > capacity_bytes {
         return Err(CliError::input(format!(
-            "--size: {export_bytes} bytes is more than {} holds ({capacity_bytes} bytes)",
-            loaded.name
+            "--size: {export_bytes} bytes is more than {name} holds ({capacity_bytes} bytes)"
         )));
     }
-    let store = Store::open(&backing, export_bytes)
-        .map_err(|e| CliError::input(format!("--backing {}: {e}", args.backing)))?;
-    let record = match &args.record {
-        Some(path) => {
-            let file = std::fs::File::create(path)
-                .map_err(|e| CliError::failure(format!("--record {}: {e}", path.display())))?;
-            Some(RecordTarget {
-                out: Box::new(std::io::BufWriter::with_capacity(1 << 20, file)),
-                header: vec![
-                    ("device".to_string(), loaded.name.clone()),
-                    ("export_bytes".to_string(), export_bytes.to_string()),
-                    ("backing".to_string(), args.backing.clone()),
-                ],
-            })
-        }
-        None => None,
-    };
+    Ok(export_bytes)
+}
 
-    let options = EmulatorOptions {
-        late_threshold_ns,
-        spin_margin_ns,
-        pacing_cpu: args.pacing_cpu,
-        ..EmulatorOptions::new(export_bytes)
+/// The `--record` file, created now, with the header that says what it records.
+fn record_target(
+    args: &EmulateArgs,
+    name: &str,
+    export_bytes: u64,
+) -> Result<Option<RecordTarget>, CliError> {
+    let Some(path) = &args.record else {
+        return Ok(None);
     };
-    let emulator = Arc::new(
-        Emulator::start(device, &loaded.name, Arc::new(store), options, record)
-            .map_err(CliError::input)?,
-    );
+    let file = std::fs::File::create(path)
+        .map_err(|e| CliError::failure(format!("--record {}: {e}", path.display())))?;
+    Ok(Some(RecordTarget {
+        out: Box::new(std::io::BufWriter::with_capacity(1 << 20, file)),
+        header: vec![
+            ("device".to_string(), name.to_string()),
+            ("export_bytes".to_string(), export_bytes.to_string()),
+            ("backing".to_string(), args.backing.clone()),
+        ],
+    }))
+}
 
-    let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
-    {
-        let emulator = Arc::clone(&emulator);
-        signals::watch(move |signal| match signal {
-            Signal::Report => eprint!("{}", report::emulation_text(&emulator.report())),
-            // The receiver only goes away once shutdown has begun.
-            Signal::Stop => drop(stop_tx.send(StopReason::Signal)),
+/// The front ends serving the emulated device, and the control socket.
+struct FrontEnds {
+    servers: Vec<storsim_nbd::ServerHandle>,
+    mount: Option<storsim_fuse::Mount>,
+    control: Option<ControlSocket>,
+}
+
+impl FrontEnds {
+    /// Starts the NBD servers, the FUSE mount and the control socket that the arguments ask
+    /// for, printing the address of each.
+    fn start(
+        args: &EmulateArgs,
+        checked: &CheckedArgs,
+        emulator: &Arc<Emulator>,
+        export_bytes: u64,
+    ) -> Result<FrontEnds, CliError> {
+        let log: Arc<dyn Fn(&str) + Send + Sync> =
+            Arc::new(|line: &str| eprintln!("storsim: {line}"));
+        let servers = start_nbd(args, checked, emulator, export_bytes, &log)?;
+        let mount = match &args.fuse {
+            Some(dir) => Some(mount_fuse(
+                dir,
+                checked.fuse_transport,
+                args.read_only,
+                emulator,
+                export_bytes,
+                &log,
+            )?),
+            None => None,
+        };
+        let control = match &args.control {
+            Some(path) => {
+                let handler = control_handler(Arc::clone(emulator), &args.device);
+                let socket = ControlSocket::bind(path, handler)
+                    .map_err(|e| CliError::failure(format!("--control {}: {e}", path.display())))?;
+                println!("control: {}", path.display());
+                Some(socket)
+            }
+            None => None,
+        };
+        Ok(FrontEnds {
+            servers,
+            mount,
+            control,
         })
-        .map_err(|e| CliError::failure(format!("starting the signal thread: {e}")))?;
     }
 
-    let log: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(|line: &str| eprintln!("storsim: {line}"));
+    /// Stops the control socket, then the front ends: they answer what they hold, and the
+    /// emulator drains the model afterwards. A mount that ended from outside is not
+    /// unmounted again.
+    fn stop(self, reason: StopReason) -> Result<(), CliError> {
+        drop(self.control);
+        for server in self.servers {
+            server.shutdown();
+        }
+        if let Some(mount) = self.mount {
+            if let StopReason::Signal = reason {
+                mount
+                    .unmount()
+                    .map_err(|e| CliError::failure(format!("unmounting: {e}")))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Starts an NBD server on each address asked for (`--nbd`, `--nbd-unix`).
+fn start_nbd(
+    args: &EmulateArgs,
+    checked: &CheckedArgs,
+    emulator: &Arc<Emulator>,
+    export_bytes: u64,
+    log: &Arc<dyn Fn(&str) + Send + Sync>,
+) -> Result<Vec<storsim_nbd::ServerHandle>, CliError> {
     let mut servers = Vec::new();
     let nbd_export = storsim_nbd::Export {
         name: args.export_name.clone(),
-        description: format!("storsim emulating {}", loaded.name),
+        description: format!("storsim emulating {}", checked.loaded.name),
         size_bytes: export_bytes,
         read_only: args.read_only,
     };
-    let listens = nbd_addr
+    let listens = checked
+        .nbd_addr
         .map(storsim_nbd::Listen::Tcp)
         .into_iter()
         .chain(args.nbd_unix.clone().map(storsim_nbd::Listen::Unix));
     for listen in listens {
         let config = storsim_nbd::ServerConfig {
-            log: Arc::clone(&log),
+            log: Arc::clone(log),
             ..storsim_nbd::ServerConfig::new(nbd_export.clone())
         };
         let handler = Arc::new(NbdFrontend {
-            emulator: Arc::clone(&emulator),
+            emulator: Arc::clone(emulator),
         });
         let server = storsim_nbd::Server::bind(&listen, config, handler)
             .map_err(|e| CliError::failure(format!("NBD: {e}")))?;
@@ -145,90 +292,59 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         println!("nbd: {}", nbd_uri(&address, &listen, &args.export_name));
         servers.push(server.spawn());
     }
+    Ok(servers)
+}
 
-    let mount = match &args.fuse {
-        Some(dir) => {
-            let export = storsim_fuse::FileExport {
-                file_name: FUSE_FILE_NAME.to_string(),
-                size_bytes: export_bytes,
-                read_only: args.read_only,
-            };
-            let options = storsim_fuse::MountOptions {
-                log: Arc::clone(&log),
-                transport: fuse_transport,
-                ..storsim_fuse::MountOptions::default()
-            };
-            let handler = Arc::new(FuseFrontend {
-                emulator: Arc::clone(&emulator),
-            });
-            let mount = storsim_fuse::Mount::mount(dir, export, options, handler)
-                .map_err(|e| CliError::failure(format!("--fuse {}: {e}", dir.display())))?;
-            // Over io_uring the pacing thread, which spins anyway, looks for requests in the
-            // ring itself, so none needs a thread woken to reach the model.
-            if let Some(poller) = mount.ring_poller() {
-                emulator.attach_poller(Box::new(poller));
-            }
-            println!("fuse: {}", dir.join(FUSE_FILE_NAME).display());
-            Some(mount)
-        }
-        None => None,
+/// Mounts the FUSE file system on `dir`, holding one file of `export_bytes`.
+fn mount_fuse(
+    dir: &std::path::Path,
+    transport: storsim_fuse::Transport,
+    read_only: bool,
+    emulator: &Arc<Emulator>,
+    export_bytes: u64,
+    log: &Arc<dyn Fn(&str) + Send + Sync>,
+) -> Result<storsim_fuse::Mount, CliError> {
+    let export = storsim_fuse::FileExport {
+        file_name: FUSE_FILE_NAME.to_string(),
+        size_bytes: export_bytes,
+        read_only,
     };
+    let options = storsim_fuse::MountOptions {
+        log: Arc::clone(log),
+        transport,
+        ..storsim_fuse::MountOptions::default()
+    };
+    let handler = Arc::new(FuseFrontend {
+        emulator: Arc::clone(emulator),
+    });
+    let mount = storsim_fuse::Mount::mount(dir, export, options, handler)
+        .map_err(|e| CliError::failure(format!("--fuse {}: {e}", dir.display())))?;
+    // Over io_uring the pacing thread, which spins anyway, looks for requests in the
+    // ring itself, so none needs a thread woken to reach the model.
+    if let Some(poller) = mount.ring_poller() {
+        emulator.attach_poller(Box::new(poller));
+    }
+    println!("fuse: {}", dir.join(FUSE_FILE_NAME).display());
+    Ok(mount)
+}
 
-    let control = match &args.control {
-        Some(path) => {
-            let handler = control_handler(Arc::clone(&emulator), &args.device);
-            let socket = ControlSocket::bind(path, handler)
-                .map_err(|e| CliError::failure(format!("--control {}: {e}", path.display())))?;
-            println!("control: {}", path.display());
-            Some(socket)
-        }
-        None => None,
-    };
-    let pacing = match args.pacing_cpu {
-        Some(cpu) => format!(", pacing thread on CPU {cpu}"),
-        None => String::new(),
-    };
-    eprintln!(
-        "storsim: emulating {} ({} bytes, backing {}{pacing}); Ctrl-C stops, SIGUSR1 prints the \
-         report",
-        loaded.name, export_bytes, args.backing
-    );
-    // Tests and scripts read the addresses above from a pipe.
-    use std::io::Write;
-    let _ = std::io::stdout().flush();
-
-    // The FUSE session can also end from outside (someone ran umount): look now and then.
-    let reason = loop {
+/// Waits for a stop signal. The FUSE session can also end from outside (someone ran umount):
+/// look now and then.
+fn wait_for_stop(
+    stop_rx: &mpsc::Receiver<StopReason>,
+    mount: Option<&storsim_fuse::Mount>,
+) -> StopReason {
+    loop {
         match stop_rx.recv_timeout(std::time::Duration::from_millis(200)) {
-            Ok(reason) => break reason,
-            Err(mpsc::RecvTimeoutError::Disconnected) => break StopReason::Signal,
+            Ok(reason) => return reason,
+            Err(mpsc::RecvTimeoutError::Disconnected) => return StopReason::Signal,
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                if mount.as_ref().is_some_and(|m| m.has_ended()) {
-                    break StopReason::Unmounted;
+                if mount.is_some_and(|m| m.has_ended()) {
+                    return StopReason::Unmounted;
                 }
             }
         }
-    };
-    drop(control);
-    // Front ends first: they answer what they hold, then the emulator drains the model.
-    for server in servers {
-        server.shutdown();
     }
-    if let Some(mount) = mount {
-        if let StopReason::Signal = reason {
-            mount
-                .unmount()
-                .map_err(|e| CliError::failure(format!("unmounting: {e}")))?;
-        }
-    }
-    let final_report = emulator.shutdown().map_err(CliError::failure)?;
-    if let Some(path) = &args.json {
-        report::write_json(path, &report::emulation_json(&final_report))?;
-    }
-    if args.json.as_deref() != Some(std::path::Path::new("-")) {
-        print!("{}", report::emulation_text(&final_report));
-    }
-    Ok(())
 }
 
 /// Checks that `--pacing-cpu` names a processor this process may use, and keeps the calling

@@ -18,7 +18,7 @@
 use crate::layout::Pbn;
 use crate::mech::{Cursor, Mech};
 use crate::params::SchedulerKind;
-use crate::params::{HddParams, ReadAhead, WriteBack};
+use crate::params::{HddParams, Overheads, ReadAhead, WriteBack};
 use crate::power::PowerTracker;
 use crate::sched::{pick, pick_sptf, Candidate};
 use crate::{layout::Layout, HddError};
@@ -112,6 +112,76 @@ struct Stats {
     seeks: u64,
     seek_cylinders: u64,
     media_sectors: u64,
+}
+
+/// Which of its paths a read takes through the segmented cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ReadPath {
+    /// The segment holds every block, and the read-ahead, if it fills that segment, has
+    /// passed the request's end.
+    Hit(usize),
+    /// The request starts in the segment the read-ahead is filling, at or before the block
+    /// it reads next.
+    Stream,
+    /// A miss, or a partial hit on a segment nobody reads into.
+    Media,
+}
+
+/// A read's blocks and the overheads that serve it, which depend on whether the drive's
+/// previous request was a read; worked out once for whichever path serves it.
+struct ReadRequest {
+    t0: f64,
+    lbn: u64,
+    n: u64,
+    end: u64,
+    per_request: f64,
+    hit: f64,
+    miss: f64,
+    disconnect: f64,
+    first_reselect: f64,
+    data_preparation: f64,
+    completion: f64,
+}
+
+impl ReadRequest {
+    fn new(o: &Overheads, after_read: bool, t0: f64, lbn: u64, n: u64) -> Self {
+        let (hit, miss, disconnect) = if after_read {
+            (
+                o.read_hit_after_read_ns,
+                o.read_miss_after_read_ns,
+                o.read_disconnect_after_read_ns,
+            )
+        } else {
+            (
+                o.read_hit_after_write_ns,
+                o.read_miss_after_write_ns,
+                o.read_disconnect_after_write_ns,
+            )
+        };
+        ReadRequest {
+            t0,
+            lbn,
+            n,
+            end: lbn + n,
+            per_request: ns(o.per_request_ns),
+            hit: ns(hit),
+            miss: ns(miss),
+            disconnect: ns(disconnect),
+            first_reselect: ns(o.first_reselect_ns),
+            data_preparation: ns(o.data_preparation_ns),
+            completion: ns(o.read_completion_ns),
+        }
+    }
+
+    /// When the drive has taken the command at the read-miss overhead.
+    fn command_at_miss(&self) -> f64 {
+        self.t0 + self.per_request + self.miss
+    }
+
+    /// When the drive starts sending data it holds, without disconnecting.
+    fn connect_at_hit(&self) -> f64 {
+        self.t0 + self.per_request + self.hit + self.data_preparation
+    }
 }
 
 /// The disk model. Build it with [`HddDevice::new`].
@@ -525,26 +595,28 @@ impl HddDevice {
 
     /// Serves a read dispatched at `t0`; returns its finish instant.
     fn read(&mut self, t0: f64, lbn: u64, n: u64) -> f64 {
-        let o = self.p.overheads.clone();
-        let end = lbn + n;
-        let after_read = self.last_was_read;
-        let (hit_ovh, miss_ovh, disc_ovh) = if after_read {
-            (
-                o.read_hit_after_read_ns,
-                o.read_miss_after_read_ns,
-                o.read_disconnect_after_read_ns,
-            )
-        } else {
-            (
-                o.read_hit_after_write_ns,
-                o.read_miss_after_write_ns,
-                o.read_disconnect_after_write_ns,
-            )
-        };
+        let r = ReadRequest::new(&self.p.overheads, self.last_was_read, t0, lbn, n);
         let xfer = ns(self.p.interface.read_transfer_ns_per_sector);
         self.stats.reads += 1;
         self.run_prefetch(t0);
         self.retire_destages(t0);
+        let mut avail = std::mem::take(&mut self.avail);
+        avail.clear();
+        let connect = match self.read_path(lbn, r.end) {
+            ReadPath::Hit(seg) => self.read_hit(&r, seg, &mut avail),
+            ReadPath::Stream => self.read_stream(&r, &mut avail),
+            ReadPath::Media => self.read_media(&r, &mut avail),
+        };
+        let mut bus = connect;
+        for &a in &avail {
+            bus = bus.max(a) + xfer;
+        }
+        self.avail = avail;
+        bus + r.completion
+    }
+
+    /// Which path serves a read of `[lbn, end)`, with the read-ahead brought up to now.
+    fn read_path(&self, lbn: u64, end: u64) -> ReadPath {
         let cache_on = self.p.cache.enabled;
         let in_stream = self.prefetch.as_ref().is_some_and(|pf| {
             let s = &self.segs[pf.seg];
@@ -555,143 +627,157 @@ impl HddDevice {
         } else {
             None
         };
-        let per_req = ns(o.per_request_ns);
-        let mut avail = std::mem::take(&mut self.avail);
-        avail.clear();
-        let connect;
         if let Some(seg) =
             whole.filter(|_| !in_stream || end <= self.prefetch.as_ref().map_or(0, |pf| pf.next))
         {
-            self.stats.read_hits += 1;
-            if self.prefetch.as_ref().is_some_and(|pf| pf.seg == seg) {
-                self.stats.read_ahead_hits += 1;
-                let limit = self.read_ahead_limit(self.segs[seg].start, lbn, end);
-                if let Some(pf) = self.prefetch.as_mut() {
-                    pf.limit = pf.limit.max(limit);
-                }
-            } else if self.p.cache.read_ahead_on_idle_hit && self.prefetch.is_none() {
-                let start = self.mech_ready(t0 + per_req + ns(miss_ovh));
-                let c = Cursor::new(start, self.head);
-                let seg_end = self.segs[seg].end;
-                if seg_end < self.blocks() {
-                    self.start_prefetch(seg, c, lbn, seg_end);
-                }
-            }
-            self.touch(seg);
-            avail.resize(n as usize, t0);
-            connect = match self.destage_busy_until(t0) {
-                // The mechanism is destaging, which cannot be stopped: the drive takes the
-                // command at the read-miss overhead, disconnects, and reconnects once the
-                // destage has released the mechanism (DiskSim's hit-while-busy path).
-                Some(busy) => {
-                    busy.max(t0 + per_req + ns(miss_ovh) + ns(disc_ovh))
-                        + ns(o.first_reselect_ns)
-                        + ns(o.data_preparation_ns)
-                }
-                None => t0 + per_req + ns(hit_ovh) + ns(o.data_preparation_ns),
-            };
+            ReadPath::Hit(seg)
         } else if in_stream {
-            self.stats.read_partial_hits += 1;
-            self.stats.read_ahead_hits += 1;
-            let seg = self.prefetch.as_ref().map_or(0, |pf| pf.seg);
-            let limit = self.read_ahead_limit(self.segs[seg].start, lbn, end);
-            if let Some(pf) = self.prefetch.as_mut() {
-                pf.limit = pf.limit.max(limit);
-            }
-            self.touch(seg);
-            self.prefetch_through(lbn, end, &mut avail, t0);
-            connect = t0 + per_req + ns(hit_ovh) + ns(o.data_preparation_ns);
-            if let Some(pf) = &self.prefetch {
-                self.head = pf.cursor.position();
-                self.hda_free_ns = self.hda_free_ns.max(pf.cursor.t_ns);
-            }
+            ReadPath::Stream
         } else {
-            // A miss, or a partial hit on a segment nobody reads into: the cached head of
-            // the request goes at once, the rest comes from the media.
-            self.stop_prefetch(t0);
-            let partial = if cache_on {
-                (0..self.segs.len()).find(|&i| {
-                    let s = &self.segs[i];
-                    !s.write_only && s.start < s.end && lbn >= s.start && lbn < s.end
-                })
-            } else {
-                None
-            };
-            let (seg, media_from) = match partial {
-                Some(seg) => {
-                    self.stats.read_partial_hits += 1;
-                    let e = self.segs[seg].end;
-                    avail.resize((e - lbn) as usize, t0);
-                    (seg, e)
-                }
-                None => {
-                    self.stats.read_misses += 1;
-                    let seg = self.victim_segment(false);
-                    self.segs[seg].start = lbn;
-                    self.segs[seg].end = lbn;
-                    (seg, lbn)
-                }
-            };
-            self.touch(seg);
-            let start = self.mech_ready(t0 + per_req + ns(miss_ovh));
-            let mut c = Cursor::new(start, self.head);
-            if self.p.cache.immediate_read {
-                // Zero-latency reads (DiskSim's immediate buffer read): on each track the heads
-                // take the request's sectors in the order they pass under them, from the first
-                // sector boundary after they arrive, so a block may be in the buffer before
-                // the ones ahead of it. The bus still sends them in order.
-                let mut sectors = std::mem::take(&mut self.track_sectors);
-                let mut b = media_from;
-                while b < end {
-                    let first = self.pbn(b);
-                    sectors.clear();
-                    sectors.push(first);
-                    while b + (sectors.len() as u64) < end {
-                        let p = self.pbn(b + sectors.len() as u64);
-                        if (p.cylinder, p.head) != (first.cylinder, first.head) {
-                            break;
-                        }
-                        sectors.push(p);
-                    }
-                    c.read_any_order(&self.mech, &sectors, &mut avail);
-                    b += sectors.len() as u64;
-                }
-                self.track_sectors = sectors;
-                self.segs[seg].end = end;
-            } else {
-                self.read_blocks(&mut c, media_from, end, &mut avail);
-                self.segs[seg].end = end;
-            }
-            let size = u64::from(self.p.cache.segment_sectors);
-            if self.segs[seg].end - self.segs[seg].start > size {
-                self.segs[seg].start = self.segs[seg].end - size;
-            }
-            self.stats.media_sectors += end - media_from;
-            self.stats.seeks += c.seeks;
-            self.stats.seek_cylinders += c.seek_cylinders;
-            self.head = c.position();
-            self.hda_free_ns = c.t_ns;
-            if partial.is_some() {
-                connect = t0 + per_req + ns(hit_ovh) + ns(o.data_preparation_ns);
-            } else {
-                // The watermark is reached when the first `w` blocks are all in the buffer,
-                // which with zero-latency reads is not always when the w-th arrives.
-                let w = self.watermark(n) as usize;
-                let ready = avail[..w]
-                    .iter()
-                    .fold(t0 + per_req + ns(miss_ovh) + ns(disc_ovh), |a, &b| a.max(b));
-                connect = ready + ns(o.first_reselect_ns) + ns(o.data_preparation_ns);
-            }
-            if cache_on {
-                self.start_prefetch(seg, c, lbn, end);
+            ReadPath::Media
+        }
+    }
+
+    /// A read that segment `seg` holds whole: every block is in the buffer at `t0`. Returns
+    /// when the drive reconnects to send them.
+    fn read_hit(&mut self, r: &ReadRequest, seg: usize, avail: &mut Vec<f64>) -> f64 {
+        self.stats.read_hits += 1;
+        if self.prefetch.as_ref().is_some_and(|pf| pf.seg == seg) {
+            self.stats.read_ahead_hits += 1;
+            self.extend_read_ahead(seg, r.lbn, r.end);
+        } else if self.p.cache.read_ahead_on_idle_hit && self.prefetch.is_none() {
+            let start = self.mech_ready(r.command_at_miss());
+            let c = Cursor::new(start, self.head);
+            let seg_end = self.segs[seg].end;
+            if seg_end < self.blocks() {
+                self.start_prefetch(seg, c, r.lbn, seg_end);
             }
         }
-        let mut bus = connect;
-        for &a in &avail {
-            bus = bus.max(a) + xfer;
+        self.touch(seg);
+        avail.resize(r.n as usize, r.t0);
+        match self.destage_busy_until(r.t0) {
+            // The mechanism is destaging, which cannot be stopped: the drive takes the
+            // command at the read-miss overhead, disconnects, and reconnects once the
+            // destage has released the mechanism (DiskSim's hit-while-busy path).
+            Some(busy) => {
+                busy.max(r.command_at_miss() + r.disconnect) + r.first_reselect + r.data_preparation
+            }
+            None => r.connect_at_hit(),
         }
-        self.avail = avail;
-        bus + ns(o.read_completion_ns)
+    }
+
+    /// A read that starts in the segment the read-ahead is filling, at or before the block it
+    /// reads next: its blocks are in the buffer as the read-ahead reaches them, which it now
+    /// does without stopping. Returns when the drive starts sending them.
+    fn read_stream(&mut self, r: &ReadRequest, avail: &mut Vec<f64>) -> f64 {
+        self.stats.read_partial_hits += 1;
+        self.stats.read_ahead_hits += 1;
+        let seg = self.prefetch.as_ref().map_or(0, |pf| pf.seg);
+        self.extend_read_ahead(seg, r.lbn, r.end);
+        self.touch(seg);
+        self.prefetch_through(r.lbn, r.end, avail, r.t0);
+        if let Some(pf) = &self.prefetch {
+            self.head = pf.cursor.position();
+            self.hda_free_ns = self.hda_free_ns.max(pf.cursor.t_ns);
+        }
+        r.connect_at_hit()
+    }
+
+    /// A miss, or a partial hit on a segment nobody reads into: the cached head of the
+    /// request goes at once, the rest comes from the media, and the read-ahead starts after
+    /// it. Returns when the drive reconnects to send the blocks.
+    fn read_media(&mut self, r: &ReadRequest, avail: &mut Vec<f64>) -> f64 {
+        self.stop_prefetch(r.t0);
+        let cache_on = self.p.cache.enabled;
+        let partial = if cache_on {
+            (0..self.segs.len()).find(|&i| {
+                let s = &self.segs[i];
+                !s.write_only && s.start < s.end && r.lbn >= s.start && r.lbn < s.end
+            })
+        } else {
+            None
+        };
+        let (seg, media_from) = match partial {
+            Some(seg) => {
+                self.stats.read_partial_hits += 1;
+                let e = self.segs[seg].end;
+                avail.resize((e - r.lbn) as usize, r.t0);
+                (seg, e)
+            }
+            None => {
+                self.stats.read_misses += 1;
+                let seg = self.victim_segment(false);
+                self.segs[seg].start = r.lbn;
+                self.segs[seg].end = r.lbn;
+                (seg, r.lbn)
+            }
+        };
+        self.touch(seg);
+        let start = self.mech_ready(r.command_at_miss());
+        let mut c = Cursor::new(start, self.head);
+        if self.p.cache.immediate_read {
+            self.read_track_order(&mut c, media_from, r.end, avail);
+        } else {
+            self.read_blocks(&mut c, media_from, r.end, avail);
+        }
+        self.segs[seg].end = r.end;
+        let size = u64::from(self.p.cache.segment_sectors);
+        if self.segs[seg].end - self.segs[seg].start > size {
+            self.segs[seg].start = self.segs[seg].end - size;
+        }
+        self.stats.media_sectors += r.end - media_from;
+        self.stats.seeks += c.seeks;
+        self.stats.seek_cylinders += c.seek_cylinders;
+        self.head = c.position();
+        self.hda_free_ns = c.t_ns;
+        let connect = if partial.is_some() {
+            r.connect_at_hit()
+        } else {
+            // The watermark is reached when the first `w` blocks are all in the buffer,
+            // which with zero-latency reads is not always when the w-th arrives.
+            let w = self.watermark(r.n) as usize;
+            let ready = avail[..w]
+                .iter()
+                .fold(r.command_at_miss() + r.disconnect, |a, &b| a.max(b));
+            ready + r.first_reselect + r.data_preparation
+        };
+        if cache_on {
+            self.start_prefetch(seg, c, r.lbn, r.end);
+        }
+        connect
+    }
+
+    /// Zero-latency reads (DiskSim's immediate buffer read) of blocks `from..end` with `c`:
+    /// on each track the heads take the request's sectors in the order they pass under them,
+    /// from the first sector boundary after they arrive, so a block may be in the buffer
+    /// before the ones ahead of it. The bus still sends them in order.
+    fn read_track_order(&mut self, c: &mut Cursor, from: u64, end: u64, avail: &mut Vec<f64>) {
+        let mut sectors = std::mem::take(&mut self.track_sectors);
+        let mut b = from;
+        while b < end {
+            let first = self.pbn(b);
+            sectors.clear();
+            sectors.push(first);
+            while b + (sectors.len() as u64) < end {
+                let p = self.pbn(b + sectors.len() as u64);
+                if (p.cylinder, p.head) != (first.cylinder, first.head) {
+                    break;
+                }
+                sectors.push(p);
+            }
+            c.read_any_order(&self.mech, &sectors, avail);
+            b += sectors.len() as u64;
+        }
+        self.track_sectors = sectors;
+    }
+
+    /// A read of `[lbn, end)` found its blocks in segment `seg`, which the read-ahead fills:
+    /// the read-ahead goes on at least as far as it would after a read of those blocks.
+    fn extend_read_ahead(&mut self, seg: usize, lbn: u64, end: u64) {
+        let limit = self.read_ahead_limit(self.segs[seg].start, lbn, end);
+        if let Some(pf) = self.prefetch.as_mut() {
+            pf.limit = pf.limit.max(limit);
+        }
     }
 
     /// Serves a write dispatched at `t0`; returns its finish instant.
@@ -1026,7 +1112,8 @@ impl Device for HddDevice {
 
 #[cfg(test)]
 mod tests {
-    //! The scheduler's cached view of the queue against the direct computation.
+    //! The scheduler's cached view of the queue against the direct computation, and the
+    //! read paths' overheads.
 
     use super::*;
     use crate::params::{
@@ -1210,5 +1297,29 @@ mod tests {
             }
             assert!(decisions > 1000, "only {decisions} decisions with a queue");
         }
+    }
+
+    #[test]
+    fn a_read_takes_the_overheads_of_what_the_drive_did_last() {
+        let o = Overheads {
+            per_request_ns: 1,
+            read_hit_after_read_ns: 10,
+            read_hit_after_write_ns: 20,
+            read_miss_after_read_ns: 100,
+            read_miss_after_write_ns: 200,
+            read_disconnect_after_read_ns: 1000,
+            read_disconnect_after_write_ns: 2000,
+            data_preparation_ns: 10_000,
+            ..Overheads::default()
+        };
+        let after_read = ReadRequest::new(&o, true, 5.0, 8, 4);
+        assert_eq!(after_read.end, 12);
+        assert_eq!(after_read.command_at_miss(), 106.0);
+        assert_eq!(after_read.connect_at_hit(), 10_016.0);
+        assert_eq!(after_read.disconnect, 1000.0);
+        let after_write = ReadRequest::new(&o, false, 5.0, 8, 4);
+        assert_eq!(after_write.command_at_miss(), 206.0);
+        assert_eq!(after_write.connect_at_hit(), 10_026.0);
+        assert_eq!(after_write.disconnect, 2000.0);
     }
 }

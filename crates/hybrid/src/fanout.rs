@@ -13,7 +13,8 @@ pub enum Side {
 }
 
 impl Side {
-    fn index(self) -> usize {
+    /// 0 for the flash, 1 for the disk: the row of per-side tables.
+    pub(crate) fn index(self) -> usize {
         match self {
             Side::Flash => 0,
             Side::Disk => 1,

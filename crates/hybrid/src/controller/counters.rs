@@ -1,0 +1,171 @@
+//! The controller's counters: what the host asked for and who served it, and the child
+//! requests by side and cause; `HybridDevice::counters` lists them with those the cache map,
+//! the flushing and the promotions keep.
+
+use super::flush::FlushCause;
+use super::HybridDevice;
+use crate::fanout::Side;
+use storsim_core::{DeviceCounter, Op};
+
+/// Why the controller sent a child request, for the per-cause traffic counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum ChildCause {
+    /// Part of a host request.
+    Host,
+    /// A flush job's read or write.
+    Flush,
+    /// A promotion's flash write.
+    Promote,
+}
+
+impl ChildCause {
+    const ALL: [ChildCause; 3] = [ChildCause::Host, ChildCause::Flush, ChildCause::Promote];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ChildCause::Host => "host",
+            ChildCause::Flush => "flush",
+            ChildCause::Promote => "promote",
+        }
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Counts {
+    /// Host requests by op (read, write) and by who served them: flash, disk, both.
+    served: [[u64; 3]; 2],
+    trims: u64,
+    flushes: u64,
+    pub(super) read_blocks: u64,
+    pub(super) read_blocks_hit: u64,
+    pub(super) write_blocks_flash: u64,
+    /// Child requests and bytes: [side][cause].
+    child_requests: [[u64; 3]; 2],
+    child_bytes: [[u64; 3]; 2],
+}
+
+impl Counts {
+    /// A host request of `op` completed; `served` is `Parent::served_index`.
+    pub(super) fn host_done(&mut self, op: Op, served: usize) {
+        match op {
+            Op::Read => self.served[0][served] += 1,
+            Op::Write => self.served[1][served] += 1,
+            Op::Trim => self.trims += 1,
+            Op::Flush => self.flushes += 1,
+        }
+    }
+
+    /// A child request of `len_bytes` went to `side` for `cause`.
+    pub(super) fn child_request(&mut self, side: Side, cause: ChildCause, len_bytes: u64) {
+        self.child_requests[side.index()][cause.index()] += 1;
+        self.child_bytes[side.index()][cause.index()] += len_bytes;
+    }
+
+    /// The share of read blocks the flash served whole; 0 before any read.
+    fn read_hit_ratio(&self) -> f64 {
+        if self.read_blocks == 0 {
+            0.0
+        } else {
+            self.read_blocks_hit as f64 / self.read_blocks as f64
+        }
+    }
+}
+
+impl HybridDevice {
+    /// Every counter, in the order results list them.
+    pub(super) fn counter_list(&self) -> Vec<DeviceCounter> {
+        let c = &self.counts;
+        let mut out = Vec::new();
+        let mut push = |name: &str, value: f64| out.push(DeviceCounter::new(name, value));
+        for (op, row) in ["read", "write"].iter().zip(c.served.iter()) {
+            push(&format!("host_{op}s_flash"), row[0] as f64);
+            push(&format!("host_{op}s_disk"), row[1] as f64);
+            push(&format!("host_{op}s_split"), row[2] as f64);
+        }
+        push("host_trims", c.trims as f64);
+        push("host_flushes", c.flushes as f64);
+        push("read_blocks", c.read_blocks as f64);
+        push("read_blocks_hit", c.read_blocks_hit as f64);
+        push("read_hit_ratio", c.read_hit_ratio());
+        push("write_blocks_flash", c.write_blocks_flash as f64);
+        for cause in FlushCause::ALL {
+            push(
+                &format!("flush_{}_cleanups", cause.name()),
+                self.flush.cleanups(cause) as f64,
+            );
+            push(
+                &format!("flush_{}_bytes", cause.name()),
+                self.flush.flushed_bytes(cause) as f64,
+            );
+        }
+        push("evicted_blocks", self.cache.evicted_blocks() as f64);
+        push("promoted_blocks", self.promotions.promoted_blocks() as f64);
+        push(
+            "promotion_dropped_blocks",
+            self.promotions.dropped_blocks() as f64,
+        );
+        push("invalidated_blocks", self.cache.invalidated_blocks() as f64);
+        push("cache_blocks", self.cache.slot_count() as f64);
+        push("dirty_blocks", self.cache.dirty_blocks() as f64);
+        for side in [Side::Flash, Side::Disk] {
+            for cause in ChildCause::ALL {
+                // Only the flash receives promotions.
+                if cause == ChildCause::Promote && side == Side::Disk {
+                    continue;
+                }
+                let (s, k) = (side.index(), cause.index());
+                push(
+                    &format!("to_{}_{}_requests", side.name(), cause.name()),
+                    c.child_requests[s][k] as f64,
+                );
+                push(
+                    &format!("to_{}_{}_bytes", side.name(), cause.name()),
+                    c.child_bytes[s][k] as f64,
+                );
+            }
+        }
+        push("child_refusals", self.fanout.refusals() as f64);
+        self.fanout.child_counters(&mut out);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_requests_count_by_op_and_by_who_served_them() {
+        let mut c = Counts::default();
+        c.host_done(Op::Read, 0);
+        c.host_done(Op::Read, 2);
+        c.host_done(Op::Write, 1);
+        c.host_done(Op::Trim, 2);
+        c.host_done(Op::Flush, 2);
+        assert_eq!(c.served, [[1, 0, 1], [0, 1, 0]]);
+        assert_eq!((c.trims, c.flushes), (1, 1));
+    }
+
+    #[test]
+    fn child_requests_count_by_side_and_cause() {
+        let mut c = Counts::default();
+        c.child_request(Side::Disk, ChildCause::Flush, 4096);
+        c.child_request(Side::Disk, ChildCause::Flush, 8192);
+        c.child_request(Side::Flash, ChildCause::Promote, 512);
+        assert_eq!(c.child_requests, [[0, 0, 1], [0, 2, 0]]);
+        assert_eq!(c.child_bytes, [[0, 0, 512], [0, 12288, 0]]);
+    }
+
+    #[test]
+    fn the_hit_ratio_is_zero_before_any_read() {
+        let mut c = Counts::default();
+        assert_eq!(c.read_hit_ratio(), 0.0);
+        c.read_blocks = 4;
+        c.read_blocks_hit = 1;
+        assert_eq!(c.read_hit_ratio(), 0.25);
+    }
+}
