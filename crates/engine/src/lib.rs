@@ -18,7 +18,7 @@
 //! ```
 //! use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
 //! use storsim_blackbox::SequentialDetect;
-//! use storsim_core::{Completion, SimDuration, SimTime};
+//! use storsim_core::{Completion, Device, SimDuration, SimTime};
 //! use storsim_engine::{CancelToken, EngineOptions, Replay, Simulation};
 //! use storsim_workload::synthetic;
 //!
@@ -52,7 +52,6 @@
 //! // Four requests wait for one server: each takes its 100 µs and waits for three others.
 //! assert_eq!(info.end_ns, 1000 * 100_000);
 //! assert!(total_latency_ns > 1000 * 100_000);
-//! # use storsim_core::Device;
 //! # Ok::<(), storsim_engine::EngineError>(())
 //! ```
 //!
@@ -328,28 +327,8 @@ impl CancelToken {
 }
 
 /// One simulation run, set up step by step: a device, a workload and options, then optionally
-/// a sink for the completions, a progress callback and a cancel token.
-///
-/// ```
-/// # use storsim_engine::{EngineOptions, Simulation};
-/// # use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
-/// # use storsim_blackbox::SequentialDetect;
-/// # use storsim_core::SimDuration;
-/// # let cost = LinearCost { fixed: SimDuration(50_000), per_kib_ps: 0 };
-/// # let mut device = LinearDevice::new(LinearParams {
-/// #     capacity_bytes: 1 << 30, costs: [cost; 4], trim: SimDuration(0), flush: SimDuration(0),
-/// #     sequential_detect: SequentialDetect::PreviousRequest, servers: 1, queue_depth: 32,
-/// # });
-/// # let spec = storsim_workload::synthetic::parse("synthetic:rw=randread,bs=4k,requests=100").unwrap();
-/// # let mut workload = storsim_workload::synthetic::build(&spec, 1 << 30, 1).unwrap();
-/// let mut completed = 0u64;
-/// let mut count = |_: &storsim_core::Completion| completed += 1;
-/// let info = Simulation::new(&mut device, &mut workload, EngineOptions::default())
-///     .sink(&mut count)
-///     .run()?;
-/// assert_eq!(info.requests_completed, completed);
-/// # Ok::<(), storsim_engine::EngineError>(())
-/// ```
+/// a sink for the completions, a progress callback and a cancel token. The crate
+/// documentation has an example.
 pub struct Simulation<'a, D: Device + ?Sized> {
     device: &'a mut D,
     workload: &'a mut Workload,

@@ -67,7 +67,6 @@ pub(crate) struct Run<'r, D: Device + ?Sized> {
 
 impl<'r, D: Device + ?Sized> Run<'r, D> {
     /// Checks the options against the device and sets up an empty run.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         device: &'r mut D,
         workload: &'r mut Workload,
@@ -287,7 +286,11 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
                         .push(request.arrival, (request, record_origin))
                         .is_err()
                     {
-                        return Err(self.model_fault("the engine's queue of waiting requests overflowed after the device refused a request as full".into()));
+                        return Err(self.model_fault(
+                            "the engine's queue of waiting requests overflowed after the device \
+                             refused a request as full"
+                                .into(),
+                        ));
                     }
                     self.device_full = true;
                     break;

@@ -139,8 +139,8 @@ impl Session {
     }
 
     /// Runs the workload on the device with `options`, collecting statistics; every completion
-    /// also goes to `sink` if there is one, `progress` is called as [`Simulation::progress`] says, and `cancel`
-    /// stops the run early (see [`CancelToken`]).
+    /// also goes to `sink` if there is one, `progress` is called as [`Simulation::progress`]
+    /// says, and `cancel` stops the run early (see [`CancelToken`]).
     pub fn run(
         &mut self,
         options: &EngineOptions,
