@@ -18,7 +18,8 @@ use std::process::ExitCode;
 
 /// Exit status for bad input (malformed trace, bad device file, bad option): the user can fix it.
 const EXIT_BAD_INPUT: u8 = 2;
-/// Exit status when something outside the input failed (for example writing an output file).
+/// Exit status when something outside the input failed (for example writing an output file), or
+/// a device model broke its contract during a run (a bug in the model, not the user's input).
 const EXIT_FAILURE: u8 = 1;
 /// Exit status when the simulated device failed during the run (wore out): the results up to
 /// the failure were still reported.
@@ -42,6 +43,31 @@ impl CliError {
             message: message.to_string(),
             status: EXIT_FAILURE,
         }
+    }
+
+    /// A simulation's error: [`CliError::engine`] for the run's, bad input for the rest.
+    pub fn sim(error: storsim_sim::SimError, seed: Option<u64>) -> Self {
+        match error {
+            storsim_sim::SimError::Engine(e) => CliError::engine(e, seed),
+            other => CliError::input(other),
+        }
+    }
+
+    /// A run's error: a device model's fault is a failure that says it is a bug in the model
+    /// and gives the `seed` (when the run had one) to reproduce it; everything else the engine
+    /// reports is bad input.
+    pub fn engine(error: storsim_engine::EngineError, seed: Option<u64>) -> Self {
+        if !matches!(error, storsim_engine::EngineError::Model { .. }) {
+            return CliError::input(error);
+        }
+        let seed = match seed {
+            Some(seed) => format!(", --seed {seed}"),
+            None => String::new(),
+        };
+        CliError::failure(format!(
+            "model failure: {error}. This is a bug in the device model, not in the input; \
+             please report it with the device file, the workload and the options{seed}"
+        ))
     }
 }
 
@@ -70,5 +96,47 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stderr(), "storsim: error: {}", e.message);
             ExitCode::from(e.status)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storsim_engine::EngineError;
+
+    fn stall() -> EngineError {
+        EngineError::Model {
+            device: "ssd".into(),
+            at: "1000 ns into the run, with 3 requests completed".into(),
+            message: "the device stalled".into(),
+        }
+    }
+
+    #[test]
+    fn a_model_fault_exits_1_saying_it_is_a_model_bug_with_the_seed() {
+        let e = CliError::engine(stall(), Some(42));
+        assert_eq!(e.status, EXIT_FAILURE);
+        assert!(e.message.starts_with("model failure: "), "{}", e.message);
+        assert!(
+            e.message.contains("bug in the device model"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("--seed 42"), "{}", e.message);
+        assert!(e.message.contains("the device stalled"), "{}", e.message);
+        let e = CliError::engine(stall(), None);
+        assert!(!e.message.contains("--seed"), "{}", e.message);
+    }
+
+    #[test]
+    fn other_engine_errors_are_bad_input() {
+        let e = CliError::engine(
+            EngineError::Options {
+                message: "time scale must be a positive number, got 0".into(),
+            },
+            Some(42),
+        );
+        assert_eq!(e.status, EXIT_BAD_INPUT);
+        assert!(!e.message.contains("model"), "{}", e.message);
     }
 }

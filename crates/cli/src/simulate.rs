@@ -1,29 +1,21 @@
-//! `storsim simulate`.
+//! `storsim simulate`: the command line around `storsim_sim`'s [`Session`], which loads the
+//! device, opens the workload and runs it; here are the options, the progress line, the
+//! requests CSV and the reports.
 
 use crate::args::{RefusedArg, ReplayArg, SimulateArgs};
 use crate::progress::Progress;
 use crate::report::{self, RequestsCsv};
 use crate::{workload_arg, CliError};
 use storsim_core::Completion;
-use storsim_engine::{EngineOptions, OutOfRange, Refused, Replay};
-use storsim_stats::Collector;
+use storsim_engine::{CompletionSink, EngineOptions, OutOfRange, Refused, Replay};
+use storsim_sim::Session;
 
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
-    let device_desc = storsim_config::load_device(&args.device).map_err(CliError::input)?;
-    check_memory(&device_desc.name, &device_desc.spec)?;
-    let mut device = device_desc
-        .spec
-        .build()
-        .map_err(|e| CliError::input(format!("{}: {e}", device_desc.name)))?;
-    let mut workload = workload_arg::open(
-        &args.workload,
-        &args.trace,
-        device.capacity_bytes(),
-        args.seed,
-    )?;
-
+    let source = workload_arg::source(&args.workload, &args.trace)?;
+    let mut session = Session::open(&args.device, &source, args.seed)
+        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let replay = match (args.replay, args.iodepth) {
-        (None, None) => Replay::natural(workload.pacing),
+        (None, None) => Replay::natural(session.workload.pacing),
         (None | Some(ReplayArg::Closed), Some(depth)) => Replay::Closed { depth },
         (Some(ReplayArg::Closed), None) => {
             return Err(CliError::input("--replay closed needs --iodepth N"));
@@ -54,17 +46,15 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
             RefusedArg::Count => Refused::Count,
         },
         max_requests: args.max_requests,
-        duration_ns: workload.duration_ns,
+        duration_ns: session.workload.duration_ns,
     };
 
-    let mut collector = Collector::new();
     let mut csv = match &args.requests_csv {
         Some(path) => Some(RequestsCsv::create(path)?),
         None => None,
     };
     let mut csv_error: Option<std::io::Error> = None;
-    let mut sink = |c: &Completion| {
-        collector.record(c);
+    let mut write_csv = |c: &Completion| {
         if let Some(w) = csv.as_mut() {
             if csv_error.is_none() {
                 if let Err(e) = w.write(c) {
@@ -73,15 +63,16 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
             }
         }
     };
+    // Without a CSV to write, no sink: the statistics are collected in any case.
+    let sink: Option<&mut dyn CompletionSink> = match args.requests_csv {
+        Some(_) => Some(&mut write_csv),
+        None => None,
+    };
     let mut progress = Progress::new(args.quiet, args.max_requests);
-    let info = storsim_engine::run(
-        &mut device,
-        &mut workload,
-        &options,
-        &mut sink,
-        &mut |n, t| progress.update(n, t),
-    )
-    .map_err(CliError::input)?;
+    let outcome = session
+        .run(&options, sink, &mut |n, t| progress.update(n, t), None)
+        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
+    let info = outcome.info;
     let wall = progress.finish();
     let cpu = progress.cpu_time();
 
@@ -95,12 +86,12 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
 
     let results = report::SimulationResults {
         seed: args.seed,
-        device_name: &device_desc.name,
-        device: device.as_ref(),
-        workload: &workload,
+        device_name: &session.device_name,
+        device: session.device.as_ref(),
+        workload: &session.workload,
         replay,
         info: &info,
-        summary: collector.summary(),
+        summary: outcome.summary,
     };
     if let Some(path) = &args.json {
         report::write_json(path, &report::simulation_json(&results))?;
@@ -126,29 +117,8 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     }
 }
 
-/// Refuses a device whose model state would not fit in the memory available, with a message
-/// that says so, instead of letting the allocation abort the process.
+/// Refuses a device whose model state would not fit in the memory available
+/// ([`storsim_sim::check_memory`]), as bad input.
 pub(crate) fn check_memory(name: &str, spec: &storsim_config::DeviceSpec) -> Result<(), CliError> {
-    let (Some(need), Some(available)) = (spec.state_bytes_bound(), mem_available_bytes()) else {
-        return Ok(());
-    };
-    if need <= available {
-        return Ok(());
-    }
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
-    Err(CliError::input(format!(
-        "{name}: the model's state may need up to {:.1} GiB ({} bytes for each physical page) \
-         but {:.1} GiB of memory is available; use fewer blocks or larger pages",
-        gib(need),
-        storsim_config::SSD_STATE_BYTES_PER_PAGE,
-        gib(available)
-    )))
-}
-
-/// `MemAvailable` from /proc/meminfo, where there is one.
-fn mem_available_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
+    storsim_sim::check_memory(name, spec).map_err(CliError::input)
 }

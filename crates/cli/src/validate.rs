@@ -5,20 +5,23 @@ use crate::report::{self, ValidationResults};
 use crate::CliError;
 use storsim_core::Completion;
 use storsim_engine::{EngineOptions, Replay};
-use storsim_workload::trace::{self, validate_measured_access_us, TraceFormat, TraceOptions};
+use storsim_sim::{Session, WorkloadSource};
+use storsim_workload::trace::{validate_measured_access_us, TraceFormat, TraceOptions};
 
 pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
-    let device_desc = storsim_config::load_device(&args.device).map_err(CliError::input)?;
-    crate::simulate::check_memory(&device_desc.name, &device_desc.spec)?;
-    let mut device = device_desc
-        .spec
-        .build()
-        .map_err(|e| CliError::input(format!("{}: {e}", device_desc.name)))?;
-    let options = TraceOptions {
-        format: Some(TraceFormat::Validate),
-        ..TraceOptions::default()
+    let source = WorkloadSource::Trace {
+        path: args.trace.clone(),
+        options: TraceOptions {
+            format: Some(TraceFormat::Validate),
+            ..TraceOptions::default()
+        },
     };
-    let mut workload = trace::open(&args.trace, &options).map_err(CliError::input)?;
+    // The trace names no seed and the models draw no random numbers of their own.
+    let Session {
+        device_name,
+        mut device,
+        mut workload,
+    } = Session::open(&args.device, &source, 0).map_err(|e| CliError::sim(e, None))?;
     let measured_ms: Vec<f64> = validate_measured_access_us(&args.trace)
         .map_err(CliError::input)?
         .map(|us| us.map(|us| us / 1000.0))
@@ -41,11 +44,11 @@ pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
         &mut sink,
         &mut |_, _| {},
     )
-    .map_err(CliError::input)?;
+    .map_err(|e| CliError::engine(e, None))?;
     if let Some(failure) = &info.device_failed {
         return Err(CliError::input(format!(
             "{}: the device failed during validation: {failure}",
-            device_desc.name
+            device_name
         )));
     }
     // One request outstanding means completions come in trace order already; sorting by id
@@ -69,7 +72,7 @@ pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
         )));
     };
     let results = ValidationResults {
-        device_name: &device_desc.name,
+        device_name: &device_name,
         device: device.as_ref(),
         trace: &args.trace,
         simulated_ms: &simulated_ms,

@@ -1,15 +1,10 @@
-//! Turning the `--workload` argument and trace options into a [`Workload`].
+//! Turning the `--workload` argument and trace options into a [`WorkloadSource`].
 
 use crate::args::{Switch, TraceArgs};
 use crate::CliError;
-use std::path::Path;
-use storsim_workload::trace::{self, BlkparseEvent, DeviceSelection, TraceFormat, TraceOptions};
-use storsim_workload::{synthetic, Workload};
-
-/// True when the argument is a generator spec rather than a file.
-pub fn is_synthetic(arg: &str) -> bool {
-    arg.starts_with("synthetic:") || arg.starts_with("vdbench:")
-}
+use std::path::PathBuf;
+use storsim_sim::WorkloadSource;
+use storsim_workload::trace::{BlkparseEvent, DeviceSelection, TraceFormat, TraceOptions};
 
 pub fn trace_options(args: &TraceArgs) -> Result<TraceOptions, CliError> {
     let format = match &args.format {
@@ -49,17 +44,13 @@ pub fn trace_options(args: &TraceArgs) -> Result<TraceOptions, CliError> {
     })
 }
 
-/// Opens a trace file or builds a synthetic workload for a device of `capacity_bytes`.
-pub fn open(
-    arg: &str,
-    args: &TraceArgs,
-    capacity_bytes: u64,
-    seed: u64,
-) -> Result<Workload, CliError> {
-    if is_synthetic(arg) {
-        let spec = synthetic::parse(arg).map_err(CliError::input)?;
-        return synthetic::build(&spec, capacity_bytes, seed).map_err(CliError::input);
+/// What `--workload` names: a generator spec, or a trace file read with the trace options.
+pub fn source(arg: &str, args: &TraceArgs) -> Result<WorkloadSource, CliError> {
+    if WorkloadSource::is_synthetic(arg) {
+        return Ok(WorkloadSource::Synthetic(arg.to_string()));
     }
-    let options = trace_options(args)?;
-    trace::open(Path::new(arg), &options).map_err(CliError::input)
+    Ok(WorkloadSource::Trace {
+        path: PathBuf::from(arg),
+        options: trace_options(args)?,
+    })
 }

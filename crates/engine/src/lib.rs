@@ -5,15 +5,70 @@
 //! whichever comes first. It holds at most one pending record per free slot, so memory does not
 //! grow with the workload; requests that arrive while the device queue is full wait at the host
 //! and their wait counts as queueing.
+//!
+//! # As a library
+//!
+//! A run is a [`Simulation`]: a device (any [`Device`], such as one `storsim_config` built from
+//! a device file), a [`Workload`] (a trace opened by `storsim_workload::trace::open` or a
+//! synthetic one), [`EngineOptions`], and optionally a [`CompletionSink`] that sees every
+//! completion, a progress callback, and a [`CancelToken`] another thread may use to stop it.
+//! The result is a [`RunInfo`]; per-request statistics are the sink's business (the CLI's sink
+//! is a `storsim_stats::Collector`).
+//!
+//! ```
+//! use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
+//! use storsim_blackbox::SequentialDetect;
+//! use storsim_core::{Completion, Device, SimDuration, SimTime};
+//! use storsim_engine::{CancelToken, EngineOptions, Replay, Simulation};
+//! use storsim_workload::synthetic;
+//!
+//! // A device whose every request takes 100 µs, one at a time.
+//! let cost = LinearCost { fixed: SimDuration(100_000), per_kib_ps: 0 };
+//! let mut device = LinearDevice::new(LinearParams {
+//!     capacity_bytes: 1 << 30,
+//!     costs: [cost; 4],
+//!     trim: SimDuration(0),
+//!     flush: SimDuration(0),
+//!     sequential_detect: SequentialDetect::PreviousRequest,
+//!     servers: 1,
+//!     queue_depth: 32,
+//! });
+//! let spec = synthetic::parse("synthetic:rw=randread,bs=4k,requests=1000").unwrap();
+//! let mut workload = synthetic::build(&spec, device.capacity_bytes(), 7).unwrap();
+//! let options = EngineOptions { replay: Replay::Closed { depth: 4 }, ..Default::default() };
+//!
+//! let mut total_latency_ns = 0u64;
+//! let mut sink = |c: &Completion| total_latency_ns += c.latency().as_ns();
+//! let mut progress = |completed: u64, now: SimTime| eprintln!("{completed} done at {now}");
+//! let cancel = CancelToken::new(); // cancel.cancel() from another thread stops the run
+//! let info = Simulation::new(&mut device, &mut workload, options)
+//!     .sink(&mut sink)
+//!     .progress(&mut progress)
+//!     .cancel(cancel.clone())
+//!     .run()?;
+//!
+//! assert_eq!(info.requests_completed, 1000);
+//! assert!(!info.cancelled);
+//! // Four requests wait for one server: each takes its 100 µs and waits for three others.
+//! assert_eq!(info.end_ns, 1000 * 100_000);
+//! assert!(total_latency_ns > 1000 * 100_000);
+//! # Ok::<(), storsim_engine::EngineError>(())
+//! ```
+//!
+//! Errors ([`EngineError`]) separate bad input (options, workload records, requests the device
+//! refuses) from a device model that breaks its contract ([`EngineError::Model`]): the first
+//! is the user's to fix, the second a bug in the model.
 
 mod lookahead;
+mod run;
 
 use lookahead::Lookahead;
+use run::Run;
 use std::fmt;
-use storsim_core::{
-    Completion, Device, DeviceError, EventQueue, Request, SimTime, QUEUE_DEPTH_MAX,
-};
-use storsim_workload::{Origin, Pacing, Record, Workload, WorkloadError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use storsim_core::{Completion, Device, DeviceError, SimTime};
+use storsim_workload::{Pacing, Workload, WorkloadError};
 
 /// How records become requests.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,9 +120,13 @@ pub enum Refused {
 /// so that a trace refused throughout does not grow memory.
 pub const REFUSED_KEPT: usize = 10;
 
+/// How a run replays its workload; the default is open loop at the trace's own pace, stopping
+/// at the first request that does not fit or that the device refuses.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EngineOptions {
+    /// How records become requests: their arrival times and how many are outstanding.
     pub replay: Replay,
+    /// What to do with a request that reaches past the end of the device.
     pub out_of_range: OutOfRange,
     /// What to do when the device refuses a request as invalid. [`DeviceError::OutOfRange`]
     /// follows `out_of_range` instead, and a full queue or a failed device is handled as
@@ -93,6 +152,7 @@ impl Default for EngineOptions {
 
 /// Receives every completion, in completion order.
 pub trait CompletionSink {
+    /// Called once for each completed request, as the engine collects it from the device.
     fn completed(&mut self, completion: &Completion);
 }
 
@@ -105,7 +165,9 @@ impl<F: FnMut(&Completion)> CompletionSink for F {
 /// Facts about the run that are not per-request statistics.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RunInfo {
+    /// Requests the device accepted.
     pub requests_issued: u64,
+    /// Requests the device completed and the sink received.
     pub requests_completed: u64,
     /// Open-loop records whose timestamp was earlier than the previous record's; they were issued
     /// at the previous record's time, since arrivals cannot go back in time.
@@ -122,6 +184,10 @@ pub struct RunInfo {
     /// The device failed ([`DeviceError::Failed`]) at this record: issuing stopped there, the
     /// requests it had accepted completed, and the run ended early. Says where and why.
     pub device_failed: Option<String>,
+    /// The run's [`CancelToken`] was cancelled: it stopped admitting requests there and ended
+    /// when the ones the device held completed.
+    pub cancelled: bool,
+    /// The simulated instant of the last completion.
     pub end_ns: u64,
 }
 
@@ -134,8 +200,11 @@ pub struct RefusedRequest {
     pub reason: String,
 }
 
+/// Why a run stopped without results. [`EngineError::Model`] is a bug in a device model; the
+/// others are bad input the user can fix.
 #[derive(Debug)]
 pub enum EngineError {
+    /// The workload could not be read (a malformed trace line, say).
     Workload(WorkloadError),
     /// The device refused a request: which record (`position`, e.g. "line 17") of `source`.
     Device {
@@ -154,7 +223,18 @@ pub enum EngineError {
         position: String,
         arrival_ns: u128,
     },
-    Options {
+    /// The options do not make sense (a time scale of zero, a queue depth of 0).
+    Options { message: String },
+    /// The device model broke the [`Device`] contract: it stalled (requests outstanding and no
+    /// deadline), named a deadline before the present, completed a request it was not given or
+    /// out of time order, or refused a request as full below its queue depth in a way the
+    /// engine cannot wait out. No input causes this; the model has a bug.
+    Model {
+        /// The model's name ([`Device::model_name`]).
+        device: String,
+        /// When in the run it happened: the simulated instant and the completions so far.
+        at: String,
+        /// What the model did wrong.
         message: String,
     },
 }
@@ -195,6 +275,11 @@ impl fmt::Display for EngineError {
                 SimTime::ARRIVAL_LIMIT.as_ns() as f64 / 1e9
             ),
             EngineError::Options { message } => write!(f, "{message}"),
+            EngineError::Model {
+                device,
+                at,
+                message,
+            } => write!(f, "the device model '{device}' failed at {at}: {message}"),
         }
     }
 }
@@ -210,10 +295,120 @@ impl From<WorkloadError> for EngineError {
 /// How often (in completions) the progress callback is called.
 pub const PROGRESS_INTERVAL: u64 = 1 << 16;
 
-/// Runs `workload` on `device` to completion.
+/// How often (in completions) a run looks at its [`CancelToken`]. A power of two that divides
+/// [`PROGRESS_INTERVAL`], so that one test per completion serves both.
+pub const CHECK_INTERVAL: u64 = 1 << 10;
+
+/// Asks a running [`Simulation`] to stop, from any thread.
 ///
-/// The engine reads one record ahead of the one it admits and passes it to
-/// [`Device::prefetch`]; the run's results are what they would be without it.
+/// Clones share one flag. The run looks at it when it starts and every [`CHECK_INTERVAL`]
+/// completions; once it sees it set, it admits nothing more, lets the requests the device
+/// already accepted complete (at most the device's queue depth of them), and returns `Ok` with
+/// [`RunInfo::cancelled`] set. Everything it reports up to there (completions delivered to the
+/// sink, the counters in [`RunInfo`]) is what an uncancelled run reports for those requests.
+#[derive(Clone, Debug, Default)]
+pub struct CancelToken(Arc<AtomicBool>);
+
+impl CancelToken {
+    /// A token not yet cancelled.
+    pub fn new() -> Self {
+        CancelToken::default()
+    }
+
+    /// Asks every run holding a clone of this token to stop.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether [`CancelToken::cancel`] was called on this token or a clone.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One simulation run, set up step by step: a device, a workload and options, then optionally
+/// a sink for the completions, a progress callback and a cancel token. The crate
+/// documentation has an example.
+pub struct Simulation<'a, D: Device + ?Sized> {
+    device: &'a mut D,
+    workload: &'a mut Workload,
+    options: EngineOptions,
+    sink: Option<&'a mut dyn CompletionSink>,
+    progress: Option<&'a mut dyn FnMut(u64, SimTime)>,
+    cancel: Option<CancelToken>,
+}
+
+impl<'a, D: Device + ?Sized> Simulation<'a, D> {
+    /// A run of `workload` on `device` with `options`, whose completions go nowhere until
+    /// [`Simulation::sink`] says where.
+    pub fn new(device: &'a mut D, workload: &'a mut Workload, options: EngineOptions) -> Self {
+        Simulation {
+            device,
+            workload,
+            options,
+            sink: None,
+            progress: None,
+            cancel: None,
+        }
+    }
+
+    /// Every completion goes to `sink`, in completion order.
+    pub fn sink(mut self, sink: &'a mut dyn CompletionSink) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
+    /// `progress(completed, now)` is called every [`PROGRESS_INTERVAL`] completions, with the
+    /// number completed so far and the simulated instant.
+    pub fn progress(mut self, progress: &'a mut dyn FnMut(u64, SimTime)) -> Self {
+        self.progress = Some(progress);
+        self
+    }
+
+    /// The run stops early once `token` is cancelled (see [`CancelToken`]).
+    pub fn cancel(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Runs the workload to its end (or a limit in the options, a device failure or a
+    /// cancellation) and says how it went. The workload is consumed as far as the run got.
+    ///
+    /// The engine reads one record ahead of the one it admits and passes it to
+    /// [`Device::prefetch`]; the run's results are what they would be without it.
+    ///
+    /// Errors: [`EngineError::Options`] before anything runs; [`EngineError::Workload`],
+    /// [`EngineError::Device`] and [`EngineError::ArrivalTooLate`] for bad input, naming the
+    /// record; [`EngineError::Model`] when the device model breaks its contract.
+    pub fn run(self) -> Result<RunInfo, EngineError> {
+        let mut no_sink = |_: &Completion| {};
+        let mut no_progress = |_: u64, _: SimTime| {};
+        let sink: &mut dyn CompletionSink = match self.sink {
+            Some(sink) => sink,
+            None => &mut no_sink,
+        };
+        let progress: &mut dyn FnMut(u64, SimTime) = match self.progress {
+            Some(progress) => progress,
+            None => &mut no_progress,
+        };
+        let mut lookahead = Lookahead::new();
+        let result = Run::new(
+            self.device,
+            self.workload,
+            &self.options,
+            sink,
+            progress,
+            self.cancel.as_ref(),
+            &mut lookahead,
+        )
+        .and_then(Run::run);
+        lookahead.finish(self.workload);
+        result
+    }
+}
+
+/// Runs `workload` on `device` to completion: [`Simulation`] with a sink and a progress
+/// callback, for callers that need neither cancellation nor the builder.
 pub fn run<D: Device + ?Sized>(
     device: &mut D,
     workload: &mut Workload,
@@ -221,344 +416,8 @@ pub fn run<D: Device + ?Sized>(
     sink: &mut dyn CompletionSink,
     progress: &mut dyn FnMut(u64, SimTime),
 ) -> Result<RunInfo, EngineError> {
-    let mut lookahead = Lookahead::new();
-    let result = run_with(device, workload, options, sink, progress, &mut lookahead);
-    lookahead.finish(workload);
-    result
-}
-
-fn run_with<D: Device + ?Sized>(
-    device: &mut D,
-    workload: &mut Workload,
-    options: &EngineOptions,
-    sink: &mut dyn CompletionSink,
-    progress: &mut dyn FnMut(u64, SimTime),
-    lookahead: &mut Lookahead,
-) -> Result<RunInfo, EngineError> {
-    let depth = match options.replay {
-        Replay::Open { time_scale } => {
-            if !(time_scale.is_finite() && time_scale > 0.0) {
-                return Err(EngineError::Options {
-                    message: format!("time scale must be a positive number, got {time_scale}"),
-                });
-            }
-            1
-        }
-        Replay::Closed { depth } => {
-            if !(1..=QUEUE_DEPTH_MAX).contains(&depth) {
-                return Err(EngineError::Options {
-                    message: format!(
-                        "queue depth must be from 1 to {QUEUE_DEPTH_MAX}, got {depth}"
-                    ),
-                });
-            }
-            depth as usize
-        }
-        Replay::AsFastAsPossible => device.queue_depth().max(1),
-    };
-    let device_depth = device.queue_depth().max(1);
-    let capacity = device.capacity_bytes();
-    let origin = workload.origin;
-
-    // Requests admitted by the workload but not yet submitted, ordered by arrival time. In open
-    // loop it holds the next record; in closed loop one entry per free slot.
-    let mut ready: EventQueue<(Request, u64)> = EventQueue::with_capacity(depth);
-    // Closed loop: slots in use (admitted, not yet completed).
-    let mut slots_used = 0usize;
-    let mut outstanding = 0usize;
-    let mut exhausted = false;
-    let mut info = RunInfo::default();
-    let mut first_timestamp: Option<u64> = None;
-    let mut last_timestamp = 0u64;
-    let mut last_arrival_ns = 0u64;
-    let mut next_id = 0u64;
-    let mut now = SimTime::ZERO;
-    let mut admit_base = SimTime::ZERO;
-    let mut done: Vec<Completion> = Vec::with_capacity(device_depth);
-
-    loop {
-        // Admit records while there is room for them.
-        while !exhausted && ready.len() < depth && (options.replay_is_open() || slots_used < depth)
-        {
-            if options.max_requests.is_some_and(|m| next_id >= m) {
-                exhausted = true;
-                break;
-            }
-            let Some(record) = lookahead.next(workload) else {
-                exhausted = true;
-                break;
-            };
-            let record = record?;
-            let Some(record) = prepare(record, capacity, options.out_of_range, &mut info)
-                .map_err(|error| device_error(workload, origin, record.origin, error, options))?
-            else {
-                continue;
-            };
-            // In u128, so that no timestamp, scale or think time can overflow before the check.
-            let arrival_ns: u128 = match options.replay {
-                Replay::Open { time_scale } => {
-                    let t0 = *first_timestamp.get_or_insert(record.timestamp_ns);
-                    if record.timestamp_ns < last_timestamp {
-                        info.out_of_order_records += 1;
-                    }
-                    last_timestamp = record.timestamp_ns;
-                    let rel = record.timestamp_ns.saturating_sub(t0);
-                    let scaled = if time_scale == 1.0 {
-                        rel as u128
-                    } else {
-                        // A float-to-int cast saturates; the limit check below catches it.
-                        (rel as f64 * time_scale).round() as u128
-                    };
-                    scaled.max(last_arrival_ns as u128)
-                }
-                Replay::Closed { .. } => admit_base.as_ns() as u128 + record.think_ns as u128,
-                Replay::AsFastAsPossible => admit_base.as_ns() as u128,
-            };
-            if arrival_ns > SimTime::ARRIVAL_LIMIT.as_ns() as u128 {
-                return Err(EngineError::ArrivalTooLate {
-                    source: workload.name.clone(),
-                    position: origin.describe(record.origin),
-                    arrival_ns,
-                });
-            }
-            let arrival_ns = arrival_ns as u64;
-            if options.duration_ns.is_some_and(|d| arrival_ns >= d) {
-                exhausted = true;
-                break;
-            }
-            last_arrival_ns = arrival_ns;
-            let request = Request {
-                id: next_id,
-                op: record.op,
-                offset_bytes: record.offset_bytes,
-                len_bytes: record.len_bytes,
-                arrival: SimTime(arrival_ns),
-            };
-            next_id += 1;
-            slots_used += 1;
-            let arrival = request.arrival;
-            // `ready` has room: the loop condition checked its length.
-            let _ = ready.push(arrival, (request, record.origin));
-            let more_to_come = match options.max_requests {
-                Some(m) => next_id < m,
-                None => true,
-            };
-            if more_to_come {
-                if let Some(next) = lookahead.peek(workload) {
-                    device.prefetch(&Request {
-                        id: next_id,
-                        op: next.op,
-                        offset_bytes: next.offset_bytes,
-                        len_bytes: next.len_bytes,
-                        arrival,
-                    });
-                }
-            }
-        }
-
-        // Submit what has arrived, while the device has room. `submitted_any` also covers a
-        // refused request: it left `ready` and, in a closed loop, its slot, so the next record
-        // may be due now.
-        let mut submitted_any = false;
-        while outstanding < device_depth && ready.peek_time().is_some_and(|t| t <= now) {
-            let (_, (request, record_origin)) = ready.pop().expect("peeked");
-            match device.submit(now, request) {
-                Ok(()) => {
-                    outstanding += 1;
-                    info.requests_issued += 1;
-                    submitted_any = true;
-                }
-                Err(DeviceError::QueueFull { .. }) => {
-                    // The device has a tighter limit than it advertised; wait for a completion.
-                    ready
-                        .push(request.arrival, (request, record_origin))
-                        .map_err(|_| EngineError::Options {
-                            message: "internal: ready queue overflow".into(),
-                        })?;
-                    break;
-                }
-                Err(DeviceError::Failed { reason }) => {
-                    // The run ends here: nothing more is admitted, what the device accepted
-                    // drains, and the caller reports the results up to the failure.
-                    info.device_failed = Some(format!(
-                        "{}: {}: the device has failed: {reason}",
-                        workload.name,
-                        origin.describe(record_origin)
-                    ));
-                    exhausted = true;
-                    ready.clear();
-                    slots_used = outstanding;
-                    break;
-                }
-                Err(DeviceError::Invalid { reason }) if options.on_refused == Refused::Count => {
-                    // The request is done with at `now` without reaching the device. It frees
-                    // its slot as a completion would, so a closed loop admits the next record
-                    // its think time after now (`admit_base` is `now` here) instead of waiting
-                    // for a completion that will never come.
-                    slots_used -= 1;
-                    submitted_any = true;
-                    info.refused_requests += 1;
-                    if info.first_refused.len() < REFUSED_KEPT {
-                        info.first_refused.push(RefusedRequest {
-                            position: origin.describe(record_origin),
-                            reason,
-                        });
-                    }
-                }
-                Err(error) => {
-                    return Err(device_error(
-                        workload,
-                        origin,
-                        record_origin,
-                        error,
-                        options,
-                    ))
-                }
-            }
-        }
-
-        // A submission freed a place in `ready`: admit the next records before time moves, or
-        // requests that arrive before the next device event would be issued late.
-        if submitted_any && !exhausted {
-            continue;
-        }
-
-        // The run ends with its last completion. A device may still have work of its own
-        // (garbage collection in idle time): simulating it would cost time, count flash work
-        // the workload never waited for, and stretch busy time past the run's end.
-        if exhausted && ready.is_empty() && outstanding == 0 {
-            break;
-        }
-
-        // Jump to the next event.
-        let next_arrival = if outstanding < device_depth {
-            ready.peek_time()
-        } else {
-            None
-        };
-        let next = match (next_arrival, device.next_deadline()) {
-            (Some(a), Some(d)) => a.min(d),
-            (Some(a), None) => a,
-            (None, Some(d)) => d,
-            (None, None) => {
-                if exhausted && ready.is_empty() {
-                    break;
-                }
-                if ready.is_empty() {
-                    continue;
-                }
-                // Requests are waiting but the device neither has room nor will change state.
-                return Err(EngineError::Options {
-                    message: format!(
-                        "device '{}' stalled with {outstanding} requests outstanding and no deadline",
-                        device.model_name()
-                    ),
-                });
-            }
-        };
-        assert!(
-            next >= now,
-            "the device's next deadline {next} is before now {now}"
-        );
-        now = next;
-        device.advance(now, &mut done);
-        for c in done.drain(..) {
-            assert!(
-                c.request.arrival <= c.service_start
-                    && c.service_start <= c.finish
-                    && c.finish <= now,
-                "device '{}' broke the completion contract for request {}",
-                device.model_name(),
-                c.request.id
-            );
-            outstanding -= 1;
-            slots_used -= 1;
-            info.requests_completed += 1;
-            sink.completed(&c);
-            if info.requests_completed % PROGRESS_INTERVAL == 0 {
-                progress(info.requests_completed, now);
-            }
-        }
-        admit_base = now;
-    }
-    assert_eq!(
-        outstanding, 0,
-        "requests left outstanding at the end of the run"
-    );
-    info.end_ns = now.as_ns();
-    Ok(info)
-}
-
-impl EngineOptions {
-    fn replay_is_open(&self) -> bool {
-        matches!(self.replay, Replay::Open { .. })
-    }
-}
-
-fn device_error(
-    workload: &Workload,
-    origin: Origin,
-    at: u64,
-    error: DeviceError,
-    options: &EngineOptions,
-) -> EngineError {
-    let wrap_would_help = match error {
-        DeviceError::OutOfRange {
-            len_bytes,
-            capacity_bytes,
-            ..
-        } => options.out_of_range == OutOfRange::Error && len_bytes <= capacity_bytes,
-        _ => false,
-    };
-    let count_would_help =
-        matches!(error, DeviceError::Invalid { .. }) && options.on_refused == Refused::Stop;
-    EngineError::Device {
-        source: workload.name.clone(),
-        position: origin.describe(at),
-        error,
-        wrap_would_help,
-        count_would_help,
-    }
-}
-
-/// Applies the out-of-range policy and drops empty reads and writes. `Ok(None)` = skip.
-fn prepare(
-    mut record: Record,
-    capacity: u64,
-    policy: OutOfRange,
-    info: &mut RunInfo,
-) -> Result<Option<Record>, DeviceError> {
-    use storsim_core::Op;
-    if record.len_bytes == 0 && matches!(record.op, Op::Read | Op::Write) {
-        info.empty_requests += 1;
-        return Ok(None);
-    }
-    let fits = record
-        .offset_bytes
-        .checked_add(record.len_bytes)
-        .is_some_and(|e| e <= capacity);
-    if fits || record.op == Op::Flush {
-        return Ok(Some(record));
-    }
-    let out_of_range = DeviceError::OutOfRange {
-        offset_bytes: record.offset_bytes,
-        len_bytes: record.len_bytes,
-        capacity_bytes: capacity,
-    };
-    match policy {
-        OutOfRange::Error => Err(out_of_range),
-        OutOfRange::Wrap => {
-            if record.len_bytes > capacity {
-                return Err(out_of_range);
-            }
-            let mut offset = record.offset_bytes % capacity;
-            if offset + record.len_bytes > capacity {
-                // Pull it back so it ends at the last whole sector that fits.
-                offset = (capacity - record.len_bytes) / 512 * 512;
-            }
-            record.offset_bytes = offset;
-            info.wrapped_requests += 1;
-            Ok(Some(record))
-        }
-    }
+    Simulation::new(device, workload, *options)
+        .sink(sink)
+        .progress(progress)
+        .run()
 }

@@ -12,8 +12,8 @@ use storsim_core::{
     Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime,
 };
 use storsim_engine::{
-    run, EngineError, EngineOptions, OutOfRange, Refused, RefusedRequest, Replay, RunInfo,
-    REFUSED_KEPT,
+    run, CancelToken, EngineError, EngineOptions, OutOfRange, Refused, RefusedRequest, Replay,
+    RunInfo, Simulation, CHECK_INTERVAL, PROGRESS_INTERVAL, REFUSED_KEPT,
 };
 use storsim_workload::{Origin, Pacing, Record, Workload};
 
@@ -800,4 +800,263 @@ fn records_read_ahead_but_never_reached_leave_the_counters_alone() {
     .unwrap_err();
     assert!(err.to_string().contains("line 2"), "{err}");
     assert_eq!(w.skipped.get(), 2, "the lines before records 1 and 2 only");
+}
+
+/// What a [`BrokenDevice`] does wrong.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Accepts requests and never gives a deadline for them.
+    Stall,
+    /// Names a deadline just before the last instant it was told.
+    DeadlineInThePast,
+    /// Completes requests with their service starting after they finished.
+    StartAfterFinish,
+}
+
+/// A deliberately broken model: the flat linear device with one [`Fault`].
+struct BrokenDevice {
+    inner: LinearDevice,
+    fault: Fault,
+    now: SimTime,
+}
+
+impl BrokenDevice {
+    fn new(fault: Fault) -> Self {
+        BrokenDevice {
+            inner: flat_device(100, 1, 4),
+            fault,
+            now: SimTime::ZERO,
+        }
+    }
+}
+
+impl Device for BrokenDevice {
+    fn model_name(&self) -> &'static str {
+        "broken"
+    }
+    fn capacity_bytes(&self) -> u64 {
+        self.inner.capacity_bytes()
+    }
+    fn queue_depth(&self) -> usize {
+        self.inner.queue_depth()
+    }
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        self.now = now;
+        self.inner.submit(now, request)
+    }
+    fn next_deadline(&self) -> Option<SimTime> {
+        let deadline = self.inner.next_deadline();
+        match self.fault {
+            Fault::Stall => None,
+            Fault::DeadlineInThePast if self.now > SimTime::ZERO => {
+                deadline.map(|_| SimTime(self.now.0 - 1))
+            }
+            _ => deadline,
+        }
+    }
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        self.now = now;
+        let first = done.len();
+        self.inner.advance(now, done);
+        if let Fault::StartAfterFinish = self.fault {
+            for c in &mut done[first..] {
+                c.service_start = c.finish + SimDuration(1);
+            }
+        }
+    }
+    fn counters(&self) -> Vec<DeviceCounter> {
+        Vec::new()
+    }
+}
+
+/// Runs `f` on another thread, so that an engine that hangs fails the test instead of hanging
+/// the suite. The minute allowed guards against a hang only; no test depends on the time.
+fn within_a_minute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(Duration::from_secs(60))
+        .expect("the engine finished the run instead of hanging")
+}
+
+/// Runs ten numbered records on a [`BrokenDevice`] and returns the model fault's message.
+fn model_fault(fault: Fault, replay: Replay) -> String {
+    within_a_minute(move || {
+        let mut device = BrokenDevice::new(fault);
+        let options = EngineOptions {
+            replay,
+            ..Default::default()
+        };
+        match run_all_on(
+            &mut device,
+            workload(numbered(10, 10), Pacing::Open),
+            options,
+        ) {
+            Err(EngineError::Model {
+                device, message, ..
+            }) => {
+                assert_eq!(device, "broken");
+                message
+            }
+            other => panic!("expected a model fault from {fault:?}, got {other:?}"),
+        }
+    })
+}
+
+fn run_all_on<D: Device>(
+    device: &mut D,
+    mut w: Workload,
+    options: EngineOptions,
+) -> Result<(Vec<Completion>, RunInfo), EngineError> {
+    let mut out = Vec::new();
+    let info = run(
+        device,
+        &mut w,
+        &options,
+        &mut |c: &Completion| out.push(*c),
+        &mut |_, _| {},
+    )?;
+    Ok((out, info))
+}
+
+#[test]
+fn a_device_that_stalls_is_a_model_fault_not_a_hang_or_a_panic() {
+    // Open loop used to end on a failed assertion, a closed loop used to wait for ever.
+    for replay in [
+        Replay::Open { time_scale: 1.0 },
+        Replay::Closed { depth: 2 },
+        Replay::AsFastAsPossible,
+    ] {
+        let message = model_fault(Fault::Stall, replay);
+        assert!(message.contains("stalled"), "{replay:?}: {message}");
+    }
+}
+
+#[test]
+fn a_deadline_before_now_is_a_model_fault() {
+    let message = model_fault(Fault::DeadlineInThePast, Replay::Open { time_scale: 1.0 });
+    assert!(message.contains("before now"), "{message}");
+}
+
+#[test]
+fn a_completion_that_breaks_the_contract_is_a_model_fault() {
+    let message = model_fault(Fault::StartAfterFinish, Replay::Closed { depth: 1 });
+    assert!(message.contains("completion contract"), "{message}");
+}
+
+#[test]
+fn a_model_fault_says_it_is_the_models_and_where_it_happened() {
+    let error = within_a_minute(|| {
+        let mut device = BrokenDevice::new(Fault::Stall);
+        run_all_on(
+            &mut device,
+            workload(numbered(3, 10), Pacing::Open),
+            open(1.0),
+        )
+        .unwrap_err()
+    });
+    let text = error.to_string();
+    assert!(
+        text.contains("device model 'broken'") && text.contains("ns into the run"),
+        "{text}"
+    );
+}
+
+/// `n` numbered records replayed in a closed loop of depth 8 on the flat device.
+fn closed_run(n: u64) -> (LinearDevice, Workload, EngineOptions) {
+    let options = EngineOptions {
+        replay: Replay::Closed { depth: 8 },
+        ..Default::default()
+    };
+    (
+        flat_device(100, 1, 32),
+        workload(numbered(n, 0), Pacing::Closed { depth: 8 }),
+        options,
+    )
+}
+
+#[test]
+fn a_cancelled_run_stops_soon_after_and_reports_what_completed() {
+    let total = 20_000;
+    let (mut device, mut w, options) = closed_run(total);
+    let (whole, whole_info) = run_all_on(&mut device, w, options).unwrap();
+    assert_eq!(whole_info.requests_completed, total);
+    assert!(!whole_info.cancelled);
+
+    let cancel_at = 3_000;
+    (device, w, _) = closed_run(total);
+    let token = CancelToken::new();
+    let mut out = Vec::new();
+    let mut sink = |c: &Completion| {
+        out.push(*c);
+        if out.len() == cancel_at {
+            token.cancel();
+        }
+    };
+    let info = Simulation::new(&mut device, &mut w, options)
+        .sink(&mut sink)
+        .cancel(token.clone())
+        .run()
+        .unwrap();
+    assert!(info.cancelled);
+    // The token is seen at the next check; then at most the loop's 8 requests drain.
+    let seen_at = (cancel_at as u64).div_ceil(CHECK_INTERVAL) * CHECK_INTERVAL;
+    assert!(
+        (seen_at..=seen_at + 8).contains(&info.requests_completed),
+        "{} completed",
+        info.requests_completed
+    );
+    assert_eq!(info.requests_issued, info.requests_completed);
+    assert_eq!(out.len() as u64, info.requests_completed);
+    // What completed is what the whole run reported for the same requests.
+    assert_eq!(out[..], whole[..out.len()]);
+    assert_eq!(info.end_ns, out.last().unwrap().finish.0);
+}
+
+#[test]
+fn a_token_never_cancelled_changes_nothing() {
+    let (mut device, w, options) = closed_run(5_000);
+    let (plain, plain_info) = run_all_on(&mut device, w, options).unwrap();
+    let (mut device, mut w, options) = closed_run(5_000);
+    let mut out = Vec::new();
+    let mut sink = |c: &Completion| out.push(*c);
+    let info = Simulation::new(&mut device, &mut w, options)
+        .sink(&mut sink)
+        .cancel(CancelToken::new())
+        .run()
+        .unwrap();
+    assert_eq!(info, plain_info);
+    assert_eq!(out, plain);
+}
+
+#[test]
+fn a_run_cancelled_before_it_starts_issues_nothing() {
+    let (mut device, mut w, options) = closed_run(100);
+    let token = CancelToken::new();
+    token.cancel();
+    let info = Simulation::new(&mut device, &mut w, options)
+        .cancel(token)
+        .run()
+        .unwrap();
+    assert!(info.cancelled);
+    assert_eq!((info.requests_issued, info.requests_completed), (0, 0));
+}
+
+#[test]
+fn progress_is_reported_every_progress_interval_completions() {
+    let total = 2 * PROGRESS_INTERVAL + 5;
+    let (mut device, mut w, options) = closed_run(total);
+    let mut calls = Vec::new();
+    let mut progress = |completed: u64, now: SimTime| calls.push((completed, now));
+    let info = Simulation::new(&mut device, &mut w, options)
+        .progress(&mut progress)
+        .run()
+        .unwrap();
+    assert_eq!(info.requests_completed, total);
+    let counts: Vec<u64> = calls.iter().map(|&(n, _)| n).collect();
+    assert_eq!(counts, [PROGRESS_INTERVAL, 2 * PROGRESS_INTERVAL]);
+    // One server at 100 ns a request: the n-th completion is at n × 100 ns.
+    assert_eq!(calls[0].1, SimTime(PROGRESS_INTERVAL * 100));
+    assert_eq!(calls[1].1, SimTime(2 * PROGRESS_INTERVAL * 100));
 }

@@ -35,20 +35,16 @@ pub fn device(service_us: u64) -> LinearDevice {
 
 /// An emulator over [`device`]`(service_us)` and a memory store of `export_bytes`, recording
 /// into the returned [`Shared`].
+#[allow(dead_code)]
 pub fn recorded_emulator(export_bytes: u64, service_us: u64) -> (Arc<Emulator>, Shared) {
-    recorded_emulator_on(&Backing::Memory, export_bytes, service_us)
+    recorded_emulator_with(
+        &Backing::Memory,
+        EmulatorOptions::new(export_bytes),
+        service_us,
+    )
 }
 
-/// The same with the store on `backing`.
-pub fn recorded_emulator_on(
-    backing: &Backing,
-    export_bytes: u64,
-    service_us: u64,
-) -> (Arc<Emulator>, Shared) {
-    recorded_emulator_with(backing, EmulatorOptions::new(export_bytes), service_us)
-}
-
-/// The same with the pacing thread awake for the whole test: it spins a second before it
+/// The same with the store on `backing` and the pacing thread awake for the whole test: it spins a second before it
 /// sleeps when idle, so it, not a front end's own thread, serves the sources it polls however
 /// busy the machine is. (Under a load of 12 on 2 cores, a pacing thread that slept between
 /// bursts as usual missed every request of a run more often than not.)

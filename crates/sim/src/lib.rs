@@ -1,0 +1,228 @@
+//! One simulation from descriptions: a device (a preset name or a device file, read by
+//! `storsim_config`), a workload (a trace file or a synthetic spec) and engine options, to the
+//! run's statistics ([`Summary`]) and facts ([`RunInfo`]).
+//!
+//! This is `storsim simulate` without its command line and output formats, for every program
+//! that runs simulations from descriptions: the CLI, a sweep runner, a Python package. It lives
+//! above `storsim_engine`, which drives any [`Device`] but knows no device files, and
+//! `storsim_config`, which builds devices but runs nothing.
+//!
+//! A [`Session`] holds the built device and the opened workload, so that a caller can choose
+//! the options from the workload (its natural pacing) and read the device's counters after the
+//! run. [`simulate`] does both steps for callers that need only the numbers.
+//!
+//! ```
+//! use storsim_engine::{EngineOptions, Replay};
+//! use storsim_sim::{simulate, WorkloadSource};
+//!
+//! let workload = WorkloadSource::Synthetic("synthetic:rw=randread,bs=4k,requests=500".into());
+//! let options = EngineOptions { replay: Replay::Closed { depth: 4 }, ..Default::default() };
+//! let outcome = simulate("stec-zeus", &workload, 7, &options)?;
+//! assert_eq!(outcome.info.requests_completed, 500);
+//! assert_eq!(outcome.summary.all.requests, 500);
+//! # Ok::<(), storsim_sim::SimError>(())
+//! ```
+
+use std::fmt;
+use std::path::PathBuf;
+use storsim_config::{DeviceSpec, LoadedDevice};
+use storsim_core::{Completion, Device, SimTime};
+use storsim_engine::{
+    CancelToken, CompletionSink, EngineError, EngineOptions, RunInfo, Simulation,
+};
+use storsim_stats::{Collector, Summary};
+use storsim_workload::trace::{self, TraceOptions};
+use storsim_workload::{synthetic, Workload, WorkloadError};
+
+/// Where a run's requests come from.
+#[derive(Clone, Debug)]
+pub enum WorkloadSource {
+    /// A trace file, read with these options (format, device selection, ...).
+    Trace {
+        /// The trace file.
+        path: PathBuf,
+        /// How to read it.
+        options: TraceOptions,
+    },
+    /// A generator spec as `--workload` takes it: `synthetic:KEY=VALUE,...` or `vdbench:...`
+    /// (docs/workloads/).
+    Synthetic(String),
+}
+
+impl WorkloadSource {
+    /// Whether `arg` names a generator rather than a file, as `--workload` tells them apart.
+    pub fn is_synthetic(arg: &str) -> bool {
+        arg.starts_with("synthetic:") || arg.starts_with("vdbench:")
+    }
+}
+
+/// Why a simulation could not be set up or run. All but [`SimError::Engine`] with
+/// [`EngineError::Model`] are bad input, which the user can fix.
+#[derive(Debug)]
+pub enum SimError {
+    /// The device description could not be read, or the device not built from it.
+    Device(String),
+    /// The workload could not be opened or generated.
+    Workload(WorkloadError),
+    /// The run itself failed; [`SimError::is_model_fault`] tells a model's bug from bad input.
+    Engine(EngineError),
+}
+
+impl SimError {
+    /// Whether the error is a device model's bug ([`EngineError::Model`]) rather than input the
+    /// user can fix.
+    pub fn is_model_fault(&self) -> bool {
+        matches!(self, SimError::Engine(EngineError::Model { .. }))
+    }
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Device(message) => write!(f, "{message}"),
+            SimError::Workload(e) => write!(f, "{e}"),
+            SimError::Engine(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// What a finished run reports: per-request statistics and facts about the run.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// Latency and throughput statistics over every completed request.
+    pub summary: Summary,
+    /// Requests issued and completed, those wrapped, refused or dropped, a device failure, a
+    /// cancellation, the simulated end time.
+    pub info: RunInfo,
+}
+
+/// A built device and an opened workload, ready to run once.
+pub struct Session {
+    /// The device's name for the results: the preset's name or the file's path.
+    pub device_name: String,
+    /// The device model, whose counters stay readable after the run.
+    pub device: Box<dyn Device>,
+    /// The workload, whose name, pacing and counters of skipped records stay readable.
+    pub workload: Workload,
+}
+
+impl Session {
+    /// Loads the device `device_arg` (a preset name or a device file) and opens `workload` for
+    /// it; `seed` seeds a synthetic workload that names no seed of its own.
+    pub fn open(device_arg: &str, workload: &WorkloadSource, seed: u64) -> Result<Self, SimError> {
+        let device =
+            storsim_config::load_device(device_arg).map_err(|e| SimError::Device(e.to_string()))?;
+        Session::new(device, workload, seed)
+    }
+
+    /// Builds `device` and opens `workload` for it, as [`Session::open`] does after loading.
+    /// A device whose model state would not fit in the memory available is refused with a
+    /// message that says so, instead of the allocation aborting the process.
+    pub fn new(
+        device: LoadedDevice,
+        workload: &WorkloadSource,
+        seed: u64,
+    ) -> Result<Self, SimError> {
+        check_memory(&device.name, &device.spec)?;
+        let built = device
+            .spec
+            .build()
+            .map_err(|e| SimError::Device(format!("{}: {e}", device.name)))?;
+        let workload = open_workload(workload, built.capacity_bytes(), seed)?;
+        Ok(Session {
+            device_name: device.name,
+            device: built,
+            workload,
+        })
+    }
+
+    /// Runs the workload on the device with `options`, collecting statistics; every completion
+    /// also goes to `sink` if there is one, `progress` is called as [`Simulation::progress`]
+    /// says, and `cancel` stops the run early (see [`CancelToken`]).
+    pub fn run(
+        &mut self,
+        options: &EngineOptions,
+        mut sink: Option<&mut dyn CompletionSink>,
+        progress: &mut dyn FnMut(u64, SimTime),
+        cancel: Option<CancelToken>,
+    ) -> Result<Outcome, SimError> {
+        let mut collector = Collector::new();
+        let mut collect = |c: &Completion| {
+            collector.record(c);
+            if let Some(sink) = sink.as_mut() {
+                sink.completed(c);
+            }
+        };
+        let mut simulation = Simulation::new(&mut self.device, &mut self.workload, *options)
+            .sink(&mut collect)
+            .progress(progress);
+        if let Some(token) = cancel {
+            simulation = simulation.cancel(token);
+        }
+        let info = simulation.run().map_err(SimError::Engine)?;
+        Ok(Outcome {
+            summary: collector.summary(),
+            info,
+        })
+    }
+}
+
+/// Runs `workload` on the device `device_arg` (a preset name or a device file) with `options`
+/// and returns the statistics: [`Session::open`] then [`Session::run`], with no sink, progress
+/// or cancellation.
+pub fn simulate(
+    device_arg: &str,
+    workload: &WorkloadSource,
+    seed: u64,
+    options: &EngineOptions,
+) -> Result<Outcome, SimError> {
+    let mut session = Session::open(device_arg, workload, seed)?;
+    session.run(options, None, &mut |_, _| {}, None)
+}
+
+/// Opens a trace file or builds a synthetic workload for a device of `capacity_bytes`.
+pub fn open_workload(
+    source: &WorkloadSource,
+    capacity_bytes: u64,
+    seed: u64,
+) -> Result<Workload, SimError> {
+    match source {
+        WorkloadSource::Synthetic(text) => {
+            let spec = synthetic::parse(text).map_err(SimError::Workload)?;
+            synthetic::build(&spec, capacity_bytes, seed).map_err(SimError::Workload)
+        }
+        WorkloadSource::Trace { path, options } => {
+            trace::open(path, options).map_err(SimError::Workload)
+        }
+    }
+}
+
+/// Refuses a device whose model state would not fit in the memory available, with a message
+/// that says so, instead of letting the allocation abort the process. Every front end that
+/// builds a device from a description calls it first.
+pub fn check_memory(name: &str, spec: &DeviceSpec) -> Result<(), SimError> {
+    let (Some(need), Some(available)) = (spec.state_bytes_bound(), mem_available_bytes()) else {
+        return Ok(());
+    };
+    if need <= available {
+        return Ok(());
+    }
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+    Err(SimError::Device(format!(
+        "{name}: the model's state may need up to {:.1} GiB ({} bytes for each physical page) \
+         but {:.1} GiB of memory is available; use fewer blocks or larger pages",
+        gib(need),
+        storsim_config::SSD_STATE_BYTES_PER_PAGE,
+        gib(available)
+    )))
+}
+
+/// `MemAvailable` from /proc/meminfo, where there is one.
+fn mem_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
