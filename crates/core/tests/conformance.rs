@@ -35,6 +35,9 @@ enum Flaw {
     Stalls,
     /// `advance(now)` reports completions finishing up to a microsecond after `now`.
     ReportsFuture,
+    /// Flushes take no time, so they finish together with the request before them, and
+    /// `advance` reports what finished together in reverse.
+    ReversesTies,
 }
 
 /// A single FIFO server: 10 µs plus 1 ns a byte per request, 3 µs a flush.
@@ -101,6 +104,7 @@ impl Device for Fifo {
             });
         }
         let service = match request.op {
+            Op::Flush if self.flaw == Flaw::ReversesTies => 0,
             Op::Flush => 3_000,
             _ => 10_000 + request.len_bytes,
         } + self.extra_ns;
@@ -136,6 +140,7 @@ impl Device for Fifo {
             Flaw::ReportsFuture => now + SimDuration(1_000),
             _ => now,
         };
+        let from = done.len();
         while self.queue.front().is_some_and(|c| c.finish <= horizon) {
             let c = self.queue.pop_front().expect("front");
             self.completed += 1;
@@ -144,6 +149,9 @@ impl Device for Fifo {
             if self.flaw == Flaw::CompletesTwice && self.completed == 50 {
                 done.push(c);
             }
+        }
+        if self.flaw == Flaw::ReversesTies {
+            done[from..].reverse();
         }
     }
     fn counters(&self) -> Vec<DeviceCounter> {
@@ -194,6 +202,7 @@ fn each_broken_device_is_reported_with_its_seed_and_request() {
         ),
         (Flaw::Stalls, ViolationKind::Stalled),
         (Flaw::ReportsFuture, ViolationKind::FinishAfterNow),
+        (Flaw::ReversesTies, ViolationKind::OutOfOrder),
     ];
     for (flaw, kind) in cases {
         let options = options();
