@@ -1,12 +1,14 @@
 //! Every device model keeps the Device contract: the conformance kit
 //! (`storsim_core::conformance`) runs on every preset in the preset table (so a new preset is
 //! covered the day it is added), on `flashsim-2009` under every FTL, and on every example device
-//! file (the arrays, RAID-0 and RAID-1, and the hybrid drive in both configurations).
+//! file (the arrays, RAID-0 and RAID-1, and the hybrid drive in both configurations), and on
+//! the disk under every scheduler. The array and hybrid crates run it over more shapes of
+//! their own (`crates/array/tests/conformance.rs`, `crates/hybrid/tests/conformance.rs`).
 //!
 //! Each check prints its seed; `STORSIM_TEST_SEED=N` replays one.
 
 use std::path::{Path, PathBuf};
-use storsim_config::{load_device, preset_spec, presets, DeviceSpec};
+use storsim_config::{load_device, load_device_with, preset_spec, presets, DeviceSpec};
 use storsim_core::conformance::{self, Options, Report};
 use storsim_ftl::FtlConfig;
 
@@ -62,6 +64,28 @@ fn every_ftl_keeps_the_device_contract() {
             ..options_for(&spec)
         };
         check(&name, &spec, &options);
+    }
+}
+
+/// The disk presets use two of its schedulers; the kit runs each, at depth 1 and 32.
+#[test]
+fn the_disk_keeps_the_device_contract_under_every_scheduler() {
+    for scheduler in ["fcfs", "sstf", "c-look", "sptf"] {
+        for queue_depth in [1, 32] {
+            let overrides = [
+                format!("hdd.scheduler=\"{scheduler}\""),
+                format!("hdd.queue_depth={queue_depth}"),
+            ];
+            let loaded = load_device_with("hdd-laptop-2007", &overrides)
+                .unwrap_or_else(|e| panic!("{overrides:?}: {e}"));
+            let built = loaded.spec.build().expect("the disk builds");
+            assert_eq!(built.queue_depth(), queue_depth, "{overrides:?}");
+            check(
+                &format!("hdd-laptop-2007 with {overrides:?}"),
+                &loaded.spec,
+                &options_for(&loaded.spec),
+            );
+        }
     }
 }
 
