@@ -281,3 +281,26 @@ fn drive_reports_a_broken_device_without_a_seed() {
     assert_eq!(violation.seed, None);
     assert_eq!(violation.request.map(|r| r.id), Some(49));
 }
+
+#[test]
+fn drive_one_at_a_time_submits_each_request_when_the_device_is_idle() {
+    let requests = [
+        (Op::Write, 0, 4096),
+        (Op::Read, 4096, 512),
+        (Op::Flush, 0, 0),
+    ];
+    let done = conformance::drive_one_at_a_time(&mut Fifo::new(Flaw::None, 4), &requests).unwrap();
+    let spans: Vec<(u64, u64, u64)> = done
+        .iter()
+        .map(|c| (c.request.id, c.request.arrival.as_ns(), c.finish.as_ns()))
+        .collect();
+    let (a, b) = (10_000 + 4096, 10_000 + 512);
+    assert_eq!(
+        spans,
+        [(0, 0, a), (1, a, a + b), (2, a + b, a + b + 3_000)],
+        "each request arrives as the one before it finishes, and is served at once"
+    );
+    let stuck = conformance::drive_one_at_a_time(&mut Fifo::new(Flaw::DeadlineStuck, 4), &requests)
+        .expect_err("a deadline that stays put is reported");
+    assert_eq!(stuck.kind, ViolationKind::DeadlineWithoutProgress);
+}

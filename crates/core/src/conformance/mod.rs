@@ -32,7 +32,7 @@
 //! new seeds.
 //!
 //! The same checks back [`drive`], an open-loop driver that submits given requests the way the
-//! engine does; [`mixed_requests`] is the kit's workload for other drivers; and [`Recorder`]
+//! engine does, and [`drive_one_at_a_time`], which submits each request once the device is idle; [`mixed_requests`] is the kit's workload for other drivers; and [`Recorder`]
 //! logs what a wrapped device saw, so that tests of composite
 //! devices (arrays, hybrids) need no copies of their own. docs/conformance.md says how a new
 //! model runs the kit.
@@ -327,6 +327,74 @@ pub fn drive_observed<D: Device + ?Sized>(
         failed_at: trace.failed.map(|(id, _)| id),
         end: trace.end,
     })
+}
+
+/// How many deadlines [`drive_one_at_a_time`] follows on an idle device before it counts as
+/// never settling.
+const SETTLE_ADVANCES_MAX: u64 = 1_000_000;
+
+/// Drives `device` at queue depth 1, the way a latency measurement does: request `i` of
+/// `requests` (`(op, offset_bytes, len_bytes)`) gets id `i` and arrives once the device has
+/// completed request `i - 1` and finished any work of its own (a hybrid's promotions, a
+/// background flush), so each one finds the device idle. Returns the completions in order.
+/// Every call is checked as [`check`] does; any refusal is a violation.
+pub fn drive_one_at_a_time<D: Device + ?Sized>(
+    device: &mut D,
+    requests: &[(Op, u64, u64)],
+) -> Result<Vec<Completion>, Violation> {
+    let mut monitor = Monitor::new(device.model_name(), None, Options::default().stall_advances);
+    let mut now = SimTime::ZERO;
+    let mut done = Vec::new();
+    for (id, &(op, offset_bytes, len_bytes)) in requests.iter().enumerate() {
+        settle(device, &mut monitor, &mut now, &mut done)?;
+        let request = Request {
+            id: id as u64,
+            op,
+            offset_bytes,
+            len_bytes,
+            arrival: now,
+        };
+        if let Err(e) = monitor.submit(device, now, request)? {
+            return Err(monitor.violation(
+                ViolationKind::WrongRefusal,
+                Some(request),
+                format!("refused at {now} by an idle device: {e}"),
+            ));
+        }
+        while monitor.outstanding() > 0 {
+            // The monitor has checked that a device with work outstanding has a deadline.
+            now = device.next_deadline().expect("checked by the monitor");
+            monitor.advance(device, now, &mut done)?;
+        }
+    }
+    settle(device, &mut monitor, &mut now, &mut done)?;
+    Ok(done)
+}
+
+/// Advances an idle device through its own work until it announces no deadline.
+fn settle<D: Device + ?Sized>(
+    device: &mut D,
+    monitor: &mut Monitor,
+    now: &mut SimTime,
+    done: &mut Vec<Completion>,
+) -> Result<(), Violation> {
+    let mut advances = 0;
+    while let Some(t) = device.next_deadline() {
+        advances += 1;
+        if advances > SETTLE_ADVANCES_MAX {
+            return Err(monitor.violation(
+                ViolationKind::DeadlineWithoutProgress,
+                None,
+                format!(
+                    "with nothing outstanding, the device still announces deadlines after \
+                     {SETTLE_ADVANCES_MAX} of them (now {t}): it never becomes idle"
+                ),
+            ));
+        }
+        *now = t;
+        monitor.advance(device, t, done)?;
+    }
+    Ok(())
 }
 
 /// Everything a run produced that must not depend on how it was driven.
