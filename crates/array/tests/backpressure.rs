@@ -51,7 +51,7 @@ fn check_child_logs(logs: &[SharedLog]) -> usize {
             ids.iter().copied().collect::<BTreeSet<u64>>(),
             "child {i}: submitted and completed pieces differ"
         );
-        let refused: BTreeSet<u64> = log.refused.iter().map(|(_, r)| r.id).collect();
+        let refused: BTreeSet<u64> = log.refused.iter().map(|(_, r, _)| r.id).collect();
         for (k, (t, r)) in log.submitted.iter().enumerate().skip(1) {
             if refused.contains(&r.id) {
                 let previous = log.submitted[k - 1].1.id;

@@ -15,10 +15,11 @@ use support::*;
 const SEEDS: u64 = 24;
 const DEFAULT_BASE_SEED: u64 = 20_250_105;
 
+/// The first seed: `STORSIM_TEST_SEED` if set (read as the conformance kit reads it, so a seed
+/// that is not a number is an error rather than silently the default).
 fn base_seed() -> u64 {
-    std::env::var("STORSIM_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
+    storsim_core::conformance::seed_from_env()
+        .unwrap_or_else(|e| panic!("{e}"))
         .unwrap_or(DEFAULT_BASE_SEED)
 }
 

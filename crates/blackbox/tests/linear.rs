@@ -3,6 +3,7 @@
 
 use storsim_blackbox::linear::{stec_zeus, LinearDevice};
 use storsim_blackbox::{AccessPattern, SequentialDetect};
+use storsim_core::conformance;
 use storsim_core::{Completion, Device, DeviceError, Op, Request, SimTime};
 
 /// The fit table of seed 001 as printed, (A µs, B µs/KB), independent of the preset code.
@@ -24,28 +25,10 @@ fn expected_ns(pattern: AccessPattern, len_bytes: u64) -> u64 {
     a_ns + (len_bytes * b_ps_per_kib + 512_000) / 1_024_000
 }
 
-/// Runs requests one at a time (QD1) and returns each completion.
+/// Runs requests one at a time (QD1) through the conformance kit's checked driver and returns
+/// each completion.
 fn run_qd1(device: &mut LinearDevice, requests: &[(Op, u64, u64)]) -> Vec<Completion> {
-    let mut now = SimTime::ZERO;
-    let mut out = Vec::new();
-    for (id, &(op, offset_bytes, len_bytes)) in requests.iter().enumerate() {
-        let r = Request {
-            id: id as u64,
-            op,
-            offset_bytes,
-            len_bytes,
-            arrival: now,
-        };
-        device.submit(now, r).unwrap();
-        now = device
-            .next_deadline()
-            .expect("a submitted request must have a deadline");
-        let mut done = Vec::new();
-        device.advance(now, &mut done);
-        assert_eq!(done.len(), 1);
-        out.push(done[0]);
-    }
-    out
+    conformance::drive_one_at_a_time(device, requests).unwrap_or_else(|v| panic!("{v}"))
 }
 
 #[test]

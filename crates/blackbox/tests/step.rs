@@ -5,7 +5,8 @@
 
 use storsim_blackbox::step::{wisconsin_usb, StepDevice, StepDirection, StepParams};
 use storsim_blackbox::SequentialDetect;
-use storsim_core::{Completion, Device, DeviceError, Op, Request, SimDuration, SimTime};
+use storsim_core::conformance;
+use storsim_core::{Device, DeviceError, Op, Request, SimDuration, SimTime};
 
 const KIB: u64 = 1024;
 const US: u64 = 1_000;
@@ -45,22 +46,14 @@ fn request(id: u64, op: Op, offset_bytes: u64, len_bytes: u64, arrival: SimTime)
     }
 }
 
-/// Runs requests one at a time and returns each one's service time in ns.
+/// Runs requests one at a time through the conformance kit's checked driver and returns each
+/// one's service time in ns.
 fn run_qd1(device: &mut StepDevice, requests: &[(Op, u64, u64)]) -> Vec<u64> {
-    let mut now = SimTime::ZERO;
-    let mut out = Vec::new();
-    for (id, &(op, offset_bytes, len_bytes)) in requests.iter().enumerate() {
-        device
-            .submit(now, request(id as u64, op, offset_bytes, len_bytes, now))
-            .unwrap();
-        now = device.next_deadline().expect("a deadline after a submit");
-        let mut done: Vec<Completion> = Vec::new();
-        device.advance(now, &mut done);
-        assert_eq!(done.len(), 1);
-        assert_eq!(done[0].queueing(), SimDuration::ZERO);
-        out.push(done[0].service().as_ns());
+    let done = conformance::drive_one_at_a_time(device, requests).unwrap_or_else(|v| panic!("{v}"));
+    for c in &done {
+        assert_eq!(c.queueing(), SimDuration::ZERO);
     }
-    out
+    done.iter().map(|c| c.service().as_ns()).collect()
 }
 
 /// A random request at `start`, then `sequential` requests continuing it, all 4 KiB.

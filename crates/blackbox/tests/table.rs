@@ -7,6 +7,7 @@ use storsim_blackbox::table::{uhs1_sd, TableDevice, TableParams, TableRow};
 use storsim_blackbox::AccessPattern::{
     self, RandomRead, RandomWrite, SequentialRead, SequentialWrite,
 };
+use storsim_core::conformance;
 use storsim_core::{Completion, Device, DeviceError, Op, Prng, Request, SimDuration, SimTime};
 
 const KIB: u64 = 1024;
@@ -150,21 +151,10 @@ fn request(id: u64, op: Op, offset_bytes: u64, len_bytes: u64, arrival: SimTime)
     }
 }
 
-/// Runs requests one at a time and returns each completion.
+/// Runs requests one at a time through the conformance kit's checked driver and returns each
+/// completion.
 fn run_qd1(device: &mut TableDevice, requests: &[(Op, u64, u64)]) -> Vec<Completion> {
-    let mut now = SimTime::ZERO;
-    let mut out = Vec::new();
-    for (id, &(op, offset_bytes, len_bytes)) in requests.iter().enumerate() {
-        device
-            .submit(now, request(id as u64, op, offset_bytes, len_bytes, now))
-            .unwrap();
-        now = device.next_deadline().expect("a deadline after a submit");
-        let mut done = Vec::new();
-        device.advance(now, &mut done);
-        assert_eq!(done.len(), 1);
-        out.push(done[0]);
-    }
-    out
+    conformance::drive_one_at_a_time(device, requests).unwrap_or_else(|v| panic!("{v}"))
 }
 
 fn counter(device: &TableDevice, name: &str) -> f64 {

@@ -2,7 +2,8 @@
 //! relative to the file, errors that name the file and the key, and the hybrid presets.
 
 use storsim_config::{load_device, presets, ConfigError, DeviceSpec, HybridConfiguration};
-use storsim_core::{Completion, Device, Op, Request, SimTime};
+use storsim_core::conformance;
+use storsim_core::{Completion, Device, Op};
 use storsim_hybrid::{Admission, FlushPolicy, HostPlacement, HybridParams, Replacement};
 
 /// A scratch directory holding `disk.toml`, removed when the returned guard drops.
@@ -247,39 +248,10 @@ fn write_cache_keys_are_refused_with_read_admission() {
 }
 
 /// Submits `requests` one after another, each once the device has finished everything
-/// before it (background promotions included), returning the completions.
+/// before it (background promotions included), through the conformance kit's checked driver;
+/// returns the completions.
 fn run_one_by_one(device: &mut dyn Device, requests: &[(Op, u64, u64)]) -> Vec<Completion> {
-    let mut now = SimTime::ZERO;
-    let mut done = Vec::new();
-    for (i, &(op, offset_bytes, len_bytes)) in requests.iter().enumerate() {
-        while let Some(t) = device.next_deadline() {
-            now = t;
-            device.advance(now, &mut done);
-        }
-        device
-            .submit(
-                now,
-                Request {
-                    id: i as u64,
-                    op,
-                    offset_bytes,
-                    len_bytes,
-                    arrival: now,
-                },
-            )
-            .unwrap();
-        while done.len() <= i {
-            now = device
-                .next_deadline()
-                .expect("a busy device has a deadline");
-            device.advance(now, &mut done);
-        }
-    }
-    while let Some(t) = device.next_deadline() {
-        now = t;
-        device.advance(now, &mut done);
-    }
-    done
+    conformance::drive_one_at_a_time(device, requests).unwrap_or_else(|v| panic!("{v}"))
 }
 
 fn counter(device: &dyn Device, name: &str) -> f64 {

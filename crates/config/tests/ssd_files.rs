@@ -2,7 +2,8 @@
 //! reaches `SsdParams`, every bad value is reported with its key, and no file content panics.
 
 use storsim_config::{load_device, parse_device_toml, presets, ConfigError, DeviceSpec};
-use storsim_core::{Device, DeviceError, Op, Prng, Request, SimDuration, SimTime};
+use storsim_core::conformance::{self, Mix, ViolationKind};
+use storsim_core::{Device, Prng, SimDuration};
 use storsim_flash::{CellType, MultiPlane};
 use storsim_ftl::gc::GcPolicy;
 use storsim_ftl::{fast, page, FtlConfig};
@@ -1055,40 +1056,21 @@ fn random_mutations_of_a_valid_file_never_panic() {
     );
 }
 
-/// Random reads, writes, trims and flushes, waiting whenever the queue is full, then draining.
+/// The conformance kit's random mix of reads, writes, trims and flushes, driven through the
+/// kit's checked driver. A mutated device may refuse a request as invalid (a raw-flash FTL, a
+/// full write buffer); any other broken promise of the contract fails the test.
 fn drive(device: &mut dyn Device, rng: &mut Prng) {
-    let capacity = device.capacity_bytes();
-    let mut now = SimTime::ZERO;
-    let mut done = Vec::new();
-    for id in 0..100 {
-        let op = [Op::Read, Op::Write, Op::Write, Op::Trim, Op::Flush][rng.below(5) as usize];
-        let len_bytes = match op {
-            Op::Flush => 0,
-            _ => (1 + rng.below(16)) * 512,
-        };
-        let offset_bytes = rng.below(capacity.saturating_sub(len_bytes).max(1)) / 512 * 512;
-        let request = Request {
-            id,
-            op,
-            offset_bytes,
-            len_bytes,
-            arrival: now,
-        };
-        while let Err(DeviceError::QueueFull { .. }) = device.submit(now, request) {
-            let Some(t) = device.next_deadline() else {
-                break;
-            };
-            now = now.max(t);
-            device.advance(now, &mut done);
-        }
-    }
-    // Background GC may keep scheduling work while idle; a bounded number of steps is enough.
-    for _ in 0..10_000 {
-        let Some(t) = device.next_deadline() else {
-            break;
-        };
-        now = now.max(t);
-        device.advance(now, &mut done);
+    let mix = Mix {
+        count: 100,
+        capacity_bytes: device.capacity_bytes(),
+        queue_depth: device.queue_depth(),
+        max_request_bytes: 16 * 512,
+    };
+    let requests = conformance::mixed_requests(rng.next_u64(), &mix);
+    match conformance::drive(device, &requests) {
+        Ok(_) => {}
+        Err(v) if v.kind == ViolationKind::WrongRefusal => {}
+        Err(v) => panic!("{v}"),
     }
     device.counters();
 }

@@ -78,13 +78,26 @@ impl DeviceCounter {
 
 /// A storage device model.
 ///
-/// Contract, which every model's conformance tests check:
-/// - `submit(now, r)` is called with non-decreasing `now`, `now >= r.arrival`;
-/// - every accepted request appears in exactly one `advance` output, with
+/// Contract, which the conformance kit ([`crate::conformance::check`]) checks on every model:
+/// - the driver calls `submit` and `advance` with non-decreasing `now` (it may repeat), and
+///   `submit(now, r)` with `now >= r.arrival`;
+/// - every accepted request appears in exactly one `advance` output, unchanged, with
 ///   `arrival <= service_start <= finish` and `finish <= now` of that `advance` call;
+///   `advance(now)` reports every request finished by `now` (none turns up in a later call),
+///   in finishing order, ties in submission order (except that a request whose service began
+///   at the instant another finished may follow it, as on a disk serving one at a time);
 /// - `next_deadline()` is the earliest instant at which the device's state changes by itself
-///   (a completion, or internal work such as garbage collection), or `None` when idle;
-/// - a driver that advances to `next_deadline()` collects the completions due at that instant.
+///   (a completion, or internal work such as garbage collection), or `None` when idle, and
+///   never `None` while accepted requests are outstanding. It is never in the past; nothing
+///   completes in `advance(now)` unless the deadline announced before the call was at or
+///   before `now` and at or before the completion's finish; after `advance(now)` the deadline
+///   is later than `now`, so a driver that advances to each deadline always makes progress;
+/// - holding fewer than `queue_depth()` requests, the device accepts a valid request inside
+///   its capacity (or refuses it as `Invalid` or `Failed` for a reason of its own); holding
+///   that many, it refuses with `QueueFull`; a range past the end is refused with
+///   `OutOfRange`. A refusal, like a `prefetch` hint, changes nothing that follows;
+/// - the same calls give the same answers: no randomness but a seeded [`crate::Prng`], no
+///   iteration order that varies between runs.
 ///
 /// Devices are `Send` so that the emulator can build a replacement on its control thread (an
 /// SSD's preconditioning takes seconds) and hand it to the pacing thread without stalling it.

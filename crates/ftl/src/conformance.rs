@@ -71,21 +71,9 @@ pub enum Writes {
     ErasedOnly,
 }
 
-/// The environment variable that overrides every run's seed.
-pub const SEED_ENV: &str = "STORSIM_TEST_SEED";
-
-/// The seed `STORSIM_TEST_SEED` asks for, if it is set; an error if it is not a number.
-pub fn seed_from_env() -> Result<Option<u64>, String> {
-    match std::env::var(SEED_ENV) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .map(Some)
-            .map_err(|_| format!("{SEED_ENV}={v:?} is not a seed (an unsigned 64-bit number)")),
-        Err(std::env::VarError::NotPresent) => Ok(None),
-        Err(e) => Err(format!("{SEED_ENV}: {e}")),
-    }
-}
+/// The seed override is the device conformance kit's, so that one `STORSIM_TEST_SEED` replays
+/// both suites.
+pub use storsim_core::conformance::{seed_from_env, SEED_ENV};
 
 /// What a passing run did, for the caller's own assertions.
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -3,7 +3,8 @@
 // This file builds its own drives; the shared small one goes unused here.
 #[allow(dead_code)]
 mod support;
-use storsim_core::{Device, Op, Prng, SimTime};
+use storsim_core::conformance::{self, Options};
+use storsim_core::{Device, Op};
 use storsim_hdd::layout::{Layout, Pbn, SectorUse};
 use storsim_hdd::mech::Mech;
 use storsim_hdd::sched::{pick, Candidate};
@@ -311,73 +312,26 @@ fn standby_after_idle_then_spin_up() {
     assert!(get("energy_standby_mj") > 0.0);
 }
 
+/// The conformance kit's random mixed workload under every scheduler: every request completes
+/// once, after it arrived, at an announced deadline, in the same way on every run.
 #[test]
 fn randomized_conformance() {
-    let seed = 0x5eed_4d15c;
-    println!("seed {seed:#x}");
     for sched in [
         SchedulerKind::Fcfs,
         SchedulerKind::Sstf,
         SchedulerKind::CLook,
         SchedulerKind::Sptf,
     ] {
-        let mut runs = vec![];
-        for _ in 0..2 {
-            let mut p = params();
-            p.scheduler = sched;
-            let mut d = HddDevice::new(p).unwrap();
-            let blocks = d.blocks();
-            let mut rng = Prng::new(seed);
-            let mut now = 0u64;
-            let mut out = vec![];
-            let mut submitted = 0u64;
-            let mut ids = std::collections::BTreeSet::new();
-            while submitted < 500 || d.next_deadline().is_some() {
-                let next_arrival = now + rng.next_u64() % 3_000_000;
-                let deadline = d.next_deadline().map(|t| t.as_ns());
-                if submitted < 500
-                    && match deadline {
-                        None => true,
-                        Some(dl) => next_arrival < dl,
-                    }
-                    && (d.queue_depth() > ids.len())
-                {
-                    now = next_arrival;
-                    let n = 1 + rng.next_u64() % 8;
-                    let lbn = rng.next_u64() % (blocks - n);
-                    let op = if rng.next_u64() % 3 == 0 {
-                        Op::Write
-                    } else {
-                        Op::Read
-                    };
-                    d.submit(SimTime::from_ns(now), req(submitted, op, lbn, n, now))
-                        .unwrap();
-                    ids.insert(submitted);
-                    submitted += 1;
-                } else if let Some(dl) = deadline {
-                    now = now.max(dl);
-                    let mut done = vec![];
-                    d.advance(SimTime::from_ns(now), &mut done);
-                    for c in done {
-                        assert!(
-                            ids.remove(&c.request.id),
-                            "completed twice or never submitted"
-                        );
-                        assert!(
-                            c.request.arrival <= c.service_start && c.service_start <= c.finish
-                        );
-                        assert!(c.finish.as_ns() <= now);
-                        out.push((c.request.id, c.finish.as_ns()));
-                    }
-                } else {
-                    now = next_arrival;
-                }
-            }
-            assert!(ids.is_empty());
-            assert_eq!(out.len(), 500);
-            runs.push(out);
-        }
-        assert_eq!(runs[0], runs[1], "{sched:?} is not deterministic");
+        let mut p = params();
+        p.scheduler = sched;
+        let options = Options {
+            seed: 0x5eed_4d15c,
+            requests: 1_000,
+            ..Options::default()
+        };
+        let report = conformance::check(|| HddDevice::new(p.clone()).unwrap(), &options)
+            .unwrap_or_else(|violation| panic!("{sched:?}: {violation}"));
+        assert_eq!(report.completed, 1_000, "{sched:?}");
     }
 }
 

@@ -1,7 +1,8 @@
 //! Multi-plane commands end to end: the pages of one request (or of one destage) that the FTL
 //! puts on different planes of a die share one array operation, with times worked out by hand.
 
-use storsim_core::{Completion, Device, Op, Request, SimDuration, SimTime};
+use storsim_core::conformance;
+use storsim_core::{Completion, Op, Request, SimDuration, SimTime};
 use storsim_flash::MultiPlane;
 use storsim_ssd::{DestageOrder, FlushPolicy, SsdDevice, SsdParams, WriteBack, WriteBuffer};
 
@@ -16,7 +17,8 @@ fn device(dies: u32, rule: MultiPlane) -> SsdParams {
     p
 }
 
-/// Submits one request at `at` and runs the device until it completes; returns its finish.
+/// Submits one request at `at` through the conformance kit's checked driver and runs the device
+/// until it completes; returns its completion.
 fn one(d: &mut SsdDevice, at: SimTime, op: Op, page: u64, pages: u64) -> Completion {
     let request = Request {
         id: 0,
@@ -25,14 +27,9 @@ fn one(d: &mut SsdDevice, at: SimTime, op: Op, page: u64, pages: u64) -> Complet
         len_bytes: pages * PAGE,
         arrival: at,
     };
-    d.submit(at, request).unwrap();
-    let mut done = Vec::new();
-    while done.is_empty() {
-        let t = d.next_deadline().expect("a request is outstanding");
-        d.advance(t, &mut done);
-    }
-    assert_eq!(done.len(), 1);
-    done[0]
+    let run = conformance::drive(d, &[request]).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(run.completions.len(), 1);
+    run.completions[0]
 }
 
 #[test]

@@ -4,7 +4,8 @@
 //! of their 100 blocks once and program 6400 pages, not once per page (6400 erases and 409,600
 //! programs when the SSD made one FTL call per page).
 
-use storsim_core::{Completion, Device, Op, Request, SimTime};
+use storsim_core::conformance;
+use storsim_core::{Completion, Op, SimTime};
 use storsim_flash::{FlashOpKind, Scheduler};
 use storsim_ftl::{page_static, FtlConfig};
 use storsim_ssd::{presets, SsdDevice};
@@ -22,28 +23,14 @@ fn device(prewrite_probability: f64) -> SsdDevice {
     SsdDevice::new(presets::flashsim_2009(ftl)).expect("device builds")
 }
 
-/// Submits each write (offset, length in bytes) alone and waits for it; returns the completions.
+/// Submits each write (offset, length in bytes) alone, once the device is idle, through the
+/// conformance kit's checked driver; returns the completions.
 fn write_one_at_a_time(d: &mut SsdDevice, writes: &[(u64, u64)]) -> Vec<Completion> {
-    let mut now = SimTime::ZERO;
-    let mut done = Vec::new();
-    for (id, &(offset_bytes, len_bytes)) in writes.iter().enumerate() {
-        let request = Request {
-            id: id as u64,
-            op: Op::Write,
-            offset_bytes,
-            len_bytes,
-            arrival: now,
-        };
-        d.submit(now, request).expect("write accepted");
-        while let Some(t) = d.next_deadline() {
-            let before = done.len();
-            d.advance(t, &mut done);
-            now = now.max(t);
-            if done.len() > before {
-                break;
-            }
-        }
-    }
+    let requests: Vec<(Op, u64, u64)> = writes
+        .iter()
+        .map(|&(offset_bytes, len_bytes)| (Op::Write, offset_bytes, len_bytes))
+        .collect();
+    let done = conformance::drive_one_at_a_time(d, &requests).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(done.len(), writes.len(), "every write completes");
     done
 }

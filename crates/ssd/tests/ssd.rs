@@ -3,6 +3,7 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
+use storsim_core::conformance;
 use storsim_core::{Completion, Device, Op, Prng, Request, SimTime};
 use storsim_engine::{run, EngineOptions, Replay};
 use storsim_flash::{CellType, Geometry, Timing};
@@ -323,43 +324,24 @@ fn steady_state_preconditioning_settles_write_amplification() {
     assert_eq!(get("flash_programs"), 0.0);
 }
 
-/// Drives `requests` (sorted by arrival) through the device, waiting for room when its queue
-/// is full, until every request has completed; returns the completions and the counters as
-/// they stood just before request `snapshot_at` was submitted.
+/// Drives `requests` (sorted by arrival) through the device with the conformance kit's checked
+/// driver, waiting for room when its queue is full, until every request has completed; returns
+/// the completions and the counters as they stood just before request `snapshot_at` was
+/// submitted.
 fn drive(
     d: &mut SsdDevice,
     requests: &[Request],
     snapshot_at: usize,
 ) -> (Vec<Completion>, Vec<storsim_core::DeviceCounter>) {
-    let mut now = SimTime::ZERO;
-    let mut next = 0;
-    let mut outstanding = 0;
-    let mut done = Vec::new();
-    let mut out = Vec::new();
     let mut snapshot = Vec::new();
-    while next < requests.len() || outstanding > 0 {
-        while next < requests.len()
-            && requests[next].arrival <= now
-            && outstanding < d.queue_depth()
-        {
-            if next == snapshot_at {
-                snapshot = d.counters();
-            }
-            d.submit(now, requests[next]).unwrap();
-            outstanding += 1;
-            next += 1;
+    let run = conformance::drive_observed(d, requests, |index, d| {
+        if index == snapshot_at {
+            snapshot = d.counters();
         }
-        let arrival = (next < requests.len() && outstanding < d.queue_depth())
-            .then(|| requests[next].arrival);
-        now = match (arrival, d.next_deadline()) {
-            (Some(a), Some(t)) => a.min(t),
-            (a, t) => a.or(t).expect("requests outstanding, no deadline"),
-        };
-        d.advance(now, &mut done);
-        outstanding -= done.len();
-        out.append(&mut done);
-    }
-    (out, snapshot)
+    })
+    .unwrap_or_else(|violation| panic!("{violation}"));
+    assert_eq!(run.failed_at, None, "the device failed");
+    (run.completions, snapshot)
 }
 
 #[test]

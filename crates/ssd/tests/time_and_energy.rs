@@ -1,6 +1,7 @@
 //! Die time by cause (the "GC time" of the statistics) and idle energy, checked against
 //! timelines worked out by hand.
 
+use storsim_core::conformance;
 use storsim_core::{Device, Op, Request, SimTime};
 use storsim_ssd::{Precondition, SsdDevice, SsdParams};
 
@@ -13,7 +14,8 @@ fn params() -> SsdParams {
     hand_timed(2, 2, 1, 32, 16)
 }
 
-/// Submits `op` on `page` at `at` and runs the device until it completes; returns the finish.
+/// Submits `op` on `page` at `at` through the conformance kit's checked driver and runs the
+/// device until it completes; returns the finish.
 fn one(d: &mut SsdDevice, id: u64, op: Op, page: u64, at: u64) -> u64 {
     let r = Request {
         id,
@@ -22,12 +24,9 @@ fn one(d: &mut SsdDevice, id: u64, op: Op, page: u64, at: u64) -> u64 {
         len_bytes: 4096,
         arrival: SimTime(at),
     };
-    d.submit(SimTime(at), r).unwrap();
-    let t = d.next_deadline().unwrap();
-    let mut done = Vec::new();
-    d.advance(t, &mut done);
-    assert_eq!(done.len(), 1);
-    done[0].finish.as_ns()
+    let run = conformance::drive(d, &[r]).unwrap_or_else(|v| panic!("{v}"));
+    assert_eq!(run.completions.len(), 1);
+    run.completions[0].finish.as_ns()
 }
 
 #[test]

@@ -1,13 +1,14 @@
-//! What the array tests share: linear children with one cost for every pattern, a recording
-//! wrapper that shows what the array handed each child, a child that fails on demand, and an
-//! open-loop driver that follows the Device contract the way the engine does.
+//! What the array tests share: linear children with one cost for every pattern, a child that
+//! fails on demand, and the conformance kit's recorder (what the array handed each child) and
+//! open-loop driver (which checks the Device contract on every call).
 
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex};
 use storsim_array::{ArrayDevice, ArrayParams, RaidLevel};
 use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
 use storsim_blackbox::SequentialDetect;
+use storsim_core::conformance::{self, Recorder};
+pub use storsim_core::conformance::{Run, SharedLog};
 use storsim_core::{
     Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime,
 };
@@ -46,67 +47,10 @@ pub fn linear(
     )))
 }
 
-/// What a recorded child saw: each accepted submission with its instant, each completion.
-#[derive(Default, Debug)]
-pub struct Log {
-    pub submitted: Vec<(SimTime, Request)>,
-    pub refused: Vec<(SimTime, Request)>,
-    pub completed: Vec<Completion>,
-}
-
-pub type SharedLog = Arc<Mutex<Log>>;
-
-/// Wraps a child and logs the traffic between it and the array.
-pub struct Recorded {
-    inner: Box<dyn Device>,
-    log: SharedLog,
-}
-
+/// Wraps a child in the conformance kit's recorder, which logs the traffic between it and the
+/// array.
 pub fn recorded(inner: Box<dyn Device>) -> (Box<dyn Device>, SharedLog) {
-    let log = SharedLog::default();
-    (
-        Box::new(Recorded {
-            inner,
-            log: log.clone(),
-        }),
-        log,
-    )
-}
-
-impl Device for Recorded {
-    fn model_name(&self) -> &'static str {
-        self.inner.model_name()
-    }
-    fn capacity_bytes(&self) -> u64 {
-        self.inner.capacity_bytes()
-    }
-    fn queue_depth(&self) -> usize {
-        self.inner.queue_depth()
-    }
-    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
-        let result = self.inner.submit(now, request);
-        let mut log = self.log.lock().unwrap();
-        match result {
-            Ok(()) => log.submitted.push((now, request)),
-            Err(_) => log.refused.push((now, request)),
-        }
-        result
-    }
-    fn next_deadline(&self) -> Option<SimTime> {
-        self.inner.next_deadline()
-    }
-    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
-        let from = done.len();
-        self.inner.advance(now, done);
-        self.log
-            .lock()
-            .unwrap()
-            .completed
-            .extend_from_slice(&done[from..]);
-    }
-    fn counters(&self) -> Vec<DeviceCounter> {
-        self.inner.counters()
-    }
+    Recorder::boxed(inner)
 }
 
 /// A child that accepts `accept` requests and then fails, as a worn-out SSD does: it refuses
@@ -176,69 +120,10 @@ pub fn req(id: u64, op: Op, offset_bytes: u64, len_bytes: u64, arrival_ns: u64) 
     }
 }
 
-/// How a driven run ended.
-pub struct Run {
-    pub completions: Vec<Completion>,
-    /// The id of the request the device refused with `Failed`, if it did; issuing stops there.
-    pub failed_at: Option<u64>,
-}
-
-/// Drives `device` open loop as the engine does: requests (sorted by arrival) are submitted at
-/// their arrival or, when the device is full, at the next completion; between arrivals the
-/// device is advanced to its deadlines. Checks the contract on every completion.
+/// Drives `device` open loop with the conformance kit's driver, which submits as the engine
+/// does and checks the Device contract on every call.
 pub fn drive(device: &mut dyn Device, requests: &[Request]) -> Run {
-    let mut completions = Vec::new();
-    let mut next = 0;
-    let mut now = SimTime::ZERO;
-    let mut outstanding = 0usize;
-    let mut failed_at = None;
-    let mut done = Vec::new();
-    loop {
-        let arrival = requests.get(next).map(|r| r.arrival.max(now));
-        let can_submit = outstanding < device.queue_depth() && failed_at.is_none();
-        let at = match (arrival.filter(|_| can_submit), device.next_deadline()) {
-            (Some(a), Some(d)) => a.min(d),
-            (Some(a), None) => a,
-            (None, Some(d)) => d,
-            (None, None) => break,
-        };
-        assert!(at >= now, "the device's deadline went back in time");
-        now = at;
-        device.advance(now, &mut done);
-        for c in done.drain(..) {
-            assert!(
-                c.finish <= now,
-                "completion {} reported early",
-                c.request.id
-            );
-            assert!(c.request.arrival <= c.service_start && c.service_start <= c.finish);
-            outstanding -= 1;
-            completions.push(c);
-        }
-        while failed_at.is_none()
-            && next < requests.len()
-            && requests[next].arrival <= now
-            && outstanding < device.queue_depth()
-        {
-            match device.submit(now, requests[next]) {
-                Ok(()) => {
-                    outstanding += 1;
-                    next += 1;
-                }
-                Err(DeviceError::QueueFull { .. }) => break,
-                Err(DeviceError::Failed { .. }) => failed_at = Some(requests[next].id),
-                Err(e) => panic!("request {} refused: {e}", requests[next].id),
-            }
-        }
-        if (next == requests.len() || failed_at.is_some()) && outstanding == 0 {
-            break;
-        }
-    }
-    assert_eq!(outstanding, 0, "requests left in the device");
-    Run {
-        completions,
-        failed_at,
-    }
+    conformance::drive(device, requests).unwrap_or_else(|violation| panic!("{violation}"))
 }
 
 /// Asserts that each of `requests` (up to the first refused one) completed exactly once.

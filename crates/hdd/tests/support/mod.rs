@@ -1,7 +1,8 @@
 //! What the hdd test files share: a small drive to start from, a zone with the tests' skews,
 //! building a request in blocks, and timing one request alone.
 
-use storsim_core::{Device, Op, Request, SimTime};
+use storsim_core::conformance;
+use storsim_core::{Op, Request, SimTime};
 use storsim_hdd::{
     CacheParams, Geometry, HddDevice, HddParams, Interface, Mechanics, Overheads, PowerParams,
     ReadAhead, SchedulerKind, SeekCurve, SparingScheme, SurfaceOrder, WriteBack, Zone,
@@ -18,15 +19,12 @@ pub fn req(id: u64, op: Op, lbn: u64, n: u64, t: u64) -> Request {
     }
 }
 
-/// Submits `r` to an idle device and returns its latency in ns.
+/// Submits `r` at its arrival through the conformance kit's checked driver and returns its
+/// latency in ns.
 pub fn run_one(d: &mut HddDevice, r: Request) -> u64 {
-    let t = r.arrival;
-    d.submit(t, r).unwrap();
-    let f = d.next_deadline().unwrap();
-    let mut done = vec![];
-    d.advance(f, &mut done);
-    assert_eq!(done.len(), 1);
-    f.as_ns() - t.as_ns()
+    let run = conformance::drive(d, &[r]).unwrap_or_else(|violation| panic!("{violation}"));
+    assert_eq!(run.completions.len(), 1);
+    run.completions[0].latency().as_ns()
 }
 
 /// A zone of cylinders `first..=last` with `spt` sectors per track, skews of 2 (track) and 5

@@ -2,12 +2,10 @@
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
 use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
 use storsim_blackbox::SequentialDetect;
-use storsim_core::{
-    Completion, Device, DeviceCounter, DeviceError, Op, Prng, Request, SimDuration, SimTime,
-};
+use storsim_core::conformance::{self, Recorder, SharedLog};
+use storsim_core::{Completion, Device, Op, Prng, Request, SimDuration, SimTime};
 use storsim_flash::{CellType, Geometry, Timing};
 use storsim_ftl::FtlConfig;
 use storsim_hybrid::{Route, RouteCause, Side};
@@ -70,58 +68,9 @@ pub fn flash_blocks(blocks: u64, queue_depth: usize) -> LinearDevice {
     linear(blocks * BLOCK, 100.0, 5.0, queue_depth)
 }
 
-/// What a recording child saw.
-#[derive(Default)]
-pub struct Seen {
-    pub submitted: Vec<(SimTime, Request)>,
-    pub completed: Vec<Completion>,
-}
-
-/// Wraps a child and records its traffic.
-pub struct Recorder {
-    pub inner: Box<dyn Device>,
-    pub seen: Arc<Mutex<Seen>>,
-}
-
-pub fn record(inner: impl Device + 'static) -> (Box<dyn Device>, Arc<Mutex<Seen>>) {
-    let seen = Arc::new(Mutex::new(Seen::default()));
-    let r = Recorder {
-        inner: Box::new(inner),
-        seen: seen.clone(),
-    };
-    (Box::new(r), seen)
-}
-
-impl Device for Recorder {
-    fn model_name(&self) -> &'static str {
-        self.inner.model_name()
-    }
-    fn capacity_bytes(&self) -> u64 {
-        self.inner.capacity_bytes()
-    }
-    fn queue_depth(&self) -> usize {
-        self.inner.queue_depth()
-    }
-    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
-        self.inner.submit(now, request)?;
-        self.seen.lock().unwrap().submitted.push((now, request));
-        Ok(())
-    }
-    fn next_deadline(&self) -> Option<SimTime> {
-        self.inner.next_deadline()
-    }
-    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
-        let from = done.len();
-        self.inner.advance(now, done);
-        self.seen
-            .lock()
-            .unwrap()
-            .completed
-            .extend_from_slice(&done[from..]);
-    }
-    fn counters(&self) -> Vec<DeviceCounter> {
-        self.inner.counters()
-    }
+/// Wraps a child in the conformance kit's recorder, which logs its traffic.
+pub fn record(inner: impl Device + 'static) -> (Box<dyn Device>, SharedLog) {
+    Recorder::boxed(inner)
 }
 
 pub fn req(id: u64, op: Op, offset_bytes: u64, len_bytes: u64, arrival_ns: u64) -> Request {
@@ -134,37 +83,21 @@ pub fn req(id: u64, op: Op, offset_bytes: u64, len_bytes: u64, arrival_ns: u64) 
     }
 }
 
-/// Submits `requests` (sorted by arrival) open loop, waiting on `QueueFull`, then drains.
-/// Checks the contract: every request completes exactly once, in time order, after it arrived.
+/// Submits `requests` (sorted by arrival) open loop with the conformance kit's driver, waiting
+/// whenever the device is full, then drains the device's own work (flushes, promotions). The
+/// kit checks the contract on every call: every request completes exactly once, in finishing
+/// order, after it arrived, at an instant the device announced.
 pub fn drive(device: &mut dyn Device, requests: &[Request]) -> Vec<Completion> {
-    let mut done = Vec::new();
-    let mut now = SimTime::ZERO;
-    for r in requests {
-        loop {
-            // Catch up to the arrival through every deadline before it.
-            while let Some(t) = device.next_deadline() {
-                if t > r.arrival.max(now) {
-                    break;
-                }
-                now = now.max(t);
-                device.advance(now, &mut done);
-            }
-            now = now.max(r.arrival);
-            device.advance(now, &mut done);
-            match device.submit(now, *r) {
-                Ok(()) => break,
-                Err(DeviceError::QueueFull { .. }) => {
-                    let t = device.next_deadline().expect("a full device has work");
-                    now = now.max(t);
-                    device.advance(now, &mut done);
-                }
-                Err(e) => panic!("request {} refused: {e}", r.id),
-            }
-        }
-    }
-    drain(device, &mut now, &mut done);
-    check_contract(requests, &done);
-    done
+    let run =
+        conformance::drive(device, requests).unwrap_or_else(|violation| panic!("{violation}"));
+    assert_eq!(run.failed_at, None, "the device failed");
+    let (mut now, mut after) = (run.end, Vec::new());
+    drain(device, &mut now, &mut after);
+    assert!(
+        after.is_empty(),
+        "completions after the last one: {after:?}"
+    );
+    run.completions
 }
 
 /// Advances through every deadline until the device is idle.
@@ -172,20 +105,6 @@ pub fn drain(device: &mut dyn Device, now: &mut SimTime, done: &mut Vec<Completi
     while let Some(t) = device.next_deadline() {
         *now = (*now).max(t);
         device.advance(*now, done);
-    }
-}
-
-pub fn check_contract(requests: &[Request], done: &[Completion]) {
-    let mut ids: Vec<u64> = done.iter().map(|c| c.request.id).collect();
-    ids.sort_unstable();
-    let mut want: Vec<u64> = requests.iter().map(|r| r.id).collect();
-    want.sort_unstable();
-    assert_eq!(ids, want, "every request completes exactly once");
-    for c in done {
-        assert!(c.request.arrival <= c.service_start && c.service_start <= c.finish);
-    }
-    for w in done.windows(2) {
-        assert!(w[0].finish <= w[1].finish, "completions in finishing order");
     }
 }
 

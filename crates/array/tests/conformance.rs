@@ -1,0 +1,114 @@
+//! The array keeps the Device contract (checked by the conformance kit) over every shape the
+//! array tests use: RAID-0 and RAID-1 with both read policies, array queues shallower and deeper
+//! than the children's, a nested array, and RAID-1 degraded after a child fails and failed after
+//! both have.
+
+mod support;
+
+use storsim_array::{ArrayDevice, ArrayParams, RaidLevel, ReadPolicy};
+use storsim_core::conformance::{self, Options, Report};
+use storsim_core::Device;
+use support::*;
+
+fn raid1(policy: ReadPolicy, queue_depth: usize, children: Vec<Box<dyn Device>>) -> ArrayDevice {
+    ArrayDevice::new(
+        ArrayParams {
+            level: RaidLevel::Raid1 {
+                read_policy: policy,
+            },
+            queue_depth,
+        },
+        children,
+    )
+    .expect("a valid array")
+}
+
+fn check(name: &str, make: impl FnMut() -> ArrayDevice) -> Report {
+    eprintln!("{name}");
+    conformance::check(make, &Options::default()).unwrap_or_else(|v| panic!("{name}: {v}"))
+}
+
+#[test]
+fn raid0_keeps_the_device_contract() {
+    for (array_depth, child_depth) in [(1, 1), (4, 1), (32, 8), (8, 32)] {
+        for stripe_unit_bytes in [4096, 64 << 10] {
+            check(
+                &format!("raid0 depth {array_depth} over {child_depth}, unit {stripe_unit_bytes}"),
+                || {
+                    let children = (0..3)
+                        .map(|_| linear(64 << 20, 50.0, 2.0, child_depth))
+                        .collect();
+                    raid0(stripe_unit_bytes, array_depth, children)
+                },
+            );
+        }
+    }
+}
+
+#[test]
+fn raid1_keeps_the_device_contract() {
+    for policy in [ReadPolicy::LeastOutstanding, ReadPolicy::RoundRobin] {
+        for (array_depth, child_depth) in [(1, 1), (16, 4), (4, 16)] {
+            check(
+                &format!("raid1 {policy:?} depth {array_depth} over {child_depth}"),
+                || {
+                    raid1(
+                        policy,
+                        array_depth,
+                        vec![
+                            linear(64 << 20, 50.0, 2.0, child_depth),
+                            linear(64 << 20, 80.0, 1.0, child_depth),
+                        ],
+                    )
+                },
+            );
+        }
+    }
+}
+
+#[test]
+fn a_nested_array_keeps_the_device_contract() {
+    check("raid0 of two raid1 pairs", || {
+        let pair = || -> Box<dyn Device> {
+            Box::new(raid1(
+                ReadPolicy::RoundRobin,
+                8,
+                vec![
+                    linear(32 << 20, 40.0, 2.0, 4),
+                    linear(32 << 20, 60.0, 1.0, 4),
+                ],
+            ))
+        };
+        raid0(16 << 10, 16, vec![pair(), pair()])
+    });
+}
+
+#[test]
+fn raid1_keeps_the_device_contract_while_degraded_and_once_failed() {
+    let degraded = check("raid1 with a child that fails", || {
+        raid1(
+            ReadPolicy::LeastOutstanding,
+            16,
+            vec![
+                fails_after(linear(64 << 20, 50.0, 2.0, 8), 300),
+                linear(64 << 20, 50.0, 2.0, 8),
+            ],
+        )
+    });
+    assert_eq!(degraded.failed, None, "the survivor carries the array");
+    let failed = check("raid1 whose children both fail", || {
+        raid1(
+            ReadPolicy::LeastOutstanding,
+            16,
+            vec![
+                fails_after(linear(64 << 20, 50.0, 2.0, 8), 300),
+                fails_after(linear(64 << 20, 50.0, 2.0, 8), 500),
+            ],
+        )
+    });
+    assert!(
+        failed.failed.is_some(),
+        "the array fails with its last child"
+    );
+    assert!(failed.completed > 0);
+}

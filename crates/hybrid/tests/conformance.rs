@@ -1,0 +1,109 @@
+//! Both hybrid configurations keep the Device contract (checked by the conformance kit): the
+//! controller with each admission, flush and replacement policy, a pinned range, at queue depths
+//! 1 and 32; the host-tiered device with each placement.
+
+mod common;
+
+use common::*;
+use storsim_core::conformance::{self, Options};
+use storsim_core::Device;
+use storsim_hybrid::{
+    Admission, ByteRange, FlushPolicy, HostPlacement, HostTieredDevice, HostTieredParams,
+    HybridDevice, HybridParams, Replacement,
+};
+
+fn check<D: Device>(name: &str, make: impl FnMut() -> D) {
+    eprintln!("{name}");
+    let report = conformance::check(make, &Options::default())
+        .unwrap_or_else(|violation| panic!("{name}: {violation}"));
+    assert_eq!(report.failed, None, "{name}");
+}
+
+#[test]
+fn the_hybrid_controller_keeps_the_device_contract() {
+    let flushes = [
+        FlushPolicy::OnDemand,
+        FlushPolicy::LowWatermark {
+            high_fraction: 0.75,
+            low_fraction: 0.25,
+        },
+        FlushPolicy::Idle {
+            idle: storsim_core::SimDuration::from_ms(5),
+        },
+    ];
+    for (admission, replacement) in [
+        (Admission::Writes, Replacement::Lru),
+        (Admission::Reads, Replacement::Fifo),
+    ] {
+        for flush in flushes {
+            for queue_depth in [1, 32] {
+                let params = HybridParams {
+                    admission,
+                    replacement,
+                    flush,
+                    queue_depth,
+                    pinned: vec![ByteRange {
+                        start_bytes: 0,
+                        end_bytes: 16 * BLOCK,
+                    }],
+                    ..HybridParams::thesis_defaults()
+                };
+                check(
+                    &format!(
+                        "controller {admission:?} {flush:?} {replacement:?} depth {queue_depth}"
+                    ),
+                    || {
+                        HybridDevice::new(
+                            params.clone(),
+                            Box::new(flash_blocks(256, queue_depth)),
+                            Box::new(disk(queue_depth)),
+                        )
+                        .expect("a valid hybrid")
+                    },
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn the_controller_over_a_real_ssd_keeps_the_device_contract() {
+    check("controller over a small SSD", || {
+        HybridDevice::new(
+            HybridParams::thesis_defaults(),
+            Box::new(ssd(32)),
+            Box::new(disk(32)),
+        )
+        .expect("a valid hybrid")
+    });
+}
+
+#[test]
+fn the_host_tiered_device_keeps_the_device_contract() {
+    let placements = [
+        HostPlacement::Separate,
+        HostPlacement::FlashRanges(vec![ByteRange {
+            start_bytes: 1 << 20,
+            end_bytes: 2 << 20,
+        }]),
+        HostPlacement::SmallWrites {
+            threshold_bytes: 64 << 10,
+            block_bytes: BLOCK,
+        },
+    ];
+    for placement in placements {
+        for queue_depth in [1, 16] {
+            check(&format!("host {placement:?} depth {queue_depth}"), || {
+                HostTieredDevice::new(
+                    HostTieredParams {
+                        placement: placement.clone(),
+                        queue_depth,
+                    },
+                    Box::new(flash_blocks(1024, queue_depth)),
+                    Box::new(disk(queue_depth)),
+                )
+                .expect("a valid host-tiered device")
+            });
+        }
+    }
+}
