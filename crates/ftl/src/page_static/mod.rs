@@ -5,7 +5,8 @@
 //! its block out while the rest of the device stays new: the baseline the thesis compares the
 //! other FTLs against. See docs/models/ftl-page-static.md.
 
-use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use crate::params::{fraction_up_to_one, set, Key, Kind, ParamError, Section, Value};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::{DeviceCounter, Prng};
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
@@ -49,6 +50,55 @@ struct PageStatic {
     prewritten_pages: u64,
     block_rewrites: u64,
     rewrite_copied_pages: u64,
+}
+
+/// The `page-static` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "page-static",
+    description:
+        "the hybrid-disk thesis' page-level FTL without wear levelling (Konanki, Fig. 4.1): \
+                  logical page i at physical page i, an update rewrites its block",
+    keys: Keys(&[&[
+        Key::new("prewrite_probability", Kind::F64),
+        Key::new("prewrite_seed", Kind::U64),
+    ]]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        set(
+            &mut self.prewrite_probability,
+            s,
+            "prewrite_probability",
+            Section::f64,
+        );
+        set(&mut self.prewrite_seed, s, "prewrite_seed", Section::u64);
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        s.insert(
+            "prewrite_probability",
+            Value::F64(self.prewrite_probability),
+        );
+        s.insert("prewrite_seed", Value::U64(self.prewrite_seed));
+        s
+    }
+
+    fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
+        fraction_up_to_one("prewrite_probability", self.prewrite_probability)
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
+    }
 }
 
 /// Builds the FTL over a fresh array, prewriting pages if the parameters ask for it.
