@@ -21,6 +21,7 @@ pub mod page;
 pub mod page_static;
 pub mod params;
 pub mod raw;
+mod rewrite;
 mod table;
 pub mod wear;
 

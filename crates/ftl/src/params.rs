@@ -22,7 +22,7 @@ impl Key {
     }
 }
 
-/// The keys a section may state, in groups (the `page` FTL's own keys and the victim policies'
+/// The keys a section may state, in groups (an FTL's own keys and the victim policies'
 /// keys), so that a section can take in another module's keys without copying them.
 #[derive(Clone, Copy, Debug)]
 pub struct Keys(pub &'static [&'static [Key]]);
@@ -52,7 +52,8 @@ pub enum Kind {
     Bool,
     /// One of these names.
     Name(&'static [&'static str]),
-    /// A nested section with these keys (DFTL's data side takes the `page` FTL's keys).
+    /// A nested section with these keys (an FTL whose data side is another FTL takes that
+    /// FTL's keys under its name).
     Section(Keys),
 }
 
@@ -167,8 +168,8 @@ impl Section {
 /// Where a parameter error is.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ParamKey {
-    /// A key of the FTL's own section, as a dotted path within it (`page.seed` for DFTL's data
-    /// side).
+    /// A key of the FTL's own section, as a dotted path within it (`page.seed` for the key
+    /// `seed` of a nested section `page`).
     Own(String),
     /// A field of the device's geometry, which the FTL cannot work with.
     Geometry(&'static str),
@@ -191,7 +192,7 @@ impl ParamError {
         }
     }
 
-    /// The same error seen from the section that holds `section` (DFTL holding `page`).
+    /// The same error seen from the section that holds the nested section `section`.
     pub fn within(self, section: &str) -> ParamError {
         let key = match self.key {
             ParamKey::Own(key) => ParamKey::Own(format!("{section}.{key}")),

@@ -1,5 +1,5 @@
-//! `ssd.ftl` and the per-FTL sections `[ssd.page]`, `[ssd.dftl]`, `[ssd.fast]`, ...: which
-//! flash translation layer an SSD runs and its parameters. Every FTL comes from the FTL crate's
+//! `ssd.ftl` and the per-FTL sections `[ssd.NAME]`: which flash translation layer an SSD runs
+//! and its parameters. Every FTL comes from the FTL crate's
 //! registry ([`storsim_ftl::FTLS`]), which declares each section's keys; this module only turns
 //! TOML into those keys' values (reporting a wrong key or type at its line, as serde does for the
 //! other sections) and the FTL's [`ParamError`]s into errors naming the file and the full key.
@@ -19,7 +19,7 @@ pub(crate) fn parse(name: &str) -> Option<&'static FtlEntry> {
         .find(|e| e.name.eq_ignore_ascii_case(name))
 }
 
-/// Every name, for messages: "page, page-static, ...".
+/// Every name, for messages, comma-separated in the registry's order.
 pub(crate) fn list() -> String {
     FTLS.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
 }
@@ -43,7 +43,7 @@ pub(crate) fn apply(
         let name = entry.name;
         if name != config.name() {
             // A section the chosen FTL nests under its own name is the one likely mix-up, and
-            // gets its own hint: DFTL's data side takes the page keys.
+            // gets its own hint (an FTL whose data side takes another FTL's keys).
             let nested = config
                 .entry()
                 .keys

@@ -205,8 +205,8 @@ struct PreconditionSection {
     max_overwrite_factor: Option<f64>,
 }
 
-/// `[ssd]`. Its per-FTL sections (`[ssd.page]`, `[ssd.dftl]`, ...) are whatever the FTL
-/// registry holds, so the section is read by hand ([`SsdKey`]) rather than derived.
+/// `[ssd]`. Its per-FTL sections (`[ssd.NAME]`) are whatever the FTL registry holds, so the
+/// section is read by hand ([`SsdKey`]) rather than derived.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SsdSection {
     ftl: Option<&'static FtlEntry>,

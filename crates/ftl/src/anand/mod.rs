@@ -6,8 +6,8 @@
 //! unit can be appended, a chain is folded: the latest copy of every page moves into the chain's
 //! last unit and the other units are erased. See docs/models/ftl-anand.md.
 
-use crate::page_static::{erase_retires, rewrite_block};
 use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::rewrite::{erase_retires, rewrite_block};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::{BTreeSet, VecDeque};
 use storsim_core::DeviceCounter;

@@ -6,8 +6,8 @@
 //! chain folds into a new primary unit. Chains never grow past two units, which bounds a fold's
 //! cost. See docs/models/ftl-fmax.md.
 
-use crate::page_static::{erase_retires, rewrite_block};
 use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::rewrite::{erase_retires, rewrite_block};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::{BTreeSet, VecDeque};
 use storsim_core::DeviceCounter;

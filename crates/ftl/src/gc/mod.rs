@@ -38,7 +38,7 @@ pub enum GcPolicy {
 }
 
 /// Every victim policy, in the order docs/models/gc.md lists them: one entry each. The FTL
-/// sections that take a policy (`page`, DFTL's data side) read it through [`KEYS`] and
+/// sections that take a policy (the page-mapped FTLs') read it through [`KEYS`] and
 /// [`apply`], so no reader of device files names a policy.
 pub const POLICIES: &[GcEntry] = &[
     GcEntry {
