@@ -43,8 +43,8 @@ impl Default for Params {
 /// The `fast` FTL's registry entry.
 pub const ENTRY: FtlEntry = FtlEntry {
     name: "fast",
-    description: "FAST (Lee et al. 2007): block mapping with one sequential and fully associative \
-                  random log blocks",
+    description: "FAST (Lee et al. 2007): block mapping with one sequential log block and \
+                  fully associative random log blocks",
     keys: Keys(&[&[Key::new("log_fraction", Kind::F64)]]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,

@@ -62,7 +62,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     name: "fmax",
     description:
         "M-Systems' FMAX (the hybrid-disk thesis, Figs. 4.6-4.7): a primary and at most one \
-                  replacement unit per logical block",
+         replacement unit per logical block",
     keys: Keys(&[&[Key::new("over_provisioning", Kind::F64)]]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,

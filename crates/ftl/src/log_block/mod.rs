@@ -41,7 +41,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     name: "log-block",
     description:
         "BAST (the hybrid-disk thesis, Figs. 4.2-4.3): block mapping with one page-mapped log \
-                  block per updated logical block, switch and full merges",
+         block per updated logical block, switch and full merges",
     keys: Keys(&[&[
         Key::new("log_blocks", Kind::U32),
         Key::new("partial_merge", Kind::Bool),

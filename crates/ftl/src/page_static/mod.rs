@@ -58,7 +58,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     name: "page-static",
     description:
         "the hybrid-disk thesis' page-level FTL without wear levelling (Konanki, Fig. 4.1): \
-                  logical page i at physical page i, an update rewrites its block",
+         logical page i at physical page i, an update rewrites its block",
     keys: Keys(&[&[
         Key::new("prewrite_probability", Kind::F64),
         Key::new("prewrite_seed", Kind::U64),

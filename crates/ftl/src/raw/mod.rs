@@ -29,7 +29,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     name: "raw",
     description:
         "no translation, for flash-aware file systems: logical page i is physical page i, \
-                  a trim of a whole block erases it",
+         discarding every page of a block erases it",
     keys: Keys(&[]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: false,
