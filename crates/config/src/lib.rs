@@ -32,6 +32,7 @@ pub use error::ConfigError;
 pub use file::{load_device, load_device_with, parse_device_toml};
 pub use models::array::ArraySpec;
 pub use models::blackbox_device_toml;
+pub use models::ftl::ftl_section_toml;
 pub use models::hybrid::{HybridConfiguration, HybridSpec};
 pub use presets::{preset, preset_spec, presets, PresetInfo};
 

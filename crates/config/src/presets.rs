@@ -2,16 +2,17 @@
 //! Some presets also take a variant after a colon (`uhs1-sd:ch4-x2`, `flashsim-2009:fast`), for
 //! parameter sweeps without writing a file.
 
-use crate::models::ftl::FtlName;
+use crate::models::ftl;
 use crate::models::ssd::consistent;
 use crate::models::table::{check_channels, speedup_milli};
 use crate::DeviceSpec;
 use storsim_blackbox::{linear, step, table};
+use storsim_ftl::FtlConfig;
 use storsim_ssd::presets as ssd;
 
 /// FlashSim's evaluation is about DFTL, so that is the FTL `flashsim-2009` runs unless a
 /// variant names another.
-const FLASHSIM_DEFAULT_FTL: FtlName = FtlName::Dftl;
+const FLASHSIM_DEFAULT_FTL: &str = "dftl";
 
 /// Turns a preset's spec into the variant named after the colon, or says why it cannot.
 type ApplyVariant = fn(DeviceSpec, &str) -> Result<DeviceSpec, String>;
@@ -84,11 +85,11 @@ const PRESETS: &[PresetInfo] = &[
         name: "flashsim-2009",
         model: "ssd",
         summary: "FlashSim's SLC SSD (Kim et al. 2009, Table 2): 2 KiB pages, 64-page blocks, \
-                  8 GiB raw (layout assumed), DFTL; `flashsim-2009:FTL` runs another FTL \
-                  (page, fast, log-block, ...)",
+                  8 GiB raw (layout assumed), DFTL; `flashsim-2009:FTL` runs another FTL: \
+                  page, page-static, block, log-block, fast, dftl, anand, fmax, raw",
         build: Build::Code(|| {
             DeviceSpec::Ssd(consistent(ssd::flashsim_2009(
-                FLASHSIM_DEFAULT_FTL.defaults(),
+                FtlConfig::default_for(FLASHSIM_DEFAULT_FTL).expect("the FTL is registered"),
             )))
         }),
         variant: Some(ftl_variant),
@@ -284,13 +285,13 @@ fn ftl_variant(spec: DeviceSpec, variant: &str) -> Result<DeviceSpec, String> {
     let DeviceSpec::Ssd(mut params) = spec else {
         return Err("FTL variants apply to ssd devices only".to_string());
     };
-    let ftl = FtlName::parse(variant).ok_or_else(|| {
+    let ftl = ftl::parse(variant).ok_or_else(|| {
         format!(
             "variant '{variant}' names no FTL; use one of {}",
-            FtlName::list()
+            ftl::list()
         )
     })?;
-    params.ftl = ftl.defaults();
+    params.ftl = (ftl.defaults)();
     Ok(DeviceSpec::Ssd(consistent(params)))
 }
 

@@ -294,8 +294,8 @@ fn apply(
                         *data
                     }
                     // The host's new data need not land where the page ends up: an FTL may
-                    // move it later in the same call (the log-block FTL programs the last page
-                    // of a log block, then merges that block). The check after the call
+                    // move it later in the same call (program the last page of a log block, then
+                    // merge that block). The check after the call
                     // follows the data through the copies to the page's final location.
                     None if kind == 'w' && op.cause == Cause::Host => {
                         host_programs += 1;

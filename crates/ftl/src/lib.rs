@@ -19,88 +19,209 @@ pub mod log_block;
 mod op;
 pub mod page;
 pub mod page_static;
+pub mod params;
 pub mod raw;
+mod rewrite;
 mod table;
 pub mod wear;
 
 pub use op::{Cause, Dep, FlashOp, FtlError};
 
+pub use params::Keys;
+use params::{ParamError, Section};
+use std::any::Any;
+use std::fmt;
 use storsim_core::DeviceCounter;
 use storsim_flash::{Geometry, NandArray, Ppa};
 
-/// Which FTL, with its parameters: what a device description chooses.
-#[derive(Clone, Debug, PartialEq)]
-pub enum FtlConfig {
-    Page(page::Params),
-    PageStatic(page_static::Params),
-    Block(block::Params),
-    LogBlock(log_block::Params),
-    Fast(fast::Params),
-    Dftl(dftl::Params),
-    Anand(anand::Params),
-    Fmax(fmax::Params),
-    Raw(raw::Params),
+/// Every FTL, in the order device files and `storsim presets` list them: one entry each, defined
+/// in the FTL's own directory. Nothing else names an FTL; adding one is its directory, a line
+/// here, its page in docs/models/ and its tests (ARCHITECTURE.md, "Add an FTL").
+pub const FTLS: &[&FtlEntry] = &[
+    &page::ENTRY,
+    &page_static::ENTRY,
+    &block::ENTRY,
+    &log_block::ENTRY,
+    &fast::ENTRY,
+    &dftl::ENTRY,
+    &anand::ENTRY,
+    &fmax::ENTRY,
+    &raw::ENTRY,
+];
+
+/// What the registry knows of one FTL: enough to read its section of a device file, to describe
+/// it and to build it.
+#[derive(Debug)]
+pub struct FtlEntry {
+    /// The name device files use (`ftl = "NAME"`, `[ssd.NAME]`).
+    pub name: &'static str,
+    /// One line for listings.
+    pub description: &'static str,
+    /// The keys of its section.
+    pub keys: Keys,
+    /// The FTL with its default parameters.
+    pub defaults: fn() -> FtlConfig,
+    /// Whether the host may rewrite a logical page without trimming it first: every FTL but
+    /// raw flash hides erase-before-write. The conformance suite draws its writes accordingly.
+    pub overwrites: bool,
 }
 
-impl FtlConfig {
-    /// The names device files use, in the order of this enum.
-    pub const NAMES: [&'static str; 9] = [
-        "page",
-        "page-static",
-        "block",
-        "log-block",
-        "fast",
-        "dftl",
-        "anand",
-        "fmax",
-        "raw",
-    ];
+/// The FTL named exactly `name`.
+pub fn find(name: &str) -> Option<&'static FtlEntry> {
+    FTLS.iter().copied().find(|e| e.name == name)
+}
 
-    pub fn name(&self) -> &'static str {
-        let i = match self {
-            FtlConfig::Page(_) => 0,
-            FtlConfig::PageStatic(_) => 1,
-            FtlConfig::Block(_) => 2,
-            FtlConfig::LogBlock(_) => 3,
-            FtlConfig::Fast(_) => 4,
-            FtlConfig::Dftl(_) => 5,
-            FtlConfig::Anand(_) => 6,
-            FtlConfig::Fmax(_) => 7,
-            FtlConfig::Raw(_) => 8,
-        };
-        Self::NAMES[i]
+/// An FTL's parameter struct: what it reads from its section, how it checks itself, and how it
+/// builds the FTL. Each FTL implements it on its own `Params`.
+pub trait FtlParams: Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
+    /// The FTL's registry entry.
+    fn entry() -> &'static FtlEntry;
+
+    /// Overrides the parameters the section states; the section holds only keys of
+    /// [`FtlEntry::keys`], with values of their kinds.
+    fn apply(&mut self, section: &Section) -> Result<(), ParamError>;
+
+    /// Every parameter as a section, such that [`FtlParams::apply`] on the defaults gives
+    /// these parameters back.
+    fn section(&self) -> Section;
+
+    /// Checks the parameters the way the FTL would when it is built, but naming the key. What
+    /// depends on the whole geometry (whether the spare space suffices) is left to `build`.
+    fn validate(&self, geometry: &Geometry) -> Result<(), ParamError>;
+
+    /// Builds the FTL over a fresh NAND array of `geometry` whose blocks survive `endurance`
+    /// erases.
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError>;
+
+    /// Whether the FTL collects garbage in idle time. Files have one switch for the device and
+    /// its FTL (`ssd.background_gc`); FTLs without idle work ignore it.
+    fn set_background_gc(&mut self, _on: bool) {}
+}
+
+/// [`FtlParams`] behind a pointer: what [`FtlConfig`] holds.
+trait AnyParams: fmt::Debug + Send + Sync {
+    fn entry(&self) -> &'static FtlEntry;
+    fn clone_box(&self) -> Box<dyn AnyParams>;
+    fn eq_any(&self, other: &dyn AnyParams) -> bool;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn apply(&mut self, section: &Section) -> Result<(), ParamError>;
+    fn section(&self) -> Section;
+    fn validate(&self, geometry: &Geometry) -> Result<(), ParamError>;
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError>;
+    fn set_background_gc(&mut self, on: bool);
+}
+
+impl<P: FtlParams> AnyParams for P {
+    fn entry(&self) -> &'static FtlEntry {
+        P::entry()
+    }
+    fn clone_box(&self) -> Box<dyn AnyParams> {
+        Box::new(self.clone())
+    }
+    fn eq_any(&self, other: &dyn AnyParams) -> bool {
+        other.as_any().downcast_ref::<P>() == Some(self)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn apply(&mut self, section: &Section) -> Result<(), ParamError> {
+        FtlParams::apply(self, section)
+    }
+    fn section(&self) -> Section {
+        FtlParams::section(self)
+    }
+    fn validate(&self, geometry: &Geometry) -> Result<(), ParamError> {
+        FtlParams::validate(self, geometry)
+    }
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        FtlParams::build(self, geometry, endurance)
+    }
+    fn set_background_gc(&mut self, on: bool) {
+        FtlParams::set_background_gc(self, on)
+    }
+}
+
+/// Which FTL, with its parameters: what a device description chooses. Comparing two compares
+/// the FTL and every parameter.
+pub struct FtlConfig(Box<dyn AnyParams>);
+
+impl FtlConfig {
+    /// The FTL whose parameters these are.
+    pub fn new<P: FtlParams>(params: P) -> FtlConfig {
+        FtlConfig(Box::new(params))
     }
 
-    /// The FTL with default parameters, by name.
+    /// The FTL with default parameters, by its exact name.
     pub fn default_for(name: &str) -> Option<FtlConfig> {
-        Some(match name {
-            "page" => FtlConfig::Page(Default::default()),
-            "page-static" => FtlConfig::PageStatic(Default::default()),
-            "block" => FtlConfig::Block(Default::default()),
-            "log-block" => FtlConfig::LogBlock(Default::default()),
-            "fast" => FtlConfig::Fast(Default::default()),
-            "dftl" => FtlConfig::Dftl(Default::default()),
-            "anand" => FtlConfig::Anand(Default::default()),
-            "fmax" => FtlConfig::Fmax(Default::default()),
-            "raw" => FtlConfig::Raw(Default::default()),
-            _ => return None,
-        })
+        find(name).map(|e| (e.defaults)())
+    }
+
+    /// The FTL's registry entry.
+    pub fn entry(&self) -> &'static FtlEntry {
+        self.0.entry()
+    }
+
+    /// The name device files use.
+    pub fn name(&self) -> &'static str {
+        self.entry().name
+    }
+
+    /// The parameters, if they are `P` (the FTL whose `Params` `P` is).
+    pub fn params<P: FtlParams>(&self) -> Option<&P> {
+        self.0.as_any().downcast_ref()
+    }
+
+    /// The parameters to change, if they are `P`.
+    pub fn params_mut<P: FtlParams>(&mut self) -> Option<&mut P> {
+        self.0.as_any_mut().downcast_mut()
+    }
+
+    /// See [`FtlParams::apply`].
+    pub fn apply(&mut self, section: &Section) -> Result<(), ParamError> {
+        self.0.apply(section)
+    }
+
+    /// See [`FtlParams::section`].
+    pub fn section(&self) -> Section {
+        self.0.section()
+    }
+
+    /// See [`FtlParams::validate`].
+    pub fn validate(&self, geometry: &Geometry) -> Result<(), ParamError> {
+        self.0.validate(geometry)
+    }
+
+    /// See [`FtlParams::set_background_gc`].
+    pub fn set_background_gc(&mut self, on: bool) {
+        self.0.set_background_gc(on)
     }
 
     /// Builds the FTL over a fresh NAND array of `geometry` whose blocks survive `endurance`
     /// erases.
     pub fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
-        match self {
-            FtlConfig::Page(p) => page::new(geometry, endurance, p),
-            FtlConfig::PageStatic(p) => page_static::new(geometry, endurance, p),
-            FtlConfig::Block(p) => block::new(geometry, endurance, p),
-            FtlConfig::LogBlock(p) => log_block::new(geometry, endurance, p),
-            FtlConfig::Fast(p) => fast::new(geometry, endurance, p),
-            FtlConfig::Dftl(p) => dftl::new(geometry, endurance, p),
-            FtlConfig::Anand(p) => anand::new(geometry, endurance, p),
-            FtlConfig::Fmax(p) => fmax::new(geometry, endurance, p),
-            FtlConfig::Raw(p) => raw::new(geometry, endurance, p),
-        }
+        self.0.build(geometry, endurance)
+    }
+}
+
+impl Clone for FtlConfig {
+    fn clone(&self) -> FtlConfig {
+        FtlConfig(self.0.clone_box())
+    }
+}
+
+impl PartialEq for FtlConfig {
+    fn eq(&self, other: &FtlConfig) -> bool {
+        self.0.eq_any(&*other.0)
+    }
+}
+
+impl fmt::Debug for FtlConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple(self.name()).field(&self.0).finish()
     }
 }
 

@@ -10,9 +10,9 @@ pub enum Cause {
     Host,
     /// Garbage collection: copying valid pages out of a victim block and erasing it.
     Gc,
-    /// Log-block, FAST, ANAND and FMAX merges and folds.
+    /// The block-mapped FTLs' merges, and the folds of the FTLs that chain units.
     Merge,
-    /// Reading or writing the FTL's own mapping tables (DFTL translation pages).
+    /// Reading or writing the FTL's own mapping tables (translation pages kept on flash).
     Mapping,
     /// Moving cold data to spread erases (static wear levelling).
     WearLevel,

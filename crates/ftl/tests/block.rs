@@ -3,6 +3,7 @@
 
 use storsim_flash::{FlashOpKind, Geometry};
 use storsim_ftl::conformance::{self, Mix};
+use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{block, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -19,7 +20,7 @@ fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geome
 }
 
 fn build(g: Geometry, params: block::Params) -> Box<dyn Ftl> {
-    FtlConfig::Block(params).build(g, 1_000_000).unwrap()
+    FtlConfig::new(params).build(g, 1_000_000).unwrap()
 }
 
 fn counter(ftl: &dyn Ftl, name: &str) -> f64 {
@@ -101,7 +102,7 @@ fn over_provisioning_sets_the_logical_space() {
         "one spare block at least"
     );
     for bad in [1.0, -0.1, f64::NAN] {
-        let r = FtlConfig::Block(block::Params {
+        let r = FtlConfig::new(block::Params {
             over_provisioning_fraction: bad,
         })
         .build(geometry(1, 16, 8), 100);
@@ -189,7 +190,7 @@ fn least_worn_allocation_spreads_the_erases() {
 #[test]
 fn wearing_out_is_an_error_not_a_panic() {
     let g = geometry(1, 8, 4);
-    let mut ftl = FtlConfig::Block(block::Params::default())
+    let mut ftl = FtlConfig::new(block::Params::default())
         .build(g, 5)
         .unwrap();
     let mut ops = Vec::new();
@@ -240,7 +241,27 @@ fn no_call_sequence_panics() {
 }
 
 fn config() -> FtlConfig {
-    FtlConfig::Block(block::Params {
+    FtlConfig::new(block::Params {
         over_provisioning_fraction: 0.07,
     })
+}
+
+/// The section's keys reach the parameters, and a bad value is refused naming its key (which
+/// the device-file reader turns into `ssd.NAME.KEY`).
+#[test]
+fn section_keys_reach_the_params_and_bad_values_name_their_key() {
+    let mut section = Section::new();
+    section.insert("over_provisioning_fraction", Value::F64(0.2));
+    let mut config = FtlConfig::new(block::Params::default());
+    config.apply(&section).unwrap();
+    let s = config.params::<block::Params>().unwrap();
+    assert!(s.over_provisioning_fraction == 0.2, "{s:?}");
+
+    let (key, value) = ("over_provisioning_fraction", Value::F64(1.0));
+    let mut section = Section::new();
+    section.insert(key, value);
+    let mut config = FtlConfig::new(block::Params::default());
+    config.apply(&section).unwrap();
+    let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
+    assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
 }

@@ -4,6 +4,7 @@
 use storsim_core::Prng;
 use storsim_flash::{FlashOpKind, Geometry};
 use storsim_ftl::conformance::{self, Mix};
+use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{block, fast, log_block, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -20,7 +21,7 @@ fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geome
 }
 
 fn build(g: Geometry, log_fraction: f64) -> Box<dyn Ftl> {
-    FtlConfig::Fast(fast::Params { log_fraction })
+    FtlConfig::new(fast::Params { log_fraction })
         .build(g, 1_000_000)
         .unwrap()
 }
@@ -110,7 +111,7 @@ fn default_log_space_is_three_percent_of_the_active_region() {
     assert_eq!(counter(ftl.as_ref(), "log_blocks"), 2.0);
     assert_eq!(ftl.logical_pages(), (16 - 3) * 4);
     for bad in [-0.1, 1.5, f64::NAN] {
-        let r = FtlConfig::Fast(fast::Params { log_fraction: bad }).build(geometry(1, 8, 4), 10);
+        let r = FtlConfig::new(fast::Params { log_fraction: bad }).build(geometry(1, 8, 4), 10);
         assert!(matches!(r, Err(FtlError::Rejected { .. })), "{bad}");
     }
 }
@@ -241,8 +242,8 @@ fn random_4k_writes_cost_fast_far_more_erases_than_the_block_level_minimum() {
     }
     // The other block-mapped FTLs on the same input, for the record.
     for config in [
-        FtlConfig::LogBlock(log_block::Params::default()),
-        FtlConfig::Block(block::Params::default()),
+        FtlConfig::new(log_block::Params::default()),
+        FtlConfig::new(block::Params::default()),
     ] {
         let mut ftl = config.build(g, 1_000_000).unwrap();
         let writes = 2 * ftl.logical_pages();
@@ -286,5 +287,25 @@ fn no_call_sequence_panics() {
 }
 
 fn config() -> FtlConfig {
-    FtlConfig::Fast(fast::Params { log_fraction: 0.03 })
+    FtlConfig::new(fast::Params { log_fraction: 0.03 })
+}
+
+/// The section's keys reach the parameters, and a bad value is refused naming its key (which
+/// the device-file reader turns into `ssd.NAME.KEY`).
+#[test]
+fn section_keys_reach_the_params_and_bad_values_name_their_key() {
+    let mut section = Section::new();
+    section.insert("log_fraction", Value::F64(0.1));
+    let mut config = FtlConfig::new(fast::Params::default());
+    config.apply(&section).unwrap();
+    let s = config.params::<fast::Params>().unwrap();
+    assert!(s.log_fraction == 0.1, "{s:?}");
+
+    let (key, value) = ("log_fraction", Value::F64(1.5));
+    let mut section = Section::new();
+    section.insert(key, value);
+    let mut config = FtlConfig::new(fast::Params::default());
+    config.apply(&section).unwrap();
+    let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
+    assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
 }

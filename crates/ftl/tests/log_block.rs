@@ -3,6 +3,7 @@
 
 use storsim_flash::{FlashOpKind, Geometry};
 use storsim_ftl::conformance::{self, Mix};
+use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{log_block, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -19,7 +20,7 @@ fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geome
 }
 
 fn build(g: Geometry, params: log_block::Params) -> Box<dyn Ftl> {
-    FtlConfig::LogBlock(params).build(g, 1_000_000).unwrap()
+    FtlConfig::new(params).build(g, 1_000_000).unwrap()
 }
 
 fn with_logs(log_blocks: u32, partial_merge: bool) -> log_block::Params {
@@ -117,7 +118,7 @@ fn default_log_space_is_three_percent_of_the_data_blocks() {
     let ftl = build(geometry(1, 16, 8), with_logs(3, false));
     assert_eq!(ftl.logical_pages(), 28 * 8);
     for bad in [Some(0), Some(31)] {
-        let r = FtlConfig::LogBlock(log_block::Params {
+        let r = FtlConfig::new(log_block::Params {
             log_blocks: bad,
             partial_merge: false,
         })
@@ -222,7 +223,7 @@ fn trimmed_pages_are_not_copied_by_merges() {
 
 #[test]
 fn wearing_out_is_an_error_not_a_panic() {
-    let mut ftl = FtlConfig::LogBlock(with_logs(2, true))
+    let mut ftl = FtlConfig::new(with_logs(2, true))
         .build(geometry(1, 8, 4), 4)
         .unwrap();
     let mut ops = Vec::new();
@@ -273,8 +274,29 @@ fn no_call_sequence_panics() {
 }
 
 fn config() -> FtlConfig {
-    FtlConfig::LogBlock(log_block::Params {
+    FtlConfig::new(log_block::Params {
         log_blocks: None,
         partial_merge: true,
     })
+}
+
+/// The section's keys reach the parameters, and a bad value is refused naming its key (which
+/// the device-file reader turns into `ssd.NAME.KEY`).
+#[test]
+fn section_keys_reach_the_params_and_bad_values_name_their_key() {
+    let mut section = Section::new();
+    section.insert("log_blocks", Value::U32(12));
+    section.insert("partial_merge", Value::Bool(true));
+    let mut config = FtlConfig::new(log_block::Params::default());
+    config.apply(&section).unwrap();
+    let s = config.params::<log_block::Params>().unwrap();
+    assert!(s.log_blocks == Some(12) && s.partial_merge, "{s:?}");
+
+    let (key, value) = ("log_blocks", Value::U32(0));
+    let mut section = Section::new();
+    section.insert(key, value);
+    let mut config = FtlConfig::new(log_block::Params::default());
+    config.apply(&section).unwrap();
+    let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
+    assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
 }

@@ -20,7 +20,7 @@ fn geometry() -> Geometry {
 }
 
 fn build(endurance: u32) -> Box<dyn Ftl> {
-    FtlConfig::Raw(raw::Params::default())
+    FtlConfig::new(raw::Params::default())
         .build(geometry(), endurance)
         .expect("valid parameters")
 }
@@ -243,7 +243,7 @@ fn raw_passes_conformance_with_a_write_once_workload() {
         for (m, mix) in mixes.iter().enumerate() {
             for seed in [1u64, 2, 3] {
                 let seed = 1000 * gi as u64 + 100 * m as u64 + seed;
-                let mut ftl = FtlConfig::Raw(raw::Params::default())
+                let mut ftl = FtlConfig::new(raw::Params::default())
                     .build(g, 1_000_000)
                     .unwrap();
                 let report = conformance::check_with(ftl.as_mut(), seed, *mix, Writes::ErasedOnly)

@@ -2,7 +2,7 @@
 //! NAND array's channel and die timelines, behind the [`Device`] contract.
 //!
 //! A host request becomes one FTL call per logical page it touches (one call for the whole
-//! write, for FTLs that must see requests whole, as page-static does); the request's flash
+//! write, for FTLs that must see requests whole: `Ftl::takes_whole_requests`); the request's flash
 //! operations are placed on the timelines at once (respecting each call's dependencies, and
 //! joining pages of different planes into multi-plane commands when the device allows), so
 //! the request's completion time is known at submission. With a write-back buffer
@@ -229,8 +229,8 @@ impl SsdDevice {
     ) -> Result<SimTime, DeviceError> {
         self.batch.clear();
         if self.ftl.takes_whole_requests() {
-            // The FTL's algorithm works on whole requests (page-static erases a block at most
-            // once per request): one call.
+            // The FTL's algorithm works on whole requests (it erases a block at most once per
+            // request, say): one call.
             let n = pages.end - pages.start;
             if let Err(e) = self
                 .ftl

@@ -83,7 +83,7 @@ pub fn bench2g() -> SsdParams {
         geometry,
         timing,
         endurance: CellType::Mlc.default_endurance(),
-        ftl: FtlConfig::Page(page::Params {
+        ftl: FtlConfig::new(page::Params {
             over_provisioning_fraction: 0.07,
             gc_low_watermark_blocks: 7,
             gc_high_watermark_blocks: 8,
@@ -190,7 +190,7 @@ pub fn tlc_nvme() -> SsdParams {
         timing,
         endurance: CellType::Tlc.default_endurance(),
         // The SSD decides when the device is idle; the FTL must agree to collect then.
-        ftl: FtlConfig::Page(page::Params {
+        ftl: FtlConfig::new(page::Params {
             gc_background: true,
             ..page::Params::default()
         }),

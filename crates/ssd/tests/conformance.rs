@@ -1,4 +1,4 @@
-//! SSD-level conformance, for every FTL in [`FtlConfig::NAMES`]: a small FlashSim-like device
+//! SSD-level conformance, for every FTL in [`storsim_ftl::FTLS`]: a small FlashSim-like device
 //! driven directly through the [`Device`] contract by a seeded random workload (reads, writes,
 //! trims, flushes, multi-page and unaligned requests, random arrival gaps and idle periods,
 //! several queue depths, with and without a write buffer and background GC).
@@ -44,11 +44,7 @@ fn params(name: &str, rng: &mut Prng) -> SsdParams {
     let background_gc = rng.below(3) == 0;
     // The SSD decides when the device is idle; the page-mapped FTLs must agree to collect then
     // (the config layer sets both from one key).
-    match &mut ftl {
-        FtlConfig::Page(p) => p.gc_background = background_gc,
-        FtlConfig::Dftl(p) => p.page.gc_background = background_gc,
-        _ => {}
-    }
+    ftl.set_background_gc(background_gc);
     let mut p = presets::flashsim_2009(ftl);
     p.geometry = Geometry {
         channels: 2,
@@ -700,7 +696,7 @@ fn run_one(name: &str, seed: u64, requests: u64) -> Vec<storsim_core::DeviceCoun
 fn every_ftl_keeps_the_device_contract_and_its_physical_minima() {
     let base = base_seed();
     let requests = 4_000;
-    for name in FtlConfig::NAMES {
+    for name in storsim_ftl::FTLS.iter().map(|e| e.name) {
         let mut erases = 0.0;
         let mut not_host = 0.0;
         for k in 0..SEEDS_PER_FTL {

@@ -16,7 +16,7 @@ use support::counter;
 const KIB: u64 = 1024;
 
 fn device(prewrite_probability: f64) -> SsdDevice {
-    let ftl = FtlConfig::PageStatic(page_static::Params {
+    let ftl = FtlConfig::new(page_static::Params {
         prewrite_probability,
         prewrite_seed: 1,
     });

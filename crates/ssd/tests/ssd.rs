@@ -352,7 +352,7 @@ fn background_gc_in_an_idle_gap_spares_the_next_burst_foreground_gc() {
     // (16 spare blocks a plane; the collector aims at 8 free ones).
     let build = |background: bool| {
         let mut p = small(2, 2);
-        p.ftl = FtlConfig::Page(storsim_ftl::page::Params {
+        p.ftl = FtlConfig::new(storsim_ftl::page::Params {
             over_provisioning_fraction: 0.25,
             gc_high_watermark_blocks: 8,
             gc_background: background,

@@ -106,30 +106,10 @@ pub(crate) fn non_negative(file: &str, key: &str, value: f64) -> Result<f64, Con
     }
 }
 
-/// A fraction that cannot be 1, such as over-provisioning: all of the device would be spare.
-pub(crate) fn fraction_below_one(file: &str, key: &str, value: f64) -> Result<(), ConfigError> {
-    if value.is_finite() && (0.0..1.0).contains(&value) {
-        Ok(())
-    } else {
-        Err(invalid(
-            file,
-            key,
-            format!("must be a fraction from 0 up to (not including) 1, got {value}"),
-        ))
-    }
-}
-
-/// A fraction that may be 1, such as a probability or the share of candidates searched.
+/// A fraction that may be 1, such as a probability or the share of candidates searched. The
+/// check is the FTL crate's, which its sections use too.
 pub(crate) fn fraction_up_to_one(file: &str, key: &str, value: f64) -> Result<(), ConfigError> {
-    if value.is_finite() && (0.0..=1.0).contains(&value) {
-        Ok(())
-    } else {
-        Err(invalid(
-            file,
-            key,
-            format!("must be a fraction from 0 to 1, got {value}"),
-        ))
-    }
+    storsim_ftl::params::fraction_up_to_one(key, value).map_err(|e| invalid(file, key, e.message))
 }
 
 /// The longest single delay a device file may state: one hour. Anything longer is a

@@ -1,12 +1,15 @@
 //! `[ssd]` and its device subsections (`geometry`, `timing`, `write_buffer`, `energy`,
 //! `precondition`): the flash SSD model. The per-FTL subsections are in [`super::ftl`].
 
-use super::ftl::{self, FtlName, Section};
+use super::ftl;
 use super::{check_queue_depth, delay_us, fraction_up_to_one, invalid, missing, non_negative};
 use crate::ConfigError;
+use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use std::fmt;
 use storsim_core::SimDuration;
 use storsim_flash::{CellType, Geometry, GeometryError, MultiPlane, Timing};
+use storsim_ftl::{FtlEntry, FTLS};
 use storsim_ssd::{
     DestageOrder, Energy, FlushPolicy, Precondition, SsdParams, WriteBack, WriteBuffer,
 };
@@ -202,10 +205,11 @@ struct PreconditionSection {
     max_overwrite_factor: Option<f64>,
 }
 
-#[derive(Deserialize, Clone, Debug, Default)]
-#[serde(deny_unknown_fields)]
+/// `[ssd]`. Its per-FTL sections (`[ssd.NAME]`) are whatever the FTL registry holds, so the
+/// section is read by hand ([`SsdKey`]) rather than derived.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct SsdSection {
-    ftl: Option<FtlName>,
+    ftl: Option<&'static FtlEntry>,
     endurance_erases: Option<u32>,
     controller_overhead_us: Option<f64>,
     copyback: Option<bool>,
@@ -218,42 +222,101 @@ pub(crate) struct SsdSection {
     write_buffer: Option<WriteBufferSection>,
     energy: Option<EnergySection>,
     precondition: Option<PreconditionSection>,
-    page: Option<ftl::PageSection>,
-    #[serde(rename = "page-static")]
-    page_static: Option<ftl::PageStaticSection>,
-    block: Option<ftl::BlockSection>,
-    #[serde(rename = "log-block")]
-    log_block: Option<ftl::LogBlockSection>,
-    fast: Option<ftl::FastSection>,
-    dftl: Option<ftl::DftlSection>,
-    anand: Option<ftl::AnandSection>,
-    fmax: Option<ftl::FmaxSection>,
-    raw: Option<ftl::RawSection>,
+    ftl_sections: ftl::Sections,
 }
 
-impl SsdSection {
-    /// The per-FTL sections the file contains.
-    fn ftl_sections(&self) -> impl Iterator<Item = Section<'_>> {
-        [
-            self.page.as_ref().map(Section::Page),
-            self.page_static.as_ref().map(Section::PageStatic),
-            self.block.as_ref().map(Section::Block),
-            self.log_block.as_ref().map(Section::LogBlock),
-            self.fast.as_ref().map(Section::Fast),
-            self.dftl.as_ref().map(Section::Dftl),
-            self.anand.as_ref().map(Section::Anand),
-            self.fmax.as_ref().map(Section::Fmax),
-            self.raw.as_ref().map(Section::Raw),
-        ]
-        .into_iter()
-        .flatten()
+/// A key of `[ssd]`: one of the device's own, or an FTL's section.
+#[derive(Clone, Copy)]
+enum SsdKey {
+    Ftl,
+    EnduranceErases,
+    ControllerOverheadUs,
+    Copyback,
+    MultiPlane,
+    BackgroundGc,
+    IdleGcDelayUs,
+    Seed,
+    Geometry,
+    Timing,
+    WriteBuffer,
+    Energy,
+    Precondition,
+    FtlSection(&'static FtlEntry),
+}
+
+/// The device's own keys, in the order messages list them.
+const SSD_KEYS: [(&str, SsdKey); 13] = [
+    ("ftl", SsdKey::Ftl),
+    ("endurance_erases", SsdKey::EnduranceErases),
+    ("controller_overhead_us", SsdKey::ControllerOverheadUs),
+    ("copyback", SsdKey::Copyback),
+    ("multi_plane", SsdKey::MultiPlane),
+    ("background_gc", SsdKey::BackgroundGc),
+    ("idle_gc_delay_us", SsdKey::IdleGcDelayUs),
+    ("seed", SsdKey::Seed),
+    ("geometry", SsdKey::Geometry),
+    ("timing", SsdKey::Timing),
+    ("write_buffer", SsdKey::WriteBuffer),
+    ("energy", SsdKey::Energy),
+    ("precondition", SsdKey::Precondition),
+];
+
+impl<'de> Deserialize<'de> for SsdSection {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<SsdSection, D::Error> {
+        d.deserialize_map(SsdVisitor)
+    }
+}
+
+struct SsdVisitor;
+
+impl<'de> Visitor<'de> for SsdVisitor {
+    type Value = SsdSection;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("the [ssd] table")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SsdSection, A::Error> {
+        let mut s = SsdSection::default();
+        let keys = ftl::Choice {
+            what: "field",
+            names: SSD_KEYS
+                .into_iter()
+                .chain(FTLS.iter().map(|&e| (e.name, SsdKey::FtlSection(e))))
+                .collect(),
+        };
+        while let Some(key) = map.next_key_seed(ftl::Choice {
+            what: keys.what,
+            names: keys.names.clone(),
+        })? {
+            match key {
+                SsdKey::Ftl => s.ftl = Some(map.next_value_seed(ftl::ftl_name_seed())?),
+                SsdKey::EnduranceErases => s.endurance_erases = Some(map.next_value()?),
+                SsdKey::ControllerOverheadUs => s.controller_overhead_us = Some(map.next_value()?),
+                SsdKey::Copyback => s.copyback = Some(map.next_value()?),
+                SsdKey::MultiPlane => s.multi_plane = Some(map.next_value()?),
+                SsdKey::BackgroundGc => s.background_gc = Some(map.next_value()?),
+                SsdKey::IdleGcDelayUs => s.idle_gc_delay_us = Some(map.next_value()?),
+                SsdKey::Seed => s.seed = Some(map.next_value()?),
+                SsdKey::Geometry => s.geometry = Some(map.next_value()?),
+                SsdKey::Timing => s.timing = Some(map.next_value()?),
+                SsdKey::WriteBuffer => s.write_buffer = Some(map.next_value()?),
+                SsdKey::Energy => s.energy = Some(map.next_value()?),
+                SsdKey::Precondition => s.precondition = Some(map.next_value()?),
+                SsdKey::FtlSection(entry) => {
+                    let section = map.next_value_seed(ftl::SectionSeed(entry.keys))?;
+                    s.ftl_sections.push((entry, section));
+                }
+            }
+        }
+        Ok(s)
     }
 }
 
 /// A preset's parameters with the FTL's background-GC flag following the device's, the one
 /// invariant files cannot break because they have a single key for both.
 pub(crate) fn consistent(mut params: SsdParams) -> SsdParams {
-    ftl::set_background_gc(&mut params.ftl, params.background_gc);
+    params.ftl.set_background_gc(params.background_gc);
     params
 }
 
@@ -311,7 +374,7 @@ pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams
         geometry,
         timing: Timing::uniform(cell, zero, zero, zero, zero, 0, 1),
         endurance: cell.default_endurance(),
-        ftl: ftl.defaults(),
+        ftl: (ftl.defaults)(),
         queue_depth: 32,
         write_buffer: None,
         write_buffer_policy: FlushPolicy::Eager,
@@ -333,14 +396,12 @@ pub(crate) fn apply(
     params: &mut SsdParams,
     file: &str,
 ) -> Result<(), ConfigError> {
-    if let Some(name) = section.ftl {
-        if name != FtlName::of(&params.ftl) {
-            params.ftl = name.defaults();
+    if let Some(entry) = section.ftl {
+        if entry.name != params.ftl.name() {
+            params.ftl = (entry.defaults)();
         }
     }
-    for ftl_section in section.ftl_sections() {
-        ftl::apply(ftl_section, &mut params.ftl, file)?;
-    }
+    ftl::apply(&section.ftl_sections, &mut params.ftl, file)?;
     if let Some(n) = section.endurance_erases {
         params.endurance = n;
     }
@@ -396,7 +457,10 @@ pub(crate) fn apply(
     if let Some(p) = &section.precondition {
         params.precondition = precondition(p, params.precondition, file)?;
     }
-    ftl::set_background_gc(&mut params.ftl, params.background_gc);
+    // The page-mapped FTLs collect garbage in idle time only when their own flag says so,
+    // and the SSD only offers them idle time when its flag says so; files have one switch
+    // for both.
+    params.ftl.set_background_gc(params.background_gc);
     Ok(())
 }
 

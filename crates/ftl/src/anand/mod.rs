@@ -6,8 +6,9 @@
 //! unit can be appended, a chain is folded: the latest copy of every page moves into the chain's
 //! last unit and the other units are erased. See docs/models/ftl-anand.md.
 
-use crate::page_static::{erase_retires, rewrite_block};
-use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::rewrite::{erase_retires, rewrite_block};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::{BTreeSet, VecDeque};
 use storsim_core::DeviceCounter;
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
@@ -59,6 +60,66 @@ struct Anand {
     in_place_rewrites: u64,
     chain_scan_reads: u64,
     max_chain_length_seen: u32,
+}
+
+/// The `anand` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "anand",
+    description: "M-Systems' ANAND (the hybrid-disk thesis, Figs. 4.4-4.5): a chain of units per \
+                  logical block, folded when it grows too long",
+    keys: Keys(&[&[
+        Key::new("over_provisioning", Kind::F64),
+        Key::new("max_chain_length", Kind::U32),
+        Key::new("scan_chain", Kind::Bool),
+    ]]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        set(
+            &mut self.over_provisioning,
+            s,
+            "over_provisioning",
+            Section::f64,
+        );
+        set(
+            &mut self.max_chain_length,
+            s,
+            "max_chain_length",
+            Section::u32,
+        );
+        set(&mut self.scan_chain, s, "scan_chain", Section::bool);
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        s.insert("over_provisioning", Value::F64(self.over_provisioning));
+        s.insert("max_chain_length", Value::U32(self.max_chain_length));
+        s.insert("scan_chain", Value::Bool(self.scan_chain));
+        s
+    }
+
+    fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
+        fraction_below_one("over_provisioning", self.over_provisioning)?;
+        if !(1..=255).contains(&self.max_chain_length) {
+            return Err(ParamError::key(
+                "max_chain_length",
+                format!("must be 1..=255 units, got {}", self.max_chain_length),
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
+    }
 }
 
 /// Builds the FTL over a fresh array.

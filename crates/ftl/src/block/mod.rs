@@ -8,7 +8,8 @@
 //! holds data), plus the pool of erased blocks (8 bytes per physical block).
 
 use crate::blockmap::{self, CopyChain, Flash, NONE};
-use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
@@ -26,6 +27,51 @@ impl Default for Params {
         Params {
             over_provisioning_fraction: 0.07,
         }
+    }
+}
+
+/// The `block` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "block",
+    description: "block-level mapping: an update copies its block into a spare block",
+    keys: Keys(&[&[Key::new("over_provisioning_fraction", Kind::F64)]]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        set(
+            &mut self.over_provisioning_fraction,
+            s,
+            "over_provisioning_fraction",
+            Section::f64,
+        );
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        s.insert(
+            "over_provisioning_fraction",
+            Value::F64(self.over_provisioning_fraction),
+        );
+        s
+    }
+
+    fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
+        fraction_below_one(
+            "over_provisioning_fraction",
+            self.over_provisioning_fraction,
+        )
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
     }
 }
 

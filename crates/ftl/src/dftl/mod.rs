@@ -23,7 +23,8 @@
 
 use crate::page::core::{base_logical_pages, Core, Hooks, NONE};
 use crate::page::{self};
-use crate::{FlashOp, Ftl, FtlError};
+use crate::params::{Key, Kind, ParamError, ParamKey, Section, Value};
+use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::BTreeSet;
 use storsim_core::DeviceCounter;
 use storsim_flash::{Geometry, NandArray, Ppa};
@@ -44,6 +45,102 @@ impl Default for Params {
             page: page::Params::default(),
             cmt_entries: 4096,
         }
+    }
+}
+
+/// The `dftl` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "dftl",
+    description: "demand-based page mapping (Gupta et al. 2009): the page map on flash, a cached \
+                  mapping table in SRAM",
+    keys: Keys(&[&[
+        Key::new("cmt_entries", Kind::U32),
+        Key::new(CMT_BYTES, Kind::U64),
+        // The data side nests, mirroring `Params`, so that it shares the `page` FTL's keys and
+        // checks instead of repeating them.
+        Key::new(PAGE, Kind::Section(page::KEYS)),
+    ]]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+/// The key of the data side's section.
+const PAGE: &str = "page";
+
+/// The key that sizes the CMT as controller SRAM.
+const CMT_BYTES: &str = "cmt_bytes";
+
+/// Bytes of SRAM one cached mapping entry takes: a 4-byte logical and a 4-byte physical page
+/// number, as in the DFTL paper.
+const CMT_ENTRY_BYTES: u64 = 8;
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        let entries = s.u32("cmt_entries");
+        let bytes = s.u64(CMT_BYTES);
+        if entries.is_some() && bytes.is_some() {
+            return Err(ParamError::key(
+                CMT_BYTES,
+                "give cmt_entries or cmt_bytes, not both".into(),
+            ));
+        }
+        if let Some(n) = entries {
+            self.cmt_entries = n;
+        }
+        if let Some(bytes) = bytes {
+            self.cmt_entries = u32::try_from(bytes / CMT_ENTRY_BYTES)
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| {
+                    ParamError::key(
+                        CMT_BYTES,
+                        format!(
+                            "must hold 1 to {} entries of {CMT_ENTRY_BYTES} bytes, got {bytes} \
+                             bytes",
+                            u32::MAX
+                        ),
+                    )
+                })?;
+        }
+        if let Some(page) = s.section(PAGE) {
+            self.page.apply(page).map_err(|e| e.within(PAGE))?;
+        }
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        s.insert("cmt_entries", Value::U32(self.cmt_entries));
+        s.insert(PAGE, Value::Section(self.page.section()));
+        s
+    }
+
+    fn validate(&self, geometry: &Geometry) -> Result<(), ParamError> {
+        if self.cmt_entries == 0 {
+            return Err(ParamError::key("cmt_entries", "must be at least 1".into()));
+        }
+        if geometry.page_bytes < 4 {
+            return Err(ParamError {
+                key: ParamKey::Geometry("page_bytes"),
+                message: format!(
+                    "is {}, but DFTL's translation pages need room for a 4-byte entry",
+                    geometry.page_bytes
+                ),
+            });
+        }
+        self.page.validate(geometry).map_err(|e| e.within(PAGE))
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
+    }
+
+    fn set_background_gc(&mut self, on: bool) {
+        self.page.set_background_gc(on);
     }
 }
 

@@ -20,7 +20,8 @@
 //! pool of erased blocks (8 bytes per physical block).
 
 use crate::blockmap::{self, CopyChain, Flash, NONE};
-use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use crate::params::{fraction_up_to_one, set, Key, Kind, ParamError, Section, Value};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
@@ -36,6 +37,41 @@ pub struct Params {
 impl Default for Params {
     fn default() -> Self {
         Params { log_fraction: 0.03 }
+    }
+}
+
+/// The `fast` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "fast",
+    description: "FAST (Lee et al. 2007): block mapping with one sequential log block and \
+                  fully associative random log blocks",
+    keys: Keys(&[&[Key::new("log_fraction", Kind::F64)]]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        set(&mut self.log_fraction, s, "log_fraction", Section::f64);
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        s.insert("log_fraction", Value::F64(self.log_fraction));
+        s
+    }
+
+    fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
+        fraction_up_to_one("log_fraction", self.log_fraction)
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
     }
 }
 

@@ -6,8 +6,9 @@
 //! chain folds into a new primary unit. Chains never grow past two units, which bounds a fold's
 //! cost. See docs/models/ftl-fmax.md.
 
-use crate::page_static::{erase_retires, rewrite_block};
-use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::rewrite::{erase_retires, rewrite_block};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::{BTreeSet, VecDeque};
 use storsim_core::DeviceCounter;
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
@@ -54,6 +55,47 @@ struct Fmax {
     fold_copied_pages: u64,
     in_place_rewrites: u64,
     replacement_units: u64,
+}
+
+/// The `fmax` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "fmax",
+    description:
+        "M-Systems' FMAX (the hybrid-disk thesis, Figs. 4.6-4.7): a primary and at most one \
+         replacement unit per logical block",
+    keys: Keys(&[&[Key::new("over_provisioning", Kind::F64)]]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        set(
+            &mut self.over_provisioning,
+            s,
+            "over_provisioning",
+            Section::f64,
+        );
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        s.insert("over_provisioning", Value::F64(self.over_provisioning));
+        s
+    }
+
+    fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
+        fraction_below_one("over_provisioning", self.over_provisioning)
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
+    }
 }
 
 /// Builds the FTL over a fresh array.

@@ -12,6 +12,7 @@
 //! - FIFO: candidates ordered by the sequence number of their sealing (O(log n));
 //! - d-choices: the dense array, plus the greedy buckets for a fraction of 1.0.
 
+use crate::params::{fraction_up_to_one, Key, Kind, ParamError, Section, Value};
 use std::collections::BTreeSet;
 use storsim_core::Prng;
 
@@ -36,8 +37,150 @@ pub enum GcPolicy {
     DChoices { fraction_searched: f64 },
 }
 
+/// Every victim policy, in the order docs/models/gc.md lists them: one entry each. The FTL
+/// sections that take a policy (the page-mapped FTLs') read it through [`KEYS`] and
+/// [`apply`], so no reader of device files names a policy.
+pub const POLICIES: &[GcEntry] = &[
+    GcEntry {
+        name: "greedy",
+        description: "the block with the fewest valid pages (least copying now)",
+        keys: &[],
+        read: |_, _| Ok(GcPolicy::Greedy),
+        write: |_, _| {},
+        validate: |_| Ok(()),
+    },
+    GcEntry {
+        name: "random",
+        description: "a uniformly random candidate",
+        keys: &[],
+        read: |_, _| Ok(GcPolicy::Random),
+        write: |_, _| {},
+        validate: |_| Ok(()),
+    },
+    GcEntry {
+        name: "fifo",
+        description: "the candidate filled first (a circular log skipping fully valid blocks)",
+        keys: &[],
+        read: |_, _| Ok(GcPolicy::Fifo),
+        write: |_, _| {},
+        validate: |_| Ok(()),
+    },
+    GcEntry {
+        name: "cost-benefit",
+        description: "the largest age × (1 − u) / 2u (Kawaguchi et al.): old, cold blocks first",
+        keys: &[],
+        read: |_, _| Ok(GcPolicy::CostBenefit),
+        write: |_, _| {},
+        validate: |_| Ok(()),
+    },
+    GcEntry {
+        name: "d-choices",
+        description: "the fewest valid pages among a random sample of a fraction of the \
+                      candidates (FlashSim's fraction of blocks searched)",
+        keys: &[FRACTION_SEARCHED],
+        read: |section, current| {
+            let current = match *current {
+                GcPolicy::DChoices { fraction_searched } => Some(fraction_searched),
+                _ => None,
+            };
+            let fraction_searched =
+                section
+                    .f64(FRACTION_SEARCHED.name)
+                    .or(current)
+                    .ok_or_else(|| {
+                        ParamError::key(
+                            FRACTION_SEARCHED.name,
+                            "is required with gc_policy = \"d-choices\" (the share of a plane's \
+                         candidates searched, 0 to 1)"
+                                .into(),
+                        )
+                    })?;
+            Ok(GcPolicy::DChoices { fraction_searched })
+        },
+        write: |policy, section| {
+            if let GcPolicy::DChoices { fraction_searched } = *policy {
+                section.insert(FRACTION_SEARCHED.name, Value::F64(fraction_searched));
+            }
+        },
+        validate: |policy| match *policy {
+            GcPolicy::DChoices { fraction_searched } => {
+                fraction_up_to_one(FRACTION_SEARCHED.name, fraction_searched)
+            }
+            _ => Ok(()),
+        },
+    },
+];
+
+/// d-choices' share of the candidates searched.
+const FRACTION_SEARCHED: Key = Key::new("gc_fraction_searched", Kind::F64);
+
+/// The keys an FTL section that takes a victim policy gains: `gc_policy` and every policy's
+/// own keys.
+pub const KEYS: &[Key] = &[
+    Key::new("gc_policy", Kind::Name(&GcPolicy::NAMES)),
+    FRACTION_SEARCHED,
+];
+
+/// One victim policy: its name in files, what it does, and its keys.
+#[derive(Debug)]
+pub struct GcEntry {
+    /// The name files use (`gc_policy = "NAME"`).
+    pub name: &'static str,
+    /// One line for listings.
+    pub description: &'static str,
+    /// Keys of the FTL's section that belong to this policy only.
+    pub keys: &'static [Key],
+    /// The policy from the section; `current` is the policy before it, whose parameters are
+    /// kept where the section leaves them out (when it is this policy too).
+    pub read: fn(&Section, &GcPolicy) -> Result<GcPolicy, ParamError>,
+    /// Adds the policy's own keys to a section.
+    pub write: fn(&GcPolicy, &mut Section),
+    /// Checks the policy's parameters, naming the key.
+    pub validate: fn(&GcPolicy) -> Result<(), ParamError>,
+}
+
+/// The policy after an FTL section's keys: `gc_policy` picks the entry (or the current policy
+/// stays), and a key of another policy is an error, since it would be ignored silently.
+pub fn apply(section: &Section, policy: &mut GcPolicy) -> Result<(), ParamError> {
+    let name = section.name(KEYS[0].name).unwrap_or(policy.name());
+    let entry = entry(name);
+    if let Some((owner, key)) = POLICIES
+        .iter()
+        .filter(|e| e.name != entry.name)
+        .flat_map(|e| e.keys.iter().map(move |k| (e.name, k.name)))
+        .find(|(_, key)| section.get(key).is_some())
+    {
+        return Err(ParamError::key(
+            key,
+            format!("applies to gc_policy = \"{owner}\" only"),
+        ));
+    }
+    *policy = (entry.read)(section, policy)?;
+    Ok(())
+}
+
+/// Adds `gc_policy` and the policy's own keys to a section.
+pub fn write(policy: &GcPolicy, section: &mut Section) {
+    section.insert(KEYS[0].name, Value::Name(policy.name()));
+    (entry(policy.name()).write)(policy, section);
+}
+
+/// Checks the policy's parameters, naming the key.
+pub fn validate(policy: &GcPolicy) -> Result<(), ParamError> {
+    (entry(policy.name()).validate)(policy)
+}
+
+/// The entry of a policy name taken from [`GcPolicy::NAMES`], which the tests keep equal to
+/// the entries' names.
+fn entry(name: &str) -> &'static GcEntry {
+    POLICIES
+        .iter()
+        .find(|e| e.name == name)
+        .expect("every policy name has an entry")
+}
+
 impl GcPolicy {
-    /// The names device files use.
+    /// The names device files use, in the order of [`POLICIES`].
     pub const NAMES: [&'static str; 5] = ["greedy", "random", "fifo", "cost-benefit", "d-choices"];
 
     pub fn name(&self) -> &'static str {
@@ -52,16 +195,7 @@ impl GcPolicy {
 
     /// Whether the policy's parameters make sense; the error names the problem.
     pub fn validate(&self) -> Result<(), String> {
-        match *self {
-            GcPolicy::DChoices { fraction_searched }
-                if !(0.0..=1.0).contains(&fraction_searched) =>
-            {
-                Err(format!(
-                    "gc policy d-choices: fraction_searched {fraction_searched} is not in [0, 1]"
-                ))
-            }
-            _ => Ok(()),
-        }
+        validate(self).map_err(|e| format!("gc policy {}: {e}", self.name()))
     }
 
     fn uses_buckets(&self) -> bool {

@@ -14,7 +14,8 @@
 //! per physical block).
 
 use crate::blockmap::{self, CopyChain, Flash, NONE};
-use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use crate::params::{set, Key, Kind, ParamError, Section, Value};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
@@ -33,6 +34,59 @@ pub struct Params {
     /// pages into it (partial merge) instead of a full merge. Off by default: Fig. 4.3 knows
     /// only switch and full merges.
     pub partial_merge: bool,
+}
+
+/// The `log-block` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "log-block",
+    description:
+        "BAST (the hybrid-disk thesis, Figs. 4.2-4.3): block mapping with one page-mapped log \
+         block per updated logical block, switch and full merges",
+    keys: Keys(&[&[
+        Key::new("log_blocks", Kind::U32),
+        Key::new("partial_merge", Kind::Bool),
+    ]]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        if let Some(n) = s.u32("log_blocks") {
+            self.log_blocks = Some(n);
+        }
+        set(&mut self.partial_merge, s, "partial_merge", Section::bool);
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        // Without `log_blocks` the FTL takes 3 % of the data blocks; only a stated number is
+        // written.
+        if let Some(n) = self.log_blocks {
+            s.insert("log_blocks", Value::U32(n));
+        }
+        s.insert("partial_merge", Value::Bool(self.partial_merge));
+        s
+    }
+
+    fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
+        match self.log_blocks {
+            Some(0) => Err(ParamError::key(
+                "log_blocks",
+                "must be at least 1 (leave it out for 3 % of the data blocks)".into(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
+    }
 }
 
 /// Builds the FTL over a fresh array.

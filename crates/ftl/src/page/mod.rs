@@ -10,8 +10,9 @@
 pub(crate) mod core;
 
 use self::core::{base_logical_pages, Core, NoHooks};
-use crate::gc::GcPolicy;
-use crate::{FlashOp, Ftl, FtlError};
+use crate::gc::{self, GcPolicy};
+use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{Geometry, NandArray, Ppa};
 
@@ -58,6 +59,155 @@ impl Default for Params {
             static_wl_erases_per_move: 8,
             seed: 0,
         }
+    }
+}
+
+/// The `page` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "page",
+    description: "page-level mapping, striped log-structured allocation, garbage collection and \
+                  wear levelling",
+    keys: KEYS,
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+/// `[ssd.page]`, and DFTL's data side. `gc_background` is not a key: the device's
+/// `background_gc` sets it ([`FtlParams::set_background_gc`]), so that the device and its FTL
+/// cannot disagree.
+pub const KEYS: Keys = Keys(&[OWN_KEYS, gc::KEYS]);
+
+const OWN_KEYS: &[Key] = &[
+    Key::new("over_provisioning_fraction", Kind::F64),
+    Key::new("gc_low_watermark_blocks", Kind::U32),
+    Key::new("gc_high_watermark_blocks", Kind::U32),
+    Key::new("dynamic_wl", Kind::Bool),
+    Key::new("static_wl_threshold_erases", Kind::U32),
+    Key::new("static_wl_erases_per_move", Kind::U32),
+    Key::new("seed", Kind::U64),
+];
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        set(
+            &mut self.over_provisioning_fraction,
+            s,
+            "over_provisioning_fraction",
+            Section::f64,
+        );
+        gc::apply(s, &mut self.gc_policy)?;
+        set(
+            &mut self.gc_low_watermark_blocks,
+            s,
+            "gc_low_watermark_blocks",
+            Section::u32,
+        );
+        set(
+            &mut self.gc_high_watermark_blocks,
+            s,
+            "gc_high_watermark_blocks",
+            Section::u32,
+        );
+        set(&mut self.dynamic_wl, s, "dynamic_wl", Section::bool);
+        // 0 turns static wear levelling off: a threshold of 0 erases would mean moving data
+        // on every write, which the FTL refuses, so the value is free to mean "off".
+        if let Some(t) = s.u32("static_wl_threshold_erases") {
+            self.static_wl_threshold_erases = (t > 0).then_some(t);
+        }
+        set(
+            &mut self.static_wl_erases_per_move,
+            s,
+            "static_wl_erases_per_move",
+            Section::u32,
+        );
+        set(&mut self.seed, s, "seed", Section::u64);
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        s.insert(
+            "over_provisioning_fraction",
+            Value::F64(self.over_provisioning_fraction),
+        );
+        gc::write(&self.gc_policy, &mut s);
+        s.insert(
+            "gc_low_watermark_blocks",
+            Value::U32(self.gc_low_watermark_blocks),
+        );
+        s.insert(
+            "gc_high_watermark_blocks",
+            Value::U32(self.gc_high_watermark_blocks),
+        );
+        s.insert("dynamic_wl", Value::Bool(self.dynamic_wl));
+        s.insert(
+            "static_wl_threshold_erases",
+            Value::U32(self.static_wl_threshold_erases.unwrap_or(0)),
+        );
+        s.insert(
+            "static_wl_erases_per_move",
+            Value::U32(self.static_wl_erases_per_move),
+        );
+        s.insert("seed", Value::U64(self.seed));
+        s
+    }
+
+    fn validate(&self, geometry: &Geometry) -> Result<(), ParamError> {
+        fraction_below_one(
+            "over_provisioning_fraction",
+            self.over_provisioning_fraction,
+        )?;
+        gc::validate(&self.gc_policy)?;
+        let (low, high) = (self.gc_low_watermark_blocks, self.gc_high_watermark_blocks);
+        if low < 2 {
+            return Err(ParamError::key(
+                "gc_low_watermark_blocks",
+                format!(
+                    "must be at least 2 (garbage collection needs a free block to copy into \
+                     and the host one to write to), got {low}"
+                ),
+            ));
+        }
+        if low > geometry.blocks_per_plane {
+            return Err(ParamError::key(
+                "gc_low_watermark_blocks",
+                format!(
+                    "is {low}, more than the {} blocks of a plane (ssd.geometry.blocks_per_plane)",
+                    geometry.blocks_per_plane
+                ),
+            ));
+        }
+        if high < low {
+            return Err(ParamError::key(
+                "gc_high_watermark_blocks",
+                format!("is {high}, below gc_low_watermark_blocks ({low})"),
+            ));
+        }
+        if self.static_wl_threshold_erases == Some(0) {
+            return Err(ParamError::key(
+                "static_wl_threshold_erases",
+                "must be at least 1, or 0 for off".into(),
+            ));
+        }
+        if self.static_wl_erases_per_move == 0 {
+            return Err(ParamError::key(
+                "static_wl_erases_per_move",
+                "must be at least 1 (one move per that many erases)".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
+    }
+
+    fn set_background_gc(&mut self, on: bool) {
+        self.gc_background = on;
     }
 }
 

@@ -5,7 +5,9 @@
 //! its block out while the rest of the device stays new: the baseline the thesis compares the
 //! other FTLs against. See docs/models/ftl-page-static.md.
 
-use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use crate::params::{fraction_up_to_one, set, Key, Kind, ParamError, Section, Value};
+use crate::rewrite::{erase_retires, rewrite_pages, Waits};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::{DeviceCounter, Prng};
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
@@ -49,6 +51,55 @@ struct PageStatic {
     prewritten_pages: u64,
     block_rewrites: u64,
     rewrite_copied_pages: u64,
+}
+
+/// The `page-static` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "page-static",
+    description:
+        "the hybrid-disk thesis' page-level FTL without wear levelling (Konanki, Fig. 4.1): \
+         logical page i at physical page i, an update rewrites its block",
+    keys: Keys(&[&[
+        Key::new("prewrite_probability", Kind::F64),
+        Key::new("prewrite_seed", Kind::U64),
+    ]]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: true,
+};
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
+        set(
+            &mut self.prewrite_probability,
+            s,
+            "prewrite_probability",
+            Section::f64,
+        );
+        set(&mut self.prewrite_seed, s, "prewrite_seed", Section::u64);
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        let mut s = Section::new();
+        s.insert(
+            "prewrite_probability",
+            Value::F64(self.prewrite_probability),
+        );
+        s.insert("prewrite_seed", Value::U64(self.prewrite_seed));
+        s
+    }
+
+    fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
+        fraction_up_to_one("prewrite_probability", self.prewrite_probability)
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
+    }
 }
 
 /// Builds the FTL over a fresh array, prewriting pages if the parameters ask for it.
@@ -261,122 +312,4 @@ impl Ftl for PageStatic {
             DeviceCounter::new("prewritten_pages", self.prewritten_pages as f64),
         ]
     }
-}
-
-/// Whether the next erase of `block` reaches its endurance limit and retires it.
-pub(crate) fn erase_retires(nand: &NandArray, block: BlockId) -> bool {
-    nand.erase_count(block).saturating_add(1) >= nand.endurance()
-}
-
-/// How the operations of one block rewrite wait for each other.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Waits {
-    /// Reads wait for nothing; the erase and the programs wait for every operation before them
-    /// in the call (`Dep::All`). Exact when the rewrite's operations are the first of the call.
-    All,
-    /// A chain: the rewrite's first operation waits for nothing and each later one for the one
-    /// just before it (`Dep::Previous`), so every operation still follows all the rewrite's
-    /// earlier ones (an erase after every read out of its block, a program after the erase and
-    /// the read of its data) but none waits for the other operations of the call (another
-    /// block's rewrite in the same request). A block sits on one die, which runs its
-    /// operations in order anyway, so the chain costs no time.
-    Chain,
-}
-
-/// The read-modify-write cycle of Fig. 4.1, which ANAND and FMAX also use for a chain of one
-/// unit: reads the pages of `src` that `keep` selects (except `new_page`, which the host
-/// replaces), erases `src`, and programs the kept pages and the host's new page into `dst` in
-/// page order. `dst` is `src` for a rewrite in place, or an erased block when `src` must not be
-/// reused (its erase retires it); then the copies come first and the erase last. Returns the
-/// pages copied. The caller must not pass a `src` whose erase retires it as `dst`.
-pub(crate) fn rewrite_block(
-    nand: &mut NandArray,
-    ops: &mut Vec<FlashOp>,
-    src: BlockId,
-    dst: BlockId,
-    keep: impl Fn(u32) -> bool,
-    new_page: u32,
-    cause: Cause,
-) -> Result<u64, FtlError> {
-    rewrite_pages(
-        nand,
-        ops,
-        src,
-        dst,
-        keep,
-        |page| page == new_page,
-        cause,
-        Waits::All,
-    )
-}
-
-/// [`rewrite_block`] for any set of the host's new pages of the block (`new`: programmed as the
-/// host's) and of pages to keep (`keep`, except the new ones: read and copied), with the waits
-/// of `waits`.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn rewrite_pages(
-    nand: &mut NandArray,
-    ops: &mut Vec<FlashOp>,
-    src: BlockId,
-    dst: BlockId,
-    keep: impl Fn(u32) -> bool,
-    new: impl Fn(u32) -> bool,
-    cause: Cause,
-    waits: Waits,
-) -> Result<u64, FtlError> {
-    let geometry = *nand.geometry();
-    let ppb = geometry.pages_per_block;
-    let start = ops.len();
-    // `wait_all` is what the operation waits for in `Waits::All`.
-    let dep = |ops: &Vec<FlashOp>, wait_all: Dep| match waits {
-        Waits::All => wait_all,
-        Waits::Chain if ops.len() == start => Dep::None,
-        Waits::Chain => Dep::Previous,
-    };
-    let kept: Vec<u32> = (0..ppb).filter(|&page| !new(page) && keep(page)).collect();
-    for &page in &kept {
-        let from = geometry.ppa(src, page);
-        nand.check_read(from)?;
-        ops.push(FlashOp::read(from, cause, dep(ops, Dep::None)));
-    }
-    let in_place = src == dst;
-    if in_place {
-        assert!(
-            !nand.erase(src)?,
-            "rewrite_block: an in-place rewrite retired its block"
-        );
-        ops.push(FlashOp::erase(
-            geometry.ppa(src, 0),
-            cause,
-            dep(ops, Dep::All),
-        ));
-    }
-    // Programs go in page order, as NAND wants within a block; each waits for everything before
-    // it (the reads that fetched its data, and in place the erase).
-    let mut next = kept.iter().peekable();
-    for page in 0..ppb {
-        let to = geometry.ppa(dst, page);
-        if next.peek() == Some(&&page) {
-            next.next();
-            nand.program(to)?;
-            ops.push(FlashOp::copy(
-                geometry.ppa(src, page),
-                to,
-                cause,
-                dep(ops, Dep::All),
-            ));
-        } else if new(page) {
-            nand.program(to)?;
-            ops.push(FlashOp::program(to, Cause::Host, dep(ops, Dep::All)));
-        }
-    }
-    if !in_place {
-        nand.erase(src)?;
-        ops.push(FlashOp::erase(
-            geometry.ppa(src, 0),
-            cause,
-            dep(ops, Dep::All),
-        ));
-    }
-    Ok(kept.len() as u64)
 }

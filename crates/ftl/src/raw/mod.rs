@@ -5,7 +5,8 @@
 //! discarded the block is erased, which is how a raw user asks for an erase. See
 //! docs/models/ftl-raw.md.
 
-use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
+use crate::params::{ParamError, Section};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{Geometry, NandArray, Ppa};
 
@@ -21,6 +22,39 @@ struct Raw {
     valid_pages: u64,
     rejected_programs: u64,
     trim_erases: u64,
+}
+
+/// The `raw` FTL's registry entry.
+pub const ENTRY: FtlEntry = FtlEntry {
+    name: "raw",
+    description:
+        "no translation, for flash-aware file systems: logical page i is physical page i, \
+         discarding every page of a block erases it",
+    keys: Keys(&[]),
+    defaults: || FtlConfig::new(Params::default()),
+    overwrites: false,
+};
+
+impl FtlParams for Params {
+    fn entry() -> &'static FtlEntry {
+        &ENTRY
+    }
+
+    fn apply(&mut self, _s: &Section) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    fn section(&self) -> Section {
+        Section::new()
+    }
+
+    fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
+        Ok(())
+    }
+
+    fn build(&self, geometry: Geometry, endurance: u32) -> Result<Box<dyn Ftl>, FtlError> {
+        new(geometry, endurance, self)
+    }
 }
 
 /// Builds the FTL over a fresh array.

@@ -1,0 +1,162 @@
+//! The FTL and victim-policy registries, entry by entry: every FTL builds from its defaults
+//! under the name it is registered with, passes the conformance suite, describes its
+//! parameters with keys it declares, and has its page in docs/models/; every victim policy is
+//! described in docs/models/gc.md and keeps the page FTL's contract.
+
+use std::path::PathBuf;
+use storsim_flash::Geometry;
+use storsim_ftl::conformance::{check_with, Mix, Writes};
+use storsim_ftl::gc::{GcPolicy, POLICIES};
+use storsim_ftl::params::{Kind, Section, Value};
+use storsim_ftl::{page, FtlConfig, Keys, FTLS};
+
+/// Small enough for a quick run, large enough for every FTL's defaults (spare blocks, log
+/// blocks, translation pages).
+fn geometry() -> Geometry {
+    Geometry {
+        channels: 2,
+        chips_per_channel: 1,
+        dies_per_chip: 1,
+        planes_per_die: 2,
+        blocks_per_plane: 32,
+        pages_per_block: 16,
+        page_bytes: 2048,
+        oob_bytes: 64,
+    }
+}
+
+fn docs() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/models")
+}
+
+fn mix() -> Mix {
+    Mix {
+        steps: 6_000,
+        span_fraction: 0.8,
+        ..Mix::default()
+    }
+}
+
+#[test]
+fn names_are_unique_and_every_entry_builds_under_its_name() {
+    for (i, entry) in FTLS.iter().enumerate() {
+        assert!(
+            FTLS[..i].iter().all(|e| e.name != entry.name),
+            "{} is registered twice",
+            entry.name
+        );
+        assert!(!entry.description.is_empty(), "{}", entry.name);
+        let config = (entry.defaults)();
+        assert_eq!(config.name(), entry.name);
+        assert_eq!(FtlConfig::default_for(entry.name), Some(config.clone()));
+        config.validate(&geometry()).unwrap();
+        let ftl = config.build(geometry(), 1_000).unwrap();
+        assert_eq!(ftl.name(), entry.name);
+    }
+    assert_eq!(FtlConfig::default_for("no-such-ftl"), None);
+}
+
+#[test]
+fn every_ftl_passes_the_conformance_suite() {
+    for (k, entry) in FTLS.iter().enumerate() {
+        let mut ftl = (entry.defaults)().build(geometry(), 1_000).unwrap();
+        let writes = if entry.overwrites {
+            Writes::Overwrite
+        } else {
+            Writes::ErasedOnly
+        };
+        let report = check_with(ftl.as_mut(), 0x5EED + k as u64, mix(), writes)
+            .unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+        assert!(report.host_writes > 0, "{}", entry.name);
+    }
+}
+
+/// Every key a section holds is declared, with a value of its declared kind.
+fn assert_declared(section: &Section, keys: Keys, ftl: &str) {
+    for (key, value) in section.iter() {
+        let kind = keys
+            .find(key)
+            .unwrap_or_else(|| panic!("{ftl}: key {key} is written but not declared"))
+            .kind;
+        match (kind, value) {
+            (Kind::F64, Value::F64(_))
+            | (Kind::U32, Value::U32(_))
+            | (Kind::U64, Value::U64(_))
+            | (Kind::Bool, Value::Bool(_)) => {}
+            (Kind::Name(names), Value::Name(name)) => {
+                assert!(names.contains(name), "{ftl}: {key} = {name}")
+            }
+            (Kind::Section(inner), Value::Section(s)) => assert_declared(s, inner, ftl),
+            (kind, value) => panic!("{ftl}: key {key} is declared {kind:?} but holds {value:?}"),
+        }
+    }
+}
+
+#[test]
+fn every_ftl_writes_its_parameters_with_declared_keys_and_reads_them_back() {
+    for entry in FTLS {
+        let defaults = (entry.defaults)();
+        let section = defaults.section();
+        assert_declared(&section, entry.keys, entry.name);
+        let mut read = defaults.clone();
+        read.apply(&section).unwrap();
+        assert_eq!(read, defaults, "{}", entry.name);
+    }
+}
+
+#[test]
+fn every_ftl_has_a_docs_page_that_names_its_keys() {
+    for entry in FTLS {
+        let path = docs().join(format!("ftl-{}.md", entry.name));
+        let text =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for key in entry.keys.all() {
+            assert!(
+                text.contains(key.name),
+                "{} does not describe key {}",
+                path.display(),
+                key.name
+            );
+        }
+    }
+}
+
+#[test]
+fn background_gc_is_a_capability_some_ftls_take() {
+    let mut takers = 0;
+    for entry in FTLS {
+        let mut config = (entry.defaults)();
+        config.set_background_gc(true);
+        if config != (entry.defaults)() {
+            takers += 1;
+        }
+        // A fresh FTL has no garbage to collect, whether or not it collects in idle time.
+        let mut ftl = config.build(geometry(), 1_000).unwrap();
+        assert!(!ftl.idle(&mut Vec::new()).unwrap(), "{}", entry.name);
+    }
+    assert!(takers > 0, "no FTL takes the device's background_gc");
+}
+
+#[test]
+fn every_victim_policy_is_documented_and_keeps_the_contract() {
+    assert_eq!(
+        POLICIES.iter().map(|e| e.name).collect::<Vec<_>>(),
+        GcPolicy::NAMES,
+        "the names files use follow the table"
+    );
+    let gc_doc = std::fs::read_to_string(docs().join("gc.md")).unwrap();
+    for (k, entry) in POLICIES.iter().enumerate() {
+        assert!(gc_doc.contains(entry.name), "gc.md: {}", entry.name);
+        let mut section = Section::new();
+        section.insert("gc_policy", Value::Name(entry.name));
+        for key in entry.keys {
+            section.insert(key.name, Value::F64(0.5));
+        }
+        let mut params = page::Params::default();
+        storsim_ftl::gc::apply(&section, &mut params.gc_policy).unwrap();
+        assert_eq!(params.gc_policy.name(), entry.name);
+        let mut ftl = FtlConfig::new(params).build(geometry(), 1_000).unwrap();
+        check_with(ftl.as_mut(), 0x6C + k as u64, mix(), Writes::Overwrite)
+            .unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+    }
+}
