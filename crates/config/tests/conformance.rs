@@ -10,7 +10,6 @@
 use std::path::{Path, PathBuf};
 use storsim_config::{load_device, load_device_with, preset_spec, presets, DeviceSpec};
 use storsim_core::conformance::{self, Options, Report};
-use storsim_ftl::FtlConfig;
 
 /// Runs the kit on devices built from `spec`, failing the test with the kit's message.
 fn check(name: &str, spec: &DeviceSpec, options: &Options) -> Report {
@@ -53,14 +52,15 @@ fn every_preset_keeps_the_device_contract() {
 
 #[test]
 fn every_ftl_keeps_the_device_contract() {
-    for ftl in FtlConfig::NAMES {
-        let name = format!("flashsim-2009:{ftl}");
+    for ftl in storsim_ftl::FTLS {
+        let name = format!("flashsim-2009:{}", ftl.name);
         let spec = preset_spec(&name)
             .expect("flashsim-2009 is a preset")
             .unwrap_or_else(|e| panic!("{name}: {e}"));
         let options = Options {
-            // A raw-flash FTL refuses to program a page twice, as NAND does: a valid refusal.
-            allow_invalid: ftl == "raw",
+            // An FTL that does not hide erase-before-write (raw flash) refuses to program a
+            // page twice, as NAND does: a valid refusal.
+            allow_invalid: !ftl.overwrites,
             ..options_for(&spec)
         };
         check(&name, &spec, &options);
