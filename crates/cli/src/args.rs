@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use storsim_workload::trace::TraceFormat;
 
 #[derive(Parser)]
 #[command(
@@ -83,9 +84,9 @@ pub struct ValidateDisksimArgs {
 /// Options that say how to read a trace file.
 #[derive(Args, Clone)]
 pub struct TraceArgs {
-    /// Trace format, instead of detecting it from the content (msr, spc, disksim-ascii, mqsim,
-    /// blkparse, fio-iolog, fiu, validate, hp-srt, vscsi, storsim-record).
-    #[arg(long)]
+    /// Trace format, instead of detecting it from the content (the list comes from the
+    /// format table).
+    #[arg(long, value_name = "FORMAT", help = format_help())]
     pub format: Option<String>,
     /// Skip malformed records (counting them) instead of stopping at the first one.
     #[arg(long)]
@@ -410,4 +411,14 @@ pub struct CosimArgs {
         value_name = "PROGRAM"
     )]
     pub program: Vec<std::ffi::OsString>,
+}
+
+/// `--format`'s help: every trace format's name, from the format table, so that a new format
+/// appears without an edit here.
+fn format_help() -> String {
+    let names: Vec<&str> = TraceFormat::all().map(TraceFormat::name).collect();
+    format!(
+        "Trace format, instead of detecting it from the content ({})",
+        names.join(", ")
+    )
 }

@@ -15,7 +15,7 @@ pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", device_desc.name)))?;
     let options = TraceOptions {
-        format: Some(TraceFormat::Validate),
+        format: Some(TraceFormat::named("validate")),
         ..TraceOptions::default()
     };
     let mut workload = trace::open(&args.trace, &options).map_err(CliError::input)?;

@@ -528,6 +528,23 @@ fn presets_lists_every_builtin_device() {
     }
 }
 
+/// `--format`'s help is built from the format table, so a new format is listed without an
+/// edit to the argument definitions.
+#[test]
+fn format_help_lists_every_trace_format() {
+    for command in ["simulate", "inspect"] {
+        let o = storsim(&[command, "--help"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        for format in storsim_workload::trace::TraceFormat::all() {
+            assert!(
+                text.contains(format.name()),
+                "{command} --help does not list {format}:\n{text}"
+            );
+        }
+    }
+}
+
 /// Runs `args` with `--parse-thread on` and `--parse-thread off` and returns both outputs and,
 /// when `json` is set, the JSON each wrote to a file of its own.
 fn both_ways(args: &[&str], json: bool) -> [(Output, Option<String>); 2] {

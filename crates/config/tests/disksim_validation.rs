@@ -56,7 +56,7 @@ fn data_dir() -> PathBuf {
 fn replay(device: &storsim_config::LoadedDevice, trace: &Path) -> (Vec<f64>, Vec<f64>) {
     let mut dev = device.spec.build().expect("buildable drive");
     let options = TraceOptions {
-        format: Some(TraceFormat::Validate),
+        format: Some(TraceFormat::named("validate")),
         ..TraceOptions::default()
     };
     let mut workload = trace::open(trace, &options).expect("readable trace");
