@@ -136,8 +136,9 @@ pub enum RefusedArg {
 
 #[derive(Args)]
 pub struct SimulateArgs {
-    /// A preset name (see `storsim presets`) or a device TOML file.
-    #[arg(long)]
+    /// A preset name (see `storsim presets`) or a device TOML file; the list of models comes
+    /// from the model table.
+    #[arg(long, help = device_help())]
     pub device: String,
     /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`.
     #[arg(long)]
@@ -192,8 +193,9 @@ pub struct InspectArgs {
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("frontend").required(true).multiple(true).args(["nbd", "nbd_unix", "fuse"])))]
 pub struct EmulateArgs {
-    /// A preset name (see `storsim presets`) or a device TOML file.
-    #[arg(long)]
+    /// A preset name (see `storsim presets`) or a device TOML file; the list of models comes
+    /// from the model table.
+    #[arg(long, help = device_help())]
     pub device: String,
     /// The emulated disk's size (512, 4k, 64m, 8g, ...); at most the device's capacity, which
     /// is the default.
@@ -375,8 +377,9 @@ pub struct CalibrateArgs {
 
 #[derive(Args)]
 pub struct CosimArgs {
-    /// A preset name (see `storsim presets`) or a device TOML file.
-    #[arg(long)]
+    /// A preset name (see `storsim presets`) or a device TOML file; the list of models comes
+    /// from the model table.
+    #[arg(long, help = device_help())]
     pub device: String,
     /// Files under this directory are on the simulated device.
     #[arg(long, value_name = "DIR")]
@@ -419,6 +422,16 @@ fn format_help() -> String {
     let names: Vec<&str> = TraceFormat::all().map(TraceFormat::name).collect();
     format!(
         "Trace format, instead of detecting it from the content ({})",
+        names.join(", ")
+    )
+}
+
+/// `--device`'s help: the device models a file can name, from the model table, so that a new
+/// model appears without an edit here.
+fn device_help() -> String {
+    let names: Vec<&str> = storsim_config::models().map(|m| m.name).collect();
+    format!(
+        "A preset name (see `storsim presets`) or a device TOML file (model: {})",
         names.join(", ")
     )
 }

@@ -167,7 +167,7 @@ fn imported_drives_round_trip_through_toml() {
             .unwrap_or_else(|e| panic!("{parv}: {e}"));
         assert_eq!(
             loaded.spec,
-            storsim_config::DeviceSpec::Hdd(drive.params.clone()),
+            storsim_config::DeviceSpec::new(drive.params.clone()),
             "{parv}"
         );
         assert_eq!(loaded.spec.model_name(), "hdd");
