@@ -7,10 +7,7 @@
 //! lists those entries; detection, [`open`](super::open), the help text and the documentation
 //! check iterate it, so adding a format is its file plus one line here.
 
-use super::{
-    blkparse, disksim_ascii, fio, fiu, hp_srt, mqsim, msr, spc, storsim_record, validate, vscsi,
-    ParseContext, Records, TraceOptions,
-};
+use super::{ParseContext, Records, TraceOptions};
 use crate::{Origin, Pacing};
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -20,17 +17,17 @@ use std::io::BufRead;
 /// detection (see [`Detect`]) the entries are tried in this order, so a format whose grammar
 /// would also accept another's lines must come after it.
 const FORMATS: [&FormatEntry; 11] = [
-    &msr::FORMAT,
-    &spc::FORMAT,
-    &disksim_ascii::FORMAT,
-    &mqsim::FORMAT,
-    &blkparse::FORMAT,
-    &fio::FORMAT,
-    &fiu::FORMAT,
-    &validate::FORMAT,
-    &hp_srt::FORMAT,
-    &vscsi::FORMAT,
-    &storsim_record::FORMAT,
+    &super::msr::FORMAT,
+    &super::spc::FORMAT,
+    &super::disksim_ascii::FORMAT,
+    &super::mqsim::FORMAT,
+    &super::blkparse::FORMAT,
+    &super::fio::FORMAT,
+    &super::fiu::FORMAT,
+    &super::validate::FORMAT,
+    &super::hp_srt::FORMAT,
+    &super::vscsi::FORMAT,
+    &super::storsim_record::FORMAT,
 ];
 
 /// A test of whether one line fits a format's grammar.
