@@ -193,7 +193,7 @@ fn merged_over_preset_file(
     over.remove("preset");
 
     let section = model.name;
-    let mut list = merge::assignments(&base, &over, models::hdd::VARIANT_TABLES);
+    let mut list = merge::assignments(&base, &over, model.variant_tables);
     if let Some(top) = list.iter().position(|a| a.path == ["queue_depth"]) {
         if list.iter().any(|a| a.path == [section, "queue_depth"]) {
             return Err(models::invalid(

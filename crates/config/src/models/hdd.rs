@@ -15,7 +15,7 @@ use storsim_hdd::{
 /// Tables of the section that hold one of several variants, with the key naming it: a file that
 /// names another seek curve than its preset replaces the preset's `[hdd.mechanics.seek]` whole,
 /// since the preset's curve parameters mean nothing to the new curve.
-pub(crate) const VARIANT_TABLES: &[(&str, &str)] = &[("hdd.mechanics.seek", "curve")];
+const VARIANT_TABLES: &[(&str, &str)] = &[("hdd.mechanics.seek", "curve")];
 
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -590,6 +590,7 @@ impl Model for Hdd {
     const DESCRIPTION: &'static str =
         "Hard disk after DiskSim 4.0: zoned geometry, seek curves, rotation, segmented cache, scheduler";
     const MERGED_OVER_PRESET: bool = true;
+    const VARIANT_TABLES: &'static [(&'static str, &'static str)] = VARIANT_TABLES;
     type Params = HddParams;
     type Section = HddSection;
 

@@ -28,6 +28,10 @@ pub(crate) trait Model {
     /// device file key by key and read whole (models whose section is read complete), rather
     /// than applied over the preset's parameters.
     const MERGED_OVER_PRESET: bool = false;
+    /// For a file merged over a preset: the section's tables that hold one of several variants,
+    /// with the key naming the variant; a file naming another variant replaces such a table
+    /// whole instead of merging into it (see `merge::assignments`).
+    const VARIANT_TABLES: &'static [(&'static str, &'static str)] = &[];
     /// The parameters the section resolves to.
     type Params: ModelParams + Clone + PartialEq;
     /// The section as read from the file.
@@ -86,6 +90,8 @@ pub(crate) struct ModelEntry {
     pub name: &'static str,
     pub description: &'static str,
     pub merged_over_preset: bool,
+    /// [`Model::VARIANT_TABLES`].
+    pub variant_tables: &'static [(&'static str, &'static str)],
     /// [`Model::WRITABLE`].
     pub writable: bool,
     /// Whether the file has the model's section.
@@ -141,6 +147,7 @@ macro_rules! device_models {
             description: <$model as Model>::DESCRIPTION,
             merged_over_preset: <$model as Model>::MERGED_OVER_PRESET,
             writable: <$model as Model>::WRITABLE,
+            variant_tables: <$model as Model>::VARIANT_TABLES,
             has_section: |file| file.$section.is_some(),
             resolve: |file, base, cx| resolve_erased::<$model>(file.$section.as_ref(), base, cx),
             device_toml: device_toml_erased::<$model>,
