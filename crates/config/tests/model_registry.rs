@@ -149,3 +149,30 @@ fn an_unknown_model_lists_the_table() {
         assert!(err.contains(model.name), "{err}");
     }
 }
+
+/// A hybrid's children are single devices: a preset or a file of a model made of children (a
+/// hybrid, an array) is refused, naming the key, so that resolving never loops.
+#[test]
+fn a_hybrid_refuses_children_made_of_children() {
+    let file = repo().join("examples/hybrid-over-composites.toml");
+    let file = file.to_str().unwrap();
+    for (key, child) in [
+        ("hybrid.flash", "hybrid-laptop-2007"),
+        ("hybrid.disk", "raid0-flashsim.toml"),
+    ] {
+        let (flash, disk) = if key == "hybrid.flash" {
+            (child, "hdd-laptop-2007")
+        } else {
+            ("hybrid-2007-flash", child)
+        };
+        let text = format!(
+            "model = \"hybrid\"\n[hybrid]\nconfiguration = \"controller\"\nflash = \"{flash}\"\n\
+             disk = \"{disk}\"\n"
+        );
+        let err = parse_device_toml(&text, file).unwrap_err().to_string();
+        assert!(
+            err.contains(key) && err.contains("single devices"),
+            "{child}: {err}"
+        );
+    }
+}

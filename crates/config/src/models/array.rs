@@ -244,6 +244,7 @@ impl Model for Array {
     const DESCRIPTION: &'static str =
         "RAID-0 striping or RAID-1 mirroring over child devices, arrays included";
     const MERGED_OVER_PRESET: bool = true;
+    const HAS_CHILDREN: bool = true;
     type Params = ArraySpec;
     type Section = ArraySection;
 

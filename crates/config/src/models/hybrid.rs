@@ -446,7 +446,7 @@ fn load_child(entry: Option<&str>, key: &str, file: &str) -> Result<LoadedDevice
             let model = toml::from_str::<toml::Table>(&text)
                 .ok()
                 .and_then(|t| t.get("model").and_then(|m| m.as_str().map(str::to_string)));
-            if let Some(model @ ("hybrid" | "array")) = model.as_deref() {
+            if let Some(model) = model.filter(|m| super::model(m).is_some_and(|m| m.has_children)) {
                 return Err(invalid(
                     file,
                     key,
@@ -458,7 +458,7 @@ fn load_child(entry: Option<&str>, key: &str, file: &str) -> Result<LoadedDevice
             (name, spec)
         }
     };
-    if matches!(spec.model_name(), "hybrid" | "array") {
+    if super::model(spec.model_name()).is_some_and(|m| m.has_children) {
         return Err(invalid(
             file,
             key,
@@ -479,6 +479,7 @@ impl Model for Hybrid {
     const DESCRIPTION: &'static str =
         "Hybrid flash + disk drive over two child devices: a controller's flash cache, or host tiering";
     const MERGED_OVER_PRESET: bool = true;
+    const HAS_CHILDREN: bool = true;
     type Params = HybridSpec;
     type Section = HybridSection;
 

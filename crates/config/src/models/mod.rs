@@ -45,6 +45,10 @@ pub(crate) trait Model {
         cx: &FileContext,
     ) -> Result<Self::Params, ConfigError>;
 
+    /// Whether the model is made of child devices that its section names (presets or other
+    /// device files). A hybrid's children may not be such devices, so that resolving never
+    /// loops.
+    const HAS_CHILDREN: bool = false;
     /// Whether [`device_toml`](Self::device_toml) writes the model's descriptions.
     const WRITABLE: bool = false;
 
@@ -90,6 +94,8 @@ pub(crate) struct ModelEntry {
     pub name: &'static str,
     pub description: &'static str,
     pub merged_over_preset: bool,
+    /// [`Model::HAS_CHILDREN`].
+    pub has_children: bool,
     /// [`Model::VARIANT_TABLES`].
     pub variant_tables: &'static [(&'static str, &'static str)],
     /// [`Model::WRITABLE`].
@@ -148,6 +154,7 @@ macro_rules! device_models {
             merged_over_preset: <$model as Model>::MERGED_OVER_PRESET,
             writable: <$model as Model>::WRITABLE,
             variant_tables: <$model as Model>::VARIANT_TABLES,
+            has_children: <$model as Model>::HAS_CHILDREN,
             has_section: |file| file.$section.is_some(),
             resolve: |file, base, cx| resolve_erased::<$model>(file.$section.as_ref(), base, cx),
             device_toml: device_toml_erased::<$model>,
