@@ -1,6 +1,8 @@
 //! `[linear]`: the IBM linear model's parameters.
 
-use super::{delay_us, non_negative, toml_int, us_of, FileContext, Model, SequentialName};
+use super::{
+    delay_us, non_negative, toml_int, us_of, BlackBoxResolve, FileContext, Model, SequentialName,
+};
 use crate::{ConfigError, ModelParams};
 use serde::{Deserialize, Serialize};
 use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
@@ -207,25 +209,13 @@ impl Model for Linear {
         base: Option<LinearParams>,
         cx: &FileContext,
     ) -> Result<LinearParams, ConfigError> {
-        let mut p = match base {
-            Some(p) => p,
-            None => from_scratch(
-                cx.required(Self::NAME, section)?,
-                cx.capacity_bytes,
-                cx.file,
-            )?,
-        };
-        if let Some(c) = cx.capacity_bytes {
-            p.capacity_bytes = c;
+        BlackBoxResolve {
+            from_scratch,
+            apply,
+            validate,
+            top_level: |p| (&mut p.capacity_bytes, &mut p.queue_depth),
         }
-        if let Some(q) = cx.queue_depth {
-            p.queue_depth = q;
-        }
-        if let Some(section) = section {
-            apply(section, &mut p, cx.file)?;
-        }
-        validate(&p, cx.file)?;
-        Ok(p)
+        .resolve(Self::NAME, section, base, cx)
     }
 
     fn device_toml(params: &LinearParams) -> Option<Result<String, String>> {

@@ -89,6 +89,48 @@ impl FileContext<'_> {
     }
 }
 
+/// How the black-box models (`linear`, `table`, `step`) resolve a file, which they do alike:
+/// the preset's parameters or the section's from scratch, then the top-level capacity and queue
+/// depth, then the section's keys, then the checks between parameters.
+pub(crate) struct BlackBoxResolve<S, P> {
+    /// The parameters of a file without a preset, from its section and capacity.
+    pub from_scratch: fn(&S, Option<u64>, &str) -> Result<P, ConfigError>,
+    /// The section's keys laid over the parameters.
+    pub apply: fn(&S, &mut P, &str) -> Result<(), ConfigError>,
+    /// The checks between parameters.
+    pub validate: fn(&P, &str) -> Result<(), ConfigError>,
+    /// The parameters' capacity and queue depth, which the top-level keys set.
+    pub top_level: fn(&mut P) -> (&mut u64, &mut usize),
+}
+
+impl<S, P> BlackBoxResolve<S, P> {
+    /// [`Model::resolve`] for the model called `name`.
+    pub(crate) fn resolve(
+        &self,
+        name: &str,
+        section: Option<&S>,
+        base: Option<P>,
+        cx: &FileContext,
+    ) -> Result<P, ConfigError> {
+        let mut params = match base {
+            Some(params) => params,
+            None => (self.from_scratch)(cx.required(name, section)?, cx.capacity_bytes, cx.file)?,
+        };
+        let (capacity_bytes, queue_depth) = (self.top_level)(&mut params);
+        if let Some(c) = cx.capacity_bytes {
+            *capacity_bytes = c;
+        }
+        if let Some(q) = cx.queue_depth {
+            *queue_depth = q;
+        }
+        if let Some(section) = section {
+            (self.apply)(section, &mut params, cx.file)?;
+        }
+        (self.validate)(&params, cx.file)?;
+        Ok(params)
+    }
+}
+
 /// One row of the model table, with the model's types erased.
 pub(crate) struct ModelEntry {
     pub name: &'static str,

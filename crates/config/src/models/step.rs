@@ -1,8 +1,8 @@
 //! `[step]`, `[step.read]` and `[step.write]`: the Wisconsin emulator's step model.
 
 use super::{
-    check_queue_depth, delay_us, invalid, missing, toml_int, us_of, FileContext, Model,
-    SequentialName,
+    check_queue_depth, delay_us, invalid, missing, toml_int, us_of, BlackBoxResolve, FileContext,
+    Model, SequentialName,
 };
 use crate::{ConfigError, ModelParams};
 use serde::{Deserialize, Serialize};
@@ -209,25 +209,13 @@ impl Model for Step {
         base: Option<StepParams>,
         cx: &FileContext,
     ) -> Result<StepParams, ConfigError> {
-        let mut p = match base {
-            Some(p) => p,
-            None => from_scratch(
-                cx.required(Self::NAME, section)?,
-                cx.capacity_bytes,
-                cx.file,
-            )?,
-        };
-        if let Some(c) = cx.capacity_bytes {
-            p.capacity_bytes = c;
+        BlackBoxResolve {
+            from_scratch,
+            apply,
+            validate,
+            top_level: |p| (&mut p.capacity_bytes, &mut p.queue_depth),
         }
-        if let Some(q) = cx.queue_depth {
-            p.queue_depth = q;
-        }
-        if let Some(section) = section {
-            apply(section, &mut p, cx.file)?;
-        }
-        validate(&p, cx.file)?;
-        Ok(p)
+        .resolve(Self::NAME, section, base, cx)
     }
 
     fn device_toml(params: &StepParams) -> Option<Result<String, String>> {
