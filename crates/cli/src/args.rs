@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
+use storsim_workload::trace::TraceFormat;
 
 #[derive(Parser)]
 #[command(
@@ -83,9 +84,9 @@ pub struct ValidateDisksimArgs {
 /// Options that say how to read a trace file.
 #[derive(Args, Clone)]
 pub struct TraceArgs {
-    /// Trace format, instead of detecting it from the content (msr, spc, disksim-ascii, mqsim,
-    /// blkparse, fio-iolog, fiu, validate, hp-srt, vscsi, storsim-record).
-    #[arg(long)]
+    /// Trace format, instead of detecting it from the content (the list comes from the
+    /// format table).
+    #[arg(long, value_name = "FORMAT", help = format_help())]
     pub format: Option<String>,
     /// Skip malformed records (counting them) instead of stopping at the first one.
     #[arg(long)]
@@ -135,8 +136,9 @@ pub enum RefusedArg {
 
 #[derive(Args)]
 pub struct SimulateArgs {
-    /// A preset name (see `storsim presets`) or a device TOML file.
-    #[arg(long)]
+    /// A preset name (see `storsim presets`) or a device TOML file; the list of models comes
+    /// from the model table.
+    #[arg(long, help = device_help())]
     pub device: String,
     /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`.
     #[arg(long)]
@@ -191,8 +193,9 @@ pub struct InspectArgs {
 #[derive(Args)]
 #[command(group(clap::ArgGroup::new("frontend").required(true).multiple(true).args(["nbd", "nbd_unix", "fuse"])))]
 pub struct EmulateArgs {
-    /// A preset name (see `storsim presets`) or a device TOML file.
-    #[arg(long)]
+    /// A preset name (see `storsim presets`) or a device TOML file; the list of models comes
+    /// from the model table.
+    #[arg(long, help = device_help())]
     pub device: String,
     /// The emulated disk's size (512, 4k, 64m, 8g, ...); at most the device's capacity, which
     /// is the default.
@@ -374,8 +377,9 @@ pub struct CalibrateArgs {
 
 #[derive(Args)]
 pub struct CosimArgs {
-    /// A preset name (see `storsim presets`) or a device TOML file.
-    #[arg(long)]
+    /// A preset name (see `storsim presets`) or a device TOML file; the list of models comes
+    /// from the model table.
+    #[arg(long, help = device_help())]
     pub device: String,
     /// Files under this directory are on the simulated device.
     #[arg(long, value_name = "DIR")]
@@ -410,4 +414,24 @@ pub struct CosimArgs {
         value_name = "PROGRAM"
     )]
     pub program: Vec<std::ffi::OsString>,
+}
+
+/// `--format`'s help: every trace format's name, from the format table, so that a new format
+/// appears without an edit here.
+fn format_help() -> String {
+    let names: Vec<&str> = TraceFormat::all().map(TraceFormat::name).collect();
+    format!(
+        "Trace format, instead of detecting it from the content ({})",
+        names.join(", ")
+    )
+}
+
+/// `--device`'s help: the device models a file can name, from the model table, so that a new
+/// model appears without an edit here.
+fn device_help() -> String {
+    let names: Vec<&str> = storsim_config::models().map(|m| m.name).collect();
+    format!(
+        "A preset name (see `storsim presets`) or a device TOML file (model: {})",
+        names.join(", ")
+    )
 }

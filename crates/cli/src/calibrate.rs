@@ -205,9 +205,9 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
         out: &args.out,
     };
     let model_spec = match args.model {
-        CalibratedModel::Linear => fitted.linear.clone().map(DeviceSpec::Linear),
-        CalibratedModel::Table => fitted.table.clone().map(DeviceSpec::Table),
-        CalibratedModel::Step => fitted.step.clone().map(DeviceSpec::Step),
+        CalibratedModel::Linear => fitted.linear.clone().map(DeviceSpec::new),
+        CalibratedModel::Table => fitted.table.clone().map(DeviceSpec::new),
+        CalibratedModel::Step => fitted.step.clone().map(DeviceSpec::new),
     };
     // A model the device-file format cannot state (a delay over its one-hour limit, say) is
     // an error, but only after the report and the CSV hold what was measured.

@@ -83,7 +83,7 @@ fn main() -> ExitCode {
         args::Command::Cosim(a) => cosim::run(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
-                println!("{:<18} {:<8} {}", p.name, p.model, p.summary);
+                println!("{:<18} {:<8} {}", p.name, p.model(), p.summary);
             }
             Ok(())
         }

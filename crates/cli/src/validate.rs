@@ -12,7 +12,7 @@ pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
     let source = WorkloadSource::Trace {
         path: args.trace.clone(),
         options: TraceOptions {
-            format: Some(TraceFormat::Validate),
+            format: Some(TraceFormat::named("validate")),
             ..TraceOptions::default()
         },
     };

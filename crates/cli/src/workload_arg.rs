@@ -10,7 +10,7 @@ pub fn trace_options(args: &TraceArgs) -> Result<TraceOptions, CliError> {
     let format = match &args.format {
         None => None,
         Some(name) => Some(TraceFormat::from_name(name).ok_or_else(|| {
-            let known: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
+            let known: Vec<&str> = TraceFormat::all().map(TraceFormat::name).collect();
             CliError::input(format!(
                 "--format: unknown trace format '{name}' (known: {})",
                 known.join(", ")

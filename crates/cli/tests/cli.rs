@@ -528,6 +528,51 @@ fn presets_lists_every_builtin_device() {
     }
 }
 
+/// `--device`'s help is built from the model table, so a new model is listed without an edit
+/// to the argument definitions; every preset is listed by `storsim presets` with its model.
+#[test]
+fn device_help_lists_every_model_and_presets_every_preset() {
+    for command in ["simulate", "emulate", "cosim"] {
+        let o = storsim(&[command, "--help"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        for model in storsim_config::models() {
+            assert!(
+                text.contains(model.name),
+                "{command} --help does not list {}:\n{text}",
+                model.name
+            );
+        }
+    }
+    let o = storsim(&["presets"]);
+    let text = String::from_utf8(o.stdout).unwrap();
+    for p in storsim_config::presets() {
+        assert!(
+            text.lines()
+                .any(|l| l.split_whitespace().take(2).eq([p.name, p.model()])),
+            "{} missing from:\n{text}",
+            p.name
+        );
+    }
+}
+
+/// `--format`'s help is built from the format table, so a new format is listed without an
+/// edit to the argument definitions.
+#[test]
+fn format_help_lists_every_trace_format() {
+    for command in ["simulate", "inspect"] {
+        let o = storsim(&[command, "--help"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        for format in storsim_workload::trace::TraceFormat::all() {
+            assert!(
+                text.contains(format.name()),
+                "{command} --help does not list {format}:\n{text}"
+            );
+        }
+    }
+}
+
 /// Runs `args` with `--parse-thread on` and `--parse-thread off` and returns both outputs and,
 /// when `json` is set, the JSON each wrote to a file of its own.
 fn both_ways(args: &[&str], json: bool) -> [(Output, Option<String>); 2] {

@@ -1,84 +1,8 @@
 //! Reading a device argument: a preset name or the path of a TOML device file.
 
-use crate::{merge, models};
-use crate::{preset, preset_spec, ConfigError, DeviceSpec, LoadedDevice};
-use serde::Deserialize;
+use crate::models::{self, DeviceFile, FileContext, ModelEntry, MODELS};
+use crate::{merge, preset, preset_spec, ConfigError, DeviceSpec, LoadedDevice};
 use std::path::Path;
-
-/// Which model a file describes, as written in its `model` key.
-#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-enum ModelName {
-    Linear,
-    Table,
-    Step,
-    Ssd,
-    Array,
-    Hybrid,
-    Hdd,
-}
-
-impl ModelName {
-    fn of(spec: &DeviceSpec) -> ModelName {
-        match spec {
-            DeviceSpec::Linear(_) => ModelName::Linear,
-            DeviceSpec::Table(_) => ModelName::Table,
-            DeviceSpec::Step(_) => ModelName::Step,
-            DeviceSpec::Ssd(_) => ModelName::Ssd,
-            DeviceSpec::Array(_) => ModelName::Array,
-            DeviceSpec::Hybrid(_) => ModelName::Hybrid,
-            DeviceSpec::Hdd(_) => ModelName::Hdd,
-        }
-    }
-
-    /// The name as written in files, which is also the name of the model's section.
-    fn name(self) -> &'static str {
-        match self {
-            ModelName::Linear => "linear",
-            ModelName::Table => "table",
-            ModelName::Step => "step",
-            ModelName::Ssd => "ssd",
-            ModelName::Array => "array",
-            ModelName::Hybrid => "hybrid",
-            ModelName::Hdd => "hdd",
-        }
-    }
-}
-
-/// The top level of a device file. Every field is optional because a file may start from a
-/// preset and override only some of it; what is required without a preset is checked after.
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct DeviceFile {
-    preset: Option<String>,
-    model: Option<ModelName>,
-    capacity_bytes: Option<u64>,
-    queue_depth: Option<usize>,
-    linear: Option<models::linear::LinearSection>,
-    table: Option<models::table::TableSection>,
-    step: Option<models::step::StepSection>,
-    ssd: Option<models::ssd::SsdSection>,
-    array: Option<models::array::ArraySection>,
-    hybrid: Option<models::hybrid::HybridSection>,
-    hdd: Option<models::hdd::HddSection>,
-}
-
-impl DeviceFile {
-    /// The models whose sections the file contains.
-    fn sections(&self) -> impl Iterator<Item = ModelName> {
-        [
-            (ModelName::Linear, self.linear.is_some()),
-            (ModelName::Table, self.table.is_some()),
-            (ModelName::Step, self.step.is_some()),
-            (ModelName::Ssd, self.ssd.is_some()),
-            (ModelName::Array, self.array.is_some()),
-            (ModelName::Hybrid, self.hybrid.is_some()),
-            (ModelName::Hdd, self.hdd.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(model, present)| present.then_some(model))
-    }
-}
 
 /// Resolves a `--device` argument: a preset name (optionally with a variant, as in
 /// `uhs1-sd:ch4-x2`), or a device file.
@@ -247,8 +171,9 @@ fn merged_over_preset_file(
         None => return Ok(None),
         Some(spec) => spec.map_err(|message| models::invalid(file, "preset", message))?,
     };
-    let model = ModelName::of(&spec);
-    if !matches!(model, ModelName::Hdd | ModelName::Hybrid | ModelName::Array) {
+    let model =
+        models::model(spec.model_name()).expect("every description's model is in the table");
+    if !model.merged_over_preset {
         return Ok(None);
     }
     let name = name.to_string();
@@ -267,8 +192,8 @@ fn merged_over_preset_file(
     let base: toml::Table = toml::from_str(base_text).map_err(|e| syntax(&name, e.to_string()))?;
     over.remove("preset");
 
-    let section = model.name();
-    let mut list = merge::assignments(&base, &over, models::hdd::VARIANT_TABLES);
+    let section = model.name;
+    let mut list = merge::assignments(&base, &over, model.variant_tables);
     if let Some(top) = list.iter().position(|a| a.path == ["queue_depth"]) {
         if list.iter().any(|a| a.path == [section, "queue_depth"]) {
             return Err(models::invalid(
@@ -283,14 +208,13 @@ fn merged_over_preset_file(
         toml::Value::Table(merged).try_into()
     })
     .map_err(|message| syntax(file, format!("{message} (over preset '{name}')")))?;
-    if let Some(stated) = parsed.model.filter(|&m| m != model) {
+    if let Some(stated) = parsed.model.filter(|m| m.0.name != model.name) {
         return Err(models::invalid(
             file,
             "model",
             format!(
                 "model `{}` does not match preset '{name}', which is a `{}` device",
-                stated.name(),
-                model.name()
+                stated.0.name, model.name
             ),
         ));
     }
@@ -329,9 +253,11 @@ fn resolve(
         ),
         None => None,
     };
-    let model = match (parsed.model, &base) {
-        (Some(m), _) => m,
-        (None, Some(spec)) => ModelName::of(spec),
+    let model: &ModelEntry = match (parsed.model, &base) {
+        (Some(m), _) => m.0,
+        (None, Some(spec)) => {
+            models::model(spec.model_name()).expect("every description's model is in the table")
+        }
         (None, None) => {
             return Err(invalid(
                 "model",
@@ -339,159 +265,36 @@ fn resolve(
             ))
         }
     };
-    // An SSD's capacity is what its FTL leaves of the geometry; a second, independent number
-    // could only disagree with it.
-    if model == ModelName::Ssd && parsed.capacity_bytes.is_some() {
-        return Err(invalid(
-            "capacity_bytes",
-            "does not apply to an `ssd` device: its capacity follows from [ssd.geometry] and \
-             the FTL's over-provisioning; change those instead"
-                .to_string(),
-        ));
-    }
     // A section for another model is a mistake (a copied block, a wrong preset), and applying
     // nothing from it silently would hide that.
-    if let Some(other) = parsed.sections().find(|&m| m != model) {
+    if let Some(other) = MODELS
+        .iter()
+        .find(|m| m.name != model.name && (m.has_section)(&parsed))
+    {
         return Err(invalid(
-            other.name(),
+            other.name,
             format!(
                 "a [{}] section does not apply to a `{}` device",
-                other.name(),
-                model.name()
+                other.name, model.name
             ),
         ));
     }
-
-    let mut spec = match base {
-        Some(spec) if ModelName::of(&spec) == model => spec,
-        Some(spec) => {
-            return Err(invalid(
-                "model",
-                format!(
-                    "model `{}` does not match preset '{}', which is a `{}` device",
-                    model.name(),
-                    parsed.preset.as_deref().unwrap_or_default(),
-                    spec.model_name()
-                ),
-            ))
-        }
-        None => {
-            let no_section = || {
-                invalid(
-                    model.name(),
-                    format!(
-                        "model `{0}` without a preset needs a [{0}] section",
-                        model.name()
-                    ),
-                )
-            };
-            match model {
-                ModelName::Linear => DeviceSpec::Linear(models::linear::from_scratch(
-                    parsed.linear.as_ref().ok_or_else(no_section)?,
-                    parsed.capacity_bytes,
-                    file,
-                )?),
-                ModelName::Table => DeviceSpec::Table(models::table::from_scratch(
-                    parsed.table.as_ref().ok_or_else(no_section)?,
-                    parsed.capacity_bytes,
-                    file,
-                )?),
-                ModelName::Step => DeviceSpec::Step(models::step::from_scratch(
-                    parsed.step.as_ref().ok_or_else(no_section)?,
-                    parsed.capacity_bytes,
-                    file,
-                )?),
-                ModelName::Ssd => DeviceSpec::Ssd(models::ssd::from_scratch(
-                    parsed.ssd.as_ref().ok_or_else(no_section)?,
-                    file,
-                )?),
-                ModelName::Hdd => {
-                    let section = parsed.hdd.as_ref().ok_or_else(no_section)?;
-                    // A disk's capacity is its geometry's, and [hdd] always states its queue
-                    // depth: a second number at the top could only disagree with them.
-                    if parsed.capacity_bytes.is_some() {
-                        return Err(invalid(
-                            "capacity_bytes",
-                            "does not apply to an `hdd` device: its capacity follows from \
-                             [hdd.geometry]"
-                                .into(),
-                        ));
-                    }
-                    if parsed.queue_depth.is_some() {
-                        return Err(invalid(
-                            "hdd.queue_depth",
-                            "is also given at the top level as `queue_depth`; state it once".into(),
-                        ));
-                    }
-                    DeviceSpec::Hdd(models::hdd::from_scratch(section, file)?)
-                }
-                ModelName::Hybrid => DeviceSpec::Hybrid(models::hybrid::from_scratch(
-                    parsed.hybrid.as_ref().ok_or_else(no_section)?,
-                    parsed.capacity_bytes,
-                    parsed.queue_depth,
-                    file,
-                )?),
-                ModelName::Array => DeviceSpec::Array(models::array::from_scratch(
-                    parsed.array.as_ref().ok_or_else(no_section)?,
-                    parsed.capacity_bytes,
-                    parsed.queue_depth,
-                    file,
-                    nesting,
-                )?),
-            }
-        }
-    };
-
-    match &mut spec {
-        DeviceSpec::Linear(p) => {
-            if let Some(c) = parsed.capacity_bytes {
-                p.capacity_bytes = c;
-            }
-            if let Some(q) = parsed.queue_depth {
-                p.queue_depth = q;
-            }
-            if let Some(section) = &parsed.linear {
-                models::linear::apply(section, p, file)?;
-            }
-            models::linear::validate(p, file)?;
-        }
-        DeviceSpec::Table(p) => {
-            if let Some(c) = parsed.capacity_bytes {
-                p.capacity_bytes = c;
-            }
-            if let Some(q) = parsed.queue_depth {
-                p.queue_depth = q;
-            }
-            if let Some(section) = &parsed.table {
-                models::table::apply(section, p, file)?;
-            }
-            models::table::validate(p, file)?;
-        }
-        DeviceSpec::Step(p) => {
-            if let Some(c) = parsed.capacity_bytes {
-                p.capacity_bytes = c;
-            }
-            if let Some(q) = parsed.queue_depth {
-                p.queue_depth = q;
-            }
-            if let Some(section) = &parsed.step {
-                models::step::apply(section, p, file)?;
-            }
-            models::step::validate(p, file)?;
-        }
-        DeviceSpec::Ssd(p) => {
-            if let Some(q) = parsed.queue_depth {
-                p.queue_depth = q;
-            }
-            if let Some(section) = &parsed.ssd {
-                models::ssd::apply(section, p, file)?;
-            }
-            models::ssd::validate(p, file)?;
-        }
-        // from_scratch read and checked the whole section and the top-level keys. A file that
-        // starts from a preset of these models was merged into the preset's device file first
-        // (merged_over_preset_file), so it arrives here without a preset, as a whole file.
-        DeviceSpec::Array(_) | DeviceSpec::Hybrid(_) | DeviceSpec::Hdd(_) => {}
+    if let Some(spec) = base.as_ref().filter(|spec| spec.model_name() != model.name) {
+        return Err(invalid(
+            "model",
+            format!(
+                "model `{}` does not match preset '{}', which is a `{}` device",
+                model.name,
+                parsed.preset.as_deref().unwrap_or_default(),
+                spec.model_name()
+            ),
+        ));
     }
-    Ok(spec)
+    let cx = FileContext {
+        file,
+        capacity_bytes: parsed.capacity_bytes,
+        queue_depth: parsed.queue_depth,
+        nesting,
+    };
+    (model.resolve)(&parsed, base, &cx)
 }

@@ -36,68 +36,110 @@ pub use models::ftl::ftl_section_toml;
 pub use models::hybrid::{HybridConfiguration, HybridSpec};
 pub use presets::{preset, preset_spec, presets, PresetInfo};
 
-use storsim_blackbox::linear::{LinearDevice, LinearParams};
-use storsim_blackbox::step::{StepDevice, StepParams};
-use storsim_blackbox::table::{TableDevice, TableParams};
+pub use models::{models, ModelInfo};
+
+use std::any::Any;
+use std::fmt;
 use storsim_core::Device;
-use storsim_ssd::{Precondition, SsdDevice, SsdParams};
 
 /// See [`DeviceSpec::state_bytes_bound`].
 pub const SSD_STATE_BYTES_PER_PAGE: u64 = 16;
 
-/// A fully resolved device description: which model, with every parameter set.
-// A description is built once per run and moved a handful of times, so the size of its largest
-// variant (a disk's parameters) costs nothing worth an indirection.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, PartialEq)]
-pub enum DeviceSpec {
-    Linear(LinearParams),
-    Table(TableParams),
-    Step(StepParams),
-    Ssd(SsdParams),
-    /// RAID-0 / RAID-1 over child devices, each resolved in full.
-    Array(ArraySpec),
-    /// A hybrid flash + disk drive over two children, each resolved in full.
-    Hybrid(HybridSpec),
-    Hdd(storsim_hdd::HddParams),
+/// A model's fully resolved parameters: what a [`DeviceSpec`] holds. Each device model
+/// implements it for its parameter struct, next to its TOML section in `models/`, and has one
+/// entry in the model table there.
+pub trait ModelParams: fmt::Debug + Send + Sync + 'static {
+    /// The model's name, as a device file's `model` key writes it.
+    fn model_name(&self) -> &'static str;
+
+    /// Instantiates the model in its initial state; the message says why it cannot be built.
+    fn build(&self) -> Result<Box<dyn Device>, String>;
+
+    /// See [`DeviceSpec::state_bytes_bound`]; `None` for models whose state does not grow with
+    /// the device.
+    fn state_bytes_bound(&self) -> Option<u64> {
+        None
+    }
 }
 
+/// What [`DeviceSpec`] needs of its parameters beyond [`ModelParams`]: copying, comparing and
+/// looking at the concrete type, which a trait object cannot derive.
+trait AnyParams: ModelParams {
+    fn clone_box(&self) -> Box<dyn AnyParams>;
+    fn eq_dyn(&self, other: &dyn AnyParams) -> bool;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<P: ModelParams + Clone + PartialEq> AnyParams for P {
+    fn clone_box(&self) -> Box<dyn AnyParams> {
+        Box::new(self.clone())
+    }
+
+    fn eq_dyn(&self, other: &dyn AnyParams) -> bool {
+        other.as_any().downcast_ref::<P>() == Some(self)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// A fully resolved device description: which model, with every parameter set. It holds one
+/// model's [`ModelParams`]; [`params`](Self::params) looks at them as their concrete type.
+pub struct DeviceSpec(Box<dyn AnyParams>);
+
 impl DeviceSpec {
+    /// A description holding `params`.
+    pub fn new<P: ModelParams + Clone + PartialEq>(params: P) -> DeviceSpec {
+        DeviceSpec(Box::new(params))
+    }
+
+    /// The model's name, as a device file's `model` key writes it.
     pub fn model_name(&self) -> &'static str {
-        match self {
-            DeviceSpec::Linear(_) => "linear",
-            DeviceSpec::Table(_) => "table",
-            DeviceSpec::Step(_) => "step",
-            DeviceSpec::Ssd(_) => "ssd",
-            DeviceSpec::Array(_) => "array",
-            DeviceSpec::Hybrid(_) => "hybrid",
-            DeviceSpec::Hdd(_) => "hdd",
+        self.0.model_name()
+    }
+
+    /// The parameters, if they are of type `P` (that is, if the model is `P`'s).
+    pub fn params<P: ModelParams>(&self) -> Option<&P> {
+        self.0.as_any().downcast_ref()
+    }
+
+    /// The parameters for changing, if they are of type `P`.
+    pub fn params_mut<P: ModelParams>(&mut self) -> Option<&mut P> {
+        self.0.as_any_mut().downcast_mut()
+    }
+
+    /// The parameters by value, if they are of type `P`; the description itself otherwise.
+    pub fn into_params<P: ModelParams>(self) -> Result<P, DeviceSpec> {
+        if self.params::<P>().is_some() {
+            Ok(*self
+                .0
+                .into_any()
+                .downcast::<P>()
+                .expect("the type was checked just before"))
+        } else {
+            Err(self)
         }
     }
 
     /// An upper bound on the memory the built model holds, in bytes. Only models whose state
     /// grows with the device report one: an SSD's FTL keeps maps and per-page state, at most
-    /// [`SSD_STATE_BYTES_PER_PAGE`] bytes a physical page (the page FTL measures under 8).
+    /// [`SSD_STATE_BYTES_PER_PAGE`] bytes a physical page (the page FTL measures under 8); a
+    /// composite device reports the sum of its children's bounds.
     /// Drivers compare it with the memory they have before building, so that an oversized
     /// geometry is an error rather than an allocation failure.
     pub fn state_bytes_bound(&self) -> Option<u64> {
-        match self {
-            DeviceSpec::Ssd(p) => Some(p.geometry.pages() as u64 * SSD_STATE_BYTES_PER_PAGE),
-            DeviceSpec::Linear(_) | DeviceSpec::Table(_) | DeviceSpec::Step(_) => None,
-            // A hybrid holds its two children: the sum of the bounds they report.
-            // A disk's state is its cache segments and queue, independent of its size.
-            DeviceSpec::Hdd(_) => None,
-            DeviceSpec::Hybrid(h) => [&h.flash, &h.disk]
-                .iter()
-                .filter_map(|c| c.spec.state_bytes_bound())
-                .reduce(u64::saturating_add),
-            // An array holds its children: the sum of the bounds they report.
-            DeviceSpec::Array(a) => a
-                .children
-                .iter()
-                .filter_map(|c| c.spec.state_bytes_bound())
-                .reduce(u64::saturating_add),
-        }
+        self.0.state_bytes_bound()
     }
 
     /// Instantiates the model in its initial state. Building can fail for models that do work
@@ -107,71 +149,25 @@ impl DeviceSpec {
     /// There is deliberately no capacity query on a description: an SSD's capacity is what its
     /// FTL leaves of the geometry, known only once the FTL is built. Ask the built device.
     pub fn build(&self) -> Result<Box<dyn Device>, String> {
-        Ok(match self {
-            DeviceSpec::Linear(p) => Box::new(LinearDevice::new(p.clone())),
-            DeviceSpec::Table(p) => Box::new(TableDevice::new(p.clone())),
-            DeviceSpec::Step(p) => Box::new(StepDevice::new(p.clone())),
-            DeviceSpec::Ssd(p) => Box::new(SsdDevice::new(p.clone()).map_err(|e| {
-                format!(
-                    "ssd with the `{}` FTL and {} preconditioning: {e}",
-                    p.ftl.name(),
-                    precondition_name(p)
-                )
-            })?),
-            DeviceSpec::Array(a) => Box::new(build_array(a)?),
-            DeviceSpec::Hybrid(h) => build_hybrid(h)?,
-            DeviceSpec::Hdd(p) => {
-                Box::new(storsim_hdd::HddDevice::new(p.clone()).map_err(|e| format!("hdd: {e}"))?)
-            }
-        })
+        self.0.build()
     }
 }
 
-/// Builds a hybrid's flash and disk, then the hybrid over them.
-fn build_hybrid(h: &HybridSpec) -> Result<Box<dyn Device>, String> {
-    let flash = h
-        .flash
-        .spec
-        .build()
-        .map_err(|e| format!("hybrid flash ({}): {e}", h.flash.name))?;
-    let disk = h
-        .disk
-        .spec
-        .build()
-        .map_err(|e| format!("hybrid disk ({}): {e}", h.disk.name))?;
-    Ok(match &h.configuration {
-        HybridConfiguration::Controller(p) => Box::new(
-            storsim_hybrid::HybridDevice::new(p.clone(), flash, disk)
-                .map_err(|e| format!("hybrid: {e}"))?,
-        ),
-        HybridConfiguration::Host(p) => Box::new(
-            storsim_hybrid::HostTieredDevice::new(p.clone(), flash, disk)
-                .map_err(|e| format!("hybrid: {e}"))?,
-        ),
-    })
+impl Clone for DeviceSpec {
+    fn clone(&self) -> Self {
+        DeviceSpec(self.0.clone_box())
+    }
 }
 
-/// Builds an array's children in order, then the array over them.
-fn build_array(a: &ArraySpec) -> Result<storsim_array::ArrayDevice, String> {
-    let children = a
-        .children
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            c.spec
-                .build()
-                .map_err(|e| format!("array child {i} ({}): {e}", c.name))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    storsim_array::ArrayDevice::new(a.params, children).map_err(|e| format!("array: {e}"))
+impl PartialEq for DeviceSpec {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.eq_dyn(other.0.as_ref())
+    }
 }
 
-/// The preconditioning mode as files write it, for build errors.
-fn precondition_name(p: &SsdParams) -> &'static str {
-    match p.precondition {
-        Precondition::Clean => "clean",
-        Precondition::SequentialFill { .. } => "sequential-fill",
-        Precondition::SteadyState { .. } => "steady-state",
+impl fmt::Debug for DeviceSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
     }
 }
 

@@ -9,6 +9,7 @@ use crate::DeviceSpec;
 use storsim_blackbox::{linear, step, table};
 use storsim_ftl::FtlConfig;
 use storsim_ssd::presets as ssd;
+use storsim_ssd::SsdParams;
 
 /// FlashSim's evaluation is about DFTL, so that is the FTL `flashsim-2009` runs unless a
 /// variant names another.
@@ -21,7 +22,6 @@ type ApplyVariant = fn(DeviceSpec, &str) -> Result<DeviceSpec, String>;
 #[derive(Clone, Copy, Debug)]
 pub struct PresetInfo {
     pub name: &'static str,
-    pub model: &'static str,
     pub summary: &'static str,
     build: Build,
     /// Applies the text after `name:`; `None` for presets without variants.
@@ -47,6 +47,11 @@ impl PresetInfo {
         }
     }
 
+    /// The preset's device model (`linear`, `ssd`, ...), as its description names it.
+    pub fn model(&self) -> &'static str {
+        self.spec().model_name()
+    }
+
     /// The device file the preset is kept as, if it is kept as one.
     pub(crate) fn file_text(&self) -> Option<&'static str> {
         match self.build {
@@ -59,36 +64,32 @@ impl PresetInfo {
 const PRESETS: &[PresetInfo] = &[
     PresetInfo {
         name: "stec-zeus",
-        model: "linear",
         summary: "STEC Zeus 70 GB SSD, IBM linear fit A + n*B (El Maghraoui et al.), one request \
                   at a time",
-        build: Build::Code(|| DeviceSpec::Linear(linear::stec_zeus())),
+        build: Build::Code(|| DeviceSpec::new(linear::stec_zeus())),
         variant: None,
     },
     PresetInfo {
         name: "uhs1-sd",
-        model: "table",
         summary: "Baseline device of the co-simulation thesis (Wu, Table 5.3: Transcend UHS-I SD \
                   card), 400 MiB, Ch1-x1; `uhs1-sd:chN-xS` gives N channels and speedup S",
-        build: Build::Code(|| DeviceSpec::Table(table::uhs1_sd())),
+        build: Build::Code(|| DeviceSpec::new(table::uhs1_sd())),
         variant: Some(channels_and_speedup),
     },
     PresetInfo {
         name: "wisconsin-usb",
-        model: "step",
         summary: "32 MiB USB stick of the Wisconsin RAM-disk emulator (Aderhold & Field): the \
                   seed's step schedules and write compensation, illustrative delays",
-        build: Build::Code(|| DeviceSpec::Step(step::wisconsin_usb())),
+        build: Build::Code(|| DeviceSpec::new(step::wisconsin_usb())),
         variant: None,
     },
     PresetInfo {
         name: "flashsim-2009",
-        model: "ssd",
         summary: "FlashSim's SLC SSD (Kim et al. 2009, Table 2): 2 KiB pages, 64-page blocks, \
                   8 GiB raw (layout assumed), DFTL; `flashsim-2009:FTL` runs another FTL: \
                   page, page-static, block, log-block, fast, dftl, anand, fmax, raw",
         build: Build::Code(|| {
-            DeviceSpec::Ssd(consistent(ssd::flashsim_2009(
+            DeviceSpec::new(consistent(ssd::flashsim_2009(
                 FtlConfig::default_for(FLASHSIM_DEFAULT_FTL).expect("the FTL is registered"),
             )))
         }),
@@ -96,7 +97,6 @@ const PRESETS: &[PresetInfo] = &[
     },
     PresetInfo {
         name: "bench2g",
-        model: "ssd",
         summary: "The ../shared/bench comparison SSD: 2 GiB raw MLC, 32 planes, MQSim's \
                   timings, page FTL with 7 % over-provisioning and GC below 5 % free blocks \
                   per plane, 256 MiB DRAM cache",
@@ -105,25 +105,22 @@ const PRESETS: &[PresetInfo] = &[
     },
     PresetInfo {
         name: "sandisk-usb-anand",
-        model: "ssd",
         summary: "1 GB SanDisk USB stick under ANAND, the FTL that modelled it best (Konanki's \
                   hybrid-disk thesis, §5); geometry and timings assumed from 1 Gbit SLC \
                   datasheets",
-        build: Build::Code(|| DeviceSpec::Ssd(consistent(ssd::sandisk_usb_anand()))),
+        build: Build::Code(|| DeviceSpec::new(consistent(ssd::sandisk_usb_anand()))),
         variant: None,
     },
     PresetInfo {
         name: "tlc-nvme",
-        model: "ssd",
         summary: "Representative 3D TLC NVMe SSD, about 600 GB raw, timings typical of ISSCC \
                   2018-2020 parts, page FTL, 1 GiB DRAM buffer, background GC; no specific \
                   product",
-        build: Build::Code(|| DeviceSpec::Ssd(consistent(ssd::tlc_nvme()))),
+        build: Build::Code(|| DeviceSpec::new(consistent(ssd::tlc_nvme()))),
         variant: None,
     },
     PresetInfo {
         name: "hdd-laptop-2007",
-        model: "hdd",
         summary: "2.5-inch 5400 rpm laptop disk of the first hybrid drives' generation, 160 GB, \
                   8 MB cache; seek figures of a Travelstar 5K320, zones and overheads assumed",
         build: Build::File(include_str!("../presets/hdd-laptop-2007.toml")),
@@ -131,7 +128,6 @@ const PRESETS: &[PresetInfo] = &[
     },
     PresetInfo {
         name: "hdd-momentus-7200",
-        model: "hdd",
         summary: "2.5-inch 7200 rpm disk of a first-generation Momentus XT, 500 GB, 32 MB \
                   cache; 11 ms average seek, zones and overheads assumed",
         build: Build::File(include_str!("../presets/hdd-momentus-7200.toml")),
@@ -139,7 +135,6 @@ const PRESETS: &[PresetInfo] = &[
     },
     PresetInfo {
         name: "hybrid-2007-flash",
-        model: "ssd",
         summary: "The 256 MiB flash of `hybrid-laptop-2007`: the thesis' ANAND-managed SLC \
                   module (`sandisk-usb-anand`) scaled from 1 GiB to 256 MiB",
         build: Build::File(include_str!("../presets/hybrid-2007-flash.toml")),
@@ -147,7 +142,6 @@ const PRESETS: &[PresetInfo] = &[
     },
     PresetInfo {
         name: "hybrid-laptop-2007",
-        model: "hybrid",
         summary: "2007 hybrid laptop drive (Konanki's configuration 2): 256 MiB flash write \
                   cache over `hdd-laptop-2007` (5400 rpm, 160 GB, 8 MB DRAM); writes under \
                   64 KiB to flash, on-demand full flush, LRU",
@@ -156,7 +150,6 @@ const PRESETS: &[PresetInfo] = &[
     },
     PresetInfo {
         name: "momentus-xt-flash",
-        model: "ssd",
         summary: "The 4 GiB SLC flash of `momentus-xt`: FlashSim's SLC timings (`flashsim-2009`) \
                   at half the size, page FTL; timings assumed",
         build: Build::File(include_str!("../presets/momentus-xt-flash.toml")),
@@ -164,7 +157,6 @@ const PRESETS: &[PresetInfo] = &[
     },
     PresetInfo {
         name: "momentus-xt",
-        model: "hybrid",
         summary: "First-generation Seagate Momentus XT: 4 GiB SLC read cache (read misses \
                   promoted, writes to disk) over `hdd-momentus-7200` (7200 rpm, 500 GB, 32 MB \
                   DRAM), LRU",
@@ -173,70 +165,60 @@ const PRESETS: &[PresetInfo] = &[
     },
     PresetInfo {
         name: "disksim-cheetah9lp",
-        model: "hdd",
         summary: "Seagate Cheetah 9LP (ST39102LW), 9.1 GB, 10,045 rpm: DiskSim 4.0's validated parameters (valid/cheetah9LP.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-cheetah9lp.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-ibm18es",
-        model: "hdd",
         summary: "IBM Ultrastar 18ES (DNES-309170W), 9.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/ibm18es.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-ibm18es.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-hp-c2247a",
-        model: "hdd",
         summary: "HP C2247A, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c2247a.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-hp-c2247a.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-atlas10k",
-        model: "hdd",
         summary: "Quantum Atlas 10K, 9.2 GB, 10,025 rpm: DiskSim 4.0's validated parameters (valid/atlas10k.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-atlas10k.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-atlas3",
-        model: "hdd",
         summary: "Quantum Atlas III (QM39100TD-SW), 9.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/atlas_III.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-atlas3.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-barracuda",
-        model: "hdd",
         summary: "Seagate Barracuda (ST32171W), 2.1 GB, 7,200 rpm: DiskSim 4.0's validated parameters (valid/barracuda.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-barracuda.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-cheetah4lp",
-        model: "hdd",
         summary: "Seagate Cheetah 4LP (ST34501N), 4.5 GB, 10,033 rpm: DiskSim 4.0's validated parameters (valid/cheetah4LP.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-cheetah4lp.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-hp-c3323a",
-        model: "hdd",
         summary: "HP C3323A, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c3323a.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-hp-c3323a.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-hp-c2490a",
-        model: "hdd",
         summary: "HP C2490A, 2.1 GB, 6,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c2490a.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-hp-c2490a.toml")),
         variant: None,
     },
     PresetInfo {
         name: "disksim-dec-rz26",
-        model: "hdd",
         summary: "DEC RZ26, 1.05 GB, 5,400 rpm: DiskSim 4.0's validated parameters (valid/dec_rz26.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-dec-rz26.toml")),
         variant: None,
@@ -277,12 +259,12 @@ pub fn preset_spec(name: &str) -> Option<Result<DeviceSpec, String>> {
 
 /// The `../shared/bench` device, with its GC trigger as the ssd crate sets it.
 fn bench2g() -> DeviceSpec {
-    DeviceSpec::Ssd(consistent(ssd::bench2g()))
+    DeviceSpec::new(consistent(ssd::bench2g()))
 }
 
 /// `NAME:FTL`: the same SSD under another FTL, with that FTL's default parameters.
 fn ftl_variant(spec: DeviceSpec, variant: &str) -> Result<DeviceSpec, String> {
-    let DeviceSpec::Ssd(mut params) = spec else {
+    let Ok(mut params) = spec.into_params::<SsdParams>() else {
         return Err("FTL variants apply to ssd devices only".to_string());
     };
     let ftl = ftl::parse(variant).ok_or_else(|| {
@@ -292,12 +274,12 @@ fn ftl_variant(spec: DeviceSpec, variant: &str) -> Result<DeviceSpec, String> {
         )
     })?;
     params.ftl = (ftl.defaults)();
-    Ok(DeviceSpec::Ssd(consistent(params)))
+    Ok(DeviceSpec::new(consistent(params)))
 }
 
 /// The thesis' ChN-xS notation: `chN`, `xS` or both joined by `-`, case-insensitive.
 fn channels_and_speedup(spec: DeviceSpec, variant: &str) -> Result<DeviceSpec, String> {
-    let DeviceSpec::Table(mut params) = spec else {
+    let Ok(mut params) = spec.into_params::<table::TableParams>() else {
         return Err("ChN-xS variants apply to table devices only".to_string());
     };
     let usage =
@@ -326,5 +308,5 @@ fn channels_and_speedup(spec: DeviceSpec, variant: &str) -> Result<DeviceSpec, S
     if let Some(s) = speedup {
         params.speedup_milli = s;
     }
-    Ok(DeviceSpec::Table(params))
+    Ok(DeviceSpec::new(params))
 }

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use storsim_array::{ArrayParams, RaidLevel, ReadPolicy};
-use storsim_config::{load_device, ConfigError, DeviceSpec};
+use storsim_config::{load_device, ConfigError};
 
 /// A scratch directory per test, with a `sub/` directory for children named by path, removed
 /// when the returned guard drops.
@@ -58,7 +58,7 @@ children = ["stec-zeus", "sub/lin.toml"]
 "#,
     );
     let loaded = load_device(&array).unwrap();
-    let DeviceSpec::Array(spec) = &loaded.spec else {
+    let Some(spec) = loaded.spec.params::<storsim_config::ArraySpec>() else {
         panic!("not an array: {:?}", loaded.spec.model_name())
     };
     assert_eq!(
@@ -112,7 +112,7 @@ children = ["sub/stripe.toml", "flashsim-2009", "flashsim-2009:page"]
 "#,
     );
     let loaded = load_device(&mirror).unwrap();
-    let DeviceSpec::Array(spec) = &loaded.spec else {
+    let Some(spec) = loaded.spec.params::<storsim_config::ArraySpec>() else {
         panic!("not an array")
     };
     assert_eq!(
@@ -123,7 +123,7 @@ children = ["sub/stripe.toml", "flashsim-2009", "flashsim-2009:page"]
     );
     assert_eq!(spec.params.queue_depth, 8);
     // The nested file's children resolve relative to it (sub/), not to the mirror.
-    let DeviceSpec::Array(inner) = &spec.children[0].spec else {
+    let Some(inner) = spec.children[0].spec.params::<storsim_config::ArraySpec>() else {
         panic!("child 0 is not an array")
     };
     assert_eq!(inner.children.len(), 2);

@@ -1,14 +1,14 @@
 //! Device files: presets, overrides, and the errors users see for bad files.
 
 use storsim_blackbox::AccessPattern;
-use storsim_config::{load_device, parse_device_toml, presets, ConfigError, DeviceSpec};
+use storsim_config::{load_device, parse_device_toml, presets, ConfigError};
 
 #[test]
 fn every_preset_loads_by_name() {
     assert!(!presets().is_empty());
     for p in presets() {
         let loaded = load_device(p.name).unwrap();
-        assert_eq!(loaded.spec.model_name(), p.model);
+        assert!(storsim_config::models().any(|m| m.name == loaded.spec.model_name()));
     }
 }
 
@@ -19,7 +19,7 @@ fn a_file_overrides_a_preset() {
         "dev.toml",
     )
     .unwrap();
-    let DeviceSpec::Linear(p) = spec else {
+    let Ok(p) = spec.into_params::<storsim_blackbox::linear::LinearParams>() else {
         panic!("expected a linear device")
     };
     assert_eq!(p.capacity_bytes, 4_096_000);
@@ -43,7 +43,10 @@ sw = { a_us = 2, b_us_per_kib = 0.5 }
 rr = { a_us = 3, b_us_per_kib = 0.5 }
 rw = { a_us = 4, b_us_per_kib = 0.5 }
 "#;
-    let DeviceSpec::Linear(p) = parse_device_toml(text, "scratch.toml").unwrap() else {
+    let Ok(p) = parse_device_toml(text, "scratch.toml")
+        .unwrap()
+        .into_params::<storsim_blackbox::linear::LinearParams>()
+    else {
         panic!("expected a linear device")
     };
     assert_eq!(p.servers, 2);
@@ -135,8 +138,12 @@ fn overrides_apply_on_top_of_a_preset_and_name_bad_keys() {
     )
     .unwrap();
     assert_eq!(changed.name, "stec-zeus with overrides");
-    match (&base.spec, &changed.spec) {
-        (storsim_config::DeviceSpec::Linear(b), storsim_config::DeviceSpec::Linear(c)) => {
+    type Linear = storsim_blackbox::linear::LinearParams;
+    match (
+        base.spec.params::<Linear>(),
+        changed.spec.params::<Linear>(),
+    ) {
+        (Some(b), Some(c)) => {
             assert_eq!(c.capacity_bytes, 1_000_000_000);
             assert_eq!(c.queue_depth, 4);
             assert_ne!(b.capacity_bytes, c.capacity_bytes);

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use storsim_config::disksim::import::import_parv;
-use storsim_config::{load_device, presets, DeviceSpec};
+use storsim_config::{load_device, presets};
 
 /// (preset, DiskSim parameter file).
 const DRIVES: [(&str, &str); 10] = [
@@ -23,7 +23,9 @@ const DRIVES: [(&str, &str); 10] = [
 fn every_disksim_preset_is_listed_and_builds() {
     for (name, _) in DRIVES {
         assert!(
-            presets().iter().any(|p| p.name == name && p.model == "hdd"),
+            presets()
+                .iter()
+                .any(|p| p.name == name && p.model() == "hdd"),
             "{name} is not a preset"
         );
         let device = load_device(name).unwrap().spec.build().unwrap();
@@ -43,7 +45,11 @@ fn disksim_presets_equal_a_fresh_import() {
     }
     for (name, parv) in DRIVES {
         let imported = import_parv(&dir.join(parv)).unwrap();
-        let DeviceSpec::Hdd(preset) = load_device(name).unwrap().spec else {
+        let Ok(preset) = load_device(name)
+            .unwrap()
+            .spec
+            .into_params::<storsim_hdd::HddParams>()
+        else {
             panic!("{name} is not an hdd")
         };
         assert!(

@@ -56,7 +56,7 @@ fn data_dir() -> PathBuf {
 fn replay(device: &storsim_config::LoadedDevice, trace: &Path) -> (Vec<f64>, Vec<f64>) {
     let mut dev = device.spec.build().expect("buildable drive");
     let options = TraceOptions {
-        format: Some(TraceFormat::Validate),
+        format: Some(TraceFormat::named("validate")),
         ..TraceOptions::default()
     };
     let mut workload = trace::open(trace, &options).expect("readable trace");
@@ -167,7 +167,7 @@ fn imported_drives_round_trip_through_toml() {
             .unwrap_or_else(|e| panic!("{parv}: {e}"));
         assert_eq!(
             loaded.spec,
-            storsim_config::DeviceSpec::Hdd(drive.params.clone()),
+            storsim_config::DeviceSpec::new(drive.params.clone()),
             "{parv}"
         );
         assert_eq!(loaded.spec.model_name(), "hdd");

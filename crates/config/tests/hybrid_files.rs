@@ -53,7 +53,7 @@ fn a_controller_file_loads_and_builds() {
          pinned = [[0, 65536]]\nqueue_depth = 8\n",
     )
     .unwrap();
-    let DeviceSpec::Hybrid(h) = &spec else {
+    let Some(h) = spec.params::<storsim_config::HybridSpec>() else {
         panic!("not a hybrid: {spec:?}")
     };
     let HybridConfiguration::Controller(p) = &h.configuration else {
@@ -84,7 +84,7 @@ fn a_host_file_loads_with_its_placement() {
          placement = \"flash-ranges\"\nflash_ranges = [[0, 1048576]]\n",
     )
     .unwrap();
-    let DeviceSpec::Hybrid(h) = &spec else {
+    let Some(h) = spec.params::<storsim_config::HybridSpec>() else {
         panic!()
     };
     let HybridConfiguration::Host(p) = &h.configuration else {
@@ -185,7 +185,7 @@ fn a_hybrid_child_is_refused() {
 }
 
 fn controller_params(spec: &DeviceSpec) -> &HybridParams {
-    let DeviceSpec::Hybrid(h) = spec else {
+    let Some(h) = spec.params::<storsim_config::HybridSpec>() else {
         panic!("not a hybrid: {spec:?}")
     };
     let HybridConfiguration::Controller(p) = &h.configuration else {
@@ -267,7 +267,7 @@ fn counter(device: &dyn Device, name: &str) -> f64 {
 fn every_hybrid_preset_builds_and_serves_requests() {
     let hybrids: Vec<&str> = presets()
         .iter()
-        .filter(|p| p.model == "hybrid")
+        .filter(|p| p.model() == "hybrid")
         .map(|p| p.name)
         .collect();
     assert_eq!(hybrids, ["hybrid-laptop-2007", "momentus-xt"]);
@@ -279,7 +279,7 @@ fn every_hybrid_preset_builds_and_serves_requests() {
     assert_eq!(p.admission, Admission::Writes);
     assert_eq!(p.flush, FlushPolicy::OnDemand);
     assert_eq!(p.small_write_threshold_bytes, 64 << 10);
-    let DeviceSpec::Hybrid(h) = &loaded.spec else {
+    let Some(h) = loaded.spec.params::<storsim_config::HybridSpec>() else {
         unreachable!()
     };
     assert_eq!(

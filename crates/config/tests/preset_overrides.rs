@@ -11,10 +11,8 @@ use storsim_hdd::{HddParams, SeekCurve, WriteBack};
 use storsim_hybrid::{HybridParams, Replacement};
 
 fn hdd(spec: DeviceSpec) -> HddParams {
-    match spec {
-        DeviceSpec::Hdd(p) => p,
-        other => panic!("expected an hdd, got a {}", other.model_name()),
-    }
+    spec.into_params::<storsim_hdd::HddParams>()
+        .unwrap_or_else(|other| panic!("expected an hdd, got a {}", other.model_name()))
 }
 
 fn preset_hdd(name: &str) -> HddParams {
@@ -22,10 +20,8 @@ fn preset_hdd(name: &str) -> HddParams {
 }
 
 fn hybrid(spec: DeviceSpec) -> HybridSpec {
-    match spec {
-        DeviceSpec::Hybrid(h) => h,
-        other => panic!("expected a hybrid, got a {}", other.model_name()),
-    }
+    spec.into_params::<storsim_config::HybridSpec>()
+        .unwrap_or_else(|other| panic!("expected a hybrid, got a {}", other.model_name()))
 }
 
 fn controller(h: &HybridSpec) -> &HybridParams {
@@ -359,7 +355,7 @@ fn a_hybrid_override_file_may_name_a_child_file_that_overrides_a_disk_preset() {
     want.mechanics.rpm = 7200.0;
     assert_eq!(hdd(h.disk.spec.clone()), want);
     assert!(h.disk.name.ends_with("fast-disk.toml"), "{}", h.disk.name);
-    assert!(DeviceSpec::Hybrid(h).build().is_ok());
+    assert!(DeviceSpec::new(h).build().is_ok());
 }
 
 #[test]

@@ -36,10 +36,8 @@ channel_mts = 400
 "#;
 
 fn ssd(spec: DeviceSpec) -> SsdParams {
-    match spec {
-        DeviceSpec::Ssd(p) => p,
-        other => panic!("expected an ssd device, got {}", other.model_name()),
-    }
+    spec.into_params::<storsim_ssd::SsdParams>()
+        .unwrap_or_else(|other| panic!("expected an ssd device, got {}", other.model_name()))
 }
 
 fn parse(text: &str) -> SsdParams {
@@ -74,7 +72,7 @@ fn page_params(p: &SsdParams) -> &page::Params {
 fn every_ssd_preset_loads_and_builds() {
     let names: Vec<&str> = presets()
         .iter()
-        .filter(|p| p.model == "ssd")
+        .filter(|p| p.model() == "ssd")
         .map(|p| p.name)
         .collect();
     assert_eq!(
@@ -860,7 +858,9 @@ fn the_documented_examples_parse_and_build() {
             let block = block.split("```").next().unwrap();
             let spec = parse_device_toml(block, &page)
                 .unwrap_or_else(|e| panic!("{page}: example does not parse: {e}\n{block}"));
-            let DeviceSpec::Ssd(p) = &spec else { continue };
+            let Some(p) = spec.params::<SsdParams>() else {
+                continue;
+            };
             ssd_examples += 1;
             // Steady-state preconditioning of a multi-GiB device is too slow for a test.
             if !matches!(p.precondition, Precondition::SteadyState { .. }) {

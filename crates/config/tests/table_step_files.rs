@@ -8,17 +8,13 @@ use storsim_config::{load_device, parse_device_toml, ConfigError, DeviceSpec};
 use storsim_core::SimDuration;
 
 fn table(spec: DeviceSpec) -> TableParams {
-    match spec {
-        DeviceSpec::Table(p) => p,
-        other => panic!("expected a table device, got {}", other.model_name()),
-    }
+    spec.into_params::<storsim_blackbox::table::TableParams>()
+        .unwrap_or_else(|other| panic!("expected a table device, got {}", other.model_name()))
 }
 
 fn step(spec: DeviceSpec) -> StepParams {
-    match spec {
-        DeviceSpec::Step(p) => p,
-        other => panic!("expected a step device, got {}", other.model_name()),
-    }
+    spec.into_params::<storsim_blackbox::step::StepParams>()
+        .unwrap_or_else(|other| panic!("expected a step device, got {}", other.model_name()))
 }
 
 fn invalid_key(text: &str) -> String {

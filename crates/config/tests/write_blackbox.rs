@@ -119,7 +119,7 @@ fn linear_awkward_values_round_trip() {
         (123_456_789_012, B_MAX_PS),
         (HOUR_NS, 999_999_999_999),
     ]);
-    round_trip(&DeviceSpec::Linear(p.clone()));
+    round_trip(&DeviceSpec::new(p.clone()));
     p.sequential_detect = SequentialDetect::PreviousRequest;
     p.servers = 65_536;
     p.queue_depth = QUEUE_DEPTH_MAX as usize;
@@ -132,7 +132,7 @@ fn linear_awkward_values_round_trip() {
     p.trim = SimDuration::ZERO;
     p.flush = ns(HOUR_NS);
     p.capacity_bytes = i64::MAX as u64;
-    round_trip(&DeviceSpec::Linear(p));
+    round_trip(&DeviceSpec::new(p));
 }
 
 #[test]
@@ -145,11 +145,11 @@ fn table_awkward_values_round_trip() {
     ];
     for speedup_milli in [1500, 1, 1000, 1_234_567, 1_000_000_000] {
         let mut p = table(rows.clone(), speedup_milli);
-        round_trip(&DeviceSpec::Table(p.clone()));
+        round_trip(&DeviceSpec::new(p.clone()));
         p.channels = 65_536;
         p.sequential_detect = SequentialDetect::PreviousSameDirection;
         p.rows.truncate(1);
-        round_trip(&DeviceSpec::Table(p));
+        round_trip(&DeviceSpec::new(p));
     }
 }
 
@@ -173,7 +173,7 @@ fn step_awkward_values_round_trip() {
                     direction([HOUR_NS, 0, 1_001], write_schedule, compensate_write),
                 );
                 p.sequential_detect = detect;
-                round_trip(&DeviceSpec::Step(p));
+                round_trip(&DeviceSpec::new(p));
             }
         }
     }
@@ -206,7 +206,7 @@ fn every_representable_value_round_trips() {
         let mut p = linear(costs);
         p.trim = ns(delay(4, &mut next));
         p.flush = ns(delay(5, &mut next));
-        round_trip(&DeviceSpec::Linear(p));
+        round_trip(&DeviceSpec::new(p));
         let times = [0, 1, 2, 3].map(|j| delay(j, &mut next));
         let s = step(
             direction([times[0], times[1], times[2]], &[1], false),
@@ -216,9 +216,9 @@ fn every_representable_value_round_trips() {
                 true,
             ),
         );
-        round_trip(&DeviceSpec::Step(s));
+        round_trip(&DeviceSpec::new(s));
         let t = table(vec![row(4096, times)], 1 + next(999_999_999));
-        round_trip(&DeviceSpec::Table(t));
+        round_trip(&DeviceSpec::new(t));
     }
 }
 
@@ -289,14 +289,14 @@ fn unwritable_values_are_errors() {
     let good = linear([(1, 1); 4]);
     let cases: Vec<(DeviceSpec, &str)> = vec![
         (
-            DeviceSpec::Linear(LinearParams {
+            DeviceSpec::new(LinearParams {
                 trim: ns(HOUR_NS + 1),
                 ..good.clone()
             }),
             "linear.trim_latency_us",
         ),
         (
-            DeviceSpec::Linear({
+            DeviceSpec::new({
                 let mut p = good.clone();
                 p.costs[AccessPattern::RandomWrite.index()].per_kib_ps = B_MAX_PS + 1;
                 p
@@ -304,48 +304,48 @@ fn unwritable_values_are_errors() {
             "linear.rw.b_us_per_kib",
         ),
         (
-            DeviceSpec::Linear(LinearParams {
+            DeviceSpec::new(LinearParams {
                 servers: 0,
                 ..good.clone()
             }),
             "linear.servers",
         ),
         (
-            DeviceSpec::Linear(LinearParams {
+            DeviceSpec::new(LinearParams {
                 capacity_bytes: i64::MAX as u64 + 1,
                 ..good.clone()
             }),
             "capacity_bytes",
         ),
         (
-            DeviceSpec::Table(table(vec![row(1, [1; 4])], 1_000_000_001)),
+            DeviceSpec::new(table(vec![row(1, [1; 4])], 1_000_000_001)),
             "table.speedup",
         ),
         (
-            DeviceSpec::Table(table(vec![row(1, [1; 4])], 0)),
+            DeviceSpec::new(table(vec![row(1, [1; 4])], 0)),
             "table.speedup",
         ),
         (
-            DeviceSpec::Table(table(vec![row(2, [1; 4]), row(2, [1; 4])], 1000)),
+            DeviceSpec::new(table(vec![row(2, [1; 4]), row(2, [1; 4])], 1000)),
             "table.row[1].size_bytes",
         ),
         (
-            DeviceSpec::Table(table(vec![row(1, [1; 4]), row(u64::MAX, [1; 4])], 1000)),
+            DeviceSpec::new(table(vec![row(1, [1; 4]), row(u64::MAX, [1; 4])], 1000)),
             "table.row[1].size_bytes",
         ),
         (
-            DeviceSpec::Table(table(vec![row(1, [1, 1, u64::MAX, 1])], 1000)),
+            DeviceSpec::new(table(vec![row(1, [1, 1, u64::MAX, 1])], 1000)),
             "table.row[0].rr_us",
         ),
         (
-            DeviceSpec::Step(step(
+            DeviceSpec::new(step(
                 direction([1, 1, 1], &[], false),
                 direction([1, 1, 1], &[1], false),
             )),
             "step.read.step_interval_requests",
         ),
         (
-            DeviceSpec::Step(step(
+            DeviceSpec::new(step(
                 direction([1, 1, 1], &[1], false),
                 direction([1, 1, 1], &[u64::MAX], false),
             )),

@@ -28,7 +28,7 @@ fn main() {
         return;
     }
     let opts = TraceOptions {
-        format: Some(TraceFormat::MqsimAscii),
+        format: Some(TraceFormat::named("mqsim")),
         devices: DeviceSelection::Overlay,
         // The parser's own speed, on the calling thread.
         parse_thread: false,

@@ -10,7 +10,7 @@ use storsim_workload::trace::{
 };
 use storsim_workload::{Origin, Pacing, Record};
 
-const FORMAT: TraceFormat = TraceFormat::Blkparse;
+const FORMAT: TraceFormat = TraceFormat::named("blkparse");
 
 /// Reads a whole trace and returns the records and the ignored count.
 fn read_ignored(path: &Path, opts: &TraceOptions) -> (Vec<Record>, u64) {

@@ -80,7 +80,7 @@ fn concat_does_not_depend_on_record_order() {
 
 #[test]
 fn flushes_keep_no_range_when_concatenated() {
-    let records = read(&data("fio_v2_sample.log"), DeviceSelection::Concat);
+    let records = read(&data("fio_iolog_v2_sample.log"), DeviceSelection::Concat);
     let flush = records.iter().find(|r| r.op == Op::Flush).unwrap();
     assert_eq!((flush.dev, flush.offset_bytes, flush.len_bytes), (1, 0, 0));
     // /dev/sdb (device 0) ends at 69632 bytes: one 1 MiB region before /dev/sdc.
@@ -94,7 +94,7 @@ fn flushes_keep_no_range_when_concatenated() {
 #[test]
 fn concat_reports_bad_records_when_opening() {
     let opts = TraceOptions {
-        format: Some(TraceFormat::MqsimAscii),
+        format: Some(TraceFormat::named("mqsim")),
         ..TraceOptions::default()
     };
     match open(&data("mqsim_bad.trace"), &opts) {
@@ -121,7 +121,7 @@ fn too_many_devices_to_concatenate_is_an_error() {
     }
     let path = write_temp("devices", "", text.as_bytes());
     let opts = TraceOptions {
-        format: Some(TraceFormat::MqsimAscii),
+        format: Some(TraceFormat::named("mqsim")),
         ..TraceOptions::default()
     };
     match open(&path, &opts) {

@@ -7,7 +7,7 @@ use storsim_core::Op;
 use storsim_workload::trace::{detect, open, TraceFormat};
 use storsim_workload::{Origin, Pacing, Record};
 
-const FORMAT: TraceFormat = TraceFormat::DiskSimAscii;
+const FORMAT: TraceFormat = TraceFormat::named("disksim-ascii");
 
 #[test]
 fn sample_parses_to_exact_records() {

@@ -7,11 +7,11 @@ use storsim_core::Op;
 use storsim_workload::trace::{detect, open, TraceFormat};
 use storsim_workload::{Origin, Pacing, Record};
 
-const FORMAT: TraceFormat = TraceFormat::FioIolog;
+const FORMAT: TraceFormat = TraceFormat::named("fio-iolog");
 
 #[test]
 fn version_2_sample_parses_to_exact_records() {
-    let path = data("fio_v2_sample.log");
+    let path = data("fio_iolog_v2_sample.log");
     assert_eq!(detect(&path).unwrap(), FORMAT);
     let workload = open(&path, &options(FORMAT, false)).unwrap();
     assert_eq!(
@@ -35,7 +35,7 @@ fn version_2_sample_parses_to_exact_records() {
 
 #[test]
 fn version_3_sample_parses_to_exact_records() {
-    let path = data("fio_v3_sample.log");
+    let path = data("fio_iolog_v3_sample.log");
     assert_eq!(detect(&path).unwrap(), FORMAT);
     let workload = open(&path, &options(FORMAT, false)).unwrap();
     let ignored = workload.ignored.clone();

@@ -44,12 +44,15 @@ fn compressed_text_traces_read_like_plain_ones() {
     let tmp = temp_dir("plain");
     let dir = tmp.path();
     for (file, format) in [
-        ("mqsim_sample.trace", TraceFormat::MqsimAscii),
-        ("msr_sample.csv", TraceFormat::Msr),
-        ("blkparse_sample.txt", TraceFormat::Blkparse),
-        ("validate_sample.trace", TraceFormat::Validate),
-        ("fio_v3_sample.log", TraceFormat::FioIolog),
-        ("storsim_record_sample.rec", TraceFormat::StorsimRecord),
+        ("mqsim_sample.trace", TraceFormat::named("mqsim")),
+        ("msr_sample.csv", TraceFormat::named("msr")),
+        ("blkparse_sample.txt", TraceFormat::named("blkparse")),
+        ("validate_sample.trace", TraceFormat::named("validate")),
+        ("fio_iolog_v3_sample.log", TraceFormat::named("fio-iolog")),
+        (
+            "storsim_record_sample.rec",
+            TraceFormat::named("storsim-record"),
+        ),
     ] {
         let plain = data(file);
         // No `.gz` in the name: the content decides.
@@ -89,7 +92,7 @@ fn concatenated_gzip_members_are_all_read() {
 fn compressed_streams_are_read_too() {
     let bytes = gzip(&std::fs::read(data("mqsim_sample.trace")).unwrap());
     let opts = TraceOptions {
-        format: Some(TraceFormat::MqsimAscii),
+        format: Some(TraceFormat::named("mqsim")),
         devices: DeviceSelection::Overlay,
         ..TraceOptions::default()
     };
@@ -109,7 +112,7 @@ fn a_corrupt_stream_is_an_io_error() {
     let path = dir.join("corrupt.gz");
     std::fs::write(&path, bytes).unwrap();
     let opts = TraceOptions {
-        format: Some(TraceFormat::MqsimAscii),
+        format: Some(TraceFormat::named("mqsim")),
         ..TraceOptions::default()
     };
     let result = open(&path, &opts).and_then(|w| w.records.collect::<Result<Vec<_>, _>>());

@@ -16,7 +16,7 @@ const SEED: u64 = 0x5eed_7ace;
 /// Reads `path` as every format, with every bad-record policy and device selection, to the end.
 fn read_every_way(path: &Path) {
     let _ = detect(path);
-    for format in TraceFormat::ALL {
+    for format in TraceFormat::all() {
         for skip_bad in [false, true] {
             for devices in [
                 DeviceSelection::Concat,
@@ -130,7 +130,7 @@ fn a_file_without_newlines_is_one_overlong_line() {
     let path = temp_path("hostile-long", "");
     std::fs::write(&path, vec![b'7'; 200_000]).unwrap();
     let opts = TraceOptions {
-        format: Some(TraceFormat::MqsimAscii),
+        format: Some(TraceFormat::named("mqsim")),
         ..TraceOptions::default()
     };
     let err = open(&path, &opts)

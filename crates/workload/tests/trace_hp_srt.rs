@@ -8,7 +8,7 @@ use storsim_core::Op;
 use storsim_workload::trace::{detect, open, TraceFormat};
 use storsim_workload::{Origin, Pacing, Record};
 
-const FORMAT: TraceFormat = TraceFormat::HpSrt;
+const FORMAT: TraceFormat = TraceFormat::named("hp-srt");
 
 const HEADER: &[u8] =
     b"$$TR_IOREC-1.3 (test)\x00\nversion = 1.3;\ntracedate = \"Sat May 30 00:03:06 1992\";\n\x0c";
@@ -106,7 +106,7 @@ fn expected(base: u64) -> Vec<Record> {
 #[test]
 fn sample_with_header_parses_to_exact_records() {
     let path = write_temp("hp", ".srt", &[HEADER, &records_body()].concat());
-    assert_eq!(detect(&path).unwrap(), TraceFormat::HpSrt);
+    assert_eq!(detect(&path).unwrap(), TraceFormat::named("hp-srt"));
     let workload = open(&path, &options(FORMAT, false)).unwrap();
     let ignored = workload.ignored.clone();
     assert_eq!(
@@ -123,7 +123,7 @@ fn sample_with_header_parses_to_exact_records() {
 #[test]
 fn headerless_hpl2_sample_parses_to_exact_records() {
     let path = write_temp("hp", ".srt", &records_body());
-    assert_eq!(detect(&path).unwrap(), TraceFormat::HpSrt);
+    assert_eq!(detect(&path).unwrap(), TraceFormat::named("hp-srt"));
     let records: Vec<Record> = open(&path, &options(FORMAT, false))
         .unwrap()
         .records

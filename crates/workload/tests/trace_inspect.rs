@@ -45,7 +45,8 @@ fn small_trace_is_characterised_exactly() {
 
 #[test]
 fn flushes_and_trims_are_counted_but_carry_no_size() {
-    let c = inspect(open(&data("fio_v2_sample.log"), &TraceOptions::default()).unwrap()).unwrap();
+    let c =
+        inspect(open(&data("fio_iolog_v2_sample.log"), &TraceOptions::default()).unwrap()).unwrap();
     assert_eq!(c.per_op, [2, 1, 1, 1]);
     assert_eq!(c.read_percent, Some(200.0 / 3.0));
     // The flush is not in the histogram; the trim is.
@@ -60,7 +61,7 @@ fn an_empty_trace_has_no_means() {
     let path = temp_path("inspect-empty", "");
     std::fs::write(&path, "# nothing here\n").unwrap();
     let opts = TraceOptions {
-        format: Some(storsim_workload::trace::TraceFormat::MqsimAscii),
+        format: Some(storsim_workload::trace::TraceFormat::named("mqsim")),
         ..TraceOptions::default()
     };
     let c = inspect(open(&path, &opts).unwrap()).unwrap();
@@ -86,7 +87,7 @@ fn too_many_devices_to_count_is_an_error() {
     let path = temp_path("inspect-devices", "");
     std::fs::write(&path, text).unwrap();
     let opts = TraceOptions {
-        format: Some(storsim_workload::trace::TraceFormat::MqsimAscii),
+        format: Some(storsim_workload::trace::TraceFormat::named("mqsim")),
         devices: DeviceSelection::Overlay,
         ..TraceOptions::default()
     };

@@ -7,12 +7,12 @@ use storsim_core::Op;
 use storsim_workload::trace::{detect, open, TraceFormat};
 use storsim_workload::{Origin, Pacing, Record};
 
-const FORMAT: TraceFormat = TraceFormat::Msr;
+const FORMAT: TraceFormat = TraceFormat::named("msr");
 
 #[test]
 fn sample_parses_to_exact_records() {
     let path = data("msr_sample.csv");
-    assert_eq!(detect(&path).unwrap(), TraceFormat::Msr);
+    assert_eq!(detect(&path).unwrap(), TraceFormat::named("msr"));
     let workload = open(&path, &options(FORMAT, false)).unwrap();
     assert_eq!(workload.name, path.display().to_string());
     assert_eq!(workload.pacing, Pacing::Open);

@@ -94,7 +94,7 @@ struct Expect {
 const TRACES: [Expect; 7] = [
     Expect {
         path: "traces/financial1_ssdsim/Financial1_first10k.ssdsim.ascii",
-        format: TraceFormat::MqsimAscii,
+        format: TraceFormat::named("mqsim"),
         requests: 10_000,
         read_percent: Some(40.8),
         mean_kib: Some(5.4),
@@ -103,7 +103,7 @@ const TRACES: [Expect; 7] = [
     },
     Expect {
         path: "traces/tpcc_mqsim/tpcc-small.trace",
-        format: TraceFormat::MqsimAscii,
+        format: TraceFormat::named("mqsim"),
         requests: 6_999,
         read_percent: Some(62.6),
         mean_kib: Some(8.3),
@@ -112,7 +112,7 @@ const TRACES: [Expect; 7] = [
     },
     Expect {
         path: "traces/websearch_mqsim/wsrch-small.trace",
-        format: TraceFormat::MqsimAscii,
+        format: TraceFormat::named("mqsim"),
         requests: 24_783,
         read_percent: Some(100.0),
         mean_kib: Some(15.1),
@@ -121,7 +121,7 @@ const TRACES: [Expect; 7] = [
     },
     Expect {
         path: "traces/msr_hm_0_sample/msr-cambridge1-sample.csv",
-        format: TraceFormat::Msr,
+        format: TraceFormat::named("msr"),
         requests: 1_000,
         read_percent: Some(50.8),
         mean_kib: Some(9.5),
@@ -130,7 +130,7 @@ const TRACES: [Expect; 7] = [
     },
     Expect {
         path: "traces/cloudphysics_vscsi/cloudPhysicsIO.vscsi",
-        format: TraceFormat::Vscsi,
+        format: TraceFormat::named("vscsi"),
         requests: 113_872,
         read_percent: Some(41.3),
         mean_kib: Some(36.1),
@@ -139,7 +139,7 @@ const TRACES: [Expect; 7] = [
     },
     Expect {
         path: "traces/fiu_mail_10k/cheetah.cs.fiu.edu-110108-113008.1.first10k.blkparse",
-        format: TraceFormat::Fiu,
+        format: TraceFormat::named("fiu"),
         requests: 10_000,
         read_percent: Some(89.0),
         mean_kib: Some(4.0),
@@ -148,7 +148,7 @@ const TRACES: [Expect; 7] = [
     },
     Expect {
         path: "traces/blkparse_apress_java/blktrace.txt",
-        format: TraceFormat::Blkparse,
+        format: TraceFormat::named("blkparse"),
         requests: 170,
         read_percent: None,
         mean_kib: None,
@@ -286,9 +286,9 @@ fn disksim_validation_data_detects_and_parses() {
         seen += 1;
         let lines = std::fs::read_to_string(&path).unwrap().lines().count() as u64;
         let expected = if path.file_name().unwrap() == "ascii.trace" {
-            TraceFormat::DiskSimAscii
+            TraceFormat::named("disksim-ascii")
         } else {
-            TraceFormat::Validate
+            TraceFormat::named("validate")
         };
         assert_eq!(detect(&path).unwrap(), expected, "{}", path.display());
         assert_eq!(
@@ -297,7 +297,7 @@ fn disksim_validation_data_detects_and_parses() {
             "{}",
             path.display()
         );
-        if expected == TraceFormat::Validate {
+        if expected == TraceFormat::named("validate") {
             let workload = trace::open(&path, &TraceOptions::default()).unwrap();
             assert_eq!(workload.pacing, Pacing::Closed { depth: 1 });
             let access: Vec<f64> = validate_measured_access_us(&path)
@@ -321,7 +321,7 @@ fn hp_srt_week_trace_parses() {
         return;
     };
     let path = shared.join("disksim-valid/ajw.1week.srt");
-    assert_eq!(detect(&path).unwrap(), TraceFormat::HpSrt);
+    assert_eq!(detect(&path).unwrap(), TraceFormat::named("hp-srt"));
     assert_eq!(count(&path, &TraceOptions::default()), (44_519, 0));
     let opts = TraceOptions {
         devices: DeviceSelection::Overlay,

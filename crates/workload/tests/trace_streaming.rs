@@ -90,7 +90,7 @@ impl Read for Generator {
 /// before opening, in bytes.
 fn peak_growth(lines: u64) -> usize {
     let opts = TraceOptions {
-        format: Some(TraceFormat::MqsimAscii),
+        format: Some(TraceFormat::named("mqsim")),
         devices: DeviceSelection::Overlay,
         ..TraceOptions::default()
     };
@@ -130,7 +130,7 @@ fn write_trace(lines: u64) -> TempPath {
 /// so that the peak is the pipeline's full capacity whatever the threads' relative speeds.
 fn threaded_peak_growth(path: &Path, lines: u64) -> usize {
     let opts = TraceOptions {
-        format: Some(TraceFormat::MqsimAscii),
+        format: Some(TraceFormat::named("mqsim")),
         devices: DeviceSelection::Overlay,
         parse_thread: true,
         ..TraceOptions::default()

@@ -7,7 +7,7 @@ use storsim_core::Op;
 use storsim_workload::trace::{detect, open, validate_measured_access_us, TraceFormat};
 use storsim_workload::{Origin, Pacing, Record, WorkloadError};
 
-const FORMAT: TraceFormat = TraceFormat::Validate;
+const FORMAT: TraceFormat = TraceFormat::named("validate");
 
 #[test]
 fn sample_parses_to_exact_records() {

@@ -42,7 +42,7 @@ fn v2(opcode: u16, len_bytes: u32, lbn: u64, ts_us: u64) -> Vec<u8> {
 
 fn options(skip_bad: bool) -> TraceOptions {
     TraceOptions {
-        format: Some(TraceFormat::Vscsi),
+        format: Some(TraceFormat::named("vscsi")),
         skip_bad,
         ..TraceOptions::default()
     }
@@ -73,7 +73,7 @@ fn sample(build: fn(u16, u32, u64, u64) -> Vec<u8>) -> Vec<u8> {
 #[test]
 fn version_1_sample_parses_to_exact_records() {
     let path = write_temp("vscsi", ".vscsi", &sample(v1));
-    assert_eq!(detect(&path).unwrap(), TraceFormat::Vscsi);
+    assert_eq!(detect(&path).unwrap(), TraceFormat::named("vscsi"));
     let workload = open(&path, &options(false)).unwrap();
     let ignored = workload.ignored.clone();
     assert_eq!(
@@ -96,7 +96,7 @@ fn version_1_sample_parses_to_exact_records() {
 #[test]
 fn version_2_sample_parses_to_exact_records() {
     let path = write_temp("vscsi", ".vscsi", &sample(v2));
-    assert_eq!(detect(&path).unwrap(), TraceFormat::Vscsi);
+    assert_eq!(detect(&path).unwrap(), TraceFormat::named("vscsi"));
     let workload = open(&path, &options(false)).unwrap();
     let ignored = workload.ignored.clone();
     let records: Vec<Record> = workload.records.map(Result::unwrap).collect();

@@ -2,8 +2,8 @@
 //! child file's path is relative to the file that names it, so an array and its children
 //! move together; a file that leads back to itself is an error naming the chain.
 
-use super::{check_queue_depth, invalid};
-use crate::{preset_spec, ConfigError, DeviceSpec, LoadedDevice};
+use super::{check_queue_depth, invalid, FileContext, Model};
+use crate::{preset_spec, ConfigError, DeviceSpec, LoadedDevice, ModelParams};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use storsim_array::{ArrayParams, RaidLevel, ReadPolicy};
@@ -234,4 +234,68 @@ fn load_child(
     };
     let spec: DeviceSpec = crate::file::parse_nested(&text, &name, &child_nesting)?;
     Ok(LoadedDevice { name, spec })
+}
+
+/// The array's entry in the model table.
+pub(crate) struct Array;
+
+impl Model for Array {
+    const NAME: &'static str = "array";
+    const DESCRIPTION: &'static str =
+        "RAID-0 striping or RAID-1 mirroring over child devices, arrays included";
+    const MERGED_OVER_PRESET: bool = true;
+    const HAS_CHILDREN: bool = true;
+    type Params = ArraySpec;
+    type Section = ArraySection;
+
+    fn resolve(
+        section: Option<&ArraySection>,
+        base: Option<ArraySpec>,
+        cx: &FileContext,
+    ) -> Result<ArraySpec, ConfigError> {
+        // A file that starts from an array preset is merged into the preset's file and arrives
+        // without one, so a base comes only from the preset's own parameters.
+        if let Some(spec) = base {
+            return Ok(spec);
+        }
+        from_scratch(
+            cx.required(Self::NAME, section)?,
+            cx.capacity_bytes,
+            cx.queue_depth,
+            cx.file,
+            cx.nesting,
+        )
+    }
+}
+
+impl ModelParams for ArraySpec {
+    fn model_name(&self) -> &'static str {
+        Array::NAME
+    }
+
+    /// Builds the children in order, then the array over them.
+    fn build(&self) -> Result<Box<dyn storsim_core::Device>, String> {
+        let children = self
+            .children
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                c.spec
+                    .build()
+                    .map_err(|e| format!("array child {i} ({}): {e}", c.name))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Box::new(
+            storsim_array::ArrayDevice::new(self.params, children)
+                .map_err(|e| format!("array: {e}"))?,
+        ))
+    }
+
+    /// An array holds its children: the sum of the bounds they report.
+    fn state_bytes_bound(&self) -> Option<u64> {
+        self.children
+            .iter()
+            .filter_map(|c| c.spec.state_bytes_bound())
+            .reduce(u64::saturating_add)
+    }
 }

@@ -3,7 +3,8 @@
 //! before it is read here). The section mirrors [`HddParams`] field by field, so a written file
 //! reads back to the same parameters.
 
-use crate::ConfigError;
+use super::{FileContext, Model};
+use crate::{ConfigError, ModelParams};
 use serde::{Deserialize, Serialize};
 use storsim_hdd::{
     CacheParams, ExtraWriteDisconnect, Geometry, HddDevice, HddError, HddParams, HplCurve,
@@ -14,7 +15,7 @@ use storsim_hdd::{
 /// Tables of the section that hold one of several variants, with the key naming it: a file that
 /// names another seek curve than its preset replaces the preset's `[hdd.mechanics.seek]` whole,
 /// since the preset's curve parameters mean nothing to the new curve.
-pub(crate) const VARIANT_TABLES: &[(&str, &str)] = &[("hdd.mechanics.seek", "curve")];
+const VARIANT_TABLES: &[(&str, &str)] = &[("hdd.mechanics.seek", "curve")];
 
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -575,8 +576,64 @@ pub(crate) fn device_toml(p: &HddParams) -> Result<String, String> {
         hdd: &'a HddSection,
     }
     toml::to_string(&File {
-        model: "hdd",
+        model: Hdd::NAME,
         hdd: &to_section(p),
     })
     .map_err(|e| e.to_string())
+}
+
+/// The disk model's entry in the model table.
+pub(crate) struct Hdd;
+
+impl Model for Hdd {
+    const NAME: &'static str = "hdd";
+    const DESCRIPTION: &'static str =
+        "Hard disk after DiskSim 4.0: zoned geometry, seek curves, rotation, segmented cache, scheduler";
+    const MERGED_OVER_PRESET: bool = true;
+    const VARIANT_TABLES: &'static [(&'static str, &'static str)] = VARIANT_TABLES;
+    type Params = HddParams;
+    type Section = HddSection;
+
+    fn resolve(
+        section: Option<&HddSection>,
+        base: Option<HddParams>,
+        cx: &FileContext,
+    ) -> Result<HddParams, ConfigError> {
+        // A file that starts from a disk preset was merged into the preset's file and arrives
+        // without one, so a base comes only from the preset's own parameters, unchanged.
+        if let Some(p) = base {
+            return Ok(p);
+        }
+        let section = cx.required(Self::NAME, section)?;
+        // A disk's capacity is its geometry's, and [hdd] always states its queue depth: a
+        // second number at the top could only disagree with them.
+        if cx.capacity_bytes.is_some() {
+            return Err(super::invalid(
+                cx.file,
+                "capacity_bytes",
+                "does not apply to an `hdd` device: its capacity follows from [hdd.geometry]"
+                    .into(),
+            ));
+        }
+        if cx.queue_depth.is_some() {
+            return Err(super::invalid(
+                cx.file,
+                "hdd.queue_depth",
+                "is also given at the top level as `queue_depth`; state it once".into(),
+            ));
+        }
+        from_scratch(section, cx.file)
+    }
+}
+
+impl ModelParams for HddParams {
+    fn model_name(&self) -> &'static str {
+        Hdd::NAME
+    }
+
+    fn build(&self) -> Result<Box<dyn storsim_core::Device>, String> {
+        Ok(Box::new(
+            HddDevice::new(self.clone()).map_err(|e| format!("hdd: {e}"))?,
+        ))
+    }
 }

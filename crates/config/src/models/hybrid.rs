@@ -3,11 +3,11 @@
 //! thesis' configuration 2 (the drive manages the flash as a cache); `"host"` is
 //! configuration 1 (the OS sees both devices and places data itself).
 
-use super::{check_queue_depth, delay_us, fraction_up_to_one, invalid};
-use crate::{preset_spec, ConfigError, LoadedDevice};
+use super::{check_queue_depth, delay_us, fraction_up_to_one, invalid, FileContext, Model};
+use crate::{preset_spec, ConfigError, LoadedDevice, ModelParams};
 use serde::Deserialize;
 use std::path::Path;
-use storsim_core::SimDuration;
+use storsim_core::{Device, SimDuration};
 use storsim_hybrid::{
     Admission, ByteRange, FlushPolicy, HostPlacement, HostTieredParams, HybridParams, Replacement,
 };
@@ -444,7 +444,7 @@ fn load_child(entry: Option<&str>, key: &str, file: &str) -> Result<LoadedDevice
             let model = toml::from_str::<toml::Table>(&text)
                 .ok()
                 .and_then(|t| t.get("model").and_then(|m| m.as_str().map(str::to_string)));
-            if let Some(model @ ("hybrid" | "array")) = model.as_deref() {
+            if let Some(model) = model.filter(|m| super::model(m).is_some_and(|m| m.has_children)) {
                 return Err(invalid(
                     file,
                     key,
@@ -456,7 +456,7 @@ fn load_child(entry: Option<&str>, key: &str, file: &str) -> Result<LoadedDevice
             (name, spec)
         }
     };
-    if matches!(spec.model_name(), "hybrid" | "array") {
+    if super::model(spec.model_name()).is_some_and(|m| m.has_children) {
         return Err(invalid(
             file,
             key,
@@ -467,4 +467,73 @@ fn load_child(entry: Option<&str>, key: &str, file: &str) -> Result<LoadedDevice
         ));
     }
     Ok(LoadedDevice { name, spec })
+}
+
+/// The hybrid drive's entry in the model table.
+pub(crate) struct Hybrid;
+
+impl Model for Hybrid {
+    const NAME: &'static str = "hybrid";
+    const DESCRIPTION: &'static str =
+        "Hybrid flash + disk drive over two child devices: a controller's flash cache, or host tiering";
+    const MERGED_OVER_PRESET: bool = true;
+    const HAS_CHILDREN: bool = true;
+    type Params = HybridSpec;
+    type Section = HybridSection;
+
+    fn resolve(
+        section: Option<&HybridSection>,
+        base: Option<HybridSpec>,
+        cx: &FileContext,
+    ) -> Result<HybridSpec, ConfigError> {
+        // A file that starts from a hybrid preset was merged into the preset's file and
+        // arrives without one, so a base comes only from the preset's own parameters.
+        if let Some(spec) = base {
+            return Ok(spec);
+        }
+        from_scratch(
+            cx.required(Self::NAME, section)?,
+            cx.capacity_bytes,
+            cx.queue_depth,
+            cx.file,
+        )
+    }
+}
+
+impl ModelParams for HybridSpec {
+    fn model_name(&self) -> &'static str {
+        Hybrid::NAME
+    }
+
+    /// Builds the flash and the disk, then the hybrid over them.
+    fn build(&self) -> Result<Box<dyn Device>, String> {
+        let flash = self
+            .flash
+            .spec
+            .build()
+            .map_err(|e| format!("hybrid flash ({}): {e}", self.flash.name))?;
+        let disk = self
+            .disk
+            .spec
+            .build()
+            .map_err(|e| format!("hybrid disk ({}): {e}", self.disk.name))?;
+        Ok(match &self.configuration {
+            HybridConfiguration::Controller(p) => Box::new(
+                storsim_hybrid::HybridDevice::new(p.clone(), flash, disk)
+                    .map_err(|e| format!("hybrid: {e}"))?,
+            ),
+            HybridConfiguration::Host(p) => Box::new(
+                storsim_hybrid::HostTieredDevice::new(p.clone(), flash, disk)
+                    .map_err(|e| format!("hybrid: {e}"))?,
+            ),
+        })
+    }
+
+    /// A hybrid holds its two children: the sum of the bounds they report.
+    fn state_bytes_bound(&self) -> Option<u64> {
+        [&self.flash, &self.disk]
+            .iter()
+            .filter_map(|c| c.spec.state_bytes_bound())
+            .reduce(u64::saturating_add)
+    }
 }

@@ -1,11 +1,13 @@
 //! `[linear]`: the IBM linear model's parameters.
 
-use super::{delay_us, non_negative, toml_int, us_of, SequentialName};
-use crate::ConfigError;
+use super::{
+    delay_us, non_negative, toml_int, us_of, BlackBoxResolve, FileContext, Model, SequentialName,
+};
+use crate::{ConfigError, ModelParams};
 use serde::{Deserialize, Serialize};
-use storsim_blackbox::linear::{LinearCost, LinearParams};
+use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
 use storsim_blackbox::{AccessPattern, SequentialDetect};
-use storsim_core::SimDuration;
+use storsim_core::{Device, SimDuration};
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -184,10 +186,49 @@ pub(crate) fn device_toml(p: &LinearParams) -> Result<String, String> {
         rw: cost(AccessPattern::RandomWrite),
     };
     toml::to_string(&File {
-        model: "linear",
+        model: Linear::NAME,
         capacity_bytes: p.capacity_bytes,
         queue_depth: p.queue_depth,
         linear: &section,
     })
     .map_err(|e| format!("cannot write the `linear` description as TOML: {e}"))
+}
+
+/// The linear model's entry in the model table.
+pub(crate) struct Linear;
+
+impl Model for Linear {
+    const NAME: &'static str = "linear";
+    const DESCRIPTION: &'static str = "IBM black-box model: latency A + n·B per access pattern (sequential or random, read or write), N servers";
+    const WRITABLE: bool = true;
+    type Params = LinearParams;
+    type Section = LinearSection;
+
+    fn resolve(
+        section: Option<&LinearSection>,
+        base: Option<LinearParams>,
+        cx: &FileContext,
+    ) -> Result<LinearParams, ConfigError> {
+        BlackBoxResolve {
+            from_scratch,
+            apply,
+            validate,
+            top_level: |p| (&mut p.capacity_bytes, &mut p.queue_depth),
+        }
+        .resolve(Self::NAME, section, base, cx)
+    }
+
+    fn device_toml(params: &LinearParams) -> Option<Result<String, String>> {
+        Some(device_toml(params))
+    }
+}
+
+impl ModelParams for LinearParams {
+    fn model_name(&self) -> &'static str {
+        Linear::NAME
+    }
+
+    fn build(&self) -> Result<Box<dyn Device>, String> {
+        Ok(Box::new(LinearDevice::new(self.clone())))
+    }
 }

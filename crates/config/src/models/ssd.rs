@@ -808,3 +808,71 @@ fn validate_geometry(g: &Geometry, file: &str) -> Result<(), ConfigError> {
     }
     Ok(())
 }
+
+/// The SSD model's entry in the model table.
+pub(crate) struct Ssd;
+
+impl super::Model for Ssd {
+    const NAME: &'static str = "ssd";
+    const DESCRIPTION: &'static str =
+        "Flash SSD: NAND geometry and timings, an FTL with garbage collection, DRAM write buffer, preconditioning";
+    type Params = SsdParams;
+    type Section = SsdSection;
+
+    fn resolve(
+        section: Option<&SsdSection>,
+        base: Option<SsdParams>,
+        cx: &super::FileContext,
+    ) -> Result<SsdParams, ConfigError> {
+        // An SSD's capacity is what its FTL leaves of the geometry; a second, independent
+        // number could only disagree with it.
+        if cx.capacity_bytes.is_some() {
+            return Err(invalid(
+                cx.file,
+                "capacity_bytes",
+                "does not apply to an `ssd` device: its capacity follows from [ssd.geometry] and \
+                 the FTL's over-provisioning; change those instead"
+                    .to_string(),
+            ));
+        }
+        let mut p = match base {
+            Some(p) => p,
+            None => from_scratch(cx.required(Self::NAME, section)?, cx.file)?,
+        };
+        if let Some(q) = cx.queue_depth {
+            p.queue_depth = q;
+        }
+        if let Some(section) = section {
+            apply(section, &mut p, cx.file)?;
+        }
+        validate(&p, cx.file)?;
+        Ok(p)
+    }
+}
+
+impl crate::ModelParams for SsdParams {
+    fn model_name(&self) -> &'static str {
+        <Ssd as super::Model>::NAME
+    }
+
+    fn build(&self) -> Result<Box<dyn storsim_core::Device>, String> {
+        let precondition = match self.precondition {
+            Precondition::Clean => "clean",
+            Precondition::SequentialFill { .. } => "sequential-fill",
+            Precondition::SteadyState { .. } => "steady-state",
+        };
+        let device = storsim_ssd::SsdDevice::new(self.clone()).map_err(|e| {
+            format!(
+                "ssd with the `{}` FTL and {precondition} preconditioning: {e}",
+                self.ftl.name()
+            )
+        })?;
+        Ok(Box::new(device))
+    }
+
+    /// The FTL keeps maps and per-page state: at most [`crate::SSD_STATE_BYTES_PER_PAGE`] bytes
+    /// a physical page.
+    fn state_bytes_bound(&self) -> Option<u64> {
+        Some(self.geometry.pages() as u64 * crate::SSD_STATE_BYTES_PER_PAGE)
+    }
+}

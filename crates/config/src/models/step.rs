@@ -1,11 +1,14 @@
 //! `[step]`, `[step.read]` and `[step.write]`: the Wisconsin emulator's step model.
 
-use super::{check_queue_depth, delay_us, invalid, missing, toml_int, us_of, SequentialName};
-use crate::ConfigError;
+use super::{
+    check_queue_depth, delay_us, invalid, missing, toml_int, us_of, BlackBoxResolve, FileContext,
+    Model, SequentialName,
+};
+use crate::{ConfigError, ModelParams};
 use serde::{Deserialize, Serialize};
-use storsim_blackbox::step::{StepDirection, StepParams};
+use storsim_blackbox::step::{StepDevice, StepDirection, StepParams};
 use storsim_blackbox::SequentialDetect;
-use storsim_core::SimDuration;
+use storsim_core::{Device, SimDuration};
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -183,10 +186,49 @@ pub(crate) fn device_toml(p: &StepParams) -> Result<String, String> {
         write: direction(&p.write),
     };
     toml::to_string(&File {
-        model: "step",
+        model: Step::NAME,
         capacity_bytes: p.capacity_bytes,
         queue_depth: p.queue_depth,
         step: &section,
     })
     .map_err(|e| format!("cannot write the `step` description as TOML: {e}"))
+}
+
+/// The step model's entry in the model table.
+pub(crate) struct Step;
+
+impl Model for Step {
+    const NAME: &'static str = "step";
+    const DESCRIPTION: &'static str = "Wisconsin step model: read and write delays that step up with the run of sequential requests";
+    const WRITABLE: bool = true;
+    type Params = StepParams;
+    type Section = StepSection;
+
+    fn resolve(
+        section: Option<&StepSection>,
+        base: Option<StepParams>,
+        cx: &FileContext,
+    ) -> Result<StepParams, ConfigError> {
+        BlackBoxResolve {
+            from_scratch,
+            apply,
+            validate,
+            top_level: |p| (&mut p.capacity_bytes, &mut p.queue_depth),
+        }
+        .resolve(Self::NAME, section, base, cx)
+    }
+
+    fn device_toml(params: &StepParams) -> Option<Result<String, String>> {
+        Some(device_toml(params))
+    }
+}
+
+impl ModelParams for StepParams {
+    fn model_name(&self) -> &'static str {
+        Step::NAME
+    }
+
+    fn build(&self) -> Result<Box<dyn Device>, String> {
+        Ok(Box::new(StepDevice::new(self.clone())))
+    }
 }

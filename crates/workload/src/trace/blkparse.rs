@@ -17,9 +17,10 @@ use super::fields::{
     bad_field, blocks_to_bytes, check_end, parse_decimal_scaled, parse_u32, parse_u64, show,
     split_whitespace,
 };
+use super::format::{Detect, FormatEntry};
 use super::input::{text_records, LineParser, Parsed};
 use super::{BlkparseEvent, ParseContext, Records};
-use crate::Record;
+use crate::{Pacing, Record};
 use std::io::BufRead;
 use storsim_core::{Op, SECTOR_BYTES};
 
@@ -27,6 +28,36 @@ const EXAMPLE: &str = "8,16 5 6 0.000031865 18615 D R 1444645666 + 256 [java]";
 
 /// First words of the lines that open blkparse's closing summary.
 const SUMMARY_OPENERS: [&[u8]; 5] = [b"CPU", b"Total", b"Throughput", b"Events", b"Skips"];
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "blkparse",
+    aliases: &[],
+    description: "blkparse default text output; D (dispatch) or Q (queue) events become requests",
+    // blkparse interleaves message lines with events and ends with a summary, so only its
+    // first line has to be an event; blkparse never writes anything else first.
+    detect: Detect::Text {
+        header: None,
+        first: is_event,
+        sample: None,
+    },
+    binary: false,
+    single_device: false,
+    device_column: false,
+    pacing: Pacing::Open,
+    records: |reader, ctx, opts| records(reader, ctx, opts.blkparse_event),
+};
+
+/// Whether a line is an event: `major,minor cpu sequence seconds.fraction pid ...`.
+fn is_event(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 7];
+    split_whitespace(line, &mut f) >= 7
+        && parse_device(f[0]).is_some()
+        && parse_u64(f[1]).is_some()
+        && parse_u64(f[2]).is_some()
+        && f[3].contains(&b'.')
+        && parse_decimal_scaled(f[3], 9).is_some()
+}
 
 pub(crate) fn records(
     reader: Box<dyn BufRead>,
@@ -55,7 +86,7 @@ struct BlkparseParser {
 }
 
 /// Parses blkparse's `maj,min` device column.
-pub(crate) fn parse_device(s: &[u8]) -> Option<(u32, u32)> {
+fn parse_device(s: &[u8]) -> Option<(u32, u32)> {
     let comma = s.iter().position(|&b| b == b',')?;
     Some((parse_u32(&s[..comma])?, parse_u32(&s[comma + 1..])?))
 }

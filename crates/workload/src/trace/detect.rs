@@ -17,15 +17,11 @@
 use super::fields::{
     parse_decimal_scaled, parse_hex_u64, parse_u64, split_on, split_whitespace, trim,
 };
+use super::format::Detect;
 use super::input::read_head;
-use super::{
-    blkparse, fio, hp_srt, msr, storsim_record, validate, vscsi, ParseContext, TraceFormat,
-};
+use super::{ParseContext, TraceFormat};
 use crate::WorkloadError;
 use std::path::Path;
-
-/// A test of whether one line fits a format's grammar.
-type LineCheck = fn(&[u8]) -> bool;
 
 /// How much of the (decompressed) file detection reads.
 const HEAD_BYTES: usize = 64 * 1024;
@@ -46,20 +42,30 @@ fn detect_bytes(head: &[u8]) -> Result<TraceFormat, (String, String)> {
     if head.is_empty() {
         return Err(("byte 0".to_string(), "the file is empty".to_string()));
     }
-    if let Some(found) = storsim_record::detect_head(head) {
-        return found;
+    for format in TraceFormat::all() {
+        if let Detect::Magic(check) = format.entry().detect {
+            if let Some(found) = check(head) {
+                return found
+                    .map(|()| format)
+                    .map_err(|message| ("line 1".to_string(), message));
+            }
+        }
     }
-    if head.starts_with(hp_srt::HEADER_MAGIC) || hp_srt::looks_like_record(head) {
-        return Ok(TraceFormat::HpSrt);
-    }
-    if vscsi::record_version(head).is_some() && !is_text(head) {
-        return Ok(TraceFormat::Vscsi);
+    let mut signatures = Vec::new();
+    for format in TraceFormat::all() {
+        if let Detect::Binary { check, signature } = format.entry().detect {
+            if check(head) {
+                return Ok(format);
+            }
+            signatures.push(format!("{format}: {signature}"));
+        }
     }
     if !is_text(head) {
         return Err((
             "byte 0".to_string(),
             format!(
-                "the file is binary but is neither an HP SRT trace (\"$$TR_IOREC\" header or big-endian records) nor a vscsi trace (version byte 0x01 at offset 15 or 0x02 at offset 3); {}",
+                "the file is binary but fits no binary trace format ({}); {}",
+                signatures.join("; "),
                 name_it()
             ),
         ));
@@ -68,7 +74,7 @@ fn detect_bytes(head: &[u8]) -> Result<TraceFormat, (String, String)> {
 }
 
 /// Text has no NUL bytes and few control characters besides tab, CR, LF and form feed.
-fn is_text(head: &[u8]) -> bool {
+pub(crate) fn is_text(head: &[u8]) -> bool {
     let sample = &head[..head.len().min(4096)];
     let odd = sample
         .iter()
@@ -78,7 +84,7 @@ fn is_text(head: &[u8]) -> bool {
 }
 
 fn name_it() -> String {
-    let names: Vec<&str> = TraceFormat::ALL.iter().map(|f| f.name()).collect();
+    let names: Vec<&str> = TraceFormat::all().map(TraceFormat::name).collect();
     format!("name the format explicitly (one of {})", names.join(", "))
 }
 
@@ -112,9 +118,6 @@ fn detect_text(head: &[u8]) -> Result<TraceFormat, (String, String)> {
     };
     let position = format!("line {first_no}");
     let first_trimmed = trim(first);
-    if first_trimmed.starts_with(fio::HEADER_V2) || first_trimmed.starts_with(fio::HEADER_V3) {
-        return Ok(TraceFormat::FioIolog);
-    }
     if first_trimmed.eq_ignore_ascii_case(b"version,time,op,size,lbn") {
         return Err((
             position,
@@ -127,36 +130,41 @@ fn detect_text(head: &[u8]) -> Result<TraceFormat, (String, String)> {
             "this looks like a pandas dump (a header row of column numbers and a leading index column), not a trace; write the original columns out without the index, e.g. as an FIU trace".to_string(),
         ));
     }
-    let mut data = &lines[..];
-    if msr::is_header(first) {
-        data = &data[1..];
-    }
-    let sample = &data[..data.len().min(SAMPLE_LINES)];
-    if sample.is_empty() {
+    let is_header = |line: &[u8]| {
+        TraceFormat::all().any(|format| match format.entry().detect {
+            Detect::Text {
+                header: Some(header),
+                ..
+            } => header(line),
+            _ => false,
+        })
+    };
+    let data = if is_header(first) {
+        &lines[1..]
+    } else {
+        &lines[..]
+    };
+    let sample: Vec<&[u8]> = data
+        .iter()
+        .take(SAMPLE_LINES)
+        .map(|&(_, line)| line)
+        .collect();
+    let Some(&first_data) = sample.first() else {
         return Err((
             position,
             "the file has a header but no data lines".to_string(),
         ));
-    }
-    // blkparse interleaves message lines with events and ends with a summary, so only its first
-    // line has to be an event; blkparse never writes anything else first.
-    if is_blkparse_event(first) {
-        return Ok(TraceFormat::Blkparse);
-    }
-    let candidates: [(TraceFormat, LineCheck); 5] = [
-        (TraceFormat::Validate, is_validate),
-        (TraceFormat::Msr, is_msr),
-        (TraceFormat::Spc, is_spc),
-        (TraceFormat::Fiu, is_fiu),
-        (TraceFormat::MqsimAscii, is_five_column),
-    ];
-    let (_, first_data) = sample[0];
-    for (format, check) in candidates {
-        if check(first_data) {
-            return Ok(match format {
-                TraceFormat::MqsimAscii => five_column_convention(sample),
-                other => other,
-            });
+    };
+    for format in TraceFormat::all() {
+        if let Detect::Text {
+            first: fits,
+            sample: confirm,
+            ..
+        } = format.entry().detect
+        {
+            if fits(first_data) && confirm.is_none_or(|confirm| confirm(&sample)) {
+                return Ok(format);
+            }
         }
     }
     Err((
@@ -175,64 +183,8 @@ fn is_pandas_header(line: &[u8]) -> bool {
     n >= 3 && f[0].is_empty() && f[1] == b"0" && f[2] == b"1"
 }
 
-fn is_validate(line: &[u8]) -> bool {
-    let mut f = [&b""[..]; 6];
-    split_whitespace(line, &mut f) == 6
-        && (f[0] == b"R" || f[0] == b"W")
-        && validate::BUFFER_ACTIONS.contains(&f[1])
-        && parse_u64(f[2]).is_some()
-        && parse_u64(f[3]).is_some()
-        && parse_decimal_scaled(f[4], 3).is_some()
-        && parse_decimal_scaled(f[5], 3).is_some()
-}
-
-fn is_blkparse_event(line: &[u8]) -> bool {
-    let mut f = [&b""[..]; 7];
-    split_whitespace(line, &mut f) >= 7
-        && blkparse::parse_device(f[0]).is_some()
-        && parse_u64(f[1]).is_some()
-        && parse_u64(f[2]).is_some()
-        && f[3].contains(&b'.')
-        && parse_decimal_scaled(f[3], 9).is_some()
-}
-
-fn is_msr(line: &[u8]) -> bool {
-    let mut f = [&b""[..]; 7];
-    split_on(line, b',', &mut f) == 7
-        && parse_u64(f[0]).is_some()
-        && parse_u64(f[2]).is_some()
-        && (f[3].eq_ignore_ascii_case(b"read") || f[3].eq_ignore_ascii_case(b"write"))
-        && parse_u64(f[4]).is_some()
-        && parse_u64(f[5]).is_some()
-}
-
-fn is_spc(line: &[u8]) -> bool {
-    let mut f = [&b""[..]; 5];
-    split_on(line, b',', &mut f) >= 5
-        && parse_u64(f[0]).is_some()
-        && parse_u64(f[1]).is_some()
-        && parse_u64(f[2]).is_some()
-        && matches!(f[3], b"r" | b"R" | b"w" | b"W")
-        && parse_decimal_scaled(f[4], 9).is_some()
-}
-
-fn is_fiu(line: &[u8]) -> bool {
-    let mut f = [&b""[..]; 24];
-    let n = split_whitespace(line, &mut f);
-    (9..=24).contains(&n)
-        && parse_u64(f[0]).is_some()
-        && parse_u64(f[1]).is_some()
-        && parse_u64(f[n - 6]).is_some()
-        && parse_u64(f[n - 5]).is_some()
-        && matches!(f[n - 4], b"R" | b"W" | b"r" | b"w")
-        && parse_u64(f[n - 3]).is_some()
-        && parse_u64(f[n - 2]).is_some()
-        && f[n - 1].len() == 32
-        && f[n - 1].iter().all(u8::is_ascii_hexdigit)
-}
-
-/// Five numeric columns in either convention.
-fn is_five_column(line: &[u8]) -> bool {
+/// Five numeric columns, the grammar DiskSim's ASCII layout and MQSim's share.
+pub(crate) fn is_five_column(line: &[u8]) -> bool {
     let mut f = [&b""[..]; 5];
     split_whitespace(line, &mut f) == 5
         && parse_decimal_scaled(f[0], 6).is_some()
@@ -242,14 +194,17 @@ fn is_five_column(line: &[u8]) -> bool {
         && parse_hex_u64(f[4]).is_some()
 }
 
-/// Tells DiskSim's milliseconds-and-flags convention from MQSim's nanoseconds-and-type one.
-fn five_column_convention(sample: &[(usize, &[u8])]) -> TraceFormat {
+/// Tells MQSim's nanoseconds-and-type convention from DiskSim's milliseconds-and-flags one in
+/// the five-column lines of a sample: fractional times, tab separators or flags other than 0
+/// and 1 mean DiskSim; all-integer times that advance by 1000 or more per request (the median
+/// of non-zero steps), or never advance, mean MQSim.
+pub(crate) fn five_column_in_nanoseconds(sample: &[&[u8]]) -> bool {
     let mut times = Vec::with_capacity(sample.len());
-    for (_, line) in sample.iter().filter(|(_, line)| is_five_column(line)) {
+    for line in sample.iter().filter(|line| is_five_column(line)) {
         let mut f = [&b""[..]; 5];
         split_whitespace(line, &mut f);
         if f[0].contains(&b'.') || line.contains(&b'\t') || !matches!(f[4], b"0" | b"1") {
-            return TraceFormat::DiskSimAscii;
+            return false;
         }
         times.push(parse_u64(f[0]).unwrap_or(0));
     }
@@ -259,14 +214,10 @@ fn five_column_convention(sample: &[(usize, &[u8])]) -> TraceFormat {
         .filter(|&step| step > 0)
         .collect();
     if steps.is_empty() {
-        return TraceFormat::MqsimAscii;
+        return true;
     }
     steps.sort_unstable();
-    if steps[steps.len() / 2] >= 1000 {
-        TraceFormat::MqsimAscii
-    } else {
-        TraceFormat::DiskSimAscii
-    }
+    steps[steps.len() / 2] >= 1000
 }
 
 #[cfg(test)]
@@ -276,19 +227,22 @@ mod tests {
     #[test]
     fn five_column_conventions() {
         let mqsim = b"0 0 303567 7 0\n0 1 55590 6 0\n26214000 0 303574 7 0\n78643005 1 55596 6 1\n";
-        assert_eq!(detect_bytes(mqsim), Ok(TraceFormat::MqsimAscii));
+        assert_eq!(detect_bytes(mqsim), Ok(TraceFormat::named("mqsim")));
         let disksim_fraction = b"13.191135 30 0 5 1\n17.829285 20 576560 6 1\n";
         assert_eq!(
             detect_bytes(disksim_fraction),
-            Ok(TraceFormat::DiskSimAscii)
+            Ok(TraceFormat::named("disksim-ascii"))
         );
         let disksim_integer_ms = b"10 0 0 8 1\n12 0 8 8 1\n15 0 16 8 0\n";
         assert_eq!(
             detect_bytes(disksim_integer_ms),
-            Ok(TraceFormat::DiskSimAscii)
+            Ok(TraceFormat::named("disksim-ascii"))
         );
         let disksim_flags = b"0 0 0 8 3\n";
-        assert_eq!(detect_bytes(disksim_flags), Ok(TraceFormat::DiskSimAscii));
+        assert_eq!(
+            detect_bytes(disksim_flags),
+            Ok(TraceFormat::named("disksim-ascii"))
+        );
     }
 
     #[test]

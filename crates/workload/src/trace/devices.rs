@@ -118,8 +118,7 @@ pub(crate) fn names_one_device(
     format: super::TraceFormat,
     ctx: &super::ParseContext,
 ) -> Result<bool, WorkloadError> {
-    use super::TraceFormat;
-    if !matches!(format, TraceFormat::MqsimAscii | TraceFormat::DiskSimAscii) {
+    if !format.entry().device_column {
         return Ok(false);
     }
     let mut reader = super::input::open_input(path, ctx)?;
@@ -303,7 +302,7 @@ mod tests {
 
     #[test]
     fn the_device_scan_says_one_only_when_every_line_agrees() {
-        let mq = TraceFormat::MqsimAscii;
+        let mq = TraceFormat::named("mqsim");
         assert!(scan(
             "one",
             b"# c\n0 7 0 8 1\n\n10 7 8 8 0\r\n20 7 16 8 1",
@@ -321,6 +320,10 @@ mod tests {
         assert!(scan("long", &long, mq));
         long.extend_from_slice(b"100000 5 0 8 1\n");
         assert!(!scan("long-tail", &long, mq));
-        assert!(!scan("msr", b"0,h,0,Read,0,4096,1\n", TraceFormat::Msr));
+        assert!(!scan(
+            "msr",
+            b"0,h,0,Read,0,4096,1\n",
+            TraceFormat::named("msr")
+        ));
     }
 }

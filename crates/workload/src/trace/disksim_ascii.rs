@@ -4,13 +4,15 @@
 //! and the flags are hexadecimal (DiskSim reads them with `%x`); bit 0 set means read, clear
 //! means write. Fields may be separated by spaces or tabs.
 
+use super::detect::{five_column_in_nanoseconds, is_five_column};
 use super::fields::{
     bad_field, blocks_to_bytes, check_end, parse_decimal_scaled, parse_hex_u64, parse_u32,
     parse_u64, split_whitespace,
 };
+use super::format::{Detect, FormatEntry};
 use super::input::{text_records, LineParser, Parsed};
 use super::{ParseContext, Records};
-use crate::Record;
+use crate::{Pacing, Record};
 use std::io::BufRead;
 use storsim_core::{Op, SECTOR_BYTES};
 
@@ -18,6 +20,25 @@ const LAYOUT: &str = "arrival_ms devno blkno bcount flags";
 
 /// DiskSim's READ flag.
 const READ_FLAG: u64 = 0x1;
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "disksim-ascii",
+    aliases: &[],
+    description:
+        "DiskSim ASCII: time(ms) devno blkno(512 B) bcount(512 B) flags(hex, bit 0 = read)",
+    // DiskSim's and MQSim's layouts share a grammar: the values decide.
+    detect: Detect::Text {
+        header: None,
+        first: is_five_column,
+        sample: Some(|sample| !five_column_in_nanoseconds(sample)),
+    },
+    binary: false,
+    single_device: false,
+    device_column: true,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, DiskSimAsciiParser, ctx)

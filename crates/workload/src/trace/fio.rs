@@ -13,10 +13,11 @@
 //! `sync` and `datasync` become flushes; `open` and `close` are skipped.
 
 use super::devices::MAX_DEVICES;
-use super::fields::{bad_field, check_end, parse_u64, show, split_whitespace};
+use super::fields::{bad_field, check_end, parse_u64, show, split_whitespace, trim};
+use super::format::{Detect, FormatEntry};
 use super::input::{text_records, LineParser, Parsed};
 use super::{ParseContext, Records};
-use crate::Record;
+use crate::{Pacing, Record};
 use std::collections::HashMap;
 use std::io::BufRead;
 use storsim_core::Op;
@@ -26,6 +27,29 @@ pub(crate) const HEADER_V3: &[u8] = b"fio version 3 iolog";
 
 const NS_PER_US: u64 = 1_000;
 const NS_PER_MS: u64 = 1_000_000;
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "fio-iolog",
+    aliases: &[],
+    description: "fio iolog version 2 or 3 (write_iolog / read_iolog)",
+    detect: Detect::Text {
+        header: None,
+        first: is_header_line,
+        sample: None,
+    },
+    binary: false,
+    single_device: false,
+    device_column: false,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
+
+/// Whether a line is the header fio writes first.
+fn is_header_line(line: &[u8]) -> bool {
+    let line = trim(line);
+    line.starts_with(HEADER_V2) || line.starts_with(HEADER_V3)
+}
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(

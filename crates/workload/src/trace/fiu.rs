@@ -10,9 +10,10 @@ use super::devices::DeviceIds;
 use super::fields::{
     bad_field, blocks_to_bytes, check_end, parse_u32, parse_u64, split_whitespace,
 };
+use super::format::{Detect, FormatEntry};
 use super::input::{text_records, LineParser, Parsed};
 use super::{ParseContext, Records};
-use crate::Record;
+use crate::{Pacing, Record};
 use std::io::BufRead;
 use storsim_core::{Op, SECTOR_BYTES};
 
@@ -20,6 +21,40 @@ const LAYOUT: &str = "ts_ns pid process lba size R|W major minor md5";
 
 /// Most fields a line may have: nine, plus room for a process name with spaces.
 const MAX_FIELDS: usize = 24;
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "fiu",
+    aliases: &[],
+    description: "FIU trace: ts(ns) pid process lba(512 B) size(512 B) R|W major minor md5",
+    detect: Detect::Text {
+        header: None,
+        first: is_fiu,
+        sample: None,
+    },
+    binary: false,
+    single_device: false,
+    device_column: false,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
+
+/// Whether a line fits FIU's columns; the process name may hold spaces, so the fields after it
+/// are counted from the end.
+fn is_fiu(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 24];
+    let n = split_whitespace(line, &mut f);
+    (9..=24).contains(&n)
+        && parse_u64(f[0]).is_some()
+        && parse_u64(f[1]).is_some()
+        && parse_u64(f[n - 6]).is_some()
+        && parse_u64(f[n - 5]).is_some()
+        && matches!(f[n - 4], b"R" | b"W" | b"r" | b"w")
+        && parse_u64(f[n - 3]).is_some()
+        && parse_u64(f[n - 2]).is_some()
+        && f[n - 1].len() == 32
+        && f[n - 1].iter().all(u8::is_ascii_hexdigit)
+}
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(

@@ -27,9 +27,10 @@
 //! format page. The device is the disk byte of word 8.
 
 use super::fields::check_end;
+use super::format::{Detect, FormatEntry};
 use super::input::read_full;
 use super::{ParseContext, Records};
-use crate::{Record, WorkloadError};
+use crate::{Pacing, Record, WorkloadError};
 use std::io::BufRead;
 use storsim_core::{Op, SECTOR_BYTES};
 
@@ -87,6 +88,22 @@ fn expected_size(version: u32, kind: u32) -> Option<u32> {
     };
     Some(BASE_RECORD_BYTES + queue_len + suspect)
 }
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "hp-srt",
+    aliases: &[],
+    description: "HP Labs SRT binary ($$TR_IOREC header, or hpl2 without it)",
+    detect: Detect::Binary {
+        check: |head| head.starts_with(HEADER_MAGIC) || looks_like_record(head),
+        signature: "\"$$TR_IOREC\" header or big-endian records",
+    },
+    binary: true,
+    single_device: false,
+    device_column: false,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     Box::new(HpRecords {

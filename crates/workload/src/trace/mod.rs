@@ -19,6 +19,9 @@
 //! order, the errors and the counters are the same as when parsing on the calling thread
 //! ([`TraceOptions::parse_thread`] off), which [`open_reader`] always does.
 //!
+//! Each format lives in a file of its own and is listed once, in the table in `format.rs`,
+//! which detection, [`open`] and help text go through.
+//!
 //! The per-format pages in `docs/formats/` give each layout, its units and how detection
 //! recognises it.
 
@@ -29,6 +32,7 @@ mod disksim_ascii;
 mod fields;
 mod fio;
 mod fiu;
+mod format;
 mod hp_srt;
 mod input;
 mod inspect;
@@ -40,141 +44,17 @@ mod storsim_record;
 mod validate;
 mod vscsi;
 
-use crate::{Origin, Pacing, Record, Workload, WorkloadError};
+use crate::{Record, Workload, WorkloadError};
 use std::cell::Cell;
-use std::fmt;
 use std::io::BufRead;
 use std::path::Path;
 use std::rc::Rc;
 
 pub use detect::detect;
+pub use format::TraceFormat;
 pub use inspect::{inspect, Characterisation, SIZE_BUCKET_UPPER_BOUNDS};
 pub use storsim_record::{recorded_ios, RecordWriter, RecordedIo};
 pub use validate::validate_measured_access_us;
-
-/// The trace formats storsim reads.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum TraceFormat {
-    /// MSR Cambridge / SNIA CSV: `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`.
-    Msr,
-    /// UMass / SPC CSV: `ASU,LBA,Size,Opcode,Timestamp`.
-    Spc,
-    /// DiskSim's ASCII input: `time_ms devno blkno bcount flags`.
-    DiskSimAscii,
-    /// MQSim / SSDsim ASCII: `time_ns device lsn size_sectors type(1 = read)`.
-    MqsimAscii,
-    /// Default text output of `blkparse`.
-    Blkparse,
-    /// fio's `write_iolog` output, versions 2 and 3.
-    FioIolog,
-    /// FIU SRCMap / IODedup traces: `ts_ns pid process lba size R|W major minor md5`.
-    Fiu,
-    /// DiskSim's validation traces: `R|W Hit|Miss|Doub|Trip blkno bcount access_us think_us`.
-    Validate,
-    /// HP Labs SRT binary traces (`hpl`, and `hpl2` without the ASCII header).
-    HpSrt,
-    /// VMware vscsiStats binary traces (CloudPhysics), record versions 1 and 2.
-    Vscsi,
-    /// storsim's own recording of the requests an emulated disk received (`storsim emulate
-    /// --record`): `arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns`.
-    StorsimRecord,
-}
-
-impl TraceFormat {
-    pub const ALL: [TraceFormat; 11] = [
-        TraceFormat::Msr,
-        TraceFormat::Spc,
-        TraceFormat::DiskSimAscii,
-        TraceFormat::MqsimAscii,
-        TraceFormat::Blkparse,
-        TraceFormat::FioIolog,
-        TraceFormat::Fiu,
-        TraceFormat::Validate,
-        TraceFormat::HpSrt,
-        TraceFormat::Vscsi,
-        TraceFormat::StorsimRecord,
-    ];
-
-    /// The name used on the command line and in configuration files.
-    pub fn name(self) -> &'static str {
-        match self {
-            TraceFormat::Msr => "msr",
-            TraceFormat::Spc => "spc",
-            TraceFormat::DiskSimAscii => "disksim-ascii",
-            TraceFormat::MqsimAscii => "mqsim",
-            TraceFormat::Blkparse => "blkparse",
-            TraceFormat::FioIolog => "fio-iolog",
-            TraceFormat::Fiu => "fiu",
-            TraceFormat::Validate => "validate",
-            TraceFormat::HpSrt => "hp-srt",
-            TraceFormat::Vscsi => "vscsi",
-            TraceFormat::StorsimRecord => "storsim-record",
-        }
-    }
-
-    /// Looks a format up by [`name`](Self::name); `ssdsim` is accepted for [`MqsimAscii`]
-    /// because SSDsim reads the same layout. Matching ignores ASCII case.
-    ///
-    /// [`MqsimAscii`]: TraceFormat::MqsimAscii
-    pub fn from_name(s: &str) -> Option<Self> {
-        if s.eq_ignore_ascii_case("ssdsim") {
-            return Some(TraceFormat::MqsimAscii);
-        }
-        TraceFormat::ALL
-            .into_iter()
-            .find(|f| f.name().eq_ignore_ascii_case(s))
-    }
-
-    /// One line saying what the format is, for help text.
-    pub fn describe(self) -> &'static str {
-        match self {
-            TraceFormat::Msr => {
-                "MSR Cambridge / SNIA CSV: Timestamp(100 ns ticks),Hostname,DiskNumber,Type,Offset(B),Size(B),ResponseTime"
-            }
-            TraceFormat::Spc => "UMass / SPC CSV: ASU,LBA(512 B),Size(B),Opcode(r|w),Timestamp(s)",
-            TraceFormat::DiskSimAscii => {
-                "DiskSim ASCII: time(ms) devno blkno(512 B) bcount(512 B) flags(hex, bit 0 = read)"
-            }
-            TraceFormat::MqsimAscii => {
-                "MQSim / SSDsim ASCII: time(ns) device lsn(512 B) size(512 B) type(1 = read, 0 = write)"
-            }
-            TraceFormat::Blkparse => {
-                "blkparse default text output; D (dispatch) or Q (queue) events become requests"
-            }
-            TraceFormat::FioIolog => "fio iolog version 2 or 3 (write_iolog / read_iolog)",
-            TraceFormat::Fiu => {
-                "FIU trace: ts(ns) pid process lba(512 B) size(512 B) R|W major minor md5"
-            }
-            TraceFormat::Validate => {
-                "DiskSim validate: R|W Hit|Miss|Doub|Trip blkno bcount access(us) think(us), closed loop"
-            }
-            TraceFormat::HpSrt => "HP Labs SRT binary ($$TR_IOREC header, or hpl2 without it)",
-            TraceFormat::Vscsi => "VMware vscsiStats binary records (v1 32 B, v2 40 B), CloudPhysics",
-            TraceFormat::StorsimRecord => {
-                "storsim emulator recording: arrival(ns),op(R|W|T|F),offset(B),len(B),intended_finish(ns),actual_finish(ns)"
-            }
-        }
-    }
-
-    /// Whether records carry a byte offset into the file rather than a line number.
-    fn is_binary(self) -> bool {
-        matches!(self, TraceFormat::HpSrt | TraceFormat::Vscsi)
-    }
-
-    /// Formats whose records always carry device 0, so that concatenation has nothing to do.
-    fn is_single_device(self) -> bool {
-        matches!(
-            self,
-            TraceFormat::Validate | TraceFormat::Vscsi | TraceFormat::StorsimRecord
-        )
-    }
-}
-
-impl fmt::Display for TraceFormat {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// How the devices (disks, ASUs, files) of a multi-device trace share one address space.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -291,7 +171,7 @@ pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError>
             let sizing = ParseContext::new(path, opts.skip_bad);
             Some(devices::ConcatLayout::measure(
                 parse(path, format, opts, &sizing)?,
-                format_origin(format),
+                format.origin(),
                 &ctx.source,
             )?)
         }
@@ -318,13 +198,13 @@ pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError>
     } else {
         stream(reader, format, opts, layout, &ctx)
     };
-    let pacing = format_pacing(format);
+    let pacing = format.pacing();
     let name = path.display().to_string();
     Ok(Workload {
         name,
         records,
         pacing,
-        origin: format_origin(format),
+        origin: format.origin(),
         duration_ns: None,
         skipped: ctx.skipped.clone(),
         ignored: ctx.ignored.clone(),
@@ -344,7 +224,7 @@ fn stream(
 ) -> Records {
     let records = parse_reader(reader, format, opts, ctx);
     match (layout, opts.devices) {
-        (Some(layout), _) => Box::new(layout.apply(records, format_origin(format))),
+        (Some(layout), _) => Box::new(layout.apply(records, format.origin())),
         (None, DeviceSelection::Only(dev)) => {
             Box::new(devices::only(records, dev, ctx.source.clone()))
         }
@@ -384,29 +264,14 @@ pub fn open_reader(
     Ok(Workload {
         name: name.to_string(),
         records,
-        pacing: format_pacing(format),
-        origin: format_origin(format),
+        pacing: format.pacing(),
+        origin: format.origin(),
         duration_ns: None,
         skipped: ctx.skipped.clone(),
         ignored: ctx.ignored.clone(),
         format: Some(format.name()),
         seed: None,
     })
-}
-
-fn format_pacing(format: TraceFormat) -> Pacing {
-    match format {
-        TraceFormat::Validate => Pacing::Closed { depth: 1 },
-        _ => Pacing::Open,
-    }
-}
-
-fn format_origin(format: TraceFormat) -> Origin {
-    if format.is_binary() {
-        Origin::ByteOffset
-    } else {
-        Origin::Line
-    }
 }
 
 /// Builds the record stream of one pass over the file.
@@ -427,18 +292,5 @@ fn parse_reader(
     opts: &TraceOptions,
     ctx: &ParseContext,
 ) -> Records {
-    let ctx = ctx.clone();
-    match format {
-        TraceFormat::Msr => msr::records(reader, ctx),
-        TraceFormat::Spc => spc::records(reader, ctx),
-        TraceFormat::DiskSimAscii => disksim_ascii::records(reader, ctx),
-        TraceFormat::MqsimAscii => mqsim::records(reader, ctx),
-        TraceFormat::Blkparse => blkparse::records(reader, ctx, opts.blkparse_event),
-        TraceFormat::FioIolog => fio::records(reader, ctx),
-        TraceFormat::Fiu => fiu::records(reader, ctx),
-        TraceFormat::Validate => validate::records(reader, ctx),
-        TraceFormat::HpSrt => hp_srt::records(reader, ctx),
-        TraceFormat::Vscsi => vscsi::records(reader, ctx),
-        TraceFormat::StorsimRecord => storsim_record::records(reader, ctx),
-    }
+    (format.entry().records)(reader, ctx.clone(), opts)
 }

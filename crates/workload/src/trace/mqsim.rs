@@ -4,16 +4,38 @@
 //! and size in 512-byte sectors, and the type, 1 for a read and 0 for a write. This is DiskSim's
 //! column order with different units, which is why detection has to look at the values.
 
+use super::detect::{five_column_in_nanoseconds, is_five_column};
 use super::fields::{
     bad_field, blocks_to_bytes, check_end, parse_u32, parse_u64, parse_uints, split_whitespace,
 };
+use super::format::{Detect, FormatEntry};
 use super::input::{text_records, LineParser, Parsed};
 use super::{ParseContext, Records};
-use crate::Record;
+use crate::{Pacing, Record};
 use std::io::BufRead;
 use storsim_core::{Op, SECTOR_BYTES};
 
 const LAYOUT: &str = "arrival_ns device start_sector size_sectors type";
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "mqsim",
+    // SSDsim reads the same layout.
+    aliases: &["ssdsim"],
+    description:
+        "MQSim / SSDsim ASCII: time(ns) device lsn(512 B) size(512 B) type(1 = read, 0 = write)",
+    // DiskSim's and MQSim's layouts share a grammar: the values decide.
+    detect: Detect::Text {
+        header: None,
+        first: is_five_column,
+        sample: Some(five_column_in_nanoseconds),
+    },
+    binary: false,
+    single_device: false,
+    device_column: true,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, MqsimParser, ctx)

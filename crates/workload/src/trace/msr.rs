@@ -6,9 +6,10 @@
 //! line naming the columns is skipped.
 
 use super::fields::{bad_field, check_end, parse_u32, parse_u64, split_on};
+use super::format::{Detect, FormatEntry};
 use super::input::{text_records, LineParser, Parsed};
 use super::{ParseContext, Records};
-use crate::Record;
+use crate::{Pacing, Record};
 use std::io::BufRead;
 use storsim_core::Op;
 
@@ -16,6 +17,34 @@ const LAYOUT: &str = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTim
 
 /// Nanoseconds per FILETIME tick.
 const TICK_NS: u64 = 100;
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "msr",
+    aliases: &[],
+    description: "MSR Cambridge / SNIA CSV: Timestamp(100 ns ticks),Hostname,DiskNumber,Type,Offset(B),Size(B),ResponseTime",
+    detect: Detect::Text {
+        header: Some(is_header),
+        first: is_msr,
+        sample: None,
+    },
+    binary: false,
+    single_device: false,
+    device_column: false,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
+
+/// Whether a line fits the seven comma-separated columns with a read or write type.
+fn is_msr(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 7];
+    split_on(line, b',', &mut f) == 7
+        && parse_u64(f[0]).is_some()
+        && parse_u64(f[2]).is_some()
+        && (f[3].eq_ignore_ascii_case(b"read") || f[3].eq_ignore_ascii_case(b"write"))
+        && parse_u64(f[4]).is_some()
+        && parse_u64(f[5]).is_some()
+}
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, MsrParser { seen_data: false }, ctx)
@@ -27,7 +56,7 @@ struct MsrParser {
 }
 
 /// Whether a line is the optional column header (its first field names the timestamp column).
-pub(crate) fn is_header(line: &[u8]) -> bool {
+fn is_header(line: &[u8]) -> bool {
     let first = line.split(|&b| b == b',').next().unwrap_or(&[]);
     super::fields::trim(first).eq_ignore_ascii_case(b"timestamp")
 }

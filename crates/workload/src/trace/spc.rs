@@ -7,13 +7,42 @@
 use super::fields::{
     bad_field, blocks_to_bytes, check_end, parse_decimal_scaled, parse_u32, parse_u64, split_on,
 };
+use super::format::{Detect, FormatEntry};
 use super::input::{text_records, LineParser, Parsed};
 use super::{ParseContext, Records};
-use crate::Record;
+use crate::{Pacing, Record};
 use std::io::BufRead;
 use storsim_core::{Op, SECTOR_BYTES};
 
 const LAYOUT: &str = "ASU,LBA,Size,Opcode,Timestamp";
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "spc",
+    aliases: &[],
+    description: "UMass / SPC CSV: ASU,LBA(512 B),Size(B),Opcode(r|w),Timestamp(s)",
+    detect: Detect::Text {
+        header: None,
+        first: is_spc,
+        sample: None,
+    },
+    binary: false,
+    single_device: false,
+    device_column: false,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
+
+/// Whether a line starts with the five comma-separated SPC columns.
+fn is_spc(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 5];
+    split_on(line, b',', &mut f) >= 5
+        && parse_u64(f[0]).is_some()
+        && parse_u64(f[1]).is_some()
+        && parse_u64(f[2]).is_some()
+        && matches!(f[3], b"r" | b"R" | b"w" | b"W")
+        && parse_decimal_scaled(f[4], 9).is_some()
+}
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, SpcParser, ctx)

@@ -21,9 +21,10 @@
 //! knows trace formats. Everything the writer accepts reads back as the same requests.
 
 use super::fields::{bad_field, check_end, parse_u64, show, split_on, trim};
+use super::format::{Detect, FormatEntry};
 use super::input::{open_input, text_records, LineParser, Parsed, TextRecords};
-use super::{ParseContext, Records, TraceFormat};
-use crate::{Record, WorkloadError};
+use super::{ParseContext, Records};
+use crate::{Pacing, Record, WorkloadError};
 use std::io::{BufRead, Write};
 use std::path::Path;
 use storsim_core::Op;
@@ -222,7 +223,7 @@ fn check_version(version: &[u8]) -> Result<(), String> {
 
 /// Detection's view: `Some` when the content starts with the magic line, which settles the
 /// format (or, for another version, says why it cannot be read); `None` otherwise.
-pub(crate) fn detect_head(head: &[u8]) -> Option<Result<TraceFormat, (String, String)>> {
+fn detect_head(head: &[u8]) -> Option<Result<(), String>> {
     let head = head.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(head);
     if !head.starts_with(MAGIC_PREFIX) {
         return None;
@@ -230,12 +231,21 @@ pub(crate) fn detect_head(head: &[u8]) -> Option<Result<TraceFormat, (String, St
     let first = head.split(|&b| b == b'\n').next().unwrap_or(head);
     let first = first.strip_suffix(b"\r").unwrap_or(first);
     let version = magic_version(first)?;
-    Some(
-        check_version(version)
-            .map(|()| TraceFormat::StorsimRecord)
-            .map_err(|message| ("line 1".to_string(), message)),
-    )
+    Some(check_version(version))
 }
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "storsim-record",
+    aliases: &[],
+    description: "storsim emulator recording: arrival(ns),op(R|W|T|F),offset(B),len(B),intended_finish(ns),actual_finish(ns)",
+    detect: Detect::Magic(detect_head),
+    binary: false,
+    single_device: true,
+    device_column: false,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, RecordParser(RecordedParser::default()), ctx)
@@ -470,11 +480,10 @@ mod tests {
     fn detection_needs_the_magic_at_the_start() {
         assert_eq!(
             detect_head(b"# storsim-record v1\r\narrival_ns"),
-            Some(Ok(TraceFormat::StorsimRecord))
+            Some(Ok(()))
         );
         let err = detect_head(b"# storsim-record v2\n").unwrap().unwrap_err();
-        assert_eq!(err.0, "line 1");
-        assert!(err.1.contains("\"v2\""), "{}", err.1);
+        assert!(err.contains("\"v2\""), "{err}");
         assert_eq!(detect_head(b"\n# storsim-record v1\n"), None);
     }
 }

@@ -16,9 +16,10 @@
 use super::fields::{
     bad_field, blocks_to_bytes, check_end, parse_decimal_scaled, parse_u64, split_whitespace,
 };
+use super::format::{Detect, FormatEntry};
 use super::input::{open_input, text_records, LineParser, Parsed, TextRecords};
 use super::{ParseContext, Records};
-use crate::{Record, WorkloadError};
+use crate::{Pacing, Record, WorkloadError};
 use std::io::BufRead;
 use std::path::Path;
 use storsim_core::{Op, SECTOR_BYTES};
@@ -26,7 +27,38 @@ use storsim_core::{Op, SECTOR_BYTES};
 const LAYOUT: &str = "R|W Hit|Miss|Doub|Trip blkno bcount access_us think_us";
 
 /// The buffer actions DiskSim's validation traces use.
-pub(crate) const BUFFER_ACTIONS: [&[u8]; 4] = [b"Hit", b"Miss", b"Doub", b"Trip"];
+const BUFFER_ACTIONS: [&[u8]; 4] = [b"Hit", b"Miss", b"Doub", b"Trip"];
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "validate",
+    aliases: &[],
+    description:
+        "DiskSim validate: R|W Hit|Miss|Doub|Trip blkno bcount access(us) think(us), closed loop",
+    detect: Detect::Text {
+        header: None,
+        first: is_validate,
+        sample: None,
+    },
+    binary: false,
+    single_device: true,
+    device_column: false,
+    // Each request is issued its think time after the previous one completes.
+    pacing: Pacing::Closed { depth: 1 },
+    records: |reader, ctx, _| records(reader, ctx),
+};
+
+/// Whether a line fits the six columns of a validation trace.
+fn is_validate(line: &[u8]) -> bool {
+    let mut f = [&b""[..]; 6];
+    split_whitespace(line, &mut f) == 6
+        && (f[0] == b"R" || f[0] == b"W")
+        && BUFFER_ACTIONS.contains(&f[1])
+        && parse_u64(f[2]).is_some()
+        && parse_u64(f[3]).is_some()
+        && parse_decimal_scaled(f[4], 3).is_some()
+        && parse_decimal_scaled(f[5], 3).is_some()
+}
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, RecordParser(ValidateParser::default()), ctx)

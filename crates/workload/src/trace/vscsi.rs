@@ -11,10 +11,12 @@
 //! (INQUIRY, SYNCHRONIZE CACHE, UNMAP and so on) and zero-length transfers are well formed but
 //! not replayed: they are counted as ignored. The device is always 0.
 
+use super::detect::is_text;
 use super::fields::check_end;
+use super::format::{Detect, FormatEntry};
 use super::input::read_full;
 use super::{ParseContext, Records};
-use crate::{Record, WorkloadError};
+use crate::{Pacing, Record, WorkloadError};
 use std::io::BufRead;
 use storsim_core::{Op, SECTOR_BYTES};
 
@@ -61,6 +63,24 @@ pub(crate) fn record_version(head: &[u8]) -> Option<Version> {
         None
     }
 }
+
+/// The format's entry in the format table.
+pub(super) const FORMAT: FormatEntry = FormatEntry {
+    name: "vscsi",
+    aliases: &[],
+    description: "VMware vscsiStats binary records (v1 32 B, v2 40 B), CloudPhysics",
+    detect: Detect::Binary {
+        // Text can have these bytes where a version byte would be; it is left to the text
+        // formats.
+        check: |head| record_version(head).is_some() && !is_text(head),
+        signature: "version byte 0x01 at offset 15 or 0x02 at offset 3",
+    },
+    binary: true,
+    single_device: true,
+    device_column: false,
+    pacing: Pacing::Open,
+    records: |reader, ctx, _| records(reader, ctx),
+};
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     Box::new(VscsiRecords {
