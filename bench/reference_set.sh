@@ -11,11 +11,14 @@
 # /tmp/storsim-refset), about 60 MB.
 set -euo pipefail
 bin=$(realpath "$1")
-out=$2
-repo=$(cd "$(dirname "$0")/.." && pwd)
-shared=$repo/../shared
+mkdir -p "$2"
+out=$(realpath "$2")
 cache=${REFSET_CACHE:-/tmp/storsim-refset}
-mkdir -p "$out" "$cache"
+mkdir -p "$cache"
+# Paths to the inputs are relative to the repository, so that the JSON, which names them, is
+# the same for two checkouts (a worktree and main) of the same inputs.
+cd "$(dirname "$0")/.."
+shared=../shared
 
 run() { # NAME ARGS...: one simulate run into OUTDIR/NAME.json
   local name=$1; shift
@@ -32,16 +35,16 @@ run() { # NAME ARGS...: one simulate run into OUTDIR/NAME.json
 done
 
 # The hybrid and array examples.
-for dev in "$repo"/examples/hybrid/controller.toml "$repo"/examples/hybrid/host.toml \
-  "$repo"/examples/raid0-flashsim.toml "$repo"/examples/raid1-ssd-zeus.toml; do
-  name=example-${dev#"$repo"/examples/}; name=${name%.toml}; name=${name//\//-}
-  run "$name" --device "$dev" --workload "$repo/examples/oltp-sample.msr.csv" --wrap
+for dev in examples/hybrid/controller.toml examples/hybrid/host.toml \
+  examples/raid0-flashsim.toml examples/raid1-ssd-zeus.toml; do
+  name=example-${dev#examples/}; name=${name%.toml}; name=${name//\//-}
+  run "$name" --device "$dev" --workload examples/oltp-sample.msr.csv --wrap
   run "$name-synthetic" --device "$dev" --seed 7 \
     --workload 'synthetic:rw=randrw,rwmixread=50,bs=16k,iodepth=16,requests=20000,seed=5'
 done
 
 if [ ! -d "$shared" ]; then
-  echo "reference_set: $shared is absent: bench2g, Financial1 and the DiskSim drives skipped" >&2
+  echo "reference_set: $(realpath -m "$shared") is absent: bench2g, Financial1 and the DiskSim drives skipped" >&2
   exit 0
 fi
 
