@@ -23,9 +23,9 @@ enum StopReason {
 }
 
 pub fn run(args: EmulateArgs) -> Result<(), CliError> {
-    // Before any thread starts, so that only the watcher receives these signals.
-    signals::block().map_err(|e| CliError::failure(format!("blocking signals: {e}")))?;
-
+    // First of all, so that a stop signal during start-up waits for the watcher.
+    let signal_watcher = signals::Watcher::install()
+        .map_err(|e| CliError::failure(format!("installing signal handlers: {e}")))?;
     let loaded = storsim_config::load_device(&args.device).map_err(CliError::input)?;
     crate::simulate::check_memory(&loaded.name, &loaded.spec)?;
     let nbd_addr = match &args.nbd {
@@ -111,12 +111,13 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
     {
         let emulator = Arc::clone(&emulator);
-        signals::watch(move |signal| match signal {
-            Signal::Report => eprint!("{}", report::emulation_text(&emulator.report())),
-            // The receiver only goes away once shutdown has begun.
-            Signal::Stop => drop(stop_tx.send(StopReason::Signal)),
-        })
-        .map_err(|e| CliError::failure(format!("starting the signal thread: {e}")))?;
+        signal_watcher
+            .spawn(move |signal| match signal {
+                Signal::Report => eprint!("{}", report::emulation_text(&emulator.report())),
+                // The receiver only goes away once shutdown has begun.
+                Signal::Stop => drop(stop_tx.send(StopReason::Signal)),
+            })
+            .map_err(|e| CliError::failure(format!("starting the signal thread: {e}")))?;
     }
 
     let log: Arc<dyn Fn(&str) + Send + Sync> = Arc::new(|line: &str| eprintln!("storsim: {line}"));
