@@ -4,8 +4,11 @@ use crate::args::{CalibrateArgs, CalibrateHoldout, CalibrateStatistic, Calibrate
 use crate::calibrate_report;
 use crate::progress::Progress;
 use crate::CliError;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::flag;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use storsim_blackbox::AccessPattern;
 use storsim_calibrate::{
     Access, FileTarget, FitOptions, Holdout, Measurements, ModelTarget, Plan, Statistic, Target,
@@ -16,24 +19,20 @@ use storsim_config::DeviceSpec;
 /// Exit status after Ctrl-C: the outputs hold what was measured.
 const EXIT_INTERRUPTED: u8 = 130;
 
-/// Set by SIGINT and SIGTERM; the measurement stops before its next request.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-/// The first Ctrl-C stops the measurement cleanly; the handler then resets itself, so a second
-/// one kills the process as usual.
-fn install_stop_handler() {
-    unsafe {
-        let mut action: libc::sigaction = std::mem::zeroed();
-        action.sa_sigaction = on_signal as *const () as usize;
-        action.sa_flags = libc::SA_RESETHAND;
-        libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(libc::SIGINT, &action, std::ptr::null_mut());
-        libc::sigaction(libc::SIGTERM, &action, std::ptr::null_mut());
+/// Makes SIGINT and SIGTERM set the returned flag, at which the measurement stops before its
+/// next request. The first signal only sets it; a second one, arriving while the flag is
+/// already set, gets the signal's default action (the process ends as if no handler were
+/// installed), for a user whose clean stop is stuck.
+fn install_stop_handler() -> Result<Arc<AtomicBool>, CliError> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        // Registered before the flag's own action, so that it sees the flag as the earlier
+        // signal left it: set only from the second signal on.
+        flag::register_conditional_default(signal, Arc::clone(&stop))
+            .and_then(|_| flag::register(signal, Arc::clone(&stop)))
+            .map_err(|e| CliError::failure(format!("installing the Ctrl-C handler: {e}")))?;
     }
+    Ok(stop)
 }
 
 pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
@@ -134,7 +133,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
     plan.check(info.size_bytes, info.block_bytes)
         .map_err(|e| CliError::input(format!("{}: {e}", info.name)))?;
 
-    install_stop_handler();
+    let stop = install_stop_handler()?;
     let mut baseline_info = None;
     let baseline = match &args.baseline {
         Some(path) => {
@@ -155,7 +154,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
                 ..plan.clone()
             };
             eprintln!("measuring the baseline {} first", path.display());
-            let m = measure(&baseline_plan, &mut b, args.quiet, "baseline: ");
+            let m = measure(&baseline_plan, &mut b, &stop, args.quiet, "baseline: ");
             baseline_info = Some(binfo);
             Some(m)
         }
@@ -176,7 +175,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
                 plan.seed
             );
         }
-        measure(&plan, target.as_mut(), args.quiet, "")
+        measure(&plan, target.as_mut(), &stop, args.quiet, "")
     };
 
     let opts = FitOptions {
@@ -275,11 +274,17 @@ fn open_target(
     Ok(Box::new(ModelTarget::new(&desc.name, device)))
 }
 
-fn measure(plan: &Plan, target: &mut dyn Target, quiet: bool, prefix: &str) -> Measurements {
+fn measure(
+    plan: &Plan,
+    target: &mut dyn Target,
+    stop: &AtomicBool,
+    quiet: bool,
+    prefix: &str,
+) -> Measurements {
     // A model in virtual time finishes before a progress line would be worth reading.
     let quiet = quiet || target.info().kind == TargetKind::Model;
     let mut line = Progress::new(quiet, None);
-    let m = storsim_calibrate::measure(plan, target, &STOP, &mut |e| {
+    let m = storsim_calibrate::measure(plan, target, stop, &mut |e| {
         // The estimated duration is the rate so far applied to the whole plan.
         line.draw(|elapsed| {
             let elapsed = elapsed.as_secs_f64();

@@ -26,8 +26,9 @@ enum StopReason {
 /// checks the arguments, starts the emulator and its front ends, waits, then stops them in
 /// order and prints the report.
 pub fn run(args: EmulateArgs) -> Result<(), CliError> {
-    // Before any thread starts, so that only the watcher receives these signals.
-    signals::block().map_err(|e| CliError::failure(format!("blocking signals: {e}")))?;
+    // First of all, so that a stop signal during start-up waits for the watcher.
+    let signal_watcher = signals::Watcher::install()
+        .map_err(|e| CliError::failure(format!("installing signal handlers: {e}")))?;
 
     let checked = check_args(&args)?;
     // Before any thread starts, so that every thread this one starts inherits the rest.
@@ -39,12 +40,13 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
     {
         let emulator = Arc::clone(&emulator);
-        signals::watch(move |signal| match signal {
-            Signal::Report => eprint!("{}", report::emulation_text(&emulator.report())),
-            // The receiver only goes away once shutdown has begun.
-            Signal::Stop => drop(stop_tx.send(StopReason::Signal)),
-        })
-        .map_err(|e| CliError::failure(format!("starting the signal thread: {e}")))?;
+        signal_watcher
+            .spawn(move |signal| match signal {
+                Signal::Report => eprint!("{}", report::emulation_text(&emulator.report())),
+                // The receiver only goes away once shutdown has begun.
+                Signal::Stop => drop(stop_tx.send(StopReason::Signal)),
+            })
+            .map_err(|e| CliError::failure(format!("starting the signal thread: {e}")))?;
     }
 
     let front_ends = FrontEnds::start(&args, &checked, &emulator, export_bytes)?;

@@ -1,6 +1,7 @@
 //! A one-line progress display on stderr for long runs (simulations, calibrations), silent when
 //! stderr is not a terminal.
 
+use rustix::time::{clock_gettime, ClockId};
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 use storsim_core::SimTime;
@@ -75,15 +76,7 @@ impl Progress {
 }
 
 fn process_cpu_time() -> Option<Duration> {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec for the call to fill in.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut t) };
-    if rc != 0 {
-        return None;
-    }
+    let t = clock_gettime(ClockId::ProcessCPUTime);
     Some(Duration::new(
         u64::try_from(t.tv_sec).ok()?,
         u32::try_from(t.tv_nsec).ok()?,

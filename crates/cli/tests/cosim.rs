@@ -6,7 +6,9 @@
 mod common;
 
 use common::{repo_root, stderr, temp_dir};
+use rustix::process::{kill_process, Pid, Signal};
 use serde_json::Value;
+use signal_hook::consts::SIGTERM;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -721,10 +723,10 @@ fn sigterm_is_passed_to_the_program_and_the_report_still_comes() {
     while !file.exists() {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    kill_process(Pid::from_child(&child), Signal::TERM).unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(128 + libc::SIGTERM));
+    assert_eq!(status.code(), Some(128 + SIGTERM));
     let report: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
-    assert_eq!(report["program"]["exit"]["signal"], libc::SIGTERM);
+    assert_eq!(report["program"]["exit"]["signal"], SIGTERM);
     assert!(report["calls"]["writes"].as_u64().unwrap() >= 1, "{report}");
 }

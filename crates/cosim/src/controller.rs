@@ -11,9 +11,10 @@
 use crate::layout::{Layout, LayoutError};
 use crate::vclock::{mono_ns, VirtualClock};
 use crate::CallStats;
+use rustix::process::PidfdFlags;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::Write;
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use storsim_core::{Completion, Device, DeviceError, Op, Request, SimTime};
 use storsim_cosim_shim::proto::{IoOp, Kind, Msg, Reply};
 use storsim_stats::Collector;
@@ -699,12 +700,10 @@ impl Controller {
     }
 }
 
+/// A descriptor that becomes readable when process `pid` ends; `None` when the process is gone
+/// already or the kernel has no pidfds (before 5.3).
 pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
-    if fd < 0 {
-        return None;
-    }
-    Some(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+    rustix::process::pidfd_open(rustix::process::Pid::from_raw(pid)?, PidfdFlags::empty()).ok()
 }
 
 #[cfg(test)]

@@ -5,13 +5,24 @@ use crate::controller::{pidfd_open, ConnId, Controller, Recorder};
 use crate::layout::{Layout, LayoutError};
 use crate::vclock::{mono_ns, VirtualClock};
 use crate::{CosimError, CosimReport, Options, ProgramExit};
+use rustix::event::{self, PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
+use rustix::net::{
+    self, AddressFamily, RecvFlags, SendFlags, SocketAddrUnix, SocketFlags, SocketType,
+};
+use rustix::process;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use signal_hook::flag;
 use std::collections::BTreeMap;
+use std::ffi::c_int;
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, PoisonError};
 use storsim_core::Device;
 use storsim_cosim_shim::proto::{env, Msg, MAX_MSG_BYTES};
 use storsim_workload::trace::RecordWriter;
@@ -23,53 +34,41 @@ const MAX_CONNECTIONS: usize = 4096;
 /// How long the controller polls for the next message before it blocks.
 const SPIN_NS: u64 = 50_000;
 
+/// The length of `sockaddr_un`'s `sun_path` on Linux.
+const SUN_PATH_BYTES: usize = 108;
+
 fn setup(what: &str, e: impl std::fmt::Display) -> CosimError {
     CosimError::Setup(format!("{what}: {e}"))
 }
 
 /// The listening socket.
 fn listen(path: &Path) -> Result<OwnedFd, CosimError> {
-    let fd = unsafe {
-        libc::socket(
-            libc::AF_UNIX,
-            libc::SOCK_SEQPACKET | libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-            0,
-        )
-    };
-    if fd < 0 {
-        return Err(setup(
-            "creating the controller's socket",
-            std::io::Error::last_os_error(),
-        ));
-    }
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut addr: libc::sockaddr_un = unsafe { std::mem::zeroed() };
-    addr.sun_family = libc::AF_UNIX as libc::sa_family_t;
-    let bytes = path.as_os_str().as_bytes();
-    if bytes.len() >= addr.sun_path.len() {
-        return Err(CosimError::Setup(format!(
-            "the socket path {} is too long for a Unix socket; use a shorter TMPDIR",
-            path.display()
-        )));
-    }
-    for (d, s) in addr.sun_path.iter_mut().zip(bytes) {
-        *d = *s as libc::c_char;
-    }
-    let len = std::mem::size_of::<libc::sockaddr_un>() as libc::socklen_t;
-    unsafe {
-        if libc::bind(
-            fd.as_raw_fd(),
-            (&addr as *const libc::sockaddr_un).cast(),
-            len,
-        ) != 0
-            || libc::listen(fd.as_raw_fd(), 128) != 0
-        {
-            return Err(setup(
+    let fd = net::socket_with(
+        AddressFamily::UNIX,
+        SocketType::SEQPACKET,
+        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+        None,
+    )
+    .map_err(|e| setup("creating the controller's socket", std::io::Error::from(e)))?;
+    // The preload library copies the path into a `sockaddr_un` with its terminating NUL, so
+    // a path that fills `sun_path` exactly is refused here too.
+    let address = SocketAddrUnix::new(path)
+        .ok()
+        .filter(|_| path.as_os_str().len() < SUN_PATH_BYTES)
+        .ok_or_else(|| {
+            CosimError::Setup(format!(
+                "the socket path {} is too long for a Unix socket; use a shorter TMPDIR",
+                path.display()
+            ))
+        })?;
+    net::bind(&fd, &address)
+        .and_then(|()| net::listen(&fd, 128))
+        .map_err(|e| {
+            setup(
                 &format!("listening on {}", path.display()),
-                std::io::Error::last_os_error(),
-            ));
-        }
-    }
+                std::io::Error::from(e),
+            )
+        })?;
     Ok(fd)
 }
 
@@ -166,6 +165,7 @@ fn collect_files(dir: &Path, out: &mut Vec<(PathBuf, u64)>) {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Source {
     Listener,
     Root,
@@ -228,7 +228,7 @@ pub fn run(
         cmd.env(env::IMAGE, i);
     }
     let started_r = mono_ns();
-    let signals = Signals::install();
+    let signals = Signals::install()?;
     let mut child = cmd.spawn().map_err(|e| CosimError::Spawn {
         program: name.to_string_lossy().into_owned(),
         reason: e.to_string(),
@@ -242,105 +242,74 @@ pub fn run(
     let exit = loop {
         let timeout_ns = ctl.settle();
         send_replies(&mut ctl, &mut conns);
-        let mut fds: Vec<libc::pollfd> = Vec::new();
-        let mut sources = Vec::new();
-        let mut watch = |fd: RawFd, s: Source| {
-            fds.push(libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            });
-            sources.push(s);
-        };
-        watch(listener.as_raw_fd(), Source::Listener);
-        if let Some(p) = &root_pidfd {
-            watch(p.as_raw_fd(), Source::Root);
-        }
-        for (&id, fd) in &conns {
-            watch(fd.as_raw_fd(), Source::Conn(id));
-        }
-        for (&pid, p) in &ctl.procs {
-            if let Some(fd) = &p.pidfd {
-                watch(fd.as_raw_fd(), Source::Proc(pid));
-            }
-        }
+        let watched = std::iter::once((listener.as_fd(), Source::Listener))
+            .chain(root_pidfd.as_ref().map(|p| (p.as_fd(), Source::Root)))
+            .chain(conns.iter().map(|(&id, fd)| (fd.as_fd(), Source::Conn(id))))
+            .chain(
+                ctl.procs
+                    .iter()
+                    .filter_map(|(&pid, p)| Some((p.pidfd.as_ref()?.as_fd(), Source::Proc(pid)))),
+            );
+        let (mut fds, mut sources): (Vec<PollFd>, Vec<Source>) = watched
+            .map(|(fd, source)| (PollFd::from_borrowed_fd(fd, PollFlags::IN), source))
+            .unzip();
         // Without a pidfd for the program (old kernels), look at it every 10 ms.
         let fallback = root_pidfd.is_none().then_some(10_000_000);
-        let timeout = timeout_ns.or(fallback).map(|ns| libc::timespec {
-            tv_sec: (ns / 1_000_000_000) as libc::time_t,
-            tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+        let timeout = timeout_ns.or(fallback).map(|ns| Timespec {
+            tv_sec: (ns / 1_000_000_000) as i64,
+            tv_nsec: (ns % 1_000_000_000) as i64,
         });
         // The next message usually follows within microseconds (a thread resuming, the next
         // call): polling briefly before blocking spares the controller a sleep and a wake-up.
-        let zero = libc::timespec {
+        let zero = Timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
         let spin_until = mono_ns() + timeout_ns.map_or(SPIN_NS, |t| t.min(SPIN_NS));
-        let mut n = 0;
+        let mut polled = Ok(0);
         while mono_ns() < spin_until {
-            n = unsafe {
-                libc::ppoll(
-                    fds.as_mut_ptr(),
-                    fds.len() as libc::nfds_t,
-                    &zero,
-                    std::ptr::null(),
-                )
-            };
-            if n != 0 {
+            polled = event::poll(&mut fds, Some(&zero));
+            if polled != Ok(0) {
                 break;
             }
             // Yield rather than spin, so that a program thread sharing this core can run.
-            unsafe { libc::sched_yield() };
+            std::thread::yield_now();
         }
-        if n == 0 {
-            n = unsafe {
-                libc::ppoll(
-                    fds.as_mut_ptr(),
-                    fds.len() as libc::nfds_t,
-                    timeout
-                        .as_ref()
-                        .map_or(std::ptr::null(), |t| t as *const libc::timespec),
-                    std::ptr::null(),
-                )
-            };
+        if polled == Ok(0) {
+            polled = event::poll(&mut fds, timeout.as_ref());
         }
         if let Some(signal) = signals.take_terminate() {
-            // Passed on: the program decides how to end, and the report still comes.
-            unsafe { libc::kill(root_pid, signal) };
-        }
-        if n < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() != std::io::ErrorKind::Interrupted {
-                return Err(setup("waiting for the program", e));
+            // Passed on: the program decides how to end, and the report still comes. An error
+            // means the program has ended already, which the pidfd reports next.
+            if let Some(pid) = process::Pid::from_raw(root_pid) {
+                let _ = process::kill_process(pid, signal);
             }
-            continue;
         }
+        match polled {
+            Ok(_) => {}
+            // A signal arrived: looked at above.
+            Err(Errno::INTR) => continue,
+            Err(e) => return Err(setup("waiting for the program", std::io::Error::from(e))),
+        }
+        // Only the sources with something to read are kept; the borrows of the descriptors
+        // end here, before serving them changes the tables they live in.
+        let mut ready = fds.iter().map(|p| !p.revents().is_empty());
+        sources.retain(|_| ready.next() == Some(true));
+        drop(fds);
         let mut ended = Vec::new();
         let mut root_ended = root_pidfd.is_none();
-        for (pfd, source) in fds.iter().zip(&sources) {
-            if pfd.revents == 0 {
-                continue;
-            }
-            match *source {
-                Source::Listener => loop {
-                    let fd = unsafe {
-                        libc::accept4(
-                            listener.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            std::ptr::null_mut(),
-                            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                        )
-                    };
-                    if fd < 0 {
-                        break;
+        for source in sources {
+            match source {
+                Source::Listener => {
+                    while let Ok(fd) =
+                        net::accept_with(&listener, SocketFlags::CLOEXEC | SocketFlags::NONBLOCK)
+                    {
+                        if conns.len() < MAX_CONNECTIONS {
+                            conns.insert(next_conn, fd);
+                            next_conn += 1;
+                        }
                     }
-                    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-                    if conns.len() < MAX_CONNECTIONS {
-                        conns.insert(next_conn, fd);
-                        next_conn += 1;
-                    }
-                },
+                }
                 Source::Conn(id) => serve(&mut ctl, &mut conns, id, &mut buf),
                 Source::Proc(pid) => ended.push(pid),
                 Source::Root => root_ended = true,
@@ -395,19 +364,14 @@ fn serve(ctl: &mut Controller, conns: &mut BTreeMap<ConnId, OwnedFd>, id: ConnId
         let Some(fd) = conns.get(&id) else {
             return;
         };
-        let n = unsafe {
-            libc::recv(
-                fd.as_raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
+        let n = match net::recv(fd, &mut *buf, RecvFlags::DONTWAIT) {
+            Ok((_, n)) => n,
+            Err(Errno::WOULDBLOCK) => return,
+            // Any other failure ends the connection, as its end of file does.
+            Err(_) => 0,
         };
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::WouldBlock {
-            return;
-        }
         let handled = n > 0
-            && match Msg::decode(&buf[..n as usize]) {
+            && match Msg::decode(&buf[..n]) {
                 Some((msg, payload)) => ctl.handle(id, &msg, payload).is_ok(),
                 None => false,
             };
@@ -425,59 +389,68 @@ fn send_replies(ctl: &mut Controller, conns: &mut BTreeMap<ConnId, OwnedFd>) {
             continue;
         };
         let bytes = reply.encode();
-        let n = unsafe {
-            libc::send(
-                fd.as_raw_fd(),
-                bytes.as_ptr().cast(),
-                bytes.len(),
-                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-            )
-        };
-        if n != bytes.len() as isize {
+        // A thread waits for its reply with room for it, so a reply that does not leave whole
+        // at once means the thread is gone or misbehaves: its connection ends.
+        let sent = net::send(fd, &bytes, SendFlags::DONTWAIT | SendFlags::NOSIGNAL);
+        if sent != Ok(bytes.len()) {
             conns.remove(&id);
             ctl.connection_closed(id);
         }
     }
 }
 
-/// The last terminating signal received, 0 if none.
-static PENDING_SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+/// The last of the handled signals received while a program runs, 0 if none.
+static PENDING_SIGNAL: AtomicUsize = AtomicUsize::new(0);
 
-extern "C" fn note_signal(signal: libc::c_int) {
-    PENDING_SIGNAL.store(signal, std::sync::atomic::Ordering::Relaxed);
-}
+/// Whether no program runs, so that the handled signals have their default effect on storsim
+/// (it ends). True until the first program starts.
+static SIGNALS_DEFAULT: AtomicBool = AtomicBool::new(true);
+
+/// How many runs are under way in this process; SIGNALS_DEFAULT follows it to and from zero.
+static RUNS: Mutex<usize> = Mutex::new(0);
 
 /// While the program runs, storsim behaves like `time`: Ctrl-C and Ctrl-\ reach the program
 /// (it is in the same process group) and storsim stays to report; SIGTERM and SIGHUP sent to
 /// storsim alone are passed on to the program. Handlers, not `SIG_IGN`, so that the program does
-/// not inherit ignored signals across exec.
-struct Signals {
-    old: Vec<(libc::c_int, libc::sigaction)>,
-}
+/// not inherit ignored signals across exec. The handlers stay installed for the rest of the
+/// process (signal-hook cannot take them out again); outside a run they do what each signal
+/// does by default.
+struct Signals;
 
 impl Signals {
-    const HANDLED: [libc::c_int; 4] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTERM, libc::SIGHUP];
+    const HANDLED: [c_int; 4] = [SIGINT, SIGQUIT, SIGTERM, SIGHUP];
 
-    fn install() -> Signals {
-        let mut old = Vec::new();
-        for signal in Self::HANDLED {
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = note_signal as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut action.sa_mask);
-                let mut previous: libc::sigaction = std::mem::zeroed();
-                if libc::sigaction(signal, &action, &mut previous) == 0 {
-                    old.push((signal, previous));
-                }
-            }
+    fn install() -> Result<Signals, CosimError> {
+        static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
+        INSTALLED
+            .get_or_init(|| {
+                Self::HANDLED.iter().try_for_each(|&signal| {
+                    // The default action is registered first, so that it looks at the flag
+                    // before the signal is noted.
+                    flag::register_conditional_default(signal, &SIGNALS_DEFAULT)
+                        .and_then(|_| {
+                            flag::register_usize(signal, &PENDING_SIGNAL, signal as usize)
+                        })
+                        .map(drop)
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .clone()
+            .map_err(|e| setup("installing signal handlers", e))?;
+        let mut runs = RUNS.lock().unwrap_or_else(PoisonError::into_inner);
+        if *runs == 0 {
+            PENDING_SIGNAL.store(0, Ordering::SeqCst);
+            SIGNALS_DEFAULT.store(false, Ordering::SeqCst);
         }
-        Signals { old }
+        *runs += 1;
+        Ok(Signals)
     }
 
     /// A SIGTERM or SIGHUP to pass on (SIGINT and SIGQUIT already reached the program's group).
-    fn take_terminate(&self) -> Option<libc::c_int> {
-        match PENDING_SIGNAL.swap(0, std::sync::atomic::Ordering::Relaxed) {
-            s if s == libc::SIGTERM || s == libc::SIGHUP => Some(s),
+    fn take_terminate(&self) -> Option<process::Signal> {
+        match PENDING_SIGNAL.swap(0, Ordering::Relaxed) {
+            s if s == SIGTERM as usize => Some(process::Signal::TERM),
+            s if s == SIGHUP as usize => Some(process::Signal::HUP),
             _ => None,
         }
     }
@@ -485,8 +458,10 @@ impl Signals {
 
 impl Drop for Signals {
     fn drop(&mut self) {
-        for (signal, previous) in &self.old {
-            unsafe { libc::sigaction(*signal, previous, std::ptr::null_mut()) };
+        let mut runs = RUNS.lock().unwrap_or_else(PoisonError::into_inner);
+        *runs -= 1;
+        if *runs == 0 {
+            SIGNALS_DEFAULT.store(true, Ordering::SeqCst);
         }
     }
 }

@@ -2,29 +2,27 @@
 //! running threads that decides whether the clock advances, and the accounting of paused and
 //! skipped time for the report.
 
+use rustix::mm::{self, MapFlags, ProtFlags};
+use rustix::time::{clock_gettime, ClockId};
 use std::fs::OpenOptions;
 use std::io;
-use std::os::fd::AsRawFd;
 use std::path::Path;
+use std::ptr::NonNull;
 use storsim_cosim_shim::clock::{ClockPage, ClockState, PAGE_BYTES};
 
 /// A real clock in ns.
-pub fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(clock, &mut ts) };
+pub fn clock_ns(clock: ClockId) -> u64 {
+    let ts = clock_gettime(clock);
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 pub fn mono_ns() -> u64 {
-    clock_ns(libc::CLOCK_MONOTONIC)
+    clock_ns(ClockId::Monotonic)
 }
 
 pub struct VirtualClock {
-    page: &'static ClockPage,
-    map: *mut libc::c_void,
+    /// The start of this value's own shared mapping of the page file, unmapped on drop.
+    map: NonNull<ClockPage>,
     cpu_speed: f64,
     running: i64,
     /// Real time of the last change of `running`: a call may be stamped at its entry instant
@@ -38,7 +36,9 @@ pub struct VirtualClock {
     pub skipped_ns: u64,
 }
 
-// The page is shared memory that only this value writes; moving it to another thread is safe.
+// SAFETY: the only thing that ties a VirtualClock to a thread is its raw pointer to the
+// mapping, which it owns; the page is made of atomics, so any thread may use it, and a mapping
+// may be unmapped from any thread of the process.
 unsafe impl Send for VirtualClock {}
 
 impl VirtualClock {
@@ -50,28 +50,21 @@ impl VirtualClock {
             .create_new(true)
             .open(path)?;
         file.set_len(PAGE_BYTES as u64)?;
+        // SAFETY: a new mapping at an address the kernel chooses, so no memory of this process
+        // changes; the file is PAGE_BYTES long, so the whole mapping is backed.
         let map = unsafe {
-            libc::mmap(
+            mm::mmap(
                 std::ptr::null_mut(),
                 PAGE_BYTES,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                file.as_raw_fd(),
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                &file,
                 0,
             )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(io::Error::last_os_error());
-        }
-        let page = unsafe { &*(map as *const ClockPage) };
-        page.init(
-            cpu_speed,
-            clock_ns(libc::CLOCK_REALTIME),
-            mono_ns(),
-            clock_ns(libc::CLOCK_BOOTTIME),
-        );
-        Ok(VirtualClock {
-            page,
+        }?;
+        let map = NonNull::new(map.cast::<ClockPage>())
+            .ok_or_else(|| io::Error::other("mmap returned a null address"))?;
+        let clock = VirtualClock {
             map,
             cpu_speed,
             running: 0,
@@ -80,9 +73,25 @@ impl VirtualClock {
             started_r: None,
             paused_real_ns: 0,
             skipped_ns: 0,
-        })
+        };
+        clock.page().init(
+            cpu_speed,
+            clock_ns(ClockId::Realtime),
+            mono_ns(),
+            clock_ns(ClockId::Boottime),
+        );
+        Ok(clock)
     }
 
+    /// The shared page.
+    fn page(&self) -> &ClockPage {
+        // SAFETY: the mapping is page-aligned and PAGE_BYTES long, enough for a ClockPage (see
+        // the assertion below), and stays mapped until `self` is dropped, which cannot happen
+        // while the returned borrow of `self` lives. Every field is an atomic, so the other
+        // processes' concurrent reads of the same memory are no data race, and the file's
+        // initial zeros are a valid value for each of them.
+        unsafe { self.map.as_ref() }
+    }
     pub fn running(&self) -> i64 {
         self.running
     }
@@ -93,7 +102,7 @@ impl VirtualClock {
 
     /// Virtual time now.
     pub fn now_v(&self) -> u64 {
-        self.page.read(mono_ns)
+        self.page().read(mono_ns)
     }
 
     /// Real time at which the program started running, if it has.
@@ -124,7 +133,7 @@ impl VirtualClock {
                 .max(self.last_change_r)
                 .max(self.frozen_since_r.unwrap_or(0))
                 .min(now);
-            self.page.write(|old| ClockState {
+            self.page().write(|old| ClockState {
                 v_anchor_ns: old.v_anchor_ns,
                 r_anchor_ns: r,
                 advancing: true,
@@ -144,7 +153,7 @@ impl VirtualClock {
     /// library and the controller is not the program's.
     pub fn stop(&mut self, r_entry: u64, floor_v: u64) -> u64 {
         let now = mono_ns();
-        let state = self.page.load_state();
+        let state = self.page().load_state();
         let at_entry = if r_entry >= state.r_anchor_ns {
             state.virtual_at(self.cpu_speed, r_entry.min(now))
         } else {
@@ -183,7 +192,7 @@ impl VirtualClock {
     fn freeze(&mut self, at: Option<(u64, u64)>) {
         let speed = self.cpu_speed;
         let mut frozen_r = 0;
-        self.page.write(|old| {
+        self.page().write(|old| {
             let (v, r) = at.unwrap_or_else(|| {
                 let r = mono_ns();
                 (old.virtual_at(speed, r), r)
@@ -202,7 +211,7 @@ impl VirtualClock {
     pub fn jump(&mut self, v: u64) {
         assert!(self.running == 0, "the clock jumped while a thread ran");
         let mut skipped = 0;
-        self.page.write(|old| {
+        self.page().write(|old| {
             skipped = v.saturating_sub(old.v_anchor_ns);
             ClockState {
                 v_anchor_ns: v.max(old.v_anchor_ns),
@@ -224,8 +233,12 @@ impl VirtualClock {
     }
 }
 
+const _: () = assert!(std::mem::size_of::<ClockPage>() <= PAGE_BYTES);
+
 impl Drop for VirtualClock {
     fn drop(&mut self) {
-        unsafe { libc::munmap(self.map, PAGE_BYTES) };
+        // SAFETY: the mapping is this value's own, of PAGE_BYTES, and no borrow of the page
+        // outlives `self`. An error would leave the page mapped, which costs only memory.
+        let _ = unsafe { mm::munmap(self.map.as_ptr().cast(), PAGE_BYTES) };
     }
 }

@@ -4,41 +4,30 @@
 //! scheduler tick and without neighbours, which is what a lateness tail of a few microseconds
 //! needs.
 
+use rustix::thread::{sched_getaffinity, sched_setaffinity, CpuSet};
 use std::io;
 
 /// The processors the calling thread may run on, in increasing order.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
-    // SAFETY: cpu_set_t is plain bits, for which all zeros is a valid (empty) value.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: the kernel writes at most size_of::<cpu_set_t>() bytes into `set`, which lives
-    // for the call; pid 0 names the calling thread.
-    let rc =
-        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok((0..set_size())
-        // SAFETY: `cpu` is below CPU_SETSIZE, the set's size in bits.
-        .filter(|&cpu| unsafe { libc::CPU_ISSET(cpu, &set) })
-        .collect())
+    // `None` names the calling thread.
+    let set = sched_getaffinity(None)?;
+    Ok((0..set_size()).filter(|&cpu| set.is_set(cpu)).collect())
 }
 
 /// Restricts the calling thread, and the threads it starts from now on, to `cpus`. A processor
 /// the system does not have, or one outside the process's cpuset, is refused by the kernel
 /// (when none of `cpus` is usable) and reported as an error, as is an empty list.
 pub fn restrict_current_thread(cpus: &[usize]) -> io::Result<()> {
-    // SAFETY: as in `allowed_cpus`.
-    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let mut set = CpuSet::new();
     for &cpu in cpus {
-        // libc's CPU_SET indexes an array and would panic beyond the set's size.
+        // A CPU set indexes an array and would panic beyond the set's size.
         if cpu >= set_size() {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("CPU {cpu} is beyond the {} a CPU set can name", set_size()),
             ));
         }
-        // SAFETY: `cpu` was checked against the set's size just above.
-        unsafe { libc::CPU_SET(cpu, &mut set) };
+        set.set(cpu);
     }
     if cpus.is_empty() {
         return Err(io::Error::new(
@@ -46,17 +35,13 @@ pub fn restrict_current_thread(cpus: &[usize]) -> io::Result<()> {
             "no CPU to run on",
         ));
     }
-    // SAFETY: `set` is a valid cpu_set_t of the size given; pid 0 names the calling thread.
-    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    sched_setaffinity(None, &set)?;
     Ok(())
 }
 
-/// How many processors a `cpu_set_t` can name (CPU_SETSIZE, 1024 on Linux).
+/// How many processors a CPU set can name (CPU_SETSIZE, 1024 on Linux).
 fn set_size() -> usize {
-    8 * std::mem::size_of::<libc::cpu_set_t>()
+    CpuSet::MAX_CPU
 }
 
 /// A list of processors as Linux prints them (`0-3,6`).

@@ -27,8 +27,7 @@ fn skip(transport: Transport) -> bool {
         storsim_testenv::missing(&format!("/dev/fuse cannot be opened ({e})"));
         return true;
     }
-    // SAFETY: geteuid cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
+    if !rustix::process::geteuid().is_root() {
         storsim_testenv::missing("mounting from this test needs root");
         return true;
     }

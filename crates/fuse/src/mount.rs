@@ -1,11 +1,19 @@
 //! Mounting (by `mount(2)` as root, else through `fusermount3`), the reader threads, the
 //! choice of transport and the ring thread, and unmounting.
 
-use std::ffi::CString;
+use rustix::fs::{fcntl_getfl, fcntl_setfl, Mode, OFlags};
+use rustix::io::Errno;
+use rustix::mount::{unmount, MountFlags, UnmountFlags};
+use rustix::net::{
+    recvmsg, socketpair, AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags,
+    SocketFlags, SocketType,
+};
+use rustix::process::{getegid, geteuid};
+use std::ffi::{CStr, CString};
 use std::fs;
-use std::io::{self, Read};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::io::{self, IoSliceMut, Read};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -87,26 +95,13 @@ fn validate(export: &FileExport) -> Result<(), FuseError> {
     }
 }
 
-fn c_path(path: &Path) -> io::Result<CString> {
-    CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains NUL"))
-}
-
 fn open_dev_fuse() -> Result<OwnedFd, FuseError> {
-    // SAFETY: the path is a NUL-terminated literal.
-    let fd = unsafe {
-        libc::open(
-            c"/dev/fuse".as_ptr(),
-            libc::O_RDWR | libc::O_CLOEXEC | libc::O_NONBLOCK,
-        )
-    };
-    if fd < 0 {
-        return Err(FuseError::DeviceUnavailable {
-            source: io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: open returned a new descriptor that nothing else owns.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    rustix::fs::open(
+        "/dev/fuse",
+        OFlags::RDWR | OFlags::CLOEXEC | OFlags::NONBLOCK,
+        Mode::empty(),
+    )
+    .map_err(|e| FuseError::DeviceUnavailable { source: e.into() })
 }
 
 /// The mount options both mount paths share. `default_permissions` makes the kernel check the
@@ -120,104 +115,68 @@ fn common_options(options: &MountOptions) -> String {
 }
 
 fn mount_syscall(dir: &Path, fd: &OwnedFd, options: &MountOptions) -> io::Result<()> {
-    // SAFETY: geteuid and getegid cannot fail.
-    let (uid, gid) = unsafe { (libc::geteuid(), libc::getegid()) };
+    let (uid, gid) = (geteuid().as_raw(), getegid().as_raw());
     let data = format!(
         "fd={},rootmode=40000,user_id={uid},group_id={gid},{}",
         fd.as_raw_fd(),
         common_options(options)
     );
     let data = CString::new(data).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
-    let target = c_path(dir)?;
-    let flags = libc::MS_NOSUID | libc::MS_NODEV;
-    let attempt = |fstype: &std::ffi::CStr| -> io::Result<()> {
-        // SAFETY: every pointer is a live NUL-terminated string for the duration of the call.
-        let rc = unsafe {
-            libc::mount(
-                c"storsim".as_ptr(),
-                target.as_ptr(),
-                fstype.as_ptr(),
-                flags,
-                data.as_ptr() as *const libc::c_void,
-            )
-        };
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
+    let attempt = |fstype: &CStr| {
+        rustix::mount::mount(
+            c"storsim",
+            dir,
+            fstype,
+            MountFlags::NOSUID | MountFlags::NODEV,
+            data.as_c_str(),
+        )
     };
     match attempt(c"fuse.storsim") {
         // A kernel without file system subtypes knows only "fuse".
-        Err(e) if e.raw_os_error() == Some(libc::ENODEV) => attempt(c"fuse"),
+        Err(Errno::NODEV) => attempt(c"fuse"),
         other => other,
     }
+    .map_err(io::Error::from)
 }
 
 /// Receives the descriptor `fusermount3` sends as SCM_RIGHTS ancillary data over `socket`.
 fn receive_fd(socket: &OwnedFd) -> io::Result<Option<OwnedFd>> {
     let mut byte = [0u8; 1];
-    let mut iov = libc::iovec {
-        iov_base: byte.as_mut_ptr() as *mut libc::c_void,
-        iov_len: byte.len(),
-    };
-    // Eight u64s give an 8-byte-aligned 64-byte buffer, more than CMSG_SPACE of one int.
-    let mut control = [0u64; 8];
-    // SAFETY: an all-zero msghdr is a valid empty header.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr() as *mut libc::c_void;
-    msg.msg_controllen = std::mem::size_of_val(&control) as _;
-    let n = loop {
-        // SAFETY: `msg` points at live buffers sized as declared.
-        let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n >= 0 {
-            break n;
-        }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EINTR) {
-            return Err(err);
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let received = loop {
+        match recvmsg(
+            socket,
+            &mut [IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Err(Errno::INTR) => continue,
+            other => break other?,
         }
     };
-    if n == 0 {
+    if received.bytes == 0 {
         return Ok(None);
     }
-    // SAFETY: the CMSG macros walk the control buffer recvmsg filled, within msg_controllen.
-    unsafe {
-        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-        while !cmsg.is_null() {
-            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                let fd: RawFd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const RawFd);
-                return Ok(Some(OwnedFd::from_raw_fd(fd)));
-            }
-            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-        }
-    }
-    Ok(None)
+    Ok(control.drain().find_map(|message| match message {
+        RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+        _ => None,
+    }))
 }
 
 /// Mounts through `fusermount3`, the set-uid helper unprivileged users need. It opens
 /// `/dev/fuse`, mounts, and passes the descriptor back over the socket named by `_FUSE_COMMFD`.
 fn mount_fusermount(dir: &Path, options: &MountOptions) -> Result<OwnedFd, FuseError> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` is a valid array of two descriptors for socketpair to fill.
-    let rc = unsafe {
-        libc::socketpair(
-            libc::AF_UNIX,
-            libc::SOCK_STREAM | libc::SOCK_CLOEXEC,
-            0,
-            fds.as_mut_ptr(),
-        )
-    };
-    if rc != 0 {
-        return Err(FuseError::Io {
-            context: "socketpair for fusermount3",
-            source: io::Error::last_os_error(),
-        });
-    }
-    // SAFETY: socketpair succeeded, so both descriptors are open and owned by nobody else.
-    let (ours, theirs) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+    let (ours, theirs) = socketpair(
+        AddressFamily::UNIX,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| FuseError::Io {
+        context: "socketpair for fusermount3",
+        source: e.into(),
+    })?;
     let theirs_raw = theirs.as_raw_fd();
     let mut command = Process::new(FUSERMOUNT);
     command
@@ -234,7 +193,9 @@ fn mount_fusermount(dir: &Path, options: &MountOptions) -> Result<OwnedFd, FuseE
         .stderr(Stdio::piped());
     // The socket is close-on-exec so no other child inherits it; only fusermount3 may, so the
     // flag is cleared in the child between fork and exec.
-    // SAFETY: fcntl is async-signal-safe and touches only the child's copy of the descriptor.
+    // SAFETY: pre_exec's closure runs in the forked child, where only async-signal-safe
+    // calls are allowed: fcntl is one, touches only the child's copy of the descriptor, and
+    // the closure allocates nothing.
     unsafe {
         command.pre_exec(move || {
             if libc::fcntl(theirs_raw, libc::F_SETFD, 0) != 0 {
@@ -269,13 +230,8 @@ fn mount_fusermount(dir: &Path, options: &MountOptions) -> Result<OwnedFd, FuseE
 }
 
 fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
-    // SAFETY: F_GETFL/F_SETFL on a descriptor this process owns.
-    unsafe {
-        let flags = libc::fcntl(fd.as_raw_fd(), libc::F_GETFL);
-        if flags < 0 || libc::fcntl(fd.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
+    let flags = fcntl_getfl(fd)?;
+    fcntl_setfl(fd, flags | OFlags::NONBLOCK)?;
     Ok(())
 }
 
@@ -313,8 +269,7 @@ impl Mount {
         };
         let ring_required = options.transport == Transport::IoUring;
 
-        // SAFETY: geteuid cannot fail.
-        let is_root = unsafe { libc::geteuid() } == 0;
+        let is_root = geteuid().is_root();
         let mut mounted = None;
         if is_root {
             let fd = open_dev_fuse()?;
@@ -636,18 +591,10 @@ enum RingFailure {
 /// first.
 fn detach(dir: &Path, method: Method) -> io::Result<()> {
     match method {
-        Method::Syscall => {
-            let target = c_path(dir)?;
-            // SAFETY: `target` is a live NUL-terminated path.
-            if unsafe { libc::umount2(target.as_ptr(), libc::MNT_DETACH) } == 0 {
-                return Ok(());
-            }
-            let err = io::Error::last_os_error();
-            match err.raw_os_error() {
-                Some(libc::EINVAL) | Some(libc::ENOENT) => Ok(()),
-                _ => Err(err),
-            }
-        }
+        Method::Syscall => match unmount(dir, UnmountFlags::DETACH) {
+            Ok(()) | Err(Errno::INVAL) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(e.into()),
+        },
         Method::Fusermount => {
             let output = Process::new(FUSERMOUNT)
                 .arg("-u")

@@ -3,6 +3,7 @@
 use std::fs;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsFd;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::os::unix::io::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -203,11 +204,11 @@ impl Listener {
                 if let Ok(addr) = l.local_addr() {
                     let _ = TcpStream::connect_timeout(&loopback_for(addr), Duration::from_secs(1));
                 }
-                shutdown_listener(l.as_raw_fd());
+                shutdown_listener(l);
             }
             Listener::Unix { listener, path, .. } => {
                 let _ = UnixStream::connect(path);
-                shutdown_listener(listener.as_raw_fd());
+                shutdown_listener(listener);
             }
         }
     }
@@ -238,12 +239,9 @@ fn loopback_for(addr: SocketAddr) -> SocketAddr {
 
 /// On Linux, shutting down a listening socket makes a blocked `accept` return at once. It backs
 /// up the wake-up connection, which can fail (for example when the socket file was deleted).
-fn shutdown_listener(fd: std::os::unix::io::RawFd) {
-    // SAFETY: `fd` is a listening socket owned by a live listener; `shutdown` neither closes nor
-    // invalidates the descriptor, it only changes the socket's state.
-    unsafe {
-        libc::shutdown(fd, libc::SHUT_RDWR);
-    }
+fn shutdown_listener(listener: impl AsFd) {
+    // A failure leaves only the wake-up connection to unblock `accept`.
+    let _ = rustix::net::shutdown(listener, rustix::net::Shutdown::Both);
 }
 
 /// Removes a socket file left behind by an earlier server, refusing to touch anything that is

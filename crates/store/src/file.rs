@@ -12,12 +12,13 @@ use crate::layout::{
     SHARDS, STRIPE_BLOCKS,
 };
 use crate::{lock, read_lock, write_lock, Recovery, StoreError, BLOCK_BYTES};
+use rustix::fs::FlockOperation;
+use rustix::io::Errno;
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::hash::BuildHasherDefault;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -128,19 +129,14 @@ fn sync_parent(path: &Path) -> Result<(), StoreError> {
 /// Takes an exclusive advisory lock so that a second `Store` on the same file, in this process or
 /// another, is refused instead of interleaving journals.
 fn lock_exclusive(file: &File, path: &Path) -> Result<(), StoreError> {
-    // SAFETY: flock only reads the descriptor, which `file` keeps open for the call.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc == 0 {
-        return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    if err.kind() == io::ErrorKind::WouldBlock {
-        return Err(StoreError::InUse {
+    match rustix::fs::flock(file, FlockOperation::NonBlockingLockExclusive) {
+        Err(Errno::WOULDBLOCK) => Err(StoreError::InUse {
             path: path.to_path_buf(),
-        });
+        }),
+        // A filesystem without flock support still works; the lock only guards against
+        // mistakes.
+        Ok(()) | Err(_) => Ok(()),
     }
-    // A filesystem without flock support still works; the lock only guards against mistakes.
-    Ok(())
 }
 
 fn new_store_id(path: &Path) -> u64 {

@@ -3,10 +3,9 @@
 use super::{block_device_users, loop_devices_backed_by, SweepPoint, Target, TargetError};
 use super::{TargetInfo, TargetKind};
 use crate::plan::PlannedIo;
-use std::alloc::Layout;
 use std::fs::{File, OpenOptions};
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
+use std::io::{Seek, SeekFrom};
+use std::os::unix::fs::{FileExt, FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
@@ -142,15 +141,8 @@ impl FileTarget {
         if !self.info.direct_io || self.info.size_bytes < 4096 {
             return 512;
         }
-        let r = unsafe {
-            libc::pread(
-                self.file.as_raw_fd(),
-                self.buffer.ptr as *mut libc::c_void,
-                512,
-                0,
-            )
-        };
-        if r == 512 {
+        let r = self.file.read_at(&mut self.buffer.bytes_mut()[..512], 0);
+        if matches!(r, Ok(512)) {
             512
         } else {
             4096
@@ -167,47 +159,30 @@ fn open_with(path: &Path, access: Access, flags: i32) -> std::io::Result<File> {
 }
 
 /// A block device's size from the end of the device.
-fn block_device_size(file: &File) -> std::io::Result<u64> {
-    let end = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_END) };
-    if end < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(end as u64)
+fn block_device_size(mut file: &File) -> std::io::Result<u64> {
+    file.seek(SeekFrom::End(0))
 }
 
-/// One request on `fd`, timed; retried when a signal interrupted it before any transfer.
-fn timed_io(fd: i32, buffer: &AlignedBuffer, io: &PlannedIo) -> std::io::Result<u64> {
-    assert!(
-        io.len_bytes as usize <= buffer.len,
-        "request larger than the buffer"
-    );
+/// One request on `file` (one pread or pwrite), timed; retried when a signal interrupted it
+/// before any transfer.
+fn timed_io(file: &File, buffer: &mut AlignedBuffer, io: &PlannedIo) -> std::io::Result<u64> {
+    let bytes = buffer
+        .bytes_mut()
+        .get_mut(..io.len_bytes as usize)
+        .expect("request larger than the buffer");
     loop {
         let started = Instant::now();
-        let r = unsafe {
-            if io.write {
-                libc::pwrite(
-                    fd,
-                    buffer.ptr as *const libc::c_void,
-                    io.len_bytes as usize,
-                    io.offset_bytes as libc::off_t,
-                )
-            } else {
-                libc::pread(
-                    fd,
-                    buffer.ptr as *mut libc::c_void,
-                    io.len_bytes as usize,
-                    io.offset_bytes as libc::off_t,
-                )
-            }
+        let r = if io.write {
+            file.write_at(bytes, io.offset_bytes)
+        } else {
+            file.read_at(bytes, io.offset_bytes)
         };
         let elapsed = started.elapsed().as_nanos() as u64;
-        if r < 0 {
-            let e = std::io::Error::last_os_error();
-            if e.kind() == std::io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
+        let r = match r {
+            Ok(r) => r,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
         if r as u64 != io.len_bytes {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -234,7 +209,7 @@ impl Target for FileTarget {
             self.writes += 1;
             self.buffer.stamp(self.writes);
         }
-        timed_io(self.file.as_raw_fd(), &self.buffer, io).map_err(|error| TargetError::Io {
+        timed_io(&self.file, &mut self.buffer, io).map_err(|error| TargetError::Io {
             path: self.path.clone(),
             write: io.write,
             offset_bytes: io.offset_bytes,
@@ -289,7 +264,7 @@ impl Target for FileTarget {
                                 len_bytes: size_bytes,
                                 sample: None,
                             };
-                            let ns = timed_io(file.as_raw_fd(), &buffer, &io).map_err(|error| {
+                            let ns = timed_io(&file, &mut buffer, &io).map_err(|error| {
                                 TargetError::Io {
                                     path: path.clone(),
                                     write,
@@ -344,48 +319,85 @@ pub(super) fn sweep_point(
 /// A heap buffer aligned for O_DIRECT, filled with pseudo-random bytes so that drives which
 /// compress or deduplicate cannot make the measured writes cheaper than real data.
 struct AlignedBuffer {
-    ptr: *mut u8,
+    /// One alignment longer than the buffer, so that an aligned start lies within it.
+    storage: Vec<u8>,
+    /// Where the aligned buffer starts in `storage`.
+    start: usize,
+    /// The buffer's length in bytes, a multiple of the alignment.
     len: usize,
 }
-
-// The buffer is owned memory; only its owner touches it.
-unsafe impl Send for AlignedBuffer {}
 
 impl AlignedBuffer {
     fn new(len: usize) -> Self {
         let len = len.max(BUFFER_ALIGN).next_multiple_of(BUFFER_ALIGN);
-        let layout = Layout::from_size_align(len, BUFFER_ALIGN).expect("buffer layout");
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        if ptr.is_null() {
-            std::alloc::handle_alloc_error(layout);
-        }
+        let storage = vec![0u8; len + BUFFER_ALIGN];
+        let start = storage.as_ptr().align_offset(BUFFER_ALIGN);
+        assert!(start < BUFFER_ALIGN, "no aligned start in the buffer");
+        let mut buffer = AlignedBuffer {
+            storage,
+            start,
+            len,
+        };
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for i in (0..len).step_by(8) {
+        for word in buffer.bytes_mut().chunks_exact_mut(8) {
             // SplitMix64: cheap, and every 8 bytes differ.
             state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
             let mut z = state;
             z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             z ^= z >> 31;
-            unsafe { std::ptr::copy_nonoverlapping(z.to_le_bytes().as_ptr(), ptr.add(i), 8) };
+            word.copy_from_slice(&z.to_le_bytes());
         }
-        AlignedBuffer { ptr, len }
+        buffer
+    }
+
+    /// The aligned bytes. (The vector never grows, so they stay where they are.)
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.storage[self.start..self.start + self.len]
     }
 
     /// Writes `n` into the first 8 bytes of every 4 KiB block, so that no two written blocks
     /// are identical and a deduplicating device still stores each one.
     fn stamp(&mut self, n: u64) {
-        for block in (0..self.len).step_by(BUFFER_ALIGN) {
-            unsafe {
-                std::ptr::copy_nonoverlapping(n.to_le_bytes().as_ptr(), self.ptr.add(block), 8)
-            };
+        for block in self.bytes_mut().chunks_exact_mut(BUFFER_ALIGN) {
+            block[..8].copy_from_slice(&n.to_le_bytes());
         }
     }
 }
 
-impl Drop for AlignedBuffer {
-    fn drop(&mut self) {
-        let layout = Layout::from_size_align(self.len, BUFFER_ALIGN).expect("buffer layout");
-        unsafe { std::alloc::dealloc(self.ptr, layout) };
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_are_aligned_for_direct_io_whatever_their_length() {
+        for (asked, expected) in [(1, 4096), (4096, 4096), (4097, 8192), (65536, 65536)] {
+            let mut buffer = AlignedBuffer::new(asked);
+            let bytes = buffer.bytes_mut();
+            assert_eq!(bytes.as_ptr() as usize % BUFFER_ALIGN, 0, "{asked}");
+            assert_eq!(bytes.len(), expected, "{asked}");
+        }
+    }
+
+    #[test]
+    fn a_stamp_marks_every_block_and_leaves_the_rest_of_the_data() {
+        let mut buffer = AlignedBuffer::new(3 * BUFFER_ALIGN);
+        let before = buffer.bytes_mut().to_vec();
+        // The fill differs from word to word, so a block of zeros would show a broken fill.
+        assert_ne!(before[8..16], before[16..24]);
+        buffer.stamp(0x0123_4567_89ab_cdef);
+        let after = buffer.bytes_mut();
+        for (block, (new, old)) in after
+            .chunks_exact(BUFFER_ALIGN)
+            .zip(before.chunks_exact(BUFFER_ALIGN))
+            .enumerate()
+        {
+            assert_eq!(
+                new[..8],
+                0x0123_4567_89ab_cdefu64.to_le_bytes(),
+                "block {block}"
+            );
+            assert_eq!(new[8..], old[8..], "block {block}");
+        }
     }
 }

@@ -48,6 +48,9 @@ pub fn forget_range(first: u32, last: u32) {
 }
 
 fn open(shim: &Shim) -> Option<i32> {
+    // SAFETY: socket takes no pointers; connect reads the Shim's address, which lives for the
+    // rest of the process, with its own size; the descriptor closed on failure is the one
+    // socket just returned, which nothing else knows.
     unsafe {
         let fd = sys::socket(sys::AF_UNIX, sys::SOCK_SEQPACKET | sys::SOCK_CLOEXEC, 0);
         if fd < 0 {
@@ -70,6 +73,7 @@ fn open(shim: &Shim) -> Option<i32> {
 static PID: AtomicI32 = AtomicI32::new(0);
 
 pub fn set_pid() {
+    // SAFETY: getpid takes nothing and cannot fail.
     PID.store(unsafe { sys::getpid() }, Ordering::Relaxed);
 }
 
@@ -86,6 +90,9 @@ fn current(shim: &Shim) -> Option<(i32, i32, i32)> {
     }
     if fd >= 0 {
         // Inherited across fork: the parent still has its own copy.
+        // SAFETY: closing touches no memory. The number is this thread's inherited copy of
+        // its parent's connection, which only this thread-local names (the `close` hook keeps
+        // the program from closing it under us), so nothing else still uses it.
         unsafe { sys::real::close()(fd) };
         mark(fd, false);
     }
@@ -99,6 +106,8 @@ fn current(shim: &Shim) -> Option<(i32, i32, i32)> {
 pub fn close_current() {
     let (fd, pid, _) = CONN.with(Cell::get);
     if fd >= 0 && pid == self::pid() {
+        // SAFETY: closing touches no memory; the descriptor is this thread's own connection,
+        // forgotten just below.
         unsafe { sys::real::close()(fd) };
         mark(fd, false);
     }
@@ -120,6 +129,7 @@ pub fn send(shim: &Shim, msg: &Msg, payload: &[u8]) -> bool {
         let Some(len) = m.encode(payload, &mut buf) else {
             return false;
         };
+        // SAFETY: send reads `len` bytes of `buf`, and encode returned a `len` within it.
         let n = unsafe { sys::send(fd, buf.as_ptr().cast(), len, sys::MSG_NOSIGNAL) };
         if n == len as isize {
             return true;
@@ -148,6 +158,7 @@ pub fn call(shim: &Shim, msg: &Msg, payload: &[u8]) -> Option<Reply> {
     // sleep and a wake-up, which on a virtual machine cost tens of microseconds each.
     let spin_until = sys::mono_ns() + SPIN_NS;
     loop {
+        // SAFETY: recv writes at most REPLY_BYTES bytes, the length of the live `buf`.
         let n = unsafe { sys::recv(fd, buf.as_mut_ptr().cast(), REPLY_BYTES, sys::MSG_DONTWAIT) };
         if n == REPLY_BYTES as isize {
             return Reply::decode(&buf);
@@ -161,9 +172,11 @@ pub fn call(shim: &Shim, msg: &Msg, payload: &[u8]) -> Option<Reply> {
         }
         // Yield rather than spin: when the controller waits for this very core, spinning
         // would keep it from answering.
+        // SAFETY: sched_yield takes nothing and cannot fail.
         unsafe { sys::sched_yield() };
     }
     loop {
+        // SAFETY: as above.
         let n = unsafe { sys::recv(fd, buf.as_mut_ptr().cast(), REPLY_BYTES, 0) };
         if n == REPLY_BYTES as isize {
             return Reply::decode(&buf);

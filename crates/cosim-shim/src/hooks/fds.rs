@@ -28,6 +28,7 @@ pub fn forget(fd: i32) {
 pub fn fd_path(fd: i32) -> Option<Vec<u8>> {
     let link = format!("/proc/self/fd/{fd}\0");
     let mut buf = vec![0u8; 4097];
+    // SAFETY: `link` ends in a NUL; readlink writes at most `buf.len()` bytes into `buf`.
     let n = unsafe { sys::readlink(link.as_ptr().cast(), buf.as_mut_ptr().cast(), buf.len()) };
     if n <= 0 || n as usize >= buf.len() {
         return None;

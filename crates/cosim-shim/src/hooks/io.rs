@@ -66,6 +66,7 @@ fn data_io(fd: c_int, op: IoOp, at: Option<i64>, call: impl FnOnce() -> isize) -
     let offset = match at {
         Some(o) if o >= 0 => o as u64,
         _ => {
+            // SAFETY: lseek takes no pointers, and SEEK_CUR by 0 only reads the position.
             let end = unsafe { sys::lseek(fd, 0, sys::SEEK_CUR) };
             if end < 0 {
                 return res;
@@ -123,6 +124,8 @@ fn opened(fd: c_int, flags: c_int, retry: impl FnOnce(c_int) -> c_int) -> c_int 
                     sys::set_errno(saved);
                     return fd2;
                 }
+                // SAFETY: closing touches no memory; `fd2` is the library's own retry, which
+                // the program never saw.
                 unsafe { real::close()(fd2) };
                 fds::forget(fd2);
             }
@@ -206,9 +209,13 @@ pub unsafe extern "C" fn creat64(path: *const c_char, mode: c_uint) -> c_int {
 
 /// Streams opened with fopen read and write through libc's internal calls, which no preload
 /// library sees: warn instead of silently leaving them out.
-fn stream_opened(stream: *mut c_void) -> *mut c_void {
+///
+/// # Safety
+/// `stream` is null or an open `FILE *`, as the real fopen returns.
+unsafe fn stream_opened(stream: *mut c_void) -> *mut c_void {
     if let Some(shim) = active() {
         if !stream.is_null() {
+            // SAFETY: non-null, so an open stream by this function's contract.
             let fd = unsafe { sys::fileno(stream) };
             if fds::classify(shim, fd).is_some() {
                 let path = fds::fd_path(fd).unwrap_or_default();
@@ -475,19 +482,29 @@ pub unsafe extern "C" fn ftruncate64(fd: c_int, len: i64) -> c_int {
 }
 
 /// The canonical path of `path` (relative to `dir`) without following a final symlink.
-fn canonical(dir: c_int, path: *const c_char) -> Option<Vec<u8>> {
+///
+/// # Safety
+/// `path` is a NUL-terminated string, or a pointer the real calls reject (null, unmapped)
+/// with EFAULT, as for the program's own call it comes from.
+unsafe fn canonical(dir: c_int, path: *const c_char) -> Option<Vec<u8>> {
+    // SAFETY: `path` as this function's contract says; the kernel copies it in and reports a
+    // bad pointer as EFAULT rather than faulting. An O_PATH open reads nothing of the file.
     let fd =
         unsafe { real::openat()(dir, path, sys::O_PATH | sys::O_CLOEXEC | sys::O_NOFOLLOW, 0) };
     if fd < 0 {
         return None;
     }
     let p = fds::fd_path(fd);
+    // SAFETY: closing touches no memory; `fd` is the library's own, opened just above.
     unsafe { real::close()(fd) };
     p
 }
 
 /// After a successful truncate by path: the same, for the file the path names.
-fn truncated_path(path: *const c_char, len: i64, r: c_int) -> c_int {
+///
+/// # Safety
+/// As for [`canonical`].
+unsafe fn truncated_path(path: *const c_char, len: i64, r: c_int) -> c_int {
     if r != 0 {
         return r;
     }
@@ -551,7 +568,10 @@ pub unsafe extern "C" fn posix_fallocate64(fd: c_int, off: i64, len: i64) -> c_i
 }
 
 /// Runs an unlink and tells the controller when it removed a name on the device.
-fn unlinked(dir: c_int, path: *const c_char, call: impl FnOnce() -> c_int) -> c_int {
+///
+/// # Safety
+/// As for [`canonical`].
+unsafe fn unlinked(dir: c_int, path: *const c_char, call: impl FnOnce() -> c_int) -> c_int {
     let Some(shim) = active() else {
         return call();
     };
@@ -580,7 +600,10 @@ pub unsafe extern "C" fn unlinkat(dir: c_int, path: *const c_char, flags: c_int)
 }
 
 /// Runs a rename and tells the controller when a name on the device moved.
-fn renamed(
+///
+/// # Safety
+/// `old` and `new` as `path` for [`canonical`].
+unsafe fn renamed(
     old_dir: c_int,
     old: *const c_char,
     new_dir: c_int,

@@ -51,6 +51,9 @@ fn active() -> Option<&'static Shim> {
     if p.is_null() {
         None
     } else {
+        // SAFETY: SHIM is only ever set, by `init`, to a leaked Box (never freed nor written
+        // through afterwards), and the Acquire load sees it fully built: a live Shim for the
+        // rest of the process, only ever shared.
         Some(unsafe { &*p })
     }
 }
@@ -64,6 +67,7 @@ fn clock_page() -> Option<&'static ClockPage> {
     if p.is_null() {
         None
     } else {
+        // SAFETY: as in `active`: a non-null SHIM is a leaked, never-freed Shim.
         Some(unsafe { (*p).clock })
     }
 }
@@ -106,10 +110,14 @@ impl Shim {
 fn env_bytes(name: &str) -> Option<Vec<u8>> {
     let mut key = name.as_bytes().to_vec();
     key.push(0);
+    // SAFETY: `key` is NUL-terminated; getenv only reads it.
     let p = unsafe { sys::getenv(key.as_ptr().cast()) };
     if p.is_null() {
         return None;
     }
+    // SAFETY: a non-null getenv result is a NUL-terminated string in the environment. It is
+    // copied at once, and the only caller is the constructor, which runs before the program's
+    // `main` and so before anything could change the environment under it.
     Some(unsafe { CStr::from_ptr(p) }.to_bytes().to_vec())
 }
 
@@ -117,6 +125,12 @@ fn env_bytes(name: &str) -> Option<Vec<u8>> {
 fn map_clock(path: &[u8]) -> Option<&'static ClockPage> {
     let mut c = path.to_vec();
     c.push(0);
+    // SAFETY: open gets a NUL-terminated path; mmap makes a new mapping at an address the
+    // kernel chooses, so no memory of the process changes; the descriptor closed is the one
+    // just opened. The page reference: the mapping is page-aligned, PAGE_BYTES long (more
+    // than a ClockPage) and never unmapped, so it is valid for 'static; every field is an
+    // atomic, so the controller's concurrent writes are no data race; and the controller
+    // sizes the file to PAGE_BYTES before it starts the program, so no access faults.
     unsafe {
         let fd = sys::real::open()(c.as_ptr().cast(), sys::O_RDONLY | sys::O_CLOEXEC, 0);
         if fd < 0 {
@@ -174,12 +188,16 @@ extern "C" fn init() {
     });
     conn::set_pid();
     SHIM.store(Box::into_raw(shim), Ordering::Release);
+    // SAFETY: the handler is an `unsafe extern "C" fn()` as pthread_atfork expects, and it
+    // lives as long as the library, which is never unloaded.
     unsafe {
         sys::pthread_atfork(None, None, Some(procs::after_fork_in_child));
     }
     let mut m = Msg::new(Kind::ProcStart, conn::pid(), sys::gettid());
+    // SAFETY: getppid takes nothing and cannot fail.
     m.a = unsafe { sys::getppid() } as u64;
     m.r_ns = sys::mono_ns();
+    // SAFETY: stored just above from a leaked Box, never freed.
     let shim = unsafe { &*SHIM.load(Ordering::Acquire) };
     conn::call(shim, &m, &[]);
 }

@@ -46,6 +46,8 @@ struct Start {
 }
 
 extern "C" fn trampoline(p: *mut c_void) -> *mut c_void {
+    // SAFETY: `trampoline` is only ever started by the `pthread_create` hook below, with a
+    // Box<Start> it leaked for this thread alone; taking it back here is its only release.
     let start = unsafe { Box::from_raw(p as *mut Start) };
     let r = (start.routine)(start.arg);
     thread_ends();

@@ -109,10 +109,13 @@ extern "C" {
 }
 
 pub fn errno() -> c_int {
+    // SAFETY: __errno_location returns the calling thread's errno, valid for the thread's
+    // whole life and touched by no other thread.
     unsafe { *__errno_location() }
 }
 
 pub fn set_errno(e: c_int) {
+    // SAFETY: as in `errno`.
     unsafe { *__errno_location() = e }
 }
 
@@ -122,6 +125,7 @@ pub fn stderr_line(text: &str) {
     line.extend_from_slice(b"storsim cosim: ");
     line.extend_from_slice(text.as_bytes());
     line.push(b'\n');
+    // SAFETY: write only reads `line.len()` bytes of the live vector.
     unsafe {
         real::write()(2, line.as_ptr().cast(), line.len());
     }
@@ -141,6 +145,8 @@ macro_rules! real_fns {
                     static PTR: AtomicUsize = AtomicUsize::new(0);
                     let mut p = PTR.load(Ordering::Relaxed);
                     if p == 0 {
+                        // SAFETY: RTLD_NEXT is a pseudo-handle dlsym accepts, and the name
+                        // is a NUL-terminated literal.
                         p = unsafe {
                             dlsym(RTLD_NEXT, concat!(stringify!($name), "\0").as_ptr().cast())
                         } as usize;
@@ -151,6 +157,9 @@ macro_rules! real_fns {
                         }
                         PTR.store(p, Ordering::Relaxed);
                     }
+                    // SAFETY: `p` is non-null, the address dlsym found for this function
+                    // in the next object (libc), and the table below declares each function
+                    // with its C prototype, so calling through this type is calling it.
                     unsafe { std::mem::transmute::<usize, unsafe extern "C" fn($($arg),*) -> $ret>(p) }
                 }
             )*
@@ -247,6 +256,8 @@ pub fn read_clock(clock: ClockId) -> u64 {
         tv_sec: 0,
         tv_nsec: 0,
     };
+    // SAFETY: `ts` is a live Timespec for the call to fill in; an unknown clock is an error
+    // return, which leaves the zeros.
     unsafe {
         real::clock_gettime()(clock, &mut ts);
     }
@@ -254,5 +265,6 @@ pub fn read_clock(clock: ClockId) -> u64 {
 }
 
 pub fn gettid() -> i32 {
+    // SAFETY: gettid takes no arguments (the kernel ignores the zeros) and cannot fail.
     unsafe { real::syscall()(SYS_GETTID, 0, 0, 0, 0, 0, 0) as i32 }
 }
