@@ -12,7 +12,7 @@ use std::sync::Arc;
 use storsim_blackbox::AccessPattern;
 use storsim_calibrate::{
     Access, FileTarget, FitOptions, Holdout, Measurements, ModelTarget, Plan, Statistic, Target,
-    TargetKind, PATTERN_ORDER,
+    TargetInfo, TargetKind, PATTERN_ORDER,
 };
 use storsim_config::DeviceSpec;
 
@@ -35,7 +35,77 @@ fn install_stop_handler() -> Result<Arc<AtomicBool>, CliError> {
     Ok(stop)
 }
 
+/// Measures the target (after the baseline, if any), fits the models and writes the report,
+/// the CSV and the chosen model: checks the arguments, plans, measures, fits, writes, and
+/// says how the run ended.
 pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
+    let checked = check_args(&args)?;
+    let mut target = open_target(&args, checked.access, checked.max_len)?;
+    let info = target.info().clone();
+    let (plan, notes) = plan(&args, &checked, &info)?;
+
+    let stop = install_stop_handler()?;
+    let (baseline, baseline_info) = match &args.baseline {
+        Some(path) => {
+            let (m, binfo) = measure_baseline(path, &args, &checked, &plan, &info, &stop)?;
+            (Some(m), Some(binfo))
+        }
+        None => (None, None),
+    };
+    // A stop during the baseline leaves the target unmeasured.
+    let measured = match baseline.as_ref().and_then(|b| b.stopped_early.clone()) {
+        Some(stopped) => Measurements {
+            stopped_early: Some(stopped),
+            ..Measurements::default()
+        },
+        None => {
+            if info.kind != TargetKind::Model && !args.quiet {
+                eprintln!(
+                    "{}: {} requests planned, seed {}; Ctrl-C stops and writes what was measured",
+                    info.name,
+                    plan.total_requests(),
+                    plan.seed
+                );
+            }
+            measure(&plan, target.as_mut(), &stop, args.quiet, "")
+        }
+    };
+
+    let mut fitted = storsim_calibrate::analyse(
+        &measured,
+        baseline.as_ref(),
+        info.size_bytes,
+        fit_options(&args),
+    );
+    fitted.calibration.notes.splice(0..0, notes);
+    let report = calibrate_report::Report {
+        target: &info,
+        baseline: baseline_info.as_ref(),
+        plan: &plan,
+        measured: &measured,
+        fitted: &fitted,
+        model: args.model,
+        out: &args.out,
+    };
+    let wrote_model = write_outputs(&args, &report)?;
+    outcome(&measured, wrote_model, args.model)
+}
+
+/// What the arguments say, checked before any target is opened.
+struct CheckedArgs {
+    patterns: Vec<AccessPattern>,
+    access: Access,
+    sizes_bytes: Vec<u64>,
+    step_run_requests: u32,
+    step_size_bytes: u64,
+    sweep_size_bytes: u64,
+    /// The largest request the plan can make, for the targets' buffers.
+    max_len: u64,
+}
+
+/// Checks every argument that can be checked without the target, in the order the user is
+/// told about them.
+fn check_args(args: &CalibrateArgs) -> Result<CheckedArgs, CliError> {
     let patterns = parse_patterns(&args.patterns)?;
     let wants_writes = patterns.iter().any(|p| p.is_write());
     if wants_writes && !args.allow_writes && args.target.is_some() {
@@ -66,19 +136,19 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
             storsim_core::QUEUE_DEPTH_MAX
         )));
     }
-    let sizes = args
+    let sizes_bytes = args
         .sizes
         .iter()
         .map(|s| size(s, "--sizes"))
         .collect::<Result<Vec<u64>, _>>()?;
-    let step_run = args
+    let step_run_requests = args
         .step_run
         .unwrap_or(if args.model == CalibratedModel::Step {
             1024
         } else {
             0
         });
-    if args.model == CalibratedModel::Step && step_run < 2 {
+    if args.model == CalibratedModel::Step && step_run_requests < 2 {
         return Err(CliError::input(
             "--model step needs --step-run of at least 2 requests",
         ));
@@ -90,18 +160,35 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
     };
     let step_size_bytes = size(&args.step_size, "--step-size")?;
     let sweep_size_bytes = size(&args.sweep_size, "--sweep-size")?;
-    let max_len = sizes
+    let max_len = sizes_bytes
         .iter()
         .copied()
         .chain([step_size_bytes, sweep_size_bytes])
         .max()
         .unwrap_or(4096);
+    Ok(CheckedArgs {
+        patterns,
+        access,
+        sizes_bytes,
+        step_run_requests,
+        step_size_bytes,
+        sweep_size_bytes,
+        max_len,
+    })
+}
 
-    let mut target = open_target(&args, access, max_len)?;
-    let info = target.info().clone();
+/// The plan for a target of `info`, and the notes the report gives about sizes it dropped.
+fn plan(
+    args: &CalibrateArgs,
+    checked: &CheckedArgs,
+    info: &TargetInfo,
+) -> Result<(Plan, Vec<String>), CliError> {
     // Sizes below what direct I/O accepts cannot be measured on this target.
     let mut notes = Vec::new();
-    let (kept, dropped): (Vec<u64>, Vec<u64>) = sizes.iter().partition(|&&s| s >= info.block_bytes);
+    let (kept, dropped): (Vec<u64>, Vec<u64>) = checked
+        .sizes_bytes
+        .iter()
+        .partition(|&&s| s >= info.block_bytes);
     if !dropped.is_empty() {
         notes.push(format!(
             "sizes {dropped:?} are below the target's {}-byte block and were not measured",
@@ -119,66 +206,62 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
     let plan = Plan {
         zones: args.zones,
         sizes_bytes: kept,
-        patterns,
+        patterns: checked.patterns.clone(),
         repeats: args.repeats,
         requests_per_run: args.requests_per_run,
         warmup_requests: args.warmup,
-        step_run_requests: step_run,
-        step_size_bytes,
+        step_run_requests: checked.step_run_requests,
+        step_size_bytes: checked.step_size_bytes,
         iodepths: args.iodepth.clone(),
-        sweep_size_bytes,
+        sweep_size_bytes: checked.sweep_size_bytes,
         sweep_requests: args.sweep_requests,
         seed: args.seed,
     };
     plan.check(info.size_bytes, info.block_bytes)
         .map_err(|e| CliError::input(format!("{}: {e}", info.name)))?;
+    Ok((plan, notes))
+}
 
-    let stop = install_stop_handler()?;
-    let mut baseline_info = None;
-    let baseline = match &args.baseline {
-        Some(path) => {
-            let mut b = FileTarget::open(path, access, max_len).map_err(CliError::input)?;
-            let binfo = b.info().clone();
-            if binfo.size_bytes < info.size_bytes {
-                return Err(CliError::input(format!(
-                    "the baseline {} holds {} bytes, less than the target's {}: the same plan \
-                     must fit on both",
-                    path.display(),
-                    binfo.size_bytes,
-                    info.size_bytes
-                )));
-            }
-            let baseline_plan = Plan {
-                step_run_requests: 0,
-                iodepths: Vec::new(),
-                ..plan.clone()
-            };
-            eprintln!("measuring the baseline {} first", path.display());
-            let m = measure(&baseline_plan, &mut b, &stop, args.quiet, "baseline: ");
-            baseline_info = Some(binfo);
-            Some(m)
-        }
-        None => None,
+/// Measures the baseline at `path` with the target's plan (without the step run and the depth
+/// sweep, which the baseline does not correct), before the target.
+fn measure_baseline(
+    path: &Path,
+    args: &CalibrateArgs,
+    checked: &CheckedArgs,
+    plan: &Plan,
+    info: &TargetInfo,
+    stop: &AtomicBool,
+) -> Result<(Measurements, TargetInfo), CliError> {
+    let mut baseline =
+        FileTarget::open(path, checked.access, checked.max_len).map_err(CliError::input)?;
+    let binfo = baseline.info().clone();
+    if binfo.size_bytes < info.size_bytes {
+        return Err(CliError::input(format!(
+            "the baseline {} holds {} bytes, less than the target's {}: the same plan must fit \
+             on both",
+            path.display(),
+            binfo.size_bytes,
+            info.size_bytes
+        )));
+    }
+    let baseline_plan = Plan {
+        step_run_requests: 0,
+        iodepths: Vec::new(),
+        ..plan.clone()
     };
-    let stopped_in_baseline = baseline.as_ref().and_then(|b| b.stopped_early.clone());
-    let measured = if stopped_in_baseline.is_some() {
-        Measurements {
-            stopped_early: stopped_in_baseline,
-            ..Measurements::default()
-        }
-    } else {
-        if info.kind != TargetKind::Model && !args.quiet {
-            eprintln!(
-                "{}: {} requests planned, seed {}; Ctrl-C stops and writes what was measured",
-                info.name,
-                plan.total_requests(),
-                plan.seed
-            );
-        }
-        measure(&plan, target.as_mut(), &stop, args.quiet, "")
-    };
+    eprintln!("measuring the baseline {} first", path.display());
+    let m = measure(
+        &baseline_plan,
+        &mut baseline,
+        stop,
+        args.quiet,
+        "baseline: ",
+    );
+    Ok((m, binfo))
+}
 
-    let opts = FitOptions {
+fn fit_options(args: &CalibrateArgs) -> FitOptions {
+    FitOptions {
         statistic: match args.statistic {
             CalibrateStatistic::Median => Statistic::Median,
             CalibrateStatistic::Min => Statistic::Min,
@@ -189,30 +272,26 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
         },
         erase_latency_us: args.erase_latency_us,
         queue_depth: args.queue_depth as usize,
-    };
-    let mut fitted =
-        storsim_calibrate::analyse(&measured, baseline.as_ref(), info.size_bytes, opts);
-    fitted.calibration.notes.splice(0..0, notes);
+    }
+}
 
-    let report = calibrate_report::Report {
-        target: &info,
-        baseline: baseline_info.as_ref(),
-        plan: &plan,
-        measured: &measured,
-        fitted: &fitted,
-        model: args.model,
-        out: &args.out,
-    };
+/// Writes the model file (when the chosen model was fitted and a device file can state it),
+/// the text report, the JSON report and the CSV; returns whether the model was written. A
+/// model the device-file format cannot state (a delay over its one-hour limit, say) is an
+/// error, but only after the report and the CSV hold what was measured.
+fn write_outputs(
+    args: &CalibrateArgs,
+    report: &calibrate_report::Report,
+) -> Result<bool, CliError> {
+    let fitted = report.fitted;
     let model_spec = match args.model {
         CalibratedModel::Linear => fitted.linear.clone().map(DeviceSpec::new),
         CalibratedModel::Table => fitted.table.clone().map(DeviceSpec::new),
         CalibratedModel::Step => fitted.step.clone().map(DeviceSpec::new),
     };
-    // A model the device-file format cannot state (a delay over its one-hour limit, say) is
-    // an error, but only after the report and the CSV hold what was measured.
     let model_text = model_spec.as_ref().map(|spec| {
         storsim_config::blackbox_device_toml(spec)
-            .map(|body| format!("{}{body}", calibrate_report::model_header(&report)))
+            .map(|body| format!("{}{body}", calibrate_report::model_header(report)))
     });
     let wrote_model = match &model_text {
         Some(Ok(text)) => {
@@ -223,18 +302,28 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
         _ => false,
     };
     if args.report.as_deref() != Some(Path::new("-")) {
-        print!("{}", calibrate_report::text(&report, wrote_model));
+        print!("{}", calibrate_report::text(report, wrote_model));
     }
     if let Some(path) = &args.report {
-        crate::report::write_json(path, &calibrate_report::json(&report, wrote_model))?;
+        crate::report::write_json(path, &calibrate_report::json(report, wrote_model))?;
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, calibrate_report::csv(&report))
+        std::fs::write(path, calibrate_report::csv(report))
             .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?;
     }
     if let Some(Err(e)) = model_text {
         return Err(CliError::failure(format!("no model written: {e}")));
     }
+    Ok(wrote_model)
+}
+
+/// How the run ended: interrupted (exit 130), stopped early, nothing to build the model
+/// from, or done.
+fn outcome(
+    measured: &Measurements,
+    wrote_model: bool,
+    model: CalibratedModel,
+) -> Result<(), CliError> {
     match &measured.stopped_early {
         Some(reason) if reason == "interrupted" => Err(CliError {
             message: "interrupted: the outputs hold what was measured".to_string(),
@@ -244,8 +333,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
             "the measurement stopped early: {reason} (the outputs hold what was measured)"
         ))),
         None if !wrote_model => Err(CliError::failure(format!(
-            "nothing was measured that a {:?} model can be built from; no model written",
-            args.model
+            "nothing was measured that a {model:?} model can be built from; no model written"
         ))),
         None => Ok(()),
     }

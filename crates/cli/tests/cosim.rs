@@ -11,7 +11,17 @@ use serde_json::Value;
 use signal_hook::consts::SIGTERM;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// The programs these tests run take their virtual time from their running time: on a busy
+/// machine a program that waits for a processor runs longer in virtual time too, and twelve of
+/// them at once on two cores made the timing checks fail. Each test takes this lock, so the
+/// programs run one at a time.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// Runs `storsim cosim --device DEVICE --dir DIR --quiet --report R EXTRA... -- PROGRAM...` and
 /// returns the output and the report.
@@ -152,6 +162,7 @@ fn ns(report: &Value, key: &str) -> u64 {
 
 #[test]
 fn a_c_program_sees_exactly_the_latencies_simulate_computes_for_its_recorded_stream() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-probe");
     let record = dir.with_extension("record.csv");
     let file = dir.join("f");
@@ -196,6 +207,7 @@ fn a_c_program_sees_exactly_the_latencies_simulate_computes_for_its_recorded_str
 
 #[test]
 fn at_real_cpu_speed_each_call_costs_the_model_latency_plus_a_small_overhead() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-probe-speed1");
     let record = dir.with_extension("record.csv");
     let file = dir.join("f");
@@ -241,6 +253,7 @@ fn at_real_cpu_speed_each_call_costs_the_model_latency_plus_a_small_overhead() {
 
 #[test]
 fn dd_with_direct_io_matches_simulate_on_its_record() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-dd");
     let record = dir.with_extension("record.csv");
     let file = dir.join("out");
@@ -295,6 +308,7 @@ fn dd_with_direct_io_matches_simulate_on_its_record() {
 
 #[test]
 fn the_programs_own_clock_agrees_with_the_reported_virtual_time() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-clock");
     let script = dir.with_extension("w.py");
     std::fs::write(
@@ -341,6 +355,7 @@ fn the_programs_own_clock_agrees_with_the_reported_virtual_time() {
 
 #[test]
 fn waiting_for_the_disk_and_sleeping_are_skipped_not_waited() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-skip");
     let script = dir.with_extension("w.py");
     std::fs::write(
@@ -410,6 +425,7 @@ fn sqlite_run(device: &str, name: &str) -> (u64, PathBuf, tempfile::TempDir) {
 
 #[test]
 fn sqlite3_completes_intact_and_is_slower_on_a_disk_than_on_flash() {
+    let _serial = serial();
     let (hdd_ns, db, _hdd_tmp) = sqlite_run("hdd-laptop-2007", "cosim-sqlite-hdd");
     let (ssd_ns, _, _ssd_tmp) = sqlite_run("flashsim-2009", "cosim-sqlite-ssd");
     assert!(hdd_ns > 3 * ssd_ns, "hdd {hdd_ns} ns, ssd {ssd_ns} ns");
@@ -424,6 +440,7 @@ fn sqlite3_completes_intact_and_is_slower_on_a_disk_than_on_flash() {
 
 #[test]
 fn threads_wait_for_their_own_completions_and_idle_time_is_still_skipped() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-threads");
     let record = dir.with_extension("record.csv");
     let file = dir.join("f");
@@ -466,6 +483,7 @@ fn threads_wait_for_their_own_completions_and_idle_time_is_still_skipped() {
 
 #[test]
 fn runs_repeat_exactly_when_computation_is_free() {
+    let _serial = serial();
     let mut seen = Vec::new();
     for run in 0..2 {
         let (_tmp, dir) = fresh_dir(&format!("cosim-repeat-{run}"));
@@ -501,6 +519,7 @@ fn runs_repeat_exactly_when_computation_is_free() {
 
 #[test]
 fn bad_arguments_are_refused_and_the_exit_status_is_the_programs() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-bad");
     let run = |args: &[&str]| {
         Command::new(env!("CARGO_BIN_EXE_storsim"))
@@ -578,6 +597,7 @@ fn bad_arguments_are_refused_and_the_exit_status_is_the_programs() {
 
 #[test]
 fn what_cannot_be_intercepted_is_reported() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-limits");
     // A statically linked program never loads the library.
     let stat = dir.with_extension("static");
@@ -629,6 +649,7 @@ fn what_cannot_be_intercepted_is_reported() {
 
 #[test]
 fn an_image_maps_one_to_one_and_unlinked_space_is_reused() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-image");
     let image = dir.with_extension("img");
     std::fs::write(&image, vec![0u8; 4 << 20]).unwrap();
@@ -705,6 +726,7 @@ fn an_image_maps_one_to_one_and_unlinked_space_is_reused() {
 
 #[test]
 fn sigterm_is_passed_to_the_program_and_the_report_still_comes() {
+    let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-sigterm");
     let file = dir.join("f");
     let report = dir.with_extension("report.json");
@@ -719,8 +741,11 @@ fn sigterm_is_passed_to_the_program_and_the_report_still_comes() {
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // Wait (without a time limit that could fail a slow machine) until the program has written.
-    while !file.exists() {
+    // Wait (without a time limit that could fail a slow machine) until the program has made its
+    // second write, far into the file: its first write call, at offset 0, has then come back
+    // from the controller, which has counted it. (The file's existence says only that it was
+    // opened; on a busy machine the signal then often came before the first write.)
+    while std::fs::metadata(&file).map_or(true, |m| m.len() <= 4096) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     kill_process(Pid::from_child(&child), Signal::TERM).unwrap();

@@ -13,11 +13,14 @@ use rustix::net::{
 use rustix::process;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook::flag;
+use signal_hook::low_level::pipe;
 use std::collections::BTreeMap;
 use std::ffi::c_int;
 use std::ffi::OsString;
-use std::os::fd::{AsFd, OwnedFd};
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -168,18 +171,55 @@ fn collect_files(dir: &Path, out: &mut Vec<(PathBuf, u64)>) {
 #[derive(Clone, Copy)]
 enum Source {
     Listener,
+    /// The pipe the signal handlers write to.
+    Signal,
     Root,
     Conn(ConnId),
     Proc(i32),
 }
 
 /// Runs `program` under cosim on `device` and returns the report and the device (for its
-/// counters).
+/// counters): checks the options, lays out the files, starts the program with the preload
+/// library, serves its threads until it ends, and reports.
 pub fn run(
     device: Box<dyn Device>,
     program: &[OsString],
     mut options: Options,
 ) -> Result<(CosimReport, Box<dyn Device>), CosimError> {
+    let name = check_options(program, &options)?;
+    let (layout, dir, image) = initial_layout(&options, device.capacity_bytes())?;
+    let clock = VirtualClock::create(&options.work_dir.join("clock"), options.cpu_speed)
+        .map_err(|e| setup("creating the clock page", e))?;
+    let socket_path = options.work_dir.join("ctl.sock");
+    let listener = listen(&socket_path)?;
+    let recorder = match options.record.take() {
+        Some(target) => Some(Recorder::new(
+            RecordWriter::new(target.out, &target.header)
+                .map_err(|e| setup("writing the record", e))?,
+        )),
+        None => None,
+    };
+    let ctl = Controller::new(device, layout, clock, recorder);
+    let mut cmd = program_command(program, &options, &socket_path, &dir, &image);
+
+    let started_r = mono_ns();
+    let signals = Signals::install()?;
+    let child = cmd.spawn().map_err(|e| CosimError::Spawn {
+        program: name.to_string_lossy().into_owned(),
+        reason: e.to_string(),
+    })?;
+    let mut serving = Serving::new(ctl, listener, child);
+    let exit = serving.until_the_program_ends(&signals)?;
+    drop(signals);
+    let real_elapsed_ns = mono_ns() - started_r;
+    finish(serving.ctl, exit, real_elapsed_ns)
+}
+
+/// The program's name, once the options are known to make sense.
+fn check_options<'a>(
+    program: &'a [OsString],
+    options: &Options,
+) -> Result<&'a OsString, CosimError> {
     let Some(name) = program.first() else {
         return Err(CosimError::Input("no program to run".into()));
     };
@@ -194,67 +234,112 @@ pub fn run(
             "give --dir DIR or --image FILE (or both)".into(),
         ));
     }
-    let (layout, dir, image) = initial_layout(&options, device.capacity_bytes())?;
-    let clock = VirtualClock::create(&options.work_dir.join("clock"), options.cpu_speed)
-        .map_err(|e| setup("creating the clock page", e))?;
-    let socket_path = options.work_dir.join("ctl.sock");
-    let listener = listen(&socket_path)?;
-    let recorder = match options.record.take() {
-        Some(target) => Some(Recorder::new(
-            RecordWriter::new(target.out, &target.header)
-                .map_err(|e| setup("writing the record", e))?,
-        )),
-        None => None,
-    };
-    let mut ctl = Controller::new(device, layout, clock, recorder);
+    Ok(name)
+}
 
+/// The program's command line, with the preload library ahead of any the caller had and the
+/// environment that tells it where the controller, the clock and its files are.
+fn program_command(
+    program: &[OsString],
+    options: &Options,
+    socket_path: &Path,
+    dir: &Option<PathBuf>,
+    image: &Option<PathBuf>,
+) -> Command {
     let mut preload = OsString::from(&options.shim_library);
     if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
         preload.push(":");
         preload.push(old);
     }
-    let mut cmd = Command::new(name);
+    let mut cmd = Command::new(&program[0]);
     cmd.args(&program[1..])
         .env("LD_PRELOAD", preload)
-        .env(env::SOCKET, &socket_path)
+        .env(env::SOCKET, socket_path)
         .env(env::CLOCK, options.work_dir.join("clock"))
         .env_remove(env::DIR)
         .env_remove(env::IMAGE)
         .env(env::REAL_SYNC, if options.real_sync { "1" } else { "0" });
-    if let Some(d) = &dir {
+    if let Some(d) = dir {
         cmd.env(env::DIR, d);
     }
-    if let Some(i) = &image {
+    if let Some(i) = image {
         cmd.env(env::IMAGE, i);
     }
-    let started_r = mono_ns();
-    let signals = Signals::install()?;
-    let mut child = cmd.spawn().map_err(|e| CosimError::Spawn {
-        program: name.to_string_lossy().into_owned(),
-        reason: e.to_string(),
-    })?;
-    let root_pid = child.id() as i32;
-    let root_pidfd = pidfd_open(root_pid);
+    cmd
+}
 
-    let mut conns: BTreeMap<ConnId, OwnedFd> = BTreeMap::new();
-    let mut next_conn: ConnId = 0;
-    let mut buf = vec![0u8; MAX_MSG_BYTES + 1];
-    let exit = loop {
-        let timeout_ns = ctl.settle();
-        send_replies(&mut ctl, &mut conns);
-        let watched = std::iter::once((listener.as_fd(), Source::Listener))
-            .chain(root_pidfd.as_ref().map(|p| (p.as_fd(), Source::Root)))
-            .chain(conns.iter().map(|(&id, fd)| (fd.as_fd(), Source::Conn(id))))
+/// The controller's poll loop and what it watches: the listening socket, one connection per
+/// program thread, and the program's processes through their pidfds.
+struct Serving {
+    ctl: Controller,
+    listener: OwnedFd,
+    child: std::process::Child,
+    root_pid: i32,
+    /// The program's pidfd; without one (old kernels) the loop looks at it every 10 ms.
+    root_pidfd: Option<OwnedFd>,
+    conns: BTreeMap<ConnId, OwnedFd>,
+    next_conn: ConnId,
+    buf: Vec<u8>,
+}
+
+impl Serving {
+    fn new(ctl: Controller, listener: OwnedFd, child: std::process::Child) -> Serving {
+        let root_pid = child.id() as i32;
+        Serving {
+            ctl,
+            listener,
+            child,
+            root_pid,
+            root_pidfd: pidfd_open(root_pid),
+            conns: BTreeMap::new(),
+            next_conn: 0,
+            buf: vec![0u8; MAX_MSG_BYTES + 1],
+        }
+    }
+
+    /// Serves the program's threads until the program (its first process) ends, passing on
+    /// the stop signals the controller receives meanwhile.
+    fn until_the_program_ends(&mut self, signals: &Signals) -> Result<ProgramExit, CosimError> {
+        loop {
+            let timeout_ns = self.ctl.settle();
+            send_replies(&mut self.ctl, &mut self.conns);
+            let Some(sources) = self.wait(timeout_ns, signals)? else {
+                continue;
+            };
+            if self.serve_sources(sources) {
+                if let Some(exit) = self.root_exit()? {
+                    return Ok(exit);
+                }
+            }
+        }
+    }
+
+    /// Waits until a watched descriptor has something to read or the controller's next
+    /// deadline (`timeout_ns`), and returns the ready sources; `None` when a signal cut the
+    /// wait short. A stop signal received meanwhile is passed on to the program.
+    fn wait(
+        &mut self,
+        timeout_ns: Option<u64>,
+        signals: &Signals,
+    ) -> Result<Option<Vec<Source>>, CosimError> {
+        let watched = std::iter::once((self.listener.as_fd(), Source::Listener))
+            .chain(signals.wake_fd().map(|fd| (fd, Source::Signal)))
+            .chain(self.root_pidfd.as_ref().map(|p| (p.as_fd(), Source::Root)))
             .chain(
-                ctl.procs
+                self.conns
+                    .iter()
+                    .map(|(&id, fd)| (fd.as_fd(), Source::Conn(id))),
+            )
+            .chain(
+                self.ctl
+                    .procs
                     .iter()
                     .filter_map(|(&pid, p)| Some((p.pidfd.as_ref()?.as_fd(), Source::Proc(pid)))),
             );
         let (mut fds, mut sources): (Vec<PollFd>, Vec<Source>) = watched
             .map(|(fd, source)| (PollFd::from_borrowed_fd(fd, PollFlags::IN), source))
             .unzip();
-        // Without a pidfd for the program (old kernels), look at it every 10 ms.
-        let fallback = root_pidfd.is_none().then_some(10_000_000);
+        let fallback = self.root_pidfd.is_none().then_some(10_000_000);
         let timeout = timeout_ns.or(fallback).map(|ns| Timespec {
             tv_sec: (ns / 1_000_000_000) as i64,
             tv_nsec: (ns % 1_000_000_000) as i64,
@@ -281,60 +366,77 @@ pub fn run(
         if let Some(signal) = signals.take_terminate() {
             // Passed on: the program decides how to end, and the report still comes. An error
             // means the program has ended already, which the pidfd reports next.
-            if let Some(pid) = process::Pid::from_raw(root_pid) {
+            if let Some(pid) = process::Pid::from_raw(self.root_pid) {
                 let _ = process::kill_process(pid, signal);
             }
         }
         match polled {
             Ok(_) => {}
             // A signal arrived: looked at above.
-            Err(Errno::INTR) => continue,
+            Err(Errno::INTR) => return Ok(None),
             Err(e) => return Err(setup("waiting for the program", std::io::Error::from(e))),
         }
         // Only the sources with something to read are kept; the borrows of the descriptors
         // end here, before serving them changes the tables they live in.
         let mut ready = fds.iter().map(|p| !p.revents().is_empty());
         sources.retain(|_| ready.next() == Some(true));
-        drop(fds);
+        Ok(Some(sources))
+    }
+
+    /// Serves the ready sources: new connections, messages, ended processes. Returns whether
+    /// the program's first process may have ended (always, without a pidfd to say so).
+    fn serve_sources(&mut self, sources: Vec<Source>) -> bool {
         let mut ended = Vec::new();
-        let mut root_ended = root_pidfd.is_none();
+        let mut root_ended = self.root_pidfd.is_none();
         for source in sources {
             match source {
                 Source::Listener => {
-                    while let Ok(fd) =
-                        net::accept_with(&listener, SocketFlags::CLOEXEC | SocketFlags::NONBLOCK)
-                    {
-                        if conns.len() < MAX_CONNECTIONS {
-                            conns.insert(next_conn, fd);
-                            next_conn += 1;
+                    while let Ok(fd) = net::accept_with(
+                        &self.listener,
+                        SocketFlags::CLOEXEC | SocketFlags::NONBLOCK,
+                    ) {
+                        if self.conns.len() < MAX_CONNECTIONS {
+                            self.conns.insert(self.next_conn, fd);
+                            self.next_conn += 1;
                         }
                     }
                 }
-                Source::Conn(id) => serve(&mut ctl, &mut conns, id, &mut buf),
+                // The signal itself was looked at when the wait ended.
+                Source::Signal => Signals::drain_wake_pipe(),
+                Source::Conn(id) => serve(&mut self.ctl, &mut self.conns, id, &mut self.buf),
                 Source::Proc(pid) => ended.push(pid),
                 Source::Root => root_ended = true,
             }
         }
         for pid in ended {
-            ctl.process_ended(pid);
+            self.ctl.process_ended(pid);
         }
-        if root_ended {
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    ctl.process_ended(root_pid);
-                    break match (status.code(), status.signal()) {
-                        (Some(c), _) => ProgramExit::Code(c),
-                        (None, Some(s)) => ProgramExit::Signal(s),
-                        (None, None) => ProgramExit::Code(-1),
-                    };
-                }
-                Ok(None) => {}
-                Err(e) => return Err(setup("waiting for the program", e)),
+        root_ended
+    }
+
+    /// How the program ended, if it has.
+    fn root_exit(&mut self) -> Result<Option<ProgramExit>, CosimError> {
+        match self.child.try_wait() {
+            Ok(Some(status)) => {
+                self.ctl.process_ended(self.root_pid);
+                Ok(Some(match (status.code(), status.signal()) {
+                    (Some(c), _) => ProgramExit::Code(c),
+                    (None, Some(s)) => ProgramExit::Signal(s),
+                    (None, None) => ProgramExit::Code(-1),
+                }))
             }
+            Ok(None) => Ok(None),
+            Err(e) => Err(setup("waiting for the program", e)),
         }
-    };
-    drop(signals);
-    let real_elapsed_ns = mono_ns() - started_r;
+    }
+}
+
+/// Stops the clock, lets the device finish, closes the record and builds the report.
+fn finish(
+    mut ctl: Controller,
+    exit: ProgramExit,
+    real_elapsed_ns: u64,
+) -> Result<(CosimReport, Box<dyn Device>), CosimError> {
     let intercepted = ctl.clock.started_r().is_some();
     let virtual_elapsed_ns = ctl.clock.finish();
     ctl.drain();
@@ -402,6 +504,12 @@ fn send_replies(ctl: &mut Controller, conns: &mut BTreeMap<ConnId, OwnedFd>) {
 /// The last of the handled signals received while a program runs, 0 if none.
 static PENDING_SIGNAL: AtomicUsize = AtomicUsize::new(0);
 
+/// The read end of the pipe the handlers of the handled signals write a byte to. The controller
+/// polls it with the program's descriptors: a signal that arrives after the controller last
+/// looked at [`PENDING_SIGNAL`] but before it blocks in `poll` would otherwise wait for the next
+/// message or deadline, which for an idle program may never come.
+static WAKE_PIPE: OnceLock<UnixStream> = OnceLock::new();
+
 /// Whether no program runs, so that the handled signals have their default effect on storsim
 /// (it ends). True until the first program starts.
 static SIGNALS_DEFAULT: AtomicBool = AtomicBool::new(true);
@@ -424,16 +532,22 @@ impl Signals {
         static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
         INSTALLED
             .get_or_init(|| {
+                let (reader, writer) = UnixStream::pair().map_err(|e| e.to_string())?;
+                reader.set_nonblocking(true).map_err(|e| e.to_string())?;
                 Self::HANDLED.iter().try_for_each(|&signal| {
                     // The default action is registered first, so that it looks at the flag
-                    // before the signal is noted.
+                    // before the signal is noted; the wake-up comes after the note.
                     flag::register_conditional_default(signal, &SIGNALS_DEFAULT)
                         .and_then(|_| {
                             flag::register_usize(signal, &PENDING_SIGNAL, signal as usize)
                         })
+                        .and_then(|_| pipe::register(signal, writer.try_clone()?))
                         .map(drop)
                         .map_err(|e| e.to_string())
-                })
+                })?;
+                // Set once, here, under the OnceLock that runs this closure once.
+                let _ = WAKE_PIPE.set(reader);
+                Ok(())
             })
             .clone()
             .map_err(|e| setup("installing signal handlers", e))?;
@@ -444,6 +558,19 @@ impl Signals {
         }
         *runs += 1;
         Ok(Signals)
+    }
+
+    /// The pipe to poll for a signal's wake-up.
+    fn wake_fd(&self) -> Option<BorrowedFd<'static>> {
+        WAKE_PIPE.get().map(|reader| reader.as_fd())
+    }
+
+    /// Empties the wake-up pipe, so that it wakes the controller again only for a new signal.
+    fn drain_wake_pipe() {
+        if let Some(mut reader) = WAKE_PIPE.get() {
+            let mut bytes = [0u8; 64];
+            while reader.read(&mut bytes).is_ok_and(|n| n > 0) {}
+        }
     }
 
     /// A SIGTERM or SIGHUP to pass on (SIGINT and SIGQUIT already reached the program's group).
