@@ -591,11 +591,7 @@ impl Model for Hdd {
             ));
         }
         if cx.queue_depth.is_some() {
-            return Err(super::invalid(
-                cx.file,
-                "hdd.queue_depth",
-                "is also given at the top level as `queue_depth`; state it once".into(),
-            ));
+            return Err(super::queue_depth_stated_twice(cx.file, Self::NAME));
         }
         from_scratch(section, cx.file)
     }

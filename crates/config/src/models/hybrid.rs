@@ -3,7 +3,7 @@
 //! thesis' configuration 2 (the drive manages the flash as a cache); `"host"` is
 //! configuration 1 (the OS sees both devices and places data itself).
 
-use super::{check_queue_depth, delay_us, fraction_up_to_one, invalid, FileContext, Model};
+use super::{delay_us, fraction_up_to_one, invalid, section_queue_depth, FileContext, Model};
 use crate::{preset_spec, ConfigError, LoadedDevice, ModelParams};
 use serde::Deserialize;
 use std::path::Path;
@@ -110,18 +110,13 @@ pub(crate) fn from_scratch(
                 .into(),
         ));
     }
-    let queue_depth = match (section.queue_depth, top_queue_depth) {
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                file,
-                "hybrid.queue_depth",
-                "is also given at the top level as `queue_depth`; state it once".into(),
-            ))
-        }
-        (Some(q), None) | (None, Some(q)) => q,
-        (None, None) => DEFAULT_QUEUE_DEPTH,
-    };
-    check_queue_depth(file, queue_depth)?;
+    let queue_depth = section_queue_depth(
+        file,
+        "hybrid",
+        section.queue_depth,
+        top_queue_depth,
+        DEFAULT_QUEUE_DEPTH,
+    )?;
     let flash = load_child(section.flash.as_deref(), "hybrid.flash", file)?;
     let disk = load_child(section.disk.as_deref(), "hybrid.disk", file)?;
     let configuration = match section
