@@ -4,7 +4,7 @@
 //! the sizes held out of the fit.
 
 use crate::fit::{detect_steps, erase_correction, fit_linear, EraseCorrection, LinearFit, StepFit};
-use crate::probe::Measurements;
+use crate::probe::{Measurements, Series};
 use crate::target::SweepPoint;
 use serde::Serialize;
 use storsim_blackbox::linear::{LinearCost, LinearParams};
@@ -176,7 +176,7 @@ pub fn analyse(
     let servers = servers_from_sweep(&m.sweep);
     let mut patterns = Vec::new();
     for pattern in crate::plan::PATTERN_ORDER {
-        let series: Vec<_> = m
+        let series: Vec<&Series> = m
             .series
             .iter()
             .filter(|s| s.pattern == pattern && !s.latencies_ns.is_empty())
@@ -184,67 +184,8 @@ pub fn analyse(
         if series.is_empty() {
             continue;
         }
-        let holding_out = opts.holdout == Holdout::Alternate && series.len() >= 4;
-        if opts.holdout == Holdout::Alternate && !holding_out {
-            notes.push(format!(
-                "{}: only {} sizes measured, too few to hold any out; fitted on all of them",
-                pattern.short_name(),
-                series.len()
-            ));
-        }
-        let mut points = Vec::new();
-        for (i, s) in series.iter().enumerate() {
-            let st = stats(&s.latencies_ns).expect("non-empty series");
-            let baseline_us = baseline.and_then(|b| path_floor(b, pattern, s.size_bytes, opts));
-            let raw = st.pick(opts.statistic);
-            points.push(SizePoint {
-                size_bytes: s.size_bytes,
-                samples: st.samples,
-                min_us: st.min,
-                median_us: st.median,
-                mean_us: st.mean,
-                p90_us: st.p90,
-                baseline_us,
-                value_us: raw - baseline_us.unwrap_or(0.0),
-                held_out: holding_out && i % 2 == 1,
-                linear_us: f64::NAN,
-                table_us: f64::NAN,
-            });
-        }
-        if baseline.is_some() && points.iter().any(|p| p.baseline_us.is_none()) {
-            notes.push(format!(
-                "{}: the baseline lacks some sizes; those are not corrected",
-                pattern.short_name()
-            ));
-        }
-        let fit_on = |value: &dyn Fn(&SizePoint) -> Option<f64>| {
-            let xy: Vec<(f64, f64)> = points
-                .iter()
-                .filter(|p| !p.held_out)
-                .filter_map(|p| value(p).map(|v| (p.size_bytes as f64 / 1024.0, v)))
-                .collect();
-            fit_linear(&xy)
-        };
-        let fit = fit_on(&|p| Some(p.value_us));
-        let (raw_fit, baseline_fit) = if baseline.is_some() {
-            (
-                fit_on(&|p| Some(p.value_us + p.baseline_us.unwrap_or(0.0))),
-                fit_on(&|p| p.baseline_us),
-            )
-        } else {
-            (None, None)
-        };
-        patterns.push((
-            pattern,
-            PatternResult {
-                pattern: pattern.short_name(),
-                points,
-                fit,
-                raw_fit,
-                baseline_fit,
-                validation: None,
-            },
-        ));
+        let result = pattern_result(pattern, &series, baseline, opts, &mut notes);
+        patterns.push((pattern, result));
     }
 
     let linear = linear_model(
@@ -256,41 +197,10 @@ pub fn analyse(
     );
     let table = table_model(&patterns, capacity_bytes, servers, opts.queue_depth);
     for (pattern, result) in &mut patterns {
-        for p in &mut result.points {
-            if let Some(l) = &linear {
-                p.linear_us = l.cost(*pattern).service(p.size_bytes).as_ns() as f64 / 1e3;
-            }
-            if let Some(t) = &table {
-                p.table_us = t.service(*pattern, p.size_bytes).as_ns() as f64 / 1e3;
-            }
-        }
-        let held: Vec<&SizePoint> = result.points.iter().filter(|p| p.held_out).collect();
-        if !held.is_empty() && linear.is_some() && table.is_some() {
-            let error = |predict: fn(&SizePoint) -> f64| {
-                held.iter()
-                    .map(|p| 100.0 * (predict(p) - p.value_us).abs() / p.value_us.abs().max(1e-9))
-                    .sum::<f64>()
-                    / held.len() as f64
-            };
-            result.validation = Some(Validation {
-                held_out_sizes: held.iter().map(|p| p.size_bytes).collect(),
-                linear_mean_error_pct: error(|p| p.linear_us),
-                table_mean_error_pct: error(|p| p.table_us),
-            });
-        }
+        score(*pattern, result, linear.as_ref(), table.as_ref());
     }
 
-    let erase = m
-        .series
-        .iter()
-        .filter(|s| s.pattern == AccessPattern::RandomWrite && !s.latencies_ns.is_empty())
-        .map(|s| {
-            let us = s.latencies_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
-            (s.size_bytes, us)
-        })
-        .collect::<Vec<_>>();
-    let erase = erase_correction(&erase, opts.erase_latency_us);
-
+    let erase = random_write_erase_correction(m, opts.erase_latency_us);
     let steps: Vec<StepResult> = m
         .step_runs
         .iter()
@@ -313,6 +223,125 @@ pub fn analyse(
         table,
         step,
     }
+}
+
+/// One pattern's per-size statistics (every second size held out if asked and possible)
+/// and its fits, the models' predictions still to come; what it could not do goes to
+/// `notes`.
+fn pattern_result(
+    pattern: AccessPattern,
+    series: &[&Series],
+    baseline: Option<&Measurements>,
+    opts: FitOptions,
+    notes: &mut Vec<String>,
+) -> PatternResult {
+    let holding_out = opts.holdout == Holdout::Alternate && series.len() >= 4;
+    if opts.holdout == Holdout::Alternate && !holding_out {
+        notes.push(format!(
+            "{}: only {} sizes measured, too few to hold any out; fitted on all of them",
+            pattern.short_name(),
+            series.len()
+        ));
+    }
+    let mut points = Vec::new();
+    for (i, s) in series.iter().enumerate() {
+        let st = stats(&s.latencies_ns).expect("non-empty series");
+        let baseline_us = baseline.and_then(|b| path_floor(b, pattern, s.size_bytes, opts));
+        let raw = st.pick(opts.statistic);
+        points.push(SizePoint {
+            size_bytes: s.size_bytes,
+            samples: st.samples,
+            min_us: st.min,
+            median_us: st.median,
+            mean_us: st.mean,
+            p90_us: st.p90,
+            baseline_us,
+            value_us: raw - baseline_us.unwrap_or(0.0),
+            held_out: holding_out && i % 2 == 1,
+            linear_us: f64::NAN,
+            table_us: f64::NAN,
+        });
+    }
+    if baseline.is_some() && points.iter().any(|p| p.baseline_us.is_none()) {
+        notes.push(format!(
+            "{}: the baseline lacks some sizes; those are not corrected",
+            pattern.short_name()
+        ));
+    }
+    let fit_on = |value: &dyn Fn(&SizePoint) -> Option<f64>| {
+        let xy: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|p| !p.held_out)
+            .filter_map(|p| value(p).map(|v| (p.size_bytes as f64 / 1024.0, v)))
+            .collect();
+        fit_linear(&xy)
+    };
+    let fit = fit_on(&|p| Some(p.value_us));
+    let (raw_fit, baseline_fit) = if baseline.is_some() {
+        (
+            fit_on(&|p| Some(p.value_us + p.baseline_us.unwrap_or(0.0))),
+            fit_on(&|p| p.baseline_us),
+        )
+    } else {
+        (None, None)
+    };
+    PatternResult {
+        pattern: pattern.short_name(),
+        points,
+        fit,
+        raw_fit,
+        baseline_fit,
+        validation: None,
+    }
+}
+
+/// Fills in each size's predictions by the written models and, with both models and sizes
+/// held out, their mean error on those sizes.
+fn score(
+    pattern: AccessPattern,
+    result: &mut PatternResult,
+    linear: Option<&LinearParams>,
+    table: Option<&TableParams>,
+) {
+    for p in &mut result.points {
+        if let Some(l) = linear {
+            p.linear_us = l.cost(pattern).service(p.size_bytes).as_ns() as f64 / 1e3;
+        }
+        if let Some(t) = table {
+            p.table_us = t.service(pattern, p.size_bytes).as_ns() as f64 / 1e3;
+        }
+    }
+    let held: Vec<&SizePoint> = result.points.iter().filter(|p| p.held_out).collect();
+    if !held.is_empty() && linear.is_some() && table.is_some() {
+        let error = |predict: fn(&SizePoint) -> f64| {
+            held.iter()
+                .map(|p| 100.0 * (predict(p) - p.value_us).abs() / p.value_us.abs().max(1e-9))
+                .sum::<f64>()
+                / held.len() as f64
+        };
+        result.validation = Some(Validation {
+            held_out_sizes: held.iter().map(|p| p.size_bytes).collect(),
+            linear_mean_error_pct: error(|p| p.linear_us),
+            table_mean_error_pct: error(|p| p.table_us),
+        });
+    }
+}
+
+/// The erase correction from the random writes' latencies, every size measured.
+fn random_write_erase_correction(
+    m: &Measurements,
+    erase_latency_us: f64,
+) -> Option<EraseCorrection> {
+    let erase = m
+        .series
+        .iter()
+        .filter(|s| s.pattern == AccessPattern::RandomWrite && !s.latencies_ns.is_empty())
+        .map(|s| {
+            let us = s.latencies_ns.iter().map(|&ns| ns as f64 / 1e3).collect();
+            (s.size_bytes, us)
+        })
+        .collect::<Vec<_>>();
+    erase_correction(&erase, erase_latency_us)
 }
 
 /// The path's own cost for a request of `pattern` and `size_bytes`: the smaller of the

@@ -6,36 +6,60 @@ use crate::args::{RefusedArg, ReplayArg, SimulateArgs};
 use crate::progress::Progress;
 use crate::report::{self, RequestsCsv};
 use crate::{workload_arg, CliError};
+use std::path::Path;
+use std::time::Duration;
 use storsim_core::Completion;
 use storsim_engine::{CompletionSink, EngineOptions, OutOfRange, Refused, Replay};
 use storsim_sim::Session;
+use storsim_workload::{Pacing, Workload};
 
+/// Runs `storsim simulate`: the session, the engine's options, the run with its progress
+/// line and CSV, the reports, and the exit status of a device that failed mid-run.
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let source = workload_arg::source(&args.workload, &args.trace)?;
     let mut session = Session::open(&args.device, &source, args.seed)
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
-    let replay = match (args.replay, args.iodepth) {
-        (None, None) => Replay::natural(session.workload.pacing),
-        (None | Some(ReplayArg::Closed), Some(depth)) => Replay::Closed { depth },
-        (Some(ReplayArg::Closed), None) => {
-            return Err(CliError::input("--replay closed needs --iodepth N"));
-        }
-        (Some(ReplayArg::Open), None) => Replay::Open {
-            time_scale: args.time_scale,
-        },
-        (Some(ReplayArg::Afap), None) => Replay::AsFastAsPossible,
-        (Some(_), Some(_)) => {
-            return Err(CliError::input("--iodepth goes with --replay closed only"));
-        }
+    let options = engine_options(&args, &session.workload)?;
+    let mut csv = match &args.requests_csv {
+        Some(path) => Some(CsvSink::create(path)?),
+        None => None,
     };
-    let replay = match replay {
-        Replay::Open { .. } => Replay::Open {
-            time_scale: args.time_scale,
-        },
-        other => other,
+    // Without a CSV to write, no sink: the statistics are collected in any case.
+    let sink = csv.as_mut().map(|c| c as &mut dyn CompletionSink);
+    let mut progress = Progress::new(args.quiet, args.max_requests);
+    let outcome = session
+        .run(&options, sink, &mut |n, t| progress.update(n, t), None)
+        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
+    let info = outcome.info;
+    let wall = progress.finish();
+    let cpu = progress.cpu_time();
+    if let Some(csv) = csv {
+        csv.finish()?;
+    }
+
+    let results = report::SimulationResults {
+        seed: args.seed,
+        device_name: &session.device_name,
+        device: session.device.as_ref(),
+        workload: &session.workload,
+        replay: options.replay,
+        info: &info,
+        summary: outcome.summary,
     };
-    let options = EngineOptions {
-        replay,
+    write_reports(&args, &results, wall, cpu)?;
+    match &info.device_failed {
+        Some(failure) => Err(CliError {
+            message: format!("{failure} (the results up to it were reported)"),
+            status: crate::EXIT_DEVICE_FAILED,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The engine's options from the command line and the workload's pacing and duration.
+fn engine_options(args: &SimulateArgs, workload: &Workload) -> Result<EngineOptions, CliError> {
+    Ok(EngineOptions {
+        replay: replay(args.replay, args.iodepth, args.time_scale, workload.pacing)?,
         out_of_range: if args.wrap {
             OutOfRange::Wrap
         } else {
@@ -46,79 +70,152 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
             RefusedArg::Count => Refused::Count,
         },
         max_requests: args.max_requests,
-        duration_ns: session.workload.duration_ns,
-    };
+        duration_ns: workload.duration_ns,
+    })
+}
 
-    let mut csv = match &args.requests_csv {
-        Some(path) => Some(RequestsCsv::create(path)?),
-        None => None,
-    };
-    let mut csv_error: Option<std::io::Error> = None;
-    let mut write_csv = |c: &Completion| {
-        if let Some(w) = csv.as_mut() {
-            if csv_error.is_none() {
-                if let Err(e) = w.write(c) {
-                    csv_error = Some(e);
-                }
-            }
+/// How the workload is replayed: `--replay` and `--iodepth`, or else the workload's own
+/// pacing; an open-loop replay, chosen or natural, takes `--time-scale`.
+fn replay(
+    chosen: Option<ReplayArg>,
+    iodepth: Option<u32>,
+    time_scale: f64,
+    pacing: Pacing,
+) -> Result<Replay, CliError> {
+    let replay = match (chosen, iodepth) {
+        (None, None) => Replay::natural(pacing),
+        (None | Some(ReplayArg::Closed), Some(depth)) => Replay::Closed { depth },
+        (Some(ReplayArg::Closed), None) => {
+            return Err(CliError::input("--replay closed needs --iodepth N"));
+        }
+        (Some(ReplayArg::Open), None) => Replay::Open { time_scale },
+        (Some(ReplayArg::Afap), None) => Replay::AsFastAsPossible,
+        (Some(_), Some(_)) => {
+            return Err(CliError::input("--iodepth goes with --replay closed only"));
         }
     };
-    // Without a CSV to write, no sink: the statistics are collected in any case.
-    let sink: Option<&mut dyn CompletionSink> = match args.requests_csv {
-        Some(_) => Some(&mut write_csv),
-        None => None,
-    };
-    let mut progress = Progress::new(args.quiet, args.max_requests);
-    let outcome = session
-        .run(&options, sink, &mut |n, t| progress.update(n, t), None)
-        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
-    let info = outcome.info;
-    let wall = progress.finish();
-    let cpu = progress.cpu_time();
+    Ok(match replay {
+        Replay::Open { .. } => Replay::Open { time_scale },
+        other => other,
+    })
+}
 
-    if let Some(e) = csv_error {
-        return Err(CliError::failure(format!("writing the requests CSV: {e}")));
-    }
-    if let Some(w) = csv {
-        w.finish()
-            .map_err(|e| CliError::failure(format!("writing the requests CSV: {e}")))?;
+/// The requests CSV as the run's completion sink. A write error does not stop the run: the
+/// first one is kept and reported when the run ends, and nothing more is written.
+struct CsvSink {
+    csv: RequestsCsv,
+    error: Option<std::io::Error>,
+}
+
+impl CsvSink {
+    fn create(path: &Path) -> Result<CsvSink, CliError> {
+        Ok(CsvSink {
+            csv: RequestsCsv::create(path)?,
+            error: None,
+        })
     }
 
-    let results = report::SimulationResults {
-        seed: args.seed,
-        device_name: &session.device_name,
-        device: session.device.as_ref(),
-        workload: &session.workload,
-        replay,
-        info: &info,
-        summary: outcome.summary,
-    };
+    /// Flushes the file, or reports the first error writing it.
+    fn finish(self) -> Result<(), CliError> {
+        let result = match self.error {
+            Some(e) => Err(e),
+            None => self.csv.finish(),
+        };
+        result.map_err(|e| CliError::failure(format!("writing the requests CSV: {e}")))
+    }
+}
+
+impl CompletionSink for CsvSink {
+    fn completed(&mut self, completion: &Completion) {
+        if self.error.is_none() {
+            if let Err(e) = self.csv.write(completion) {
+                self.error = Some(e);
+            }
+        }
+    }
+}
+
+/// Writes the JSON if asked, and the text report and the run's timing unless quiet or the
+/// JSON goes to standard output.
+fn write_reports(
+    args: &SimulateArgs,
+    results: &report::SimulationResults,
+    wall: Duration,
+    cpu: Option<Duration>,
+) -> Result<(), CliError> {
     if let Some(path) = &args.json {
-        report::write_json(path, &report::simulation_json(&results))?;
+        report::write_json(path, &report::simulation_json(results))?;
     }
-    if !args.quiet && args.json.as_deref() != Some(std::path::Path::new("-")) {
-        print!("{}", report::simulation_text(&results));
+    if !args.quiet && args.json.as_deref() != Some(Path::new("-")) {
+        print!("{}", report::simulation_text(results));
         let cpu = match cpu {
             Some(cpu) => format!(" ({:.3} s of CPU time)", cpu.as_secs_f64()),
             None => String::new(),
         };
         eprintln!(
             "storsim: simulated {} requests in {:.3} s of wall time{cpu}",
-            info.requests_completed,
+            results.info.requests_completed,
             wall.as_secs_f64()
         );
     }
-    match &info.device_failed {
-        Some(failure) => Err(CliError {
-            message: format!("{failure} (the results up to it were reported)"),
-            status: crate::EXIT_DEVICE_FAILED,
-        }),
-        None => Ok(()),
-    }
+    Ok(())
 }
 
 /// Refuses a device whose model state would not fit in the memory available
 /// ([`storsim_sim::check_memory`]), as bad input.
 pub(crate) fn check_memory(name: &str, spec: &storsim_config::DeviceSpec) -> Result<(), CliError> {
     storsim_sim::check_memory(name, spec).map_err(CliError::input)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replay_follows_the_options_or_else_the_workload() {
+        let open = Pacing::Open;
+        let closed = Pacing::Closed { depth: 8 };
+        // The workload's own pacing, with the time scale for an open loop.
+        assert_eq!(
+            replay(None, None, 0.5, open).ok(),
+            Some(Replay::Open { time_scale: 0.5 })
+        );
+        assert_eq!(
+            replay(None, None, 0.5, closed).ok(),
+            Some(Replay::Closed { depth: 8 })
+        );
+        // --iodepth alone means a closed loop at that depth, whatever the workload's pacing.
+        assert_eq!(
+            replay(None, Some(3), 1.0, open).ok(),
+            Some(Replay::Closed { depth: 3 })
+        );
+        assert_eq!(
+            replay(Some(ReplayArg::Closed), Some(3), 1.0, closed).ok(),
+            Some(Replay::Closed { depth: 3 })
+        );
+        assert_eq!(
+            replay(Some(ReplayArg::Open), None, 2.0, closed).ok(),
+            Some(Replay::Open { time_scale: 2.0 })
+        );
+        assert_eq!(
+            replay(Some(ReplayArg::Afap), None, 2.0, open).ok(),
+            Some(Replay::AsFastAsPossible)
+        );
+    }
+
+    #[test]
+    fn replay_refuses_a_depth_without_a_closed_loop_and_a_closed_loop_without_one() {
+        let Err(e) = replay(Some(ReplayArg::Closed), None, 1.0, Pacing::Open) else {
+            panic!("--replay closed without --iodepth accepted");
+        };
+        assert_eq!(e.status, crate::EXIT_BAD_INPUT);
+        assert!(e.message.contains("needs --iodepth"), "{}", e.message);
+        for chosen in [ReplayArg::Open, ReplayArg::Afap] {
+            let Err(e) = replay(Some(chosen), Some(4), 1.0, Pacing::Open) else {
+                panic!("--iodepth accepted without --replay closed");
+            };
+            assert_eq!(e.status, crate::EXIT_BAD_INPUT);
+            assert!(e.message.contains("--replay closed only"), "{}", e.message);
+        }
+    }
 }

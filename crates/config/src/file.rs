@@ -196,11 +196,7 @@ fn merged_over_preset_file(
     let mut list = merge::assignments(&base, &over, model.variant_tables);
     if let Some(top) = list.iter().position(|a| a.path == ["queue_depth"]) {
         if list.iter().any(|a| a.path == [section, "queue_depth"]) {
-            return Err(models::invalid(
-                file,
-                &format!("{section}.queue_depth"),
-                "is also given at the top level as `queue_depth`; state it once".into(),
-            ));
+            return Err(models::queue_depth_stated_twice(file, section));
         }
         list[top].path = vec![section.to_string(), "queue_depth".to_string()];
     }

@@ -229,6 +229,17 @@ fn keys_for_the_other_level_and_a_capacity_are_refused() {
     );
     let e = load_device(&f).unwrap_err();
     assert_eq!(invalid_key(&e).1, "capacity_bytes");
+    // A queue depth in [array] and at the top level: one of them must go.
+    let f = write(
+        dir,
+        "twice.toml",
+        "model = \"array\"\nqueue_depth = 8\n[array]\nlevel = \"raid1\"\nqueue_depth = 8\n\
+         children = [\"stec-zeus\"]\n",
+    );
+    let e = load_device(&f).unwrap_err();
+    let (_, key, message) = invalid_key(&e);
+    assert_eq!(key, "array.queue_depth");
+    assert!(message.contains("state it once"), "{message}");
 }
 
 #[test]

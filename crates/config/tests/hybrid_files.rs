@@ -165,6 +165,76 @@ fn keys_of_the_other_configuration_or_policy_are_refused() {
     assert_eq!(invalid_key(e).1, "hybrid.cache_block_bytes");
 }
 
+/// Configuration 1 refuses configuration 2's keys and the keys of the placements it does not
+/// use, naming the first such key and where it applies, and needs its placement stated.
+#[test]
+fn host_files_refuse_keys_that_do_not_apply_and_need_a_placement() {
+    let host = "configuration = \"host\"\nflash = \"flashsim-2009\"\ndisk = \"disk.toml\"\n";
+    let refused = |name: &str, rest: &str| {
+        let e = load(name, &format!("{host}{rest}")).unwrap_err();
+        match e {
+            ConfigError::Invalid { key, message, .. } => (key, message),
+            other => panic!("expected an invalid key, got {other}"),
+        }
+    };
+    let (key, message) = refused(
+        "host-controller-keys",
+        "placement = \"separate\"\nreplacement = \"fifo\"\nflush = \"idle\"\n",
+    );
+    // Both keys are configuration 2's; the first in the order checked is named.
+    assert_eq!(key, "hybrid.flush");
+    assert!(
+        message.contains("configuration = \"controller\""),
+        "{message}"
+    );
+
+    let (key, message) = refused("host-no-placement", "");
+    assert_eq!(key, "hybrid.placement");
+    assert!(message.contains("is required"), "{message}");
+
+    let (key, message) = refused(
+        "host-ranges",
+        "placement = \"separate\"\nflash_ranges = [[0, 4096]]\n",
+    );
+    assert_eq!(key, "hybrid.flash_ranges");
+    assert!(
+        message.contains("placement = \"flash-ranges\""),
+        "{message}"
+    );
+
+    let (key, message) = refused(
+        "host-remap",
+        "placement = \"flash-ranges\"\nflash_ranges = [[0, 4096]]\n\
+         small_write_threshold_bytes = 8192\n",
+    );
+    assert_eq!(key, "hybrid.small_write_threshold_bytes");
+    assert!(
+        message.contains("placement = \"small-writes\""),
+        "{message}"
+    );
+
+    let (key, _) = refused("host-empty-ranges", "placement = \"flash-ranges\"\n");
+    assert_eq!(key, "hybrid.flash_ranges");
+}
+
+/// Configuration 2 names the flush policy a key belongs to.
+#[test]
+fn a_flush_key_of_another_policy_names_its_policy() {
+    let e = load(
+        "idle-key",
+        "flash = \"flashsim-2009\"\ndisk = \"disk.toml\"\nflush = \"low-watermark\"\n\
+         idle_time_us = 10\n",
+    )
+    .unwrap_err();
+    match e {
+        ConfigError::Invalid { key, message, .. } => {
+            assert_eq!(key, "hybrid.idle_time_us");
+            assert!(message.contains("flush = \"idle\""), "{message}");
+        }
+        other => panic!("expected an invalid key, got {other}"),
+    }
+}
+
 #[test]
 fn a_hybrid_child_is_refused() {
     let tmp = dir("nested");

@@ -138,6 +138,37 @@ fn the_seek_curve_merges_its_keys_and_a_new_curve_replaces_it() {
     assert_eq!(hdd(spec), want);
 }
 
+/// Seek-curve lists that the model's types cannot hold are refused naming their key.
+#[test]
+fn seek_lists_that_do_not_fit_the_curve_name_their_key() {
+    let e = parse_device_toml(
+        "preset = \"hdd-laptop-2007\"\n[hdd.mechanics.seek]\ncurve = \"hpl-plus10\"\n\
+         first_ten_ns = [1, 2, 3]\n[hdd.mechanics.seek.hpl]\nboundary_cylinders = 300\n\
+         a_ns = 1.0\nb_ns_per_sqrt_cylinder = 1.0\nc_ns = 1.0\ne_ns_per_cylinder = 1.0\n",
+        "ten.toml",
+    )
+    .unwrap_err();
+    let (file, key, message) = invalid(e);
+    assert_eq!(
+        (file.as_str(), key.as_str()),
+        ("ten.toml", "hdd.mechanics.seek.first_ten_ns")
+    );
+    assert!(message.contains("ten"), "{message}");
+
+    let e = parse_device_toml(
+        "preset = \"hdd-laptop-2007\"\n[hdd.mechanics.seek]\ncurve = \"extracted\"\n\
+         points = [[1, 1000000], [5000000000, 9000000]]\n",
+        "far.toml",
+    )
+    .unwrap_err();
+    let (file, key, message) = invalid(e);
+    assert_eq!(
+        (file.as_str(), key.as_str()),
+        ("far.toml", "hdd.mechanics.seek.points")
+    );
+    assert!(message.contains("5000000000"), "{message}");
+}
+
 #[test]
 fn a_top_level_queue_depth_is_the_disk_s_and_capacity_does_not_apply() {
     let spec =

@@ -16,6 +16,12 @@ enum Flaw {
     CompletesTwice,
     /// Request 40 finishes 1 ns before it arrives (if it arrives after time zero).
     CompletesBeforeArrival,
+    /// The 60th completion reported comes with a request the device never accepted.
+    CompletesUnknown,
+    /// Request 30's completion carries the request 512 bytes longer.
+    AltersRequest,
+    /// Request 35's service starts a nanosecond after it finishes.
+    StartsAfterFinish,
     /// Completions come out of `advance` without a deadline having announced them: the
     /// announced deadline is a microsecond late.
     DeadlineLate,
@@ -117,11 +123,19 @@ impl Device for Fifo {
             finish = SimTime(request.arrival.as_ns() - 1);
         }
         self.server_free = self.server_free.max(finish);
-        self.queue.push_back(Completion {
+        let mut completion = Completion {
             request,
             service_start: start.min(finish),
             finish,
-        });
+        };
+        match self.flaw {
+            Flaw::AltersRequest if request.id == 30 => completion.request.len_bytes += 512,
+            Flaw::StartsAfterFinish if request.id == 35 => {
+                completion.service_start = finish + SimDuration(1);
+            }
+            _ => {}
+        }
+        self.queue.push_back(completion);
         Ok(())
     }
     fn next_deadline(&self) -> Option<SimTime> {
@@ -148,6 +162,11 @@ impl Device for Fifo {
             done.push(c);
             if self.flaw == Flaw::CompletesTwice && self.completed == 50 {
                 done.push(c);
+            }
+            if self.flaw == Flaw::CompletesUnknown && self.completed == 60 {
+                let mut stranger = c;
+                stranger.request.id = 1_000_000;
+                done.push(stranger);
             }
         }
         if self.flaw == Flaw::ReversesTies {
@@ -187,6 +206,12 @@ fn each_broken_device_is_reported_with_its_seed_and_request() {
     let cases = [
         (Flaw::CompletesTwice, ViolationKind::CompletedTwice),
         (Flaw::CompletesBeforeArrival, ViolationKind::BeforeArrival),
+        (Flaw::CompletesUnknown, ViolationKind::CompletedUnknown),
+        (Flaw::AltersRequest, ViolationKind::CompletionAltered),
+        (
+            Flaw::StartsAfterFinish,
+            ViolationKind::FinishBeforeServiceStart,
+        ),
         (Flaw::DeadlineLate, ViolationKind::CompletionWithoutDeadline),
         (Flaw::DeadlineStuck, ViolationKind::DeadlineWithoutProgress),
         (

@@ -137,16 +137,7 @@ pub fn check_with(
     writes: Writes,
 ) -> Result<Report, String> {
     let name = ftl.name();
-    let seed = match seed_from_env()? {
-        Some(s) => {
-            eprintln!("conformance {name}: seed {s} (from {SEED_ENV}; the test's seed is {seed})");
-            s
-        }
-        None => {
-            eprintln!("conformance {name}: seed {seed}");
-            seed
-        }
-    };
+    let seed = announce_seed(name, seed)?;
     let geometry = *ftl.nand().geometry();
     let pages = geometry.pages() as usize;
     let logical = ftl.logical_pages();
@@ -213,30 +204,7 @@ pub fn check_with(
         let target = ftl.lookup(lpn);
         apply(&ops, &mut mirror, &mut report, kind, lpn, version, target).map_err(&fail)?;
 
-        match (shadow[lpn as usize], target) {
-            (Some(v), Some(p)) => {
-                let held = mirror.content.get(p.0 as usize).copied().flatten();
-                if held != Some((lpn, v)) {
-                    return Err(fail(format!(
-                        "page {lpn} maps to {p:?}, which holds {held:?}, not version {v}"
-                    )));
-                }
-                if kind == 'r'
-                    && !ops.iter().any(|o| {
-                        o.kind == FlashOpKind::Read && o.ppa == p && o.cause == Cause::Host
-                    })
-                {
-                    return Err(fail(format!("read of page {lpn} did not read {p:?}")));
-                }
-            }
-            (None, Some(p)) => {
-                return Err(fail(format!("page {lpn} has no data but maps to {p:?}")));
-            }
-            (Some(v), None) => {
-                return Err(fail(format!("page {lpn} (version {v}) has no location")));
-            }
-            (None, None) => {}
-        }
+        check_mapping(lpn, shadow[lpn as usize], target, &mirror, kind, &ops).map_err(&fail)?;
 
         if (step + 1) % mix.full_check_every == 0 || step + 1 == mix.steps {
             full_check(ftl, &shadow, &mirror, &report, initial_erases).map_err(&fail)?;
@@ -249,6 +217,55 @@ pub fn check_with(
         ));
     }
     Ok(report)
+}
+
+/// The seed to run with: the environment's (`SEED_ENV`) if set, else the test's; printed so
+/// that a failure can be replayed.
+fn announce_seed(name: &str, seed: u64) -> Result<u64, String> {
+    Ok(match seed_from_env()? {
+        Some(s) => {
+            eprintln!("conformance {name}: seed {s} (from {SEED_ENV}; the test's seed is {seed})");
+            s
+        }
+        None => {
+            eprintln!("conformance {name}: seed {seed}");
+            seed
+        }
+    })
+}
+
+/// After a host call of `kind` (`'w'`, `'r'` or `'t'`) on page `lpn`, whose latest version
+/// is `version` (`None`: no data), the FTL's map points at `target`: the page a mapped
+/// version must be found in, and the page a read must have read.
+fn check_mapping(
+    lpn: u64,
+    version: Option<u64>,
+    target: Option<Ppa>,
+    mirror: &Mirror,
+    kind: char,
+    ops: &[FlashOp],
+) -> Result<(), String> {
+    match (version, target) {
+        (Some(v), Some(p)) => {
+            let held = mirror.content.get(p.0 as usize).copied().flatten();
+            if held != Some((lpn, v)) {
+                return Err(format!(
+                    "page {lpn} maps to {p:?}, which holds {held:?}, not version {v}"
+                ));
+            }
+            if kind == 'r'
+                && !ops
+                    .iter()
+                    .any(|o| o.kind == FlashOpKind::Read && o.ppa == p && o.cause == Cause::Host)
+            {
+                return Err(format!("read of page {lpn} did not read {p:?}"));
+            }
+        }
+        (None, Some(p)) => return Err(format!("page {lpn} has no data but maps to {p:?}")),
+        (Some(v), None) => return Err(format!("page {lpn} (version {v}) has no location")),
+        (None, None) => {}
+    }
+    Ok(())
 }
 
 /// Replays one call's operations on the mirror, checking NAND rules and dependencies.

@@ -235,6 +235,90 @@ fn set_nonblocking(fd: &OwnedFd) -> io::Result<()> {
     Ok(())
 }
 
+/// The directory to mount on, made absolute so that unmounting stays right even if the
+/// working directory changes.
+fn mount_point(dir: &Path) -> Result<PathBuf, FuseError> {
+    let not_a_dir = || FuseError::NotADirectory {
+        path: dir.to_path_buf(),
+    };
+    if !fs::metadata(dir).map_err(|_| not_a_dir())?.is_dir() {
+        return Err(not_a_dir());
+    }
+    fs::canonicalize(dir).map_err(|_| not_a_dir())
+}
+
+/// Whether to prepare an io_uring for `transport`: `Auto` takes it where the kernel offers
+/// it; `IoUring` on a kernel without it is an error before anything is mounted.
+fn wants_ring(transport: Transport) -> Result<bool, FuseError> {
+    Ok(match transport {
+        Transport::DevFuse => false,
+        Transport::Auto => uring::unavailable().is_none(),
+        Transport::IoUring => match uring::unavailable() {
+            None => true,
+            Some(reason) => return Err(FuseError::IoUringUnavailable { reason }),
+        },
+    })
+}
+
+/// Mounts on `dir` and returns the `/dev/fuse` descriptor that serves the mount: with
+/// `mount(2)` as root, through `fusermount3` otherwise or when root may not mount FUSE.
+fn mount_device(
+    dir: &Path,
+    options: &MountOptions,
+    log: &dyn Fn(&str),
+) -> Result<(OwnedFd, Method), FuseError> {
+    if geteuid().is_root() {
+        let fd = open_dev_fuse()?;
+        match mount_syscall(dir, &fd, options) {
+            Ok(()) => return Ok((fd, Method::Syscall)),
+            // Root inside a user namespace may not mount FUSE directly.
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
+                log(&format!(
+                    "fuse: mount(2) refused ({e}); trying {FUSERMOUNT}"
+                ));
+            }
+            Err(source) => {
+                return Err(FuseError::Mount {
+                    path: dir.to_path_buf(),
+                    source,
+                })
+            }
+        }
+    }
+    let fd = mount_fusermount(dir, options)?;
+    Ok((fd, Method::Fusermount))
+}
+
+/// The io_uring for a mount over `channel`, one queue per possible CPU. Failing to set it
+/// up is an error only if the ring is required; otherwise the mount uses /dev/fuse.
+fn prepare_ring(
+    channel: &Arc<Channel>,
+    options: &MountOptions,
+    ring_required: bool,
+    log: &dyn Fn(&str),
+) -> Result<Option<Arc<FuseRing>>, FuseError> {
+    let per_queue = options.ring_entries.clamp(1, MAX_RING_ENTRIES) as u32;
+    match uring::possible_cpus().and_then(|queues| {
+        FuseRing::new(
+            Arc::clone(channel),
+            queues,
+            per_queue,
+            MAX_IO_BYTES as usize,
+        )
+    }) {
+        Ok(ring) => Ok(Some(ring)),
+        Err(e) if ring_required => Err(FuseError::IoUringUnavailable {
+            reason: format!("setting up the io_uring: {e}"),
+        }),
+        Err(e) => {
+            log(&format!(
+                "fuse: cannot set up an io_uring ({e}); using /dev/fuse"
+            ));
+            Ok(None)
+        }
+    }
+}
+
 impl Mount {
     /// Mounts `export` on the directory `dir` and starts `options.threads` reader threads.
     ///
@@ -250,47 +334,11 @@ impl Mount {
         handler: Arc<dyn Handler>,
     ) -> Result<Mount, FuseError> {
         validate(&export)?;
-        let not_a_dir = || FuseError::NotADirectory {
-            path: dir.to_path_buf(),
-        };
-        if !fs::metadata(dir).map_err(|_| not_a_dir())?.is_dir() {
-            return Err(not_a_dir());
-        }
-        // An absolute path keeps unmounting right even if the working directory changes.
-        let dir = fs::canonicalize(dir).map_err(|_| not_a_dir())?;
+        let dir = mount_point(dir)?;
         let log = Arc::clone(&options.log);
-        let want_ring = match options.transport {
-            Transport::DevFuse => false,
-            Transport::Auto => uring::unavailable().is_none(),
-            Transport::IoUring => match uring::unavailable() {
-                None => true,
-                Some(reason) => return Err(FuseError::IoUringUnavailable { reason }),
-            },
-        };
+        let want_ring = wants_ring(options.transport)?;
         let ring_required = options.transport == Transport::IoUring;
-
-        let is_root = geteuid().is_root();
-        let mut mounted = None;
-        if is_root {
-            let fd = open_dev_fuse()?;
-            match mount_syscall(&dir, &fd, &options) {
-                Ok(()) => mounted = Some((fd, Method::Syscall)),
-                // Root inside a user namespace may not mount FUSE directly.
-                Err(e) if e.raw_os_error() == Some(libc::EPERM) => {
-                    log(&format!(
-                        "fuse: mount(2) refused ({e}); trying {FUSERMOUNT}"
-                    ));
-                }
-                Err(source) => return Err(FuseError::Mount { path: dir, source }),
-            }
-        }
-        let (fd, method) = match mounted {
-            Some(m) => m,
-            None => {
-                let fd = mount_fusermount(&dir, &options)?;
-                (fd, Method::Fusermount)
-            }
-        };
+        let (fd, method) = mount_device(&dir, &options, &*log)?;
 
         // Readers wait in epoll and read without blocking, so that stopping them never depends
         // on a request arriving. The descriptor from fusermount3 comes without the flag.
@@ -305,29 +353,9 @@ impl Mount {
         // The ring is set up before INIT so that INIT can offer it knowing it exists: once
         // granted, the kernel holds every request until the ring is registered.
         let ring = if want_ring {
-            let per_queue = options.ring_entries.clamp(1, MAX_RING_ENTRIES) as u32;
-            match uring::possible_cpus().and_then(|queues| {
-                FuseRing::new(
-                    Arc::clone(&channel),
-                    queues,
-                    per_queue,
-                    MAX_IO_BYTES as usize,
-                )
-            }) {
-                Ok(ring) => Some(ring),
-                Err(e) if ring_required => {
-                    let _ = detach(&dir, method);
-                    return Err(FuseError::IoUringUnavailable {
-                        reason: format!("setting up the io_uring: {e}"),
-                    });
-                }
-                Err(e) => {
-                    log(&format!(
-                        "fuse: cannot set up an io_uring ({e}); using /dev/fuse"
-                    ));
-                    None
-                }
-            }
+            prepare_ring(&channel, &options, ring_required, &*log).inspect_err(|_| {
+                let _ = detach(&dir, method);
+            })?
         } else {
             None
         };
@@ -353,13 +381,37 @@ impl Mount {
             finished: false,
         };
         let threads = options.threads.clamp(1, MAX_THREADS);
+        mount.start_readers(threads)?;
+        mount
+            .session
+            .wait_init(INIT_TIMEOUT)
+            .map_err(|reason| FuseError::Init { reason })?;
+        mount.take_ring_grant(want_ring, ring_required, &*log)?;
+        mount.st_dev = fs::metadata(&mount.dir).ok().map(|m| m.dev());
+        let how = match (mount.transport, mount.session.ring()) {
+            (Transport::IoUring, Some(ring)) => format!("over io_uring ({})", ring.describe()),
+            _ => format!("over /dev/fuse with {threads} reader threads"),
+        };
+        log(&format!(
+            "fuse: mounted {} ({} bytes{}) on {} {how}",
+            mount.file_name,
+            export.size_bytes,
+            if export.read_only { ", read-only" } else { "" },
+            mount.dir.display()
+        ));
+        Ok(mount)
+    }
+
+    /// Starts `threads` reader threads, each waiting on the session's descriptors with its
+    /// own epoll instance.
+    fn start_readers(&mut self, threads: usize) -> Result<(), FuseError> {
         for i in 0..threads {
-            let poller = Poller::new(mount.session.channel().raw_fd(), mount.session.stop_fd())
+            let poller = Poller::new(self.session.channel().raw_fd(), self.session.stop_fd())
                 .map_err(|source| FuseError::Io {
                     context: "creating an epoll instance",
                     source,
                 })?;
-            let session = Arc::clone(&mount.session);
+            let session = Arc::clone(&self.session);
             let handle = std::thread::Builder::new()
                 .name(format!("storsim-fuse-{i}"))
                 .spawn(move || session.run(poller))
@@ -367,15 +419,22 @@ impl Mount {
                     context: "spawning a FUSE reader thread",
                     source,
                 })?;
-            mount.threads.push(handle);
+            self.threads.push(handle);
         }
-        mount
-            .session
-            .wait_init(INIT_TIMEOUT)
-            .map_err(|reason| FuseError::Init { reason })?;
-        match mount.session.ring_grant() {
-            Some(RingGrant::Granted) => match mount.start_ring() {
-                Ok(()) => mount.transport = Transport::IoUring,
+        Ok(())
+    }
+
+    /// After INIT: puts the ring in service if the kernel granted it, or says why requests
+    /// go through /dev/fuse; an error if the ring was required and is not in service.
+    fn take_ring_grant(
+        &mut self,
+        want_ring: bool,
+        ring_required: bool,
+        log: &dyn Fn(&str),
+    ) -> Result<(), FuseError> {
+        match self.session.ring_grant() {
+            Some(RingGrant::Granted) => match self.start_ring() {
+                Ok(()) => self.transport = Transport::IoUring,
                 Err(RingFailure::KernelFellBack(reason)) if !ring_required => log(&format!(
                     "fuse: {reason}; the kernel went back to /dev/fuse, and so do we"
                 )),
@@ -391,19 +450,7 @@ impl Mount {
             }
             _ => {}
         }
-        mount.st_dev = fs::metadata(&mount.dir).ok().map(|m| m.dev());
-        let how = match (mount.transport, mount.session.ring()) {
-            (Transport::IoUring, Some(ring)) => format!("over io_uring ({})", ring.describe()),
-            _ => format!("over /dev/fuse with {threads} reader threads"),
-        };
-        log(&format!(
-            "fuse: mounted {} ({} bytes{}) on {} {how}",
-            mount.file_name,
-            export.size_bytes,
-            if export.read_only { ", read-only" } else { "" },
-            mount.dir.display()
-        ));
-        Ok(mount)
+        Ok(())
     }
 
     /// Starts the ring thread, which registers every entry and then serves the ring; returns

@@ -184,6 +184,52 @@ impl ReadRequest {
     }
 }
 
+/// A write's blocks, how it meets the write-back buffer, and when its data moves over the
+/// bus and may go to the media; worked out once (`HddDevice::write_request`) for the media,
+/// cache and completion steps that follow.
+struct WriteRequest {
+    t0: f64,
+    lbn: u64,
+    n: u64,
+    end: u64,
+    /// The cache holds the write and destages it later (the write completes with its data).
+    write_back: bool,
+    /// The write continues the last destage, which is still in progress, and joins it.
+    append: bool,
+    /// When the write-back buffer has space for the write: `t0` unless every write segment
+    /// is waiting for its destage.
+    space_ns: f64,
+    /// The write takes the extra write disconnect (a write-through after another write).
+    extra_disconnect: bool,
+    /// When the first block starts over the bus.
+    xfer_start: f64,
+    /// One block's bus transfer.
+    xfer: f64,
+    /// When the mechanism may start on the write, before spin-up and buffer space.
+    mech_after: f64,
+    /// The block that must be in the buffer before any block goes to the media (0: none).
+    gate: u64,
+}
+
+impl WriteRequest {
+    /// When block `i` of the write is in the buffer.
+    #[inline]
+    fn arrival(&self, i: u64) -> f64 {
+        self.xfer_start + (i + 1) as f64 * self.xfer
+    }
+
+    /// When block `i` may go to the media: once it and the gate block are in the buffer.
+    #[inline]
+    fn media_ready(&self, i: u64) -> f64 {
+        self.arrival(i.max(self.gate))
+    }
+
+    /// When the last block is in the buffer.
+    fn data_done(&self) -> f64 {
+        self.arrival(self.n - 1)
+    }
+}
+
 /// The disk model. Build it with [`HddDevice::new`].
 pub struct HddDevice {
     p: HddParams,
@@ -782,10 +828,33 @@ impl HddDevice {
 
     /// Serves a write dispatched at `t0`; returns its finish instant.
     fn write(&mut self, t0: f64, lbn: u64, n: u64) -> f64 {
-        let o = self.p.overheads.clone();
-        let end = lbn + n;
-        let after_read = self.last_was_read;
         self.stats.writes += 1;
+        self.stop_prefetch(t0);
+        self.retire_destages(t0);
+        // Invalidate what the cache holds of these blocks elsewhere.
+        for s in &mut self.segs {
+            if s.start < lbn + n && lbn < s.end {
+                s.end = s.start;
+            }
+        }
+        let w = self.write_request(t0, lbn, n);
+        let c = self.write_media(&w);
+        if self.p.cache.enabled && self.p.cache.read_hits_on_write_data {
+            self.keep_write_data(&w);
+        }
+        if w.write_back {
+            self.write_back_done(&w, c)
+        } else {
+            self.write_through_done(&w, &c)
+        }
+    }
+
+    /// How the write at `t0` meets the write-back buffer and the bus: whether it continues
+    /// the last destage, when buffer space is free for it, whether it takes the extra write
+    /// disconnect, and so when its data moves and when the mechanism may start.
+    fn write_request(&mut self, t0: f64, lbn: u64, n: u64) -> WriteRequest {
+        let o = &self.p.overheads;
+        let after_read = self.last_was_read;
         let write_back = self.p.cache.write_back != WriteBack::None && self.p.cache.enabled;
         let cmd = ns(o.per_request_ns)
             + ns(match (write_back, after_read) {
@@ -794,15 +863,6 @@ impl HddDevice {
                 (false, true) => o.write_miss_after_read_ns,
                 (false, false) => o.write_miss_after_write_ns,
             });
-        let xfer = ns(self.p.interface.write_transfer_ns_per_sector);
-        self.stop_prefetch(t0);
-        self.retire_destages(t0);
-        // Invalidate what the cache holds of these blocks elsewhere.
-        for s in &mut self.segs {
-            if s.start < end && lbn < s.end {
-                s.end = s.start;
-            }
-        }
         let append = write_back
             && self.p.cache.combine_sequential_writes
             && self
@@ -821,9 +881,9 @@ impl HddDevice {
         let follows_other_write = !after_read && self.last_write_end.is_some_and(|e| e != lbn);
         let extra = o
             .extra_write_disconnect
-            .clone()
+            .as_ref()
             .filter(|_| !write_back && follows_other_write);
-        let (xfer_start, mech_after) = match &extra {
+        let (xfer_start, mech_after) = match extra {
             // The drive disconnects after the command, reconnects after a delay to take the
             // data, and lets the mechanism start a little after the command.
             Some(x) => (
@@ -840,8 +900,6 @@ impl HddDevice {
                 t0 + cmd,
             ),
         };
-        let arrival = |i: u64| xfer_start + (i + 1) as f64 * xfer;
-        let data_done = arrival(n - 1);
         // A drive with the extra write disconnect writes no sector of a request until its
         // segment holds the first min(n, 10) blocks (15 for requests of 45 blocks or more),
         // as DiskSim's block-availability check has it: block i is ready only once block
@@ -851,78 +909,118 @@ impl HddDevice {
         } else {
             0
         };
-        let mut c = if append {
+        WriteRequest {
+            t0,
+            lbn,
+            n,
+            end: lbn + n,
+            write_back,
+            append,
+            space_ns,
+            extra_disconnect: extra.is_some(),
+            xfer_start,
+            xfer: ns(self.p.interface.write_transfer_ns_per_sector),
+            mech_after,
+            gate,
+        }
+    }
+
+    /// Writes the blocks to the media: on from the last destage when the write continues
+    /// it, otherwise from where the heads are once the mechanism is ready and the buffer
+    /// has space; each block once its data is in the buffer. Returns the heads at the end.
+    fn write_media(&mut self, w: &WriteRequest) -> Cursor {
+        let mut c = if w.append {
             self.stats.write_appends += 1;
             self.destages
                 .back()
                 .map(|d| d.cursor)
-                .unwrap_or_else(|| Cursor::new(t0, self.head))
+                .unwrap_or_else(|| Cursor::new(w.t0, self.head))
         } else {
-            let ready = self.mech_ready(mech_after);
-            Cursor::new(ready.max(space_ns), self.head)
+            let ready = self.mech_ready(w.mech_after);
+            Cursor::new(ready.max(w.space_ns), self.head)
         };
-        let min_seek = if append { 0.0 } else { ns(o.minimum_seek_ns) };
+        let min_seek = if w.append {
+            0.0
+        } else {
+            ns(self.p.overheads.minimum_seek_ns)
+        };
         // A run's first block as `transfer` takes it (a move, a rotation), the rest of the
         // run sector after sector.
         let mut i = 0;
-        while i < n {
-            let (p, run) = self.pbn_run(lbn + i);
+        while i < w.n {
+            let (p, run) = self.pbn_run(w.lbn + i);
             c.transfer(
                 &self.mech,
                 p,
                 true,
-                arrival(i.max(gate)),
+                w.media_ready(i),
                 if i == 0 { min_seek } else { 0.0 },
             );
-            let more = (run - 1).min(n - i - 1);
-            c.write_on(&self.mech, more, |k| arrival((i + 1 + k).max(gate)));
+            let more = (run - 1).min(w.n - i - 1);
+            c.write_on(&self.mech, more, |k| w.media_ready(i + 1 + k));
             i += 1 + more;
         }
-        self.stats.media_sectors += n;
+        self.stats.media_sectors += w.n;
         self.stats.seeks += c.seeks;
         self.stats.seek_cylinders += c.seek_cylinders;
         self.head = c.position();
         self.hda_free_ns = self.hda_free_ns.max(c.t_ns);
-        if self.p.cache.enabled && self.p.cache.read_hits_on_write_data {
-            let seg = if append {
-                self.segs
-                    .iter()
-                    .position(|s| s.end == lbn && s.start < s.end)
-            } else {
-                None
-            };
-            let seg = seg.unwrap_or_else(|| {
-                let v = self.victim_segment(true);
-                self.segs[v].start = lbn;
-                self.segs[v].end = lbn;
-                v
-            });
-            self.extend_segment(seg, end);
-            self.touch(seg);
-        }
-        if write_back {
-            if append {
-                if let Some(d) = self.destages.back_mut() {
-                    d.done_ns = c.t_ns;
-                    d.end_lbn = end;
-                    d.cursor = c;
-                }
-            } else {
-                self.destages.push_back(Destage {
-                    done_ns: c.t_ns,
-                    end_lbn: end,
-                    cursor: c,
-                });
-            }
-            data_done + ns(o.write_completion_ns)
+        c
+    }
+
+    /// With read hits on write data, the written blocks stay in the cache: in the segment
+    /// the write continues, or in the least recently used one writes may fill.
+    fn keep_write_data(&mut self, w: &WriteRequest) {
+        let seg = if w.append {
+            self.segs
+                .iter()
+                .position(|s| s.end == w.lbn && s.start < s.end)
         } else {
-            let (disconnect, reselect) = match &extra {
-                Some(x) => (x.second_disconnect_ns, o.other_reselect_ns),
-                None => (o.write_disconnect_ns, o.first_reselect_ns),
-            };
-            let reconnect = c.t_ns.max(data_done + ns(disconnect));
-            reconnect + ns(reselect) + ns(o.write_completion_ns)
+            None
+        };
+        let seg = seg.unwrap_or_else(|| {
+            let v = self.victim_segment(true);
+            self.segs[v].start = w.lbn;
+            self.segs[v].end = w.lbn;
+            v
+        });
+        self.extend_segment(seg, w.end);
+        self.touch(seg);
+    }
+
+    /// With write-back, the media work `c` ended becomes (or extends) a destage, and the
+    /// write completes once its data is in the buffer.
+    fn write_back_done(&mut self, w: &WriteRequest, c: Cursor) -> f64 {
+        if w.append {
+            if let Some(d) = self.destages.back_mut() {
+                d.done_ns = c.t_ns;
+                d.end_lbn = w.end;
+                d.cursor = c;
+            }
+        } else {
+            self.destages.push_back(Destage {
+                done_ns: c.t_ns,
+                end_lbn: w.end,
+                cursor: c,
+            });
         }
+        w.data_done() + ns(self.p.overheads.write_completion_ns)
+    }
+
+    /// Without write-back, the drive disconnects once it has the data and reconnects to
+    /// complete the write when the media work `c` ended.
+    fn write_through_done(&self, w: &WriteRequest, c: &Cursor) -> f64 {
+        let o = &self.p.overheads;
+        let extra = o
+            .extra_write_disconnect
+            .as_ref()
+            .filter(|_| w.extra_disconnect);
+        let (disconnect, reselect) = match extra {
+            Some(x) => (x.second_disconnect_ns, o.other_reselect_ns),
+            None => (o.write_disconnect_ns, o.first_reselect_ns),
+        };
+        let reconnect = c.t_ns.max(w.data_done() + ns(disconnect));
+        reconnect + ns(reselect) + ns(o.write_completion_ns)
     }
 
     /// Computes the service of `r` starting at `t`; returns its finish instant.
@@ -1113,7 +1211,7 @@ impl Device for HddDevice {
 #[cfg(test)]
 mod tests {
     //! The scheduler's cached view of the queue against the direct computation, and the
-    //! read paths' overheads.
+    //! read and write paths' overheads.
 
     use super::*;
     use crate::params::{
@@ -1321,5 +1419,58 @@ mod tests {
         assert_eq!(after_write.command_at_miss(), 206.0);
         assert_eq!(after_write.connect_at_hit(), 10_026.0);
         assert_eq!(after_write.disconnect, 2000.0);
+    }
+
+    /// A write-through drive with HP's extra write disconnect: it takes the extra
+    /// disconnect only after a write that ended elsewhere, and holds every block back until
+    /// the gate block is in the buffer either way.
+    #[test]
+    fn a_write_takes_the_extra_disconnect_only_after_a_write_elsewhere() {
+        let mut p = params(SchedulerKind::Fcfs, SurfaceOrder::Normal);
+        p.cache.write_back = crate::params::WriteBack::None;
+        p.interface.write_transfer_ns_per_sector = 1000;
+        p.overheads = Overheads {
+            per_request_ns: 1,
+            write_miss_after_read_ns: 10,
+            write_miss_after_write_ns: 20,
+            data_preparation_ns: 100,
+            first_reselect_ns: 10_000,
+            extra_write_disconnect: Some(crate::params::ExtraWriteDisconnect {
+                command_ns: 200,
+                disconnect_ns: 400,
+                inter_disconnect_ns: 800,
+                second_disconnect_ns: 1600,
+                seek_delta_ns: 3200,
+            }),
+            ..Overheads::default()
+        };
+        let mut d = HddDevice::new(p).unwrap();
+
+        d.last_was_read = true;
+        let after_read = d.write_request(5.0, 100, 12);
+        assert!(!after_read.extra_disconnect && !after_read.write_back);
+        assert_eq!(after_read.xfer_start, 5.0 + 1.0 + 10.0 + 100.0);
+        assert_eq!(after_read.mech_after, 16.0);
+        assert_eq!(after_read.gate, 9);
+        assert_eq!(after_read.media_ready(0), after_read.arrival(9));
+        assert_eq!(after_read.media_ready(11), after_read.arrival(11));
+        assert_eq!(after_read.data_done(), 116.0 + 12_000.0);
+
+        d.last_was_read = false;
+        d.last_write_end = Some(50);
+        let elsewhere = d.write_request(5.0, 100, 50);
+        assert!(elsewhere.extra_disconnect);
+        assert_eq!(
+            elsewhere.xfer_start,
+            5.0 + 1.0 + 200.0 + 400.0 + 800.0 + 10_000.0 + 100.0
+        );
+        assert_eq!(elsewhere.mech_after, 5.0 + 1.0 + 200.0 + 3200.0);
+        assert_eq!(elsewhere.gate, 14);
+
+        d.last_write_end = Some(100);
+        let sequential = d.write_request(5.0, 100, 3);
+        assert!(!sequential.extra_disconnect);
+        assert_eq!(sequential.xfer_start, 5.0 + 1.0 + 20.0 + 100.0);
+        assert_eq!(sequential.gate, 2);
     }
 }

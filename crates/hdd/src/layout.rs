@@ -4,7 +4,7 @@
 //! push the following blocks of their unit along by one sector, remapped defects that move a
 //! single block to a spare, and track and cylinder skews that set each track's angular start.
 
-use crate::params::{Geometry, SparingScheme, SurfaceOrder};
+use crate::params::{Geometry, SparingScheme, SurfaceOrder, Zone};
 use crate::HddError;
 
 /// A physical sector: cylinder, head (surface) and sector number on the track.
@@ -55,7 +55,148 @@ struct ZoneMap {
     cylinder_skew: f64,
 }
 
+/// Checks zone `i`'s own numbers and that it follows the previous zone, which ended at
+/// cylinder `prev_last`.
+fn check_zone(i: usize, z: &Zone, prev_last: Option<u32>) -> Result<(), HddError> {
+    if z.last_cylinder < z.first_cylinder {
+        return Err(HddError::Geometry(format!(
+            "zone {i}: the last cylinder {} precedes the first {}",
+            z.last_cylinder, z.first_cylinder
+        )));
+    }
+    if prev_last.is_some_and(|p| z.first_cylinder <= p) {
+        return Err(HddError::Geometry(format!(
+            "zone {i} overlaps or precedes the previous zone"
+        )));
+    }
+    if z.sectors_per_track == 0 {
+        return Err(HddError::Geometry(format!(
+            "zone {i}: sectors per track must be positive"
+        )));
+    }
+    for v in [
+        z.first_block_offset_sectors,
+        z.track_skew_sectors,
+        z.cylinder_skew_sectors,
+    ] {
+        if !v.is_finite() {
+            return Err(HddError::Geometry(format!(
+                "zone {i}: skews must be finite"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl ZoneMap {
+    /// The map of zone `i` of `g`, `z`, whose first block is `first_lbn`: its slots and
+    /// sparing units under `g`'s sparing scheme, its slips and defects checked against them,
+    /// and the blocks it holds.
+    fn new(i: usize, z: &Zone, g: &Geometry, first_lbn: u64) -> Result<ZoneMap, HddError> {
+        let surfaces = u64::from(g.surfaces);
+        let spt = u64::from(z.sectors_per_track);
+        let cyls = u64::from(z.last_cylinder - z.first_cylinder + 1);
+        let track_slots = g.sparing == SparingScheme::Tracks;
+        let zone_slots = if track_slots {
+            cyls * surfaces
+        } else {
+            cyls * surfaces * spt
+        };
+        let unit_slots = match g.sparing {
+            SparingScheme::None
+            | SparingScheme::Tracks
+            | SparingScheme::SectorsAtEnd
+            | SparingScheme::SectorsPerZone => zone_slots,
+            SparingScheme::SectorsPerCylinder | SparingScheme::SectorsPerCylinderAtFront => {
+                surfaces * spt
+            }
+            SparingScheme::SectorsPerTrack => spt,
+            SparingScheme::SectorsPerRange => {
+                if g.sparing_range_cylinders == 0 {
+                    return Err(HddError::Geometry(
+                        "the sparing range must be at least one cylinder".into(),
+                    ));
+                }
+                (u64::from(g.sparing_range_cylinders) * surfaces * spt).min(zone_slots)
+            }
+        };
+        let spares = if g.sparing == SparingScheme::None {
+            0
+        } else {
+            u64::from(z.spares)
+        };
+        let mut slips = z.slips.clone();
+        slips.sort_unstable();
+        slips.dedup();
+        if slips.last().is_some_and(|&s| s >= zone_slots) {
+            return Err(HddError::Geometry(format!(
+                "zone {i}: a slip lies outside the zone's {zone_slots} slots"
+            )));
+        }
+        let sector_count = cyls * surfaces * spt;
+        if z.defects
+            .iter()
+            .any(|&(a, b)| a >= sector_count || b >= sector_count)
+        {
+            return Err(HddError::Geometry(format!(
+                "zone {i}: a defect lies outside the zone"
+            )));
+        }
+        let mut zm = ZoneMap {
+            first_cylinder: z.first_cylinder,
+            last_cylinder: z.last_cylinder,
+            spt: z.sectors_per_track,
+            first_lbn,
+            lbns: 0,
+            empty_front: u64::from(z.empty_front_sectors),
+            unit_slots,
+            zone_slots,
+            spares,
+            spares_at_front: g.sparing == SparingScheme::SectorsPerCylinderAtFront,
+            track_slots,
+            slips_shift_skew: matches!(
+                g.sparing,
+                SparingScheme::SectorsPerCylinder
+                    | SparingScheme::SectorsPerCylinderAtFront
+                    | SparingScheme::SectorsPerTrack
+            ),
+            per_track_skew_cutoff: g.sparing == SparingScheme::SectorsPerTrack,
+            slip_keys: slips
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| s - i as u64)
+                .collect(),
+            slips,
+            defects: z.defects.clone(),
+            first_offset: z.first_block_offset_sectors,
+            track_skew: z.track_skew_sectors,
+            cylinder_skew: z.cylinder_skew_sectors,
+        };
+        zm.lbns = zm.usable_blocks();
+        Ok(zm)
+    }
+
+    /// The blocks the zone holds: every unit's slots less its spares and the slips beyond
+    /// them, in sectors, less the empty space at the zone's front.
+    fn usable_blocks(&self) -> u64 {
+        let spares = self.spares;
+        let mut usable: u64 = (0..self.units())
+            .map(|u| self.unit_len(u).saturating_sub(spares))
+            .sum();
+        // A unit loses one usable slot per slip beyond its spares; count those too.
+        let mut lost = 0u64;
+        for u in 0..self.units() {
+            let base = u * self.unit_slots;
+            let n = self.slips_in(base, base + self.unit_len(u) - 1);
+            lost += n.saturating_sub(spares);
+        }
+        usable = usable.saturating_sub(lost);
+        if self.track_slots {
+            usable *= u64::from(self.spt);
+        }
+        usable.saturating_sub(self.empty_front)
+    }
+
     fn usable_per_full_unit(&self) -> u64 {
         self.unit_slots.saturating_sub(self.spares)
     }
@@ -182,132 +323,13 @@ impl Layout {
         if g.zones.is_empty() {
             return Err(HddError::Geometry("at least one zone is required".into()));
         }
-        let surfaces = u64::from(g.surfaces);
         let mut zones = Vec::with_capacity(g.zones.len());
         let mut next_lbn = 0u64;
         let mut prev_last: Option<u32> = None;
         for (i, z) in g.zones.iter().enumerate() {
-            if z.last_cylinder < z.first_cylinder {
-                return Err(HddError::Geometry(format!(
-                    "zone {i}: the last cylinder {} precedes the first {}",
-                    z.last_cylinder, z.first_cylinder
-                )));
-            }
-            if prev_last.is_some_and(|p| z.first_cylinder <= p) {
-                return Err(HddError::Geometry(format!(
-                    "zone {i} overlaps or precedes the previous zone"
-                )));
-            }
+            check_zone(i, z, prev_last)?;
             prev_last = Some(z.last_cylinder);
-            if z.sectors_per_track == 0 {
-                return Err(HddError::Geometry(format!(
-                    "zone {i}: sectors per track must be positive"
-                )));
-            }
-            for v in [
-                z.first_block_offset_sectors,
-                z.track_skew_sectors,
-                z.cylinder_skew_sectors,
-            ] {
-                if !v.is_finite() {
-                    return Err(HddError::Geometry(format!(
-                        "zone {i}: skews must be finite"
-                    )));
-                }
-            }
-            let spt = u64::from(z.sectors_per_track);
-            let cyls = u64::from(z.last_cylinder - z.first_cylinder + 1);
-            let track_slots = g.sparing == SparingScheme::Tracks;
-            let zone_slots = if track_slots {
-                cyls * surfaces
-            } else {
-                cyls * surfaces * spt
-            };
-            let unit_slots = match g.sparing {
-                SparingScheme::None
-                | SparingScheme::Tracks
-                | SparingScheme::SectorsAtEnd
-                | SparingScheme::SectorsPerZone => zone_slots,
-                SparingScheme::SectorsPerCylinder | SparingScheme::SectorsPerCylinderAtFront => {
-                    surfaces * spt
-                }
-                SparingScheme::SectorsPerTrack => spt,
-                SparingScheme::SectorsPerRange => {
-                    if g.sparing_range_cylinders == 0 {
-                        return Err(HddError::Geometry(
-                            "the sparing range must be at least one cylinder".into(),
-                        ));
-                    }
-                    (u64::from(g.sparing_range_cylinders) * surfaces * spt).min(zone_slots)
-                }
-            };
-            let spares = if g.sparing == SparingScheme::None {
-                0
-            } else {
-                u64::from(z.spares)
-            };
-            let mut slips = z.slips.clone();
-            slips.sort_unstable();
-            slips.dedup();
-            if slips.last().is_some_and(|&s| s >= zone_slots) {
-                return Err(HddError::Geometry(format!(
-                    "zone {i}: a slip lies outside the zone's {zone_slots} slots"
-                )));
-            }
-            let sector_count = cyls * surfaces * spt;
-            if z.defects
-                .iter()
-                .any(|&(a, b)| a >= sector_count || b >= sector_count)
-            {
-                return Err(HddError::Geometry(format!(
-                    "zone {i}: a defect lies outside the zone"
-                )));
-            }
-            let mut zm = ZoneMap {
-                first_cylinder: z.first_cylinder,
-                last_cylinder: z.last_cylinder,
-                spt: z.sectors_per_track,
-                first_lbn: next_lbn,
-                lbns: 0,
-                empty_front: u64::from(z.empty_front_sectors),
-                unit_slots,
-                zone_slots,
-                spares,
-                spares_at_front: g.sparing == SparingScheme::SectorsPerCylinderAtFront,
-                track_slots,
-                slips_shift_skew: matches!(
-                    g.sparing,
-                    SparingScheme::SectorsPerCylinder
-                        | SparingScheme::SectorsPerCylinderAtFront
-                        | SparingScheme::SectorsPerTrack
-                ),
-                per_track_skew_cutoff: g.sparing == SparingScheme::SectorsPerTrack,
-                slip_keys: slips
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &s)| s - i as u64)
-                    .collect(),
-                slips,
-                defects: z.defects.clone(),
-                first_offset: z.first_block_offset_sectors,
-                track_skew: z.track_skew_sectors,
-                cylinder_skew: z.cylinder_skew_sectors,
-            };
-            let mut usable: u64 = (0..zm.units())
-                .map(|u| zm.unit_len(u).saturating_sub(spares))
-                .sum();
-            // A unit loses one usable slot per slip beyond its spares; count those too.
-            let mut lost = 0u64;
-            for u in 0..zm.units() {
-                let base = u * unit_slots;
-                let n = zm.slips_in(base, base + zm.unit_len(u) - 1);
-                lost += n.saturating_sub(spares);
-            }
-            usable = usable.saturating_sub(lost);
-            if track_slots {
-                usable *= spt;
-            }
-            zm.lbns = usable.saturating_sub(zm.empty_front);
+            let zm = ZoneMap::new(i, z, g, next_lbn)?;
             next_lbn += zm.lbns;
             zones.push(zm);
         }
@@ -832,5 +854,103 @@ mod tests {
             }
         }
         assert!(layouts > 200, "only {layouts} random geometries were valid");
+    }
+
+    /// Two zones of two cylinders, two surfaces and ten sectors a track: 40 slots each, four
+    /// spares per sparing unit, one sector of empty space at the front.
+    fn two_zones(sparing: SparingScheme) -> Geometry {
+        let zone = |first: u32, slips: Vec<u64>| Zone {
+            first_cylinder: first,
+            last_cylinder: first + 1,
+            sectors_per_track: 10,
+            first_block_offset_sectors: 0.0,
+            empty_front_sectors: 1,
+            track_skew_sectors: 0.0,
+            cylinder_skew_sectors: 0.0,
+            spares: 4,
+            slips,
+            defects: vec![],
+        };
+        Geometry {
+            surfaces: 2,
+            cylinders: 4,
+            surface_order: SurfaceOrder::Normal,
+            sparing,
+            sparing_range_cylinders: 1,
+            zones: vec![zone(0, vec![3, 5, 7, 9, 11, 13]), zone(2, vec![3])],
+            block_count: None,
+        }
+    }
+
+    #[test]
+    fn a_zone_holds_its_slots_less_spares_the_slips_beyond_them_and_its_empty_front() {
+        // One unit per zone: 40 - 4 spares - (6 - 4) slips - 1 empty, then 40 - 4 - 1.
+        let l = Layout::new(&two_zones(SparingScheme::SectorsPerZone)).unwrap();
+        assert_eq!(l.blocks(), 33 + 35);
+        // A unit per cylinder (20 slots): the six slips all fall in zone 0's first unit.
+        let l = Layout::new(&two_zones(SparingScheme::SectorsPerCylinder)).unwrap();
+        assert_eq!(l.blocks(), (16 + 16 - 2 - 1) + (16 + 16 - 1));
+        // No sparing: no spares, and every slip costs a block.
+        let l = Layout::new(&two_zones(SparingScheme::None)).unwrap();
+        assert_eq!(l.blocks(), (40 - 6 - 1) + (40 - 1 - 1));
+        let mut g = two_zones(SparingScheme::SectorsPerZone);
+        g.block_count = Some(50);
+        assert_eq!(Layout::new(&g).unwrap().blocks(), 50);
+    }
+
+    #[test]
+    fn bad_geometries_are_refused_saying_what_is_wrong() {
+        /// A change that spoils the geometry, and the error it must give.
+        type Case = (fn(&mut Geometry), &'static str);
+        let cases: [Case; 10] = [
+            (
+                |g| g.surfaces = 0,
+                "surfaces and cylinders must be positive",
+            ),
+            (|g| g.zones.clear(), "at least one zone is required"),
+            (
+                |g| g.zones[1].last_cylinder = 1,
+                "zone 1: the last cylinder 1 precedes the first 2",
+            ),
+            (
+                |g| g.zones[1].first_cylinder = 1,
+                "zone 1 overlaps or precedes the previous zone",
+            ),
+            (
+                |g| g.zones[0].sectors_per_track = 0,
+                "zone 0: sectors per track must be positive",
+            ),
+            (
+                |g| g.zones[1].track_skew_sectors = f64::NAN,
+                "zone 1: skews must be finite",
+            ),
+            (
+                |g| {
+                    g.sparing = SparingScheme::SectorsPerRange;
+                    g.sparing_range_cylinders = 0;
+                },
+                "the sparing range must be at least one cylinder",
+            ),
+            (
+                |g| g.zones[0].slips.push(40),
+                "zone 0: a slip lies outside the zone's 40 slots",
+            ),
+            (
+                |g| g.zones[1].defects.push((0, 40)),
+                "zone 1: a defect lies outside the zone",
+            ),
+            (
+                |g| g.block_count = Some(69),
+                "the block count 69 exceeds the 68 blocks the zones map",
+            ),
+        ];
+        for (spoil, want) in cases {
+            let mut g = two_zones(SparingScheme::SectorsPerZone);
+            spoil(&mut g);
+            match Layout::new(&g) {
+                Err(HddError::Geometry(message)) => assert_eq!(message, want),
+                other => panic!("{want}: got {other:?}"),
+            }
+        }
     }
 }

@@ -23,6 +23,9 @@ pub(crate) enum Negotiated {
 enum Step {
     NextOption,
     Transmission,
+    /// The handshake ends (an abort, or the server is shutting down); the reply is sent
+    /// without caring whether the client still reads it.
+    Ended,
 }
 
 /// The transmission flags advertised for `config`'s export.
@@ -51,13 +54,55 @@ pub(crate) fn negotiate<R: Read, W: Write>(
     shutting_down: &AtomicBool,
     log: &Logger,
 ) -> Result<Negotiated, ConnError> {
-    let send = |writer: &mut W, bytes: &[u8]| {
-        writer
-            .write_all(bytes)
-            .and_then(|()| writer.flush())
-            .map_err(|e| ConnError::from_io(e, "the handshake"))
+    let no_zeroes = greet(reader, writer)?;
+    let haggling = Haggling {
+        config,
+        tflags: transmission_flags(config),
+        no_zeroes,
+        log,
     };
+    loop {
+        let (option, data) = read_option(reader)?;
+        let mut out = Vec::new();
+        let next = if shutting_down.load(Ordering::Acquire) {
+            // The protocol asks for NBD_REP_ERR_SHUTDOWN, after which the client must
+            // disconnect; acknowledging an abort is the polite exception.
+            let reply = if option == OPT_ABORT {
+                REP_ACK
+            } else {
+                REP_ERR_SHUTDOWN
+            };
+            push_option_reply(&mut out, option, reply, &[]);
+            Step::Ended
+        } else {
+            haggling.answer(&mut out, option, &data)?
+        };
+        match next {
+            Step::NextOption => send(writer, &out)?,
+            Step::Transmission => {
+                send(writer, &out)?;
+                return Ok(Negotiated::Transmission);
+            }
+            Step::Ended => {
+                // The client may already have closed its end; the reply is a courtesy.
+                let _ = send(writer, &out);
+                return Ok(Negotiated::Ended);
+            }
+        }
+    }
+}
 
+/// Writes `bytes` and flushes them.
+fn send<W: Write>(writer: &mut W, bytes: &[u8]) -> Result<(), ConnError> {
+    writer
+        .write_all(bytes)
+        .and_then(|()| writer.flush())
+        .map_err(|e| ConnError::from_io(e, "the handshake"))
+}
+
+/// Sends the server's greeting and reads the client's flags, refusing flags it does not
+/// know. Returns whether the client asked for no zeroes after `NBD_OPT_EXPORT_NAME`'s reply.
+fn greet<R: Read, W: Write>(reader: &mut R, writer: &mut W) -> Result<bool, ConnError> {
     let mut greeting = Vec::with_capacity(18);
     greeting.extend_from_slice(&NBD_MAGIC.to_be_bytes());
     greeting.extend_from_slice(&IHAVEOPT.to_be_bytes());
@@ -72,110 +117,69 @@ pub(crate) fn negotiate<R: Read, W: Write>(
     if client_flags & !(FLAG_C_FIXED_NEWSTYLE | FLAG_C_NO_ZEROES) != 0 {
         return Err(ConnError::UnknownClientFlags(client_flags));
     }
-    let no_zeroes = client_flags & FLAG_C_NO_ZEROES != 0;
-    let tflags = transmission_flags(config);
+    Ok(client_flags & FLAG_C_NO_ZEROES != 0)
+}
 
-    loop {
-        let mut header = [0u8; OPTION_HEADER_LEN];
-        if !read_frame(reader, &mut header, "an option header")? {
-            return Err(ConnError::ClosedDuringHandshake);
-        }
-        let magic = u64_at(&header, 0);
-        let option = u32_at(&header, 8);
-        let length = u32_at(&header, 12);
-        if magic != IHAVEOPT {
-            return Err(ConnError::BadOptionMagic(magic));
-        }
-        if length > MAX_OPTION_LENGTH {
-            return Err(ConnError::OptionTooLong { option, length });
-        }
-        let data = read_payload(reader, length, "option data")?;
-        let mut out = Vec::new();
+/// Reads an option's header and its data, at most `MAX_OPTION_LENGTH` bytes of it.
+fn read_option<R: Read>(reader: &mut R) -> Result<(u32, Vec<u8>), ConnError> {
+    let mut header = [0u8; OPTION_HEADER_LEN];
+    if !read_frame(reader, &mut header, "an option header")? {
+        return Err(ConnError::ClosedDuringHandshake);
+    }
+    let magic = u64_at(&header, 0);
+    let option = u32_at(&header, 8);
+    let length = u32_at(&header, 12);
+    if magic != IHAVEOPT {
+        return Err(ConnError::BadOptionMagic(magic));
+    }
+    if length > MAX_OPTION_LENGTH {
+        return Err(ConnError::OptionTooLong { option, length });
+    }
+    let data = read_payload(reader, length, "option data")?;
+    Ok((option, data))
+}
 
-        if shutting_down.load(Ordering::Acquire) {
-            // The protocol asks for NBD_REP_ERR_SHUTDOWN, after which the client must
-            // disconnect; acknowledging an abort is the polite exception.
-            let reply = if option == OPT_ABORT {
-                REP_ACK
-            } else {
-                REP_ERR_SHUTDOWN
-            };
-            push_option_reply(&mut out, option, reply, &[]);
-            let _ = send(writer, &out);
-            return Ok(Negotiated::Ended);
-        }
+/// What the answers to the client's options depend on: our export and its transmission
+/// flags, and whether the client asked for no zeroes.
+struct Haggling<'a> {
+    config: &'a ServerConfig,
+    tflags: u16,
+    no_zeroes: bool,
+    log: &'a Logger,
+}
 
-        let next = match option {
+impl Haggling<'_> {
+    /// Appends the answer to `option` with `data` to `out`; says what follows it. An
+    /// `NBD_OPT_EXPORT_NAME` for another export is an error: that option has no error reply.
+    fn answer(&self, out: &mut Vec<u8>, option: u32, data: &[u8]) -> Result<Step, ConnError> {
+        Ok(match option {
             OPT_EXPORT_NAME => {
-                if !selects_export(config, &data) {
-                    return Err(ConnError::UnknownExport(printable_name(&data)));
+                if !selects_export(self.config, data) {
+                    return Err(ConnError::UnknownExport(printable_name(data)));
                 }
-                out.extend_from_slice(&config.export.size_bytes.to_be_bytes());
-                out.extend_from_slice(&tflags.to_be_bytes());
-                if !no_zeroes {
+                out.extend_from_slice(&self.config.export.size_bytes.to_be_bytes());
+                out.extend_from_slice(&self.tflags.to_be_bytes());
+                if !self.no_zeroes {
                     out.extend_from_slice(&[0u8; 124]);
                 }
                 Step::Transmission
             }
             OPT_ABORT => {
-                // The client may already have closed its end; the reply is a courtesy.
-                push_option_reply(&mut out, option, REP_ACK, &[]);
-                let _ = send(writer, &out);
-                return Ok(Negotiated::Ended);
+                push_option_reply(out, option, REP_ACK, &[]);
+                Step::Ended
             }
             OPT_LIST => {
-                if data.is_empty() {
-                    let name = config.export.name.as_bytes();
-                    let mut server = Vec::with_capacity(4 + name.len());
-                    server.extend_from_slice(&(name.len() as u32).to_be_bytes());
-                    server.extend_from_slice(name);
-                    server.extend_from_slice(config.export.description.as_bytes());
-                    push_option_reply(&mut out, option, REP_SERVER, &server);
-                    push_option_reply(&mut out, option, REP_ACK, &[]);
-                } else {
-                    push_option_reply(
-                        &mut out,
-                        option,
-                        REP_ERR_INVALID,
-                        b"NBD_OPT_LIST takes no data",
-                    );
-                }
+                self.list(out, option, data);
                 Step::NextOption
             }
-            OPT_INFO | OPT_GO => match parse_info_request(&data) {
-                None => {
-                    push_option_reply(
-                        &mut out,
-                        option,
-                        REP_ERR_INVALID,
-                        b"malformed NBD_OPT_INFO/NBD_OPT_GO data",
-                    );
-                    Step::NextOption
-                }
-                Some((name, _)) if !selects_export(config, name) => {
-                    log.line(&format!(
-                        "client asked for unknown export {:?}",
-                        printable_name(name)
-                    ));
-                    push_option_reply(&mut out, option, REP_ERR_UNKNOWN, b"unknown export");
-                    Step::NextOption
-                }
-                Some((_, requested)) => {
-                    push_export_info(&mut out, option, config, tflags, &requested);
-                    if option == OPT_GO {
-                        Step::Transmission
-                    } else {
-                        Step::NextOption
-                    }
-                }
-            },
+            OPT_INFO | OPT_GO => self.info(out, option, data),
             OPT_STARTTLS => {
-                push_option_reply(&mut out, option, REP_ERR_UNSUP, b"TLS is not supported");
+                push_option_reply(out, option, REP_ERR_UNSUP, b"TLS is not supported");
                 Step::NextOption
             }
             OPT_STRUCTURED_REPLY | OPT_EXTENDED_HEADERS => {
                 push_option_reply(
-                    &mut out,
+                    out,
                     option,
                     REP_ERR_UNSUP,
                     b"this server sends simple replies only",
@@ -184,7 +188,7 @@ pub(crate) fn negotiate<R: Read, W: Write>(
             }
             OPT_LIST_META_CONTEXT | OPT_SET_META_CONTEXT => {
                 push_option_reply(
-                    &mut out,
+                    out,
                     option,
                     REP_ERR_UNSUP,
                     b"metadata contexts are not supported",
@@ -192,13 +196,56 @@ pub(crate) fn negotiate<R: Read, W: Write>(
                 Step::NextOption
             }
             _ => {
-                push_option_reply(&mut out, option, REP_ERR_UNSUP, b"unknown option");
+                push_option_reply(out, option, REP_ERR_UNSUP, b"unknown option");
                 Step::NextOption
             }
-        };
-        send(writer, &out)?;
-        if let Step::Transmission = next {
-            return Ok(Negotiated::Transmission);
+        })
+    }
+
+    /// `NBD_OPT_LIST`: our one export, with its description.
+    fn list(&self, out: &mut Vec<u8>, option: u32, data: &[u8]) {
+        if data.is_empty() {
+            let name = self.config.export.name.as_bytes();
+            let mut server = Vec::with_capacity(4 + name.len());
+            server.extend_from_slice(&(name.len() as u32).to_be_bytes());
+            server.extend_from_slice(name);
+            server.extend_from_slice(self.config.export.description.as_bytes());
+            push_option_reply(out, option, REP_SERVER, &server);
+            push_option_reply(out, option, REP_ACK, &[]);
+        } else {
+            push_option_reply(out, option, REP_ERR_INVALID, b"NBD_OPT_LIST takes no data");
+        }
+    }
+
+    /// `NBD_OPT_INFO` and `NBD_OPT_GO`: the export's information, then transmission for GO;
+    /// an error reply for malformed data or another export.
+    fn info(&self, out: &mut Vec<u8>, option: u32, data: &[u8]) -> Step {
+        match parse_info_request(data) {
+            None => {
+                push_option_reply(
+                    out,
+                    option,
+                    REP_ERR_INVALID,
+                    b"malformed NBD_OPT_INFO/NBD_OPT_GO data",
+                );
+                Step::NextOption
+            }
+            Some((name, _)) if !selects_export(self.config, name) => {
+                self.log.line(&format!(
+                    "client asked for unknown export {:?}",
+                    printable_name(name)
+                ));
+                push_option_reply(out, option, REP_ERR_UNKNOWN, b"unknown export");
+                Step::NextOption
+            }
+            Some((_, requested)) => {
+                push_export_info(out, option, self.config, self.tflags, &requested);
+                if option == OPT_GO {
+                    Step::Transmission
+                } else {
+                    Step::NextOption
+                }
+            }
         }
     }
 }
@@ -283,6 +330,14 @@ mod tests {
     }
 
     fn run(input: &[u8], read_only: bool) -> (Result<Negotiated, ConnError>, Vec<u8>) {
+        run_with(input, read_only, false)
+    }
+
+    fn run_with(
+        input: &[u8],
+        read_only: bool,
+        shutting_down: bool,
+    ) -> (Result<Negotiated, ConnError>, Vec<u8>) {
         let mut reader = input;
         let mut written = Vec::new();
         let log = Logger::new(Arc::new(|_| {}), String::new());
@@ -290,7 +345,7 @@ mod tests {
             &mut reader,
             &mut written,
             &config(read_only),
-            &AtomicBool::new(false),
+            &AtomicBool::new(shutting_down),
             &log,
         );
         (result, written)
@@ -421,5 +476,41 @@ mod tests {
         ));
         let (r, _) = run(&[0, 0], false);
         assert!(matches!(r, Err(ConnError::Truncated { .. })));
+    }
+
+    #[test]
+    fn list_names_the_export_and_refuses_data() {
+        let mut input = 3u32.to_be_bytes().to_vec();
+        option(&mut input, OPT_LIST, &[]);
+        option(&mut input, OPT_LIST, b"x");
+        option(&mut input, OPT_ABORT, &[]);
+        let (result, written) = run(&input, false);
+        assert_eq!(result.unwrap(), Negotiated::Ended);
+        let r = replies(&written);
+        let mut server = 4u32.to_be_bytes().to_vec();
+        server.extend_from_slice(b"diska test disk");
+        assert_eq!(r[0], (OPT_LIST, REP_SERVER, server));
+        assert_eq!(r[1], (OPT_LIST, REP_ACK, vec![]));
+        assert_eq!((r[2].0, r[2].1), (OPT_LIST, REP_ERR_INVALID));
+        assert_eq!(r[3], (OPT_ABORT, REP_ACK, vec![]));
+        assert_eq!(r.len(), 4);
+    }
+
+    #[test]
+    fn a_server_shutting_down_refuses_options_but_acknowledges_an_abort() {
+        let mut go = 0u32.to_be_bytes().to_vec();
+        go.extend_from_slice(&0u16.to_be_bytes());
+        for (opt, data, reply) in [
+            (OPT_GO, go.as_slice(), REP_ERR_SHUTDOWN),
+            (OPT_ABORT, &[][..], REP_ACK),
+        ] {
+            let mut input = 3u32.to_be_bytes().to_vec();
+            option(&mut input, opt, data);
+            // Never read: the first answer ends the handshake.
+            option(&mut input, OPT_LIST, &[]);
+            let (result, written) = run_with(&input, false, true);
+            assert_eq!(result.unwrap(), Negotiated::Ended);
+            assert_eq!(replies(&written), vec![(opt, reply, vec![])]);
+        }
     }
 }

@@ -8,6 +8,7 @@
 //! checks.
 
 use std::io;
+use std::ops::ControlFlow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -193,116 +194,167 @@ impl Intake {
         end
     }
 
+    /// Receives and acts on requests until `max_requests` are served, the side would have to
+    /// wait, or the connection ends (returned).
     fn serve(&mut self, side: &Side<'_>, max_requests: usize, served: &mut usize) -> Option<End> {
-        let config = side.ctx.config;
         while *served < max_requests {
-            match std::mem::replace(&mut self.pending, Pending::Header) {
-                Pending::Header => {
-                    // Backpressure: while the handler holds the maximum number of requests,
-                    // the socket is not read, so the client's sends block instead of our
-                    // memory growing.
-                    if !side.conn.has_slot(config.max_in_flight) {
-                        if !(side.may_block)() {
-                            return None;
-                        }
-                        side.conn.wait_for_slot(config.max_in_flight);
-                    }
-                    if side.ctx.shutting_down.load(Ordering::Acquire) {
-                        return Some(End::Shutdown);
-                    }
-                    if self.buffered() < REQUEST_HEADER_LEN {
-                        match self.fill(side) {
-                            Fill::Bytes => continue,
-                            Fill::Nothing => return None,
-                            Fill::Closed => return Some(self.header_end(side, None)),
-                            Fill::Failed(e) => return Some(self.header_end(side, Some(e))),
-                        }
-                    }
-                    let mut raw = [0u8; REQUEST_HEADER_LEN];
-                    raw.copy_from_slice(&self.buf[self.start..self.start + REQUEST_HEADER_LEN]);
-                    self.start += REQUEST_HEADER_LEN;
-                    if let Some(end) = self.begin(side, Header::parse(&raw), served) {
-                        return Some(end);
-                    }
-                }
-                Pending::Admission(checked) => {
-                    let max_bytes = config.max_in_flight_bytes;
-                    if !side.conn.try_admit(checked.budget, max_bytes) {
-                        if !(side.may_block)() {
-                            self.pending = Pending::Admission(checked);
-                            return None;
-                        }
-                        side.conn.admit(checked.budget, max_bytes);
-                    }
-                    if checked.command == Command::Write {
-                        let data = Vec::with_capacity(checked.header.length as usize);
-                        self.pending = Pending::Payload(checked, data);
-                    } else if let Some(end) = self.dispatch(side, checked, Vec::new(), served) {
-                        return Some(end);
-                    }
-                }
-                Pending::Payload(checked, mut data) => {
-                    let length = checked.header.length as usize;
-                    let take = self.buffered().min(length - data.len());
-                    data.extend_from_slice(&self.buf[self.start..self.start + take]);
-                    self.start += take;
-                    if data.len() < length {
-                        let fill = self.fill_payload(side, &mut data, length);
-                        let got = data.len() as u64;
-                        self.pending = Pending::Payload(checked, data);
-                        let error = match fill {
-                            Fill::Bytes => continue,
-                            Fill::Nothing => return None,
-                            Fill::Closed => ConnError::Truncated {
-                                what: "a write payload",
-                                got,
-                                expected: length as u64,
-                            },
-                            Fill::Failed(e) => ConnError::from_io(e, "a write payload"),
-                        };
-                        side.conn.release(checked.budget);
-                        return Some(End::Error(error));
-                    }
-                    if let Some(end) = self.dispatch(side, checked, data, served) {
-                        return Some(end);
-                    }
-                }
+            let step = match std::mem::replace(&mut self.pending, Pending::Header) {
+                Pending::Header => self.take_header(side, served),
+                Pending::Admission(checked) => self.take_admission(side, checked, served),
+                Pending::Payload(checked, data) => self.take_payload(side, checked, data, served),
                 Pending::Discard {
                     cookie,
                     errno,
-                    mut got,
+                    got,
                     length,
-                } => {
-                    let take = self.buffered().min((length - got) as usize);
-                    self.start += take;
-                    got += take as u32;
-                    if got < length {
-                        let fill = self.fill(side);
-                        self.pending = Pending::Discard {
-                            cookie,
-                            errno,
-                            got,
-                            length,
-                        };
-                        let what = "a refused write's payload";
-                        let error = match fill {
-                            Fill::Bytes => continue,
-                            Fill::Nothing => return None,
-                            Fill::Closed => ConnError::Truncated {
-                                what,
-                                got: u64::from(got),
-                                expected: u64::from(length),
-                            },
-                            Fill::Failed(e) => ConnError::from_io(e, what),
-                        };
-                        return Some(End::Error(error));
-                    }
-                    side.conn.send(cookie, errno.code(), &[]);
-                    count(side, served);
-                }
+                } => self.take_discard(side, cookie, errno, got, length, served),
+            };
+            if let ControlFlow::Break(end) = step {
+                return end;
             }
         }
         None
+    }
+
+    // The steps below are `serve`'s, one per state of `pending`, each called from it alone.
+    // Each goes on (`Continue`) with `pending` set to where the request has come, or stops
+    // `serve` with what it returns (`None`: nothing more can be done without waiting).
+
+    /// Between requests: waits for room for another request in flight (if the side may
+    /// wait), then receives and acts on the next request header.
+    #[inline]
+    fn take_header(&mut self, side: &Side<'_>, served: &mut usize) -> ControlFlow<Option<End>> {
+        let config = side.ctx.config;
+        // Backpressure: while the handler holds the maximum number of requests, the socket
+        // is not read, so the client's sends block instead of our memory growing.
+        if !side.conn.has_slot(config.max_in_flight) {
+            if !(side.may_block)() {
+                return ControlFlow::Break(None);
+            }
+            side.conn.wait_for_slot(config.max_in_flight);
+        }
+        if side.ctx.shutting_down.load(Ordering::Acquire) {
+            return ControlFlow::Break(Some(End::Shutdown));
+        }
+        if self.buffered() < REQUEST_HEADER_LEN {
+            return match self.fill(side) {
+                Fill::Bytes => ControlFlow::Continue(()),
+                Fill::Nothing => ControlFlow::Break(None),
+                Fill::Closed => ControlFlow::Break(Some(self.header_end(side, None))),
+                Fill::Failed(e) => ControlFlow::Break(Some(self.header_end(side, Some(e)))),
+            };
+        }
+        let mut raw = [0u8; REQUEST_HEADER_LEN];
+        raw.copy_from_slice(&self.buf[self.start..self.start + REQUEST_HEADER_LEN]);
+        self.start += REQUEST_HEADER_LEN;
+        match self.begin(side, Header::parse(&raw), served) {
+            Some(end) => ControlFlow::Break(Some(end)),
+            None => ControlFlow::Continue(()),
+        }
+    }
+
+    /// A checked request waiting for room in the in-flight byte budget: once admitted, a
+    /// write goes on to its payload and anything else to the handler.
+    #[inline]
+    fn take_admission(
+        &mut self,
+        side: &Side<'_>,
+        checked: Checked,
+        served: &mut usize,
+    ) -> ControlFlow<Option<End>> {
+        let max_bytes = side.ctx.config.max_in_flight_bytes;
+        if !side.conn.try_admit(checked.budget, max_bytes) {
+            if !(side.may_block)() {
+                self.pending = Pending::Admission(checked);
+                return ControlFlow::Break(None);
+            }
+            side.conn.admit(checked.budget, max_bytes);
+        }
+        if checked.command == Command::Write {
+            let data = Vec::with_capacity(checked.header.length as usize);
+            self.pending = Pending::Payload(checked, data);
+        } else if let Some(end) = self.dispatch(side, checked, Vec::new(), served) {
+            return ControlFlow::Break(Some(end));
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// An admitted write's payload, `data` so far: takes what is buffered and receives the
+    /// rest; the whole payload goes to the handler.
+    #[inline]
+    fn take_payload(
+        &mut self,
+        side: &Side<'_>,
+        checked: Checked,
+        mut data: Vec<u8>,
+        served: &mut usize,
+    ) -> ControlFlow<Option<End>> {
+        let length = checked.header.length as usize;
+        let take = self.buffered().min(length - data.len());
+        data.extend_from_slice(&self.buf[self.start..self.start + take]);
+        self.start += take;
+        if data.len() < length {
+            let fill = self.fill_payload(side, &mut data, length);
+            let got = data.len() as u64;
+            self.pending = Pending::Payload(checked, data);
+            let error = match fill {
+                Fill::Bytes => return ControlFlow::Continue(()),
+                Fill::Nothing => return ControlFlow::Break(None),
+                Fill::Closed => ConnError::Truncated {
+                    what: "a write payload",
+                    got,
+                    expected: length as u64,
+                },
+                Fill::Failed(e) => ConnError::from_io(e, "a write payload"),
+            };
+            side.conn.release(checked.budget);
+            return ControlFlow::Break(Some(End::Error(error)));
+        }
+        match self.dispatch(side, checked, data, served) {
+            Some(end) => ControlFlow::Break(Some(end)),
+            None => ControlFlow::Continue(()),
+        }
+    }
+
+    /// A refused write's payload, `got` of its `length` bytes read so far: reads and drops
+    /// the rest, then sends the refusal.
+    #[inline]
+    fn take_discard(
+        &mut self,
+        side: &Side<'_>,
+        cookie: u64,
+        errno: Errno,
+        mut got: u32,
+        length: u32,
+        served: &mut usize,
+    ) -> ControlFlow<Option<End>> {
+        let take = self.buffered().min((length - got) as usize);
+        self.start += take;
+        got += take as u32;
+        if got < length {
+            let fill = self.fill(side);
+            self.pending = Pending::Discard {
+                cookie,
+                errno,
+                got,
+                length,
+            };
+            let what = "a refused write's payload";
+            let error = match fill {
+                Fill::Bytes => return ControlFlow::Continue(()),
+                Fill::Nothing => return ControlFlow::Break(None),
+                Fill::Closed => ConnError::Truncated {
+                    what,
+                    got: u64::from(got),
+                    expected: u64::from(length),
+                },
+                Fill::Failed(e) => ConnError::from_io(e, what),
+            };
+            return ControlFlow::Break(Some(End::Error(error)));
+        }
+        side.conn.send(cookie, errno.code(), &[]);
+        count(side, served);
+        ControlFlow::Continue(())
     }
 
     /// Acts on a request header: refuses what must be refused, answers what the server

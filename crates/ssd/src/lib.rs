@@ -411,6 +411,140 @@ impl SsdDevice {
                 .is_some_and(|w| w.destage_when_idle && !w.dirty.is_empty())
     }
 
+    // The request paths below are `submit`'s, one per kind of request, each called from it
+    // alone; `#[inline]` keeps the hot path one function, as it was before they were split.
+
+    /// A read of `pages` from `start`: pages dirty in the write-back buffer come from DRAM,
+    /// the others from flash. Returns when the last is read.
+    #[inline]
+    fn serve_read(
+        &mut self,
+        start: SimTime,
+        pages: std::ops::Range<u64>,
+    ) -> Result<SimTime, DeviceError> {
+        let mut finish = start;
+        let latency = self.buffer_latency();
+        self.batch.clear();
+        for lpn in pages {
+            if self
+                .write_back
+                .as_ref()
+                .is_some_and(|w| w.dirty.contains(lpn))
+            {
+                // A read hit: the page is served from DRAM.
+                finish = finish.max(start + latency);
+                self.buffer_counts.read_hit_pages += 1;
+                self.counts.host_read_pages += 1;
+                continue;
+            }
+            if let Err(e) = self.ftl.read(lpn, self.batch.begin_call()) {
+                return Err(self.failed_call(start, e));
+            }
+            self.counts.host_read_pages += 1;
+        }
+        Ok(finish.max(self.place_batch(start)))
+    }
+
+    /// A write of `pages` with the write-back buffer, arrived at `now`, its flash work
+    /// starting no earlier than `start`. Returns when its service starts and ends.
+    #[inline]
+    fn serve_write_back(
+        &mut self,
+        now: SimTime,
+        start: SimTime,
+        pages: std::ops::Range<u64>,
+    ) -> Result<(SimTime, SimTime), DeviceError> {
+        let n = pages.end - pages.start;
+        if n > self.buffer_capacity_pages {
+            // Too big for DRAM: programmed directly, like a write without a buffer;
+            // dirty copies of its pages are stale now.
+            let wb = self.write_back.as_mut().expect("write-back buffer");
+            for lpn in pages.clone() {
+                wb.dirty.remove(lpn);
+            }
+            self.buffer_counts.write_through_pages += n;
+            Ok((now, start.max(self.program_pages(pages, start)?)))
+        } else {
+            // Write-back: the write is done once its data is in DRAM.
+            let admitted = self.write_back_admit(now, pages)?;
+            let latency = self.buffer_latency();
+            self.counts.host_write_pages += n;
+            Ok((
+                admitted,
+                admitted + self.params.controller_overhead + latency,
+            ))
+        }
+    }
+
+    /// A write of `pages` without the write-back buffer, arrived at `now`: programmed from
+    /// `start` at once, through the eager buffer if it fits. Returns when its service starts
+    /// and ends.
+    #[inline]
+    fn serve_write_eager(
+        &mut self,
+        now: SimTime,
+        start: SimTime,
+        pages: std::ops::Range<u64>,
+    ) -> Result<(SimTime, SimTime), DeviceError> {
+        let n = pages.end - pages.start;
+        let buffered = n <= self.buffer_capacity_pages;
+        let programmed = start.max(self.program_pages(pages, start)?);
+        if !buffered {
+            return Ok((now, programmed));
+        }
+        // The host sees the write done once its data sits in DRAM; the buffer holds the
+        // pages until their programs finish.
+        let admitted = self.admit_to_buffer(now, n);
+        let release = programmed;
+        let latency = self.buffer_latency();
+        let finish = admitted + self.params.controller_overhead + latency;
+        self.buffer_pages_held += n;
+        let lane = self.release_lane(None);
+        self.buffer
+            .push(release.max(finish), n, lane)
+            .map_err(|_| DeviceError::Invalid {
+                reason: "write buffer overflow".into(),
+            })?;
+        Ok((admitted, finish))
+    }
+
+    /// A trim of `pages` from `start`, dirty copies in the write-back buffer dropped.
+    /// Returns when the FTL's work for it ends.
+    #[inline]
+    fn serve_trim(
+        &mut self,
+        start: SimTime,
+        pages: std::ops::Range<u64>,
+    ) -> Result<SimTime, DeviceError> {
+        self.batch.clear();
+        for lpn in pages {
+            if let Some(wb) = self.write_back.as_mut() {
+                if wb.dirty.remove(lpn) {
+                    self.buffer_counts.trimmed_pages += 1;
+                }
+            }
+            if let Err(e) = self.ftl.trim(lpn, self.batch.begin_call()) {
+                return Err(self.failed_call(start, e));
+            }
+            self.counts.trim_pages += 1;
+        }
+        Ok(start.max(self.place_batch(start)))
+    }
+
+    /// A flush at `start`: with the write-back buffer, its dirty pages are destaged; the
+    /// flush ends with the last program.
+    #[inline]
+    fn serve_flush(&mut self, start: SimTime) -> Result<SimTime, DeviceError> {
+        if self.write_back.is_some() {
+            // Every dirty page goes to flash, once the writes before the flush are in
+            // DRAM (a write waiting for a slot is admitted later than `now`).
+            let from = start.max(self.buffer_admit_floor);
+            let (_, sent) = self.destage(from, u64::MAX)?;
+            self.buffer_counts.flush_destaged_pages += sent;
+        }
+        Ok(start.max(self.last_program_finish))
+    }
+
     fn page_range(&self, request: &Request) -> std::ops::Range<u64> {
         let first = request.offset_bytes / self.page_bytes;
         let end = request.end_bytes().div_ceil(self.page_bytes);
@@ -445,101 +579,15 @@ impl Device for SsdDevice {
         }
         self.idle_work_at = None;
         self.scheduler.prune(now);
-        let overhead = self.params.controller_overhead;
-        let start = now + overhead;
+        let start = now + self.params.controller_overhead;
         let pages = self.page_range(&request);
-        let mut service_start = now;
-        let mut finish = start;
-        match request.op {
-            Op::Read => {
-                let latency = self.buffer_latency();
-                self.batch.clear();
-                for lpn in pages {
-                    if self
-                        .write_back
-                        .as_ref()
-                        .is_some_and(|w| w.dirty.contains(lpn))
-                    {
-                        // A read hit: the page is served from DRAM.
-                        finish = finish.max(start + latency);
-                        self.buffer_counts.read_hit_pages += 1;
-                        self.counts.host_read_pages += 1;
-                        continue;
-                    }
-                    if let Err(e) = self.ftl.read(lpn, self.batch.begin_call()) {
-                        return Err(self.failed_call(start, e));
-                    }
-                    self.counts.host_read_pages += 1;
-                }
-                finish = finish.max(self.place_batch(start));
-            }
-            Op::Write if self.write_back.is_some() => {
-                let n = pages.end - pages.start;
-                if n > self.buffer_capacity_pages {
-                    // Too big for DRAM: programmed directly, like a write without a buffer;
-                    // dirty copies of its pages are stale now.
-                    let wb = self.write_back.as_mut().expect("write-back buffer");
-                    for lpn in pages.clone() {
-                        wb.dirty.remove(lpn);
-                    }
-                    self.buffer_counts.write_through_pages += n;
-                    finish = finish.max(self.program_pages(pages, start)?);
-                } else {
-                    // Write-back: the write is done once its data is in DRAM.
-                    let admitted = self.write_back_admit(now, pages)?;
-                    let latency = self.buffer_latency();
-                    self.counts.host_write_pages += n;
-                    service_start = admitted;
-                    finish = admitted + overhead + latency;
-                }
-            }
-            Op::Write => {
-                let n = pages.end - pages.start;
-                let buffered = n <= self.buffer_capacity_pages;
-                finish = finish.max(self.program_pages(pages, start)?);
-                if buffered {
-                    // The host sees the write done once its data sits in DRAM; the buffer
-                    // holds the pages until their programs finish.
-                    let admitted = self.admit_to_buffer(now, n);
-                    let release = finish;
-                    let latency = self.buffer_latency();
-                    service_start = admitted;
-                    finish = admitted + overhead + latency;
-                    self.buffer_pages_held += n;
-                    let lane = self.release_lane(None);
-                    self.buffer
-                        .push(release.max(finish), n, lane)
-                        .map_err(|_| DeviceError::Invalid {
-                            reason: "write buffer overflow".into(),
-                        })?;
-                }
-            }
-            Op::Trim => {
-                self.batch.clear();
-                for lpn in pages {
-                    if let Some(wb) = self.write_back.as_mut() {
-                        if wb.dirty.remove(lpn) {
-                            self.buffer_counts.trimmed_pages += 1;
-                        }
-                    }
-                    if let Err(e) = self.ftl.trim(lpn, self.batch.begin_call()) {
-                        return Err(self.failed_call(start, e));
-                    }
-                    self.counts.trim_pages += 1;
-                }
-                finish = finish.max(self.place_batch(start));
-            }
-            Op::Flush => {
-                if self.write_back.is_some() {
-                    // Every dirty page goes to flash, once the writes before the flush are in
-                    // DRAM (a write waiting for a slot is admitted later than `now`).
-                    let from = start.max(self.buffer_admit_floor);
-                    let (_, sent) = self.destage(from, u64::MAX)?;
-                    self.buffer_counts.flush_destaged_pages += sent;
-                }
-                finish = finish.max(self.last_program_finish);
-            }
-        }
+        let (service_start, finish) = match request.op {
+            Op::Read => (now, self.serve_read(start, pages)?),
+            Op::Write if self.write_back.is_some() => self.serve_write_back(now, start, pages)?,
+            Op::Write => self.serve_write_eager(now, start, pages)?,
+            Op::Trim => (now, self.serve_trim(start, pages)?),
+            Op::Flush => (now, self.serve_flush(start)?),
+        };
         self.last_host_finish = self.last_host_finish.max(finish);
         let completion = Completion {
             request,

@@ -1,9 +1,9 @@
 //! The SSD's counters: host and flash traffic by cause, write amplification, erase-count
 //! distribution, energy, utilisation, wear-out projection.
 
-use crate::SsdDevice;
+use crate::{Energy, SsdDevice};
 use storsim_core::{DeviceCounter, SimDuration};
-use storsim_flash::FlashOpKind;
+use storsim_flash::{FlashOpKind, NandArray, Utilisation};
 use storsim_ftl::Cause;
 
 /// Flash operations by kind (read, program, erase) and cause.
@@ -82,42 +82,104 @@ fn erase_bucket(count: u32) -> usize {
     }
 }
 
+/// The counters as they are listed, in the order the report shows them.
+struct List(Vec<DeviceCounter>);
+
+impl List {
+    fn push(&mut self, name: impl Into<String>, value: f64) {
+        self.0.push(DeviceCounter::new(name, value));
+    }
+}
+
+/// Flash operations of every cause together.
+struct Totals {
+    reads: u64,
+    programs: u64,
+    erases: u64,
+}
+
+/// The SSD's counters, section by section.
 pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
-    let mut out = Vec::new();
-    let mut push = |name: String, value: f64| out.push(DeviceCounter::new(name, value));
+    let mut out = List(Vec::new());
     let c = &d.counts;
-    push("host_read_pages".into(), c.host_read_pages as f64);
-    push("host_write_pages".into(), c.host_write_pages as f64);
-    push("host_trim_pages".into(), c.trim_pages as f64);
+    let totals = traffic(&mut out, c);
+    let nand = d.ftl.nand();
+    erase_distribution(&mut out, nand);
+    let elapsed = d.last_host_finish.as_ns();
+    let utilisation = d.scheduler.utilisation(SimDuration(elapsed));
+    energy(
+        &mut out,
+        &d.params.energy,
+        c,
+        &totals,
+        &utilisation,
+        elapsed,
+    );
+    projected_wearout(&mut out, nand, c, &totals, elapsed, d.page_bytes);
+
+    let p = &d.precondition;
+    out.push("precondition_host_writes", p.host_writes as f64);
+    out.push("precondition_flash_programs", p.flash_programs as f64);
+    out.push("precondition_erases", p.erases as f64);
+    if let Some(w) = p.steady_state_waf {
+        out.push("precondition_steady_state_waf", w);
+    }
+    out.push("background_gc_units", d.idle_gc_units as f64);
+    if let Some(wb) = &d.write_back {
+        write_buffer(&mut out, &d.buffer_counts, wb.dirty.len());
+    }
+
+    for (i, x) in utilisation.channel.iter().enumerate() {
+        out.push(format!("channel_{i}_utilisation"), *x);
+    }
+    for (i, x) in utilisation.die.iter().enumerate() {
+        out.push(format!("die_{i}_utilisation"), *x);
+    }
+    for fc in d.ftl.counters() {
+        out.push(format!("ftl_{}", fc.name), fc.value);
+    }
+    out.0
+}
+
+/// Host and flash traffic, flash operations and die time by cause, and write amplification.
+fn traffic(out: &mut List, c: &OpCounts) -> Totals {
+    out.push("host_read_pages", c.host_read_pages as f64);
+    out.push("host_write_pages", c.host_write_pages as f64);
+    out.push("host_trim_pages", c.trim_pages as f64);
     for cause in Cause::ALL {
         let i = cause.index();
-        push(format!("flash_reads_{}", cause.name()), c.reads[i] as f64);
-        push(
+        out.push(format!("flash_reads_{}", cause.name()), c.reads[i] as f64);
+        out.push(
             format!("flash_programs_{}", cause.name()),
             c.programs[i] as f64,
         );
-        push(format!("flash_erases_{}", cause.name()), c.erases[i] as f64);
-        push(
+        out.push(format!("flash_erases_{}", cause.name()), c.erases[i] as f64);
+        out.push(
             format!("die_time_{}_ns", cause.name()),
             c.die_busy_ns[i] as f64,
         );
     }
-    let programs: u64 = c.programs.iter().sum();
-    let reads: u64 = c.reads.iter().sum();
-    let erases: u64 = c.erases.iter().sum();
-    push("flash_reads".into(), reads as f64);
-    push("flash_programs".into(), programs as f64);
-    push("flash_erases".into(), erases as f64);
-    push("multi_plane_commands".into(), c.multi_plane_commands as f64);
+    let totals = Totals {
+        reads: c.reads.iter().sum(),
+        programs: c.programs.iter().sum(),
+        erases: c.erases.iter().sum(),
+    };
+    out.push("flash_reads", totals.reads as f64);
+    out.push("flash_programs", totals.programs as f64);
+    out.push("flash_erases", totals.erases as f64);
+    out.push("multi_plane_commands", c.multi_plane_commands as f64);
     let waf = if c.host_write_pages == 0 {
         0.0
     } else {
-        programs as f64 / c.host_write_pages as f64
+        totals.programs as f64 / c.host_write_pages as f64
     };
-    push("write_amplification".into(), waf);
+    out.push("write_amplification", waf);
+    totals
+}
 
-    // Erase counts over the whole life of the array, preconditioning included.
-    let nand = d.ftl.nand();
+/// Erase counts over the whole life of the array, preconditioning included: their
+/// spread, a histogram in powers of two, and the blocks retired.
+fn erase_distribution(out: &mut List, nand: &NandArray) {
     let counts = nand.erase_counts();
     let n = counts.len().max(1) as f64;
     let mean = counts.iter().map(|&x| x as f64).sum::<f64>() / n;
@@ -126,111 +188,100 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
         .map(|&x| (x as f64 - mean).powi(2))
         .sum::<f64>()
         / n;
-    push(
-        "erase_count_min".into(),
+    out.push(
+        "erase_count_min",
         counts.iter().copied().min().unwrap_or(0) as f64,
     );
-    push("erase_count_mean".into(), mean);
-    push(
-        "erase_count_max".into(),
+    out.push("erase_count_mean", mean);
+    out.push(
+        "erase_count_max",
         counts.iter().copied().max().unwrap_or(0) as f64,
     );
-    push("erase_count_stddev".into(), var.sqrt());
+    out.push("erase_count_stddev", var.sqrt());
     let mut hist = [0u64; 33];
     for &x in counts {
         hist[erase_bucket(x)] += 1;
     }
     let top = hist.iter().rposition(|&h| h > 0).unwrap_or(0);
     for (i, &h) in hist.iter().enumerate().take(top + 1) {
-        push(erase_bucket_label(i), h as f64);
+        out.push(erase_bucket_label(i), h as f64);
     }
-    push("retired_blocks".into(), nand.retired_blocks() as f64);
+    out.push("retired_blocks", nand.retired_blocks() as f64);
+}
 
-    // Energy by operation type and by cause.
-    let e = &d.params.energy;
-    let elapsed = d.last_host_finish.as_ns();
-    let read_uj = reads as f64 * e.read_uj;
-    let program_uj = programs as f64 * e.program_uj;
-    let erase_uj = erases as f64 * e.erase_uj;
+/// Energy by operation type, idle, by cause, and in total, over the `elapsed_ns` the host's
+/// requests took.
+fn energy(
+    out: &mut List,
+    e: &Energy,
+    c: &OpCounts,
+    totals: &Totals,
+    utilisation: &Utilisation,
+    elapsed_ns: u64,
+) {
+    let read_uj = totals.reads as f64 * e.read_uj;
+    let program_uj = totals.programs as f64 * e.program_uj;
+    let erase_uj = totals.erases as f64 * e.erase_uj;
     // Idle power is drawn by each die while it runs no operation: the device's idle power
     // times the mean fraction of dies idle, over the run.
-    let utilisation = d.scheduler.utilisation(SimDuration(elapsed));
     let dies = utilisation.die.len().max(1) as f64;
     let idle_fraction = utilisation.die.iter().map(|u| 1.0 - u).sum::<f64>() / dies;
-    let idle_uj = e.idle_power_w * idle_fraction * elapsed as f64 / 1e9 * 1e6;
-    push("energy_read_uj".into(), read_uj);
-    push("energy_program_uj".into(), program_uj);
-    push("energy_erase_uj".into(), erase_uj);
-    push("energy_idle_uj".into(), idle_uj);
+    let idle_uj = e.idle_power_w * idle_fraction * elapsed_ns as f64 / 1e9 * 1e6;
+    out.push("energy_read_uj", read_uj);
+    out.push("energy_program_uj", program_uj);
+    out.push("energy_erase_uj", erase_uj);
+    out.push("energy_idle_uj", idle_uj);
     for cause in Cause::ALL {
         let i = cause.index();
         let uj = c.reads[i] as f64 * e.read_uj
             + c.programs[i] as f64 * e.program_uj
             + c.erases[i] as f64 * e.erase_uj;
-        push(format!("energy_{}_uj", cause.name()), uj);
+        out.push(format!("energy_{}_uj", cause.name()), uj);
     }
-    push(
-        "energy_total_uj".into(),
-        read_uj + program_uj + erase_uj + idle_uj,
-    );
+    out.push("energy_total_uj", read_uj + program_uj + erase_uj + idle_uj);
+}
 
-    // When would the device wear out at this workload's erase rate?
-    let budget = nand.endurance() as f64 * counts.len() as f64;
+/// When the device would wear out at this workload's erase rate, in time and in host bytes
+/// written; nothing when the run erased nothing or took no time.
+fn projected_wearout(
+    out: &mut List,
+    nand: &NandArray,
+    c: &OpCounts,
+    totals: &Totals,
+    elapsed_ns: u64,
+    page_bytes: u64,
+) {
+    let budget = nand.endurance() as f64 * nand.erase_counts().len() as f64;
     let used = nand.total_erases() as f64;
-    if erases > 0 && elapsed > 0 {
-        let rate_per_s = erases as f64 / (elapsed as f64 / 1e9);
-        push(
-            "projected_wearout_s".into(),
-            (budget - used).max(0.0) / rate_per_s,
-        );
-        let host_bytes = c.host_write_pages as f64 * d.page_bytes as f64;
-        push(
-            "projected_wearout_host_bytes".into(),
-            (budget - used).max(0.0) / erases as f64 * host_bytes,
+    if totals.erases > 0 && elapsed_ns > 0 {
+        let rate_per_s = totals.erases as f64 / (elapsed_ns as f64 / 1e9);
+        out.push("projected_wearout_s", (budget - used).max(0.0) / rate_per_s);
+        let host_bytes = c.host_write_pages as f64 * page_bytes as f64;
+        out.push(
+            "projected_wearout_host_bytes",
+            (budget - used).max(0.0) / totals.erases as f64 * host_bytes,
         );
     }
+}
 
-    let p = &d.precondition;
-    push("precondition_host_writes".into(), p.host_writes as f64);
-    push(
-        "precondition_flash_programs".into(),
-        p.flash_programs as f64,
-    );
-    push("precondition_erases".into(), p.erases as f64);
-    if let Some(w) = p.steady_state_waf {
-        push("precondition_steady_state_waf".into(), w);
+/// What the write-back buffer did, and the `dirty_pages` it holds at the end.
+fn write_buffer(out: &mut List, b: &BufferCounts, dirty_pages: u64) {
+    for (name, value) in [
+        ("buffer_read_hit_pages", b.read_hit_pages),
+        ("buffer_write_hit_pages", b.write_hit_pages),
+        ("buffer_destaged_pages", b.destaged_pages),
+        (
+            "buffer_watermark_destaged_pages",
+            b.watermark_destaged_pages,
+        ),
+        ("buffer_flush_destaged_pages", b.flush_destaged_pages),
+        ("buffer_idle_destaged_pages", b.idle_destaged_pages),
+        ("buffer_trimmed_pages", b.trimmed_pages),
+        ("buffer_write_through_pages", b.write_through_pages),
+        ("buffer_full_waits", b.full_waits),
+        ("buffer_dirty_pages_max", b.dirty_pages_max),
+        ("buffer_dirty_pages", dirty_pages),
+    ] {
+        out.push(name, value as f64);
     }
-    push("background_gc_units".into(), d.idle_gc_units as f64);
-    if let Some(wb) = &d.write_back {
-        let b = &d.buffer_counts;
-        for (name, value) in [
-            ("buffer_read_hit_pages", b.read_hit_pages),
-            ("buffer_write_hit_pages", b.write_hit_pages),
-            ("buffer_destaged_pages", b.destaged_pages),
-            (
-                "buffer_watermark_destaged_pages",
-                b.watermark_destaged_pages,
-            ),
-            ("buffer_flush_destaged_pages", b.flush_destaged_pages),
-            ("buffer_idle_destaged_pages", b.idle_destaged_pages),
-            ("buffer_trimmed_pages", b.trimmed_pages),
-            ("buffer_write_through_pages", b.write_through_pages),
-            ("buffer_full_waits", b.full_waits),
-            ("buffer_dirty_pages_max", b.dirty_pages_max),
-            ("buffer_dirty_pages", wb.dirty.len()),
-        ] {
-            push(name.into(), value as f64);
-        }
-    }
-
-    for (i, x) in utilisation.channel.iter().enumerate() {
-        push(format!("channel_{i}_utilisation"), *x);
-    }
-    for (i, x) in utilisation.die.iter().enumerate() {
-        push(format!("die_{i}_utilisation"), *x);
-    }
-    for fc in d.ftl.counters() {
-        push(format!("ftl_{}", fc.name), fc.value);
-    }
-    out
 }

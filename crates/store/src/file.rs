@@ -173,12 +173,154 @@ fn read_header(
     Header::decode(&b, magic).map_err(|e| corrupt(path, format!("{what}: {e}")))
 }
 
+/// Refuses a map that places a block in a slot beyond the `slots_in_file` the data file holds.
+fn check_slots_in_file(
+    path: &Path,
+    live: &BlockMap<u64>,
+    slots_in_file: u64,
+) -> Result<(), StoreError> {
+    for (&block, &slot) in live {
+        if slot >= slots_in_file {
+            return Err(corrupt(
+                path,
+                format!(
+                    "the map places block {block} in slot {slot}, but the data file holds only {slots_in_file} slots (was it truncated?)"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The map as recovered from the journal.
 struct Replayed {
     live: BlockMap<u64>,
     used: SlotSet,
     /// Entries up to and including the last commit.
     committed: u64,
+}
+
+/// The journal's entries taken in order by `FileStore::replay`: the batches committed so far
+/// applied to the map, the batch still open, and what follows a damaged entry.
+struct JournalReplay<'a> {
+    map_path: &'a Path,
+    /// The device's blocks, beyond which no entry may map.
+    nblocks: u64,
+    live: BlockMap<u64>,
+    used: SlotSet,
+    /// The entries since the last commit.
+    batch: Vec<Entry>,
+    /// The index of the open batch's first entry: every entry before it is committed.
+    batch_start: u64,
+    /// The first entry whose checksum failed.
+    first_bad: Option<u64>,
+    /// Entries after the first bad one, kept only until the check in `finish`.
+    after_bad: Vec<(u64, Entry)>,
+}
+
+impl<'a> JournalReplay<'a> {
+    fn new(map_path: &'a Path, nblocks: u64) -> Self {
+        JournalReplay {
+            map_path,
+            nblocks,
+            live: BlockMap::default(),
+            used: SlotSet::default(),
+            batch: Vec::new(),
+            batch_start: 0,
+            first_bad: None,
+            after_bad: Vec::new(),
+        }
+    }
+
+    /// Takes entry `i` as decoded: a map change joins the open batch, a commit applies it;
+    /// from the first damaged entry on, entries are only kept for `finish` to judge.
+    fn take(&mut self, i: u64, decoded: Result<Entry, EntryError>) -> Result<(), StoreError> {
+        let entry = match decoded {
+            Ok(e) => e,
+            Err(EntryError::Checksum) => {
+                self.first_bad.get_or_insert(i);
+                return Ok(());
+            }
+            Err(EntryError::Kind(k)) => {
+                return Err(corrupt(
+                    self.map_path,
+                    format!("journal entry {i} has the unknown kind {k}"),
+                ))
+            }
+        };
+        if self.first_bad.is_some() {
+            self.after_bad.push((i, entry));
+            return Ok(());
+        }
+        match entry {
+            Entry::Map { .. } | Entry::Unmap { .. } => self.batch.push(entry),
+            Entry::Commit { count } => self.commit(i, count)?,
+        }
+        Ok(())
+    }
+
+    /// Applies the open batch, which the commit at entry `i` says holds `count` entries.
+    fn commit(&mut self, i: u64, count: u64) -> Result<(), StoreError> {
+        if count != self.batch.len() as u64 {
+            return Err(corrupt(
+                self.map_path,
+                format!(
+                    "journal entry {i} commits {count} entries, but {} precede it since the previous commit",
+                    self.batch.len()
+                ),
+            ));
+        }
+        for (k, e) in self.batch.drain(..).enumerate() {
+            FileStore::apply(
+                &mut self.live,
+                &mut self.used,
+                e,
+                self.batch_start + k as u64,
+                self.nblocks,
+                self.map_path,
+            )?;
+        }
+        self.batch_start = i + 1;
+        Ok(())
+    }
+
+    /// The map as of the last commit, once whatever follows a damaged entry has been shown
+    /// to be a torn append rather than damage to acknowledged batches.
+    fn finish(self) -> Result<Replayed, StoreError> {
+        if let Some(bad) = self.first_bad {
+            // A torn append can leave valid entries after a bad one, but only inside the batch
+            // being appended, which began at `batch_start` and ends with its commit. A valid entry
+            // from any later batch proves the bad one had been made durable by an earlier flush:
+            // that is damage, not a crash, and recovering past it would lose acknowledged data.
+            let mut batch_end: Option<u64> = None;
+            for &(i, e) in &self.after_bad {
+                if let Some(end) = batch_end {
+                    return Err(corrupt(
+                        self.map_path,
+                        format!(
+                            "journal entry {bad} is damaged, but entry {i} was written by a later flush (after the commit at entry {end}); the map cannot be trusted"
+                        ),
+                    ));
+                }
+                if let Entry::Commit { count } = e {
+                    if i.checked_sub(count) != Some(self.batch_start) {
+                        return Err(corrupt(
+                            self.map_path,
+                            format!(
+                                "journal entry {bad} is damaged, but the commit at entry {i} shows it belonged to a completed flush; the map cannot be trusted"
+                            ),
+                        ));
+                    }
+                    batch_end = Some(i);
+                }
+            }
+        }
+        Ok(Replayed {
+            live: self.live,
+            used: self.used,
+            committed: self.batch_start,
+        })
+    }
 }
 
 impl FileStore {
@@ -195,26 +337,7 @@ impl FileStore {
                 ),
             ));
         }
-        let data = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io_err(path, "open the data file"))?;
-        let data_meta = data
-            .metadata()
-            .map_err(io_err(path, "read the data file's metadata"))?;
-        if !data_meta.is_file() {
-            // A block device reports length 0 and would otherwise be taken for a new store and
-            // have a header written over whatever it holds.
-            return Err(corrupt(
-                path,
-                "not a regular file; the file backing keeps its data in a regular file",
-            ));
-        }
-        lock_exclusive(&data, path)?;
-        let data_len = data_meta.len();
+        let (data, data_len) = Self::open_data(path)?;
         if data_len == 0 {
             if map_exists {
                 return Err(corrupt(
@@ -227,26 +350,7 @@ impl FileStore {
             }
             return Self::create(path, map_path, data, size);
         }
-
-        // Whatever a crashed process left in the page cache is made durable before it is read,
-        // so that recovery never builds on map entries a later power loss could still undo.
-        data.sync_data()
-            .map_err(io_err(path, "sync the data file"))?;
-        let header = read_header(&data, path, data_len, DATA_MAGIC, "data file")?;
-        if header.size_bytes != size {
-            return Err(StoreError::SizeMismatch {
-                path: path.to_path_buf(),
-                stored: header.size_bytes,
-                requested: size,
-            });
-        }
-        if data_len < DATA_HEADER_BYTES {
-            return Err(corrupt(
-                path,
-                format!("the data file is truncated inside its {DATA_HEADER_BYTES}-byte header ({data_len} bytes)"),
-            ));
-        }
-        let store_id = header.store_id;
+        let store_id = Self::check_data_header(&data, path, data_len, size)?;
         let slots_in_file = (data_len - DATA_HEADER_BYTES) / BLOCK_BYTES;
 
         let map_len = if map_exists {
@@ -271,78 +375,11 @@ impl FileStore {
             ));
         }
 
-        let journal = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(&map_path)
-            .map_err(io_err(&map_path, "open the map file"))?;
-        journal
-            .sync_data()
-            .map_err(io_err(&map_path, "sync the map file"))?;
-        let journal_len = journal
-            .metadata()
-            .map_err(io_err(&map_path, "read the map file's metadata"))?
-            .len();
-        let map_header = read_header(&journal, &map_path, journal_len, MAP_MAGIC, "map file")?;
-        if map_header.store_id != store_id {
-            return Err(corrupt(
-                &map_path,
-                format!(
-                    "this map belongs to a different store than the data file {} (store id {:#018x}, data file has {:#018x})",
-                    path.display(),
-                    map_header.store_id,
-                    store_id
-                ),
-            ));
-        }
-        if map_header.size_bytes != size {
-            return Err(corrupt(
-                &map_path,
-                format!(
-                    "the map is for a device of {} bytes but its data file {} says {size}",
-                    map_header.size_bytes,
-                    path.display()
-                ),
-            ));
-        }
-
+        let (journal, journal_len) = Self::open_journal(path, &map_path, store_id, size)?;
         let replayed = Self::replay(&journal, &map_path, store_id, size, journal_len)?;
-        for (&block, &slot) in &replayed.live {
-            if slot >= slots_in_file {
-                return Err(corrupt(
-                    path,
-                    format!(
-                        "the map places block {block} in slot {slot}, but the data file holds only {slots_in_file} slots (was it truncated?)"
-                    ),
-                ));
-            }
-        }
-
-        let mut recovery = Recovery {
-            created: false,
-            journal_entries: replayed.committed,
-            discarded_bytes: journal_len - entry_offset(replayed.committed),
-            compacted: false,
-        };
-        let live_count = replayed.live.len() as u64;
-        let mut journal_entries = replayed.committed;
-        let journal = if replayed.committed > 2 * live_count + COMPACT_SLACK_ENTRIES {
-            recovery.compacted = true;
-            let (journal, entries) = Self::compact(&map_path, size, store_id, &replayed.live)?;
-            journal_entries = entries;
-            journal
-        } else {
-            if recovery.discarded_bytes > 0 {
-                // The torn batch is cut off so that the next flush appends right after the last
-                // commit; leaving it would put garbage between two valid batches.
-                journal
-                    .set_len(entry_offset(replayed.committed))
-                    .and_then(|()| journal.sync_all())
-                    .map_err(io_err(&map_path, "truncate the map file's torn tail"))?;
-            }
-            journal
-        };
-        recovery.journal_entries = journal_entries;
+        check_slots_in_file(path, &replayed.live, slots_in_file)?;
+        let (journal, recovery) =
+            Self::settle_journal(journal, &map_path, size, store_id, journal_len, &replayed)?;
 
         // Slots past the last live one hold nothing anyone can reach: give the space back.
         let used_slots = replayed.used.iter().max().map_or(0, |&s| s + 1);
@@ -358,9 +395,145 @@ impl FileStore {
             data,
             journal,
             replayed,
-            journal_entries,
+            recovery.journal_entries,
             recovery,
         ))
+    }
+
+    /// Opens (or creates, empty) the data file, which must be a regular file, and locks it.
+    /// Returns it with its length.
+    fn open_data(path: &Path) -> Result<(File, u64), StoreError> {
+        let data = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io_err(path, "open the data file"))?;
+        let data_meta = data
+            .metadata()
+            .map_err(io_err(path, "read the data file's metadata"))?;
+        if !data_meta.is_file() {
+            // A block device reports length 0 and would otherwise be taken for a new store and
+            // have a header written over whatever it holds.
+            return Err(corrupt(
+                path,
+                "not a regular file; the file backing keeps its data in a regular file",
+            ));
+        }
+        lock_exclusive(&data, path)?;
+        Ok((data, data_meta.len()))
+    }
+
+    /// Checks the header of an existing data file of `data_len` bytes against the size asked
+    /// for; returns the store's id.
+    fn check_data_header(
+        data: &File,
+        path: &Path,
+        data_len: u64,
+        size: u64,
+    ) -> Result<u64, StoreError> {
+        // Whatever a crashed process left in the page cache is made durable before it is read,
+        // so that recovery never builds on map entries a later power loss could still undo.
+        data.sync_data()
+            .map_err(io_err(path, "sync the data file"))?;
+        let header = read_header(data, path, data_len, DATA_MAGIC, "data file")?;
+        if header.size_bytes != size {
+            return Err(StoreError::SizeMismatch {
+                path: path.to_path_buf(),
+                stored: header.size_bytes,
+                requested: size,
+            });
+        }
+        if data_len < DATA_HEADER_BYTES {
+            return Err(corrupt(
+                path,
+                format!("the data file is truncated inside its {DATA_HEADER_BYTES}-byte header ({data_len} bytes)"),
+            ));
+        }
+        Ok(header.store_id)
+    }
+
+    /// Opens the map file of the data file `path`, makes what it holds durable, and checks
+    /// that its header belongs to the same store and size. Returns it with its length.
+    fn open_journal(
+        path: &Path,
+        map_path: &Path,
+        store_id: u64,
+        size: u64,
+    ) -> Result<(File, u64), StoreError> {
+        let journal = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(map_path)
+            .map_err(io_err(map_path, "open the map file"))?;
+        journal
+            .sync_data()
+            .map_err(io_err(map_path, "sync the map file"))?;
+        let journal_len = journal
+            .metadata()
+            .map_err(io_err(map_path, "read the map file's metadata"))?
+            .len();
+        let map_header = read_header(&journal, map_path, journal_len, MAP_MAGIC, "map file")?;
+        if map_header.store_id != store_id {
+            return Err(corrupt(
+                map_path,
+                format!(
+                    "this map belongs to a different store than the data file {} (store id {:#018x}, data file has {:#018x})",
+                    path.display(),
+                    map_header.store_id,
+                    store_id
+                ),
+            ));
+        }
+        if map_header.size_bytes != size {
+            return Err(corrupt(
+                map_path,
+                format!(
+                    "the map is for a device of {} bytes but its data file {} says {size}",
+                    map_header.size_bytes,
+                    path.display()
+                ),
+            ));
+        }
+        Ok((journal, journal_len))
+    }
+
+    /// Leaves the replayed journal ready for appending: compacted into a snapshot when it has
+    /// grown much longer than the live map, otherwise with any torn tail cut off. Returns the
+    /// journal to append to and what recovery did.
+    fn settle_journal(
+        journal: File,
+        map_path: &Path,
+        size: u64,
+        store_id: u64,
+        journal_len: u64,
+        replayed: &Replayed,
+    ) -> Result<(File, Recovery), StoreError> {
+        let mut recovery = Recovery {
+            created: false,
+            journal_entries: replayed.committed,
+            discarded_bytes: journal_len - entry_offset(replayed.committed),
+            compacted: false,
+        };
+        let live_count = replayed.live.len() as u64;
+        let journal = if replayed.committed > 2 * live_count + COMPACT_SLACK_ENTRIES {
+            recovery.compacted = true;
+            let (journal, entries) = Self::compact(map_path, size, store_id, &replayed.live)?;
+            recovery.journal_entries = entries;
+            journal
+        } else {
+            if recovery.discarded_bytes > 0 {
+                // The torn batch is cut off so that the next flush appends right after the last
+                // commit; leaving it would put garbage between two valid batches.
+                journal
+                    .set_len(entry_offset(replayed.committed))
+                    .and_then(|()| journal.sync_all())
+                    .map_err(io_err(map_path, "truncate the map file's torn tail"))?;
+            }
+            journal
+        };
+        Ok((journal, recovery))
     }
 
     fn create(
@@ -478,16 +651,8 @@ impl FileStore {
         size: u64,
         journal_len: u64,
     ) -> Result<Replayed, StoreError> {
-        let nblocks = block_count(size);
         let total = (journal_len - HEADER_BYTES as u64) / ENTRY_BYTES as u64;
-        let mut live = BlockMap::<u64>::default();
-        let mut used = SlotSet::default();
-        let mut batch: Vec<Entry> = Vec::new();
-        let mut batch_start = 0u64;
-        let mut first_bad: Option<u64> = None;
-        // Entries after the first bad one, kept only until the check below.
-        let mut after_bad: Vec<(u64, Entry)> = Vec::new();
-
+        let mut replay = JournalReplay::new(map_path, block_count(size));
         let mut buf = vec![0u8; REPLAY_CHUNK_ENTRIES * ENTRY_BYTES];
         let mut index = 0u64;
         while index < total {
@@ -498,86 +663,11 @@ impl FileStore {
                 .map_err(io_err(map_path, "read the map journal"))?;
             for raw in chunk.chunks_exact(ENTRY_BYTES) {
                 let raw: &[u8; ENTRY_BYTES] = raw.try_into().expect("chunks_exact");
-                let i = index;
+                replay.take(index, Entry::decode(raw, store_id, index))?;
                 index += 1;
-                let entry = match Entry::decode(raw, store_id, i) {
-                    Ok(e) => e,
-                    Err(EntryError::Checksum) => {
-                        first_bad.get_or_insert(i);
-                        continue;
-                    }
-                    Err(EntryError::Kind(k)) => {
-                        return Err(corrupt(
-                            map_path,
-                            format!("journal entry {i} has the unknown kind {k}"),
-                        ))
-                    }
-                };
-                if first_bad.is_some() {
-                    after_bad.push((i, entry));
-                    continue;
-                }
-                match entry {
-                    Entry::Map { .. } | Entry::Unmap { .. } => batch.push(entry),
-                    Entry::Commit { count } => {
-                        if count != batch.len() as u64 {
-                            return Err(corrupt(
-                                map_path,
-                                format!(
-                                    "journal entry {i} commits {count} entries, but {} precede it since the previous commit",
-                                    batch.len()
-                                ),
-                            ));
-                        }
-                        for (k, e) in batch.drain(..).enumerate() {
-                            Self::apply(
-                                &mut live,
-                                &mut used,
-                                e,
-                                batch_start + k as u64,
-                                nblocks,
-                                map_path,
-                            )?;
-                        }
-                        batch_start = i + 1;
-                    }
-                }
             }
         }
-
-        if let Some(bad) = first_bad {
-            // A torn append can leave valid entries after a bad one, but only inside the batch
-            // being appended, which began at `batch_start` and ends with its commit. A valid entry
-            // from any later batch proves the bad one had been made durable by an earlier flush:
-            // that is damage, not a crash, and recovering past it would lose acknowledged data.
-            let mut batch_end: Option<u64> = None;
-            for &(i, e) in &after_bad {
-                if let Some(end) = batch_end {
-                    return Err(corrupt(
-                        map_path,
-                        format!(
-                            "journal entry {bad} is damaged, but entry {i} was written by a later flush (after the commit at entry {end}); the map cannot be trusted"
-                        ),
-                    ));
-                }
-                if let Entry::Commit { count } = e {
-                    if i.checked_sub(count) != Some(batch_start) {
-                        return Err(corrupt(
-                            map_path,
-                            format!(
-                                "journal entry {bad} is damaged, but the commit at entry {i} shows it belonged to a completed flush; the map cannot be trusted"
-                            ),
-                        ));
-                    }
-                    batch_end = Some(i);
-                }
-            }
-        }
-        Ok(Replayed {
-            live,
-            used,
-            committed: batch_start,
-        })
+        replay.finish()
     }
 
     /// Applies one committed entry, refusing anything the writer could never have produced.

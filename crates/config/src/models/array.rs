@@ -2,7 +2,7 @@
 //! child file's path is relative to the file that names it, so an array and its children
 //! move together; a file that leads back to itself is an error naming the chain.
 
-use super::{check_queue_depth, invalid, FileContext, Model};
+use super::{invalid, section_queue_depth, FileContext, Model};
 use crate::{preset_spec, ConfigError, DeviceSpec, LoadedDevice, ModelParams};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -85,6 +85,37 @@ pub(crate) fn from_scratch(
                 .to_string(),
         ));
     }
+    let level = raid_level(section, file)?;
+    let queue_depth = section_queue_depth(
+        file,
+        "array",
+        section.queue_depth,
+        top_queue_depth,
+        DEFAULT_QUEUE_DEPTH,
+    )?;
+
+    let entries = section.children.as_deref().unwrap_or_default();
+    if entries.is_empty() {
+        return Err(invalid(
+            file,
+            "array.children",
+            "needs at least one child: a preset name or a device file relative to this file".into(),
+        ));
+    }
+    let children = entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| load_child(i, entry, file, nesting))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(ArraySpec {
+        params: ArrayParams { level, queue_depth },
+        children,
+    })
+}
+
+/// The RAID level `[array]` states (required), with its own key, refusing the other
+/// level's.
+fn raid_level(section: &ArraySection, file: &str) -> Result<RaidLevel, ConfigError> {
     let level_name = section.level.ok_or_else(|| {
         invalid(
             file,
@@ -92,7 +123,7 @@ pub(crate) fn from_scratch(
             "is required: \"raid0\" or \"raid1\"".into(),
         )
     })?;
-    let level = match level_name {
+    Ok(match level_name {
         LevelName::Raid0 => {
             if section.read_policy.is_some() {
                 return Err(invalid(
@@ -135,36 +166,6 @@ pub(crate) fn from_scratch(
                 },
             }
         }
-    };
-    let queue_depth = match (section.queue_depth, top_queue_depth) {
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                file,
-                "array.queue_depth",
-                "is also given at the top level as `queue_depth`; state it once".into(),
-            ))
-        }
-        (Some(q), None) | (None, Some(q)) => q,
-        (None, None) => DEFAULT_QUEUE_DEPTH,
-    };
-    check_queue_depth(file, queue_depth)?;
-
-    let entries = section.children.as_deref().unwrap_or_default();
-    if entries.is_empty() {
-        return Err(invalid(
-            file,
-            "array.children",
-            "needs at least one child: a preset name or a device file relative to this file".into(),
-        ));
-    }
-    let children = entries
-        .iter()
-        .enumerate()
-        .map(|(i, entry)| load_child(i, entry, file, nesting))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(ArraySpec {
-        params: ArrayParams { level, queue_depth },
-        children,
     })
 }
 

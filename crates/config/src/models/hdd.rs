@@ -271,159 +271,158 @@ macro_rules! cache {
     };
 }
 
-fn hpl_to(h: &HplCurve) -> HplSection {
-    HplSection {
-        boundary_cylinders: h.boundary_cylinders,
-        a_ns: h.a_ns,
-        b_ns_per_sqrt_cylinder: h.b_ns_per_sqrt_cylinder,
-        c_ns: h.c_ns,
-        e_ns_per_cylinder: h.e_ns_per_cylinder,
-        single_ns: h.single_ns,
-    }
-}
-
-fn hpl_from(h: &HplSection) -> HplCurve {
-    HplCurve {
-        boundary_cylinders: h.boundary_cylinders,
-        a_ns: h.a_ns,
-        b_ns_per_sqrt_cylinder: h.b_ns_per_sqrt_cylinder,
-        c_ns: h.c_ns,
-        e_ns_per_cylinder: h.e_ns_per_cylinder,
-        single_ns: h.single_ns,
-    }
-}
-
-/// The section that states `p` exactly.
-pub(crate) fn to_section(p: &HddParams) -> HddSection {
-    let g = &p.geometry;
-    let o = &p.overheads;
-    let c = &p.cache;
-    HddSection {
-        queue_depth: p.queue_depth,
-        scheduler: match p.scheduler {
-            SchedulerKind::Fcfs => SchedulerName::Fcfs,
-            SchedulerKind::Sstf => SchedulerName::Sstf,
-            SchedulerKind::CLook => SchedulerName::CLook,
-            SchedulerKind::Sptf => SchedulerName::Sptf,
-        },
-        geometry: GeometrySection {
-            surfaces: g.surfaces,
-            cylinders: g.cylinders,
-            surface_order: match g.surface_order {
-                SurfaceOrder::Normal => OrderName::Normal,
-                SurfaceOrder::ReverseOnOddCylinderOfZone => OrderName::ReverseOnOddCylinderOfZone,
-                SurfaceOrder::ReverseOnOddCylinder => OrderName::ReverseOnOddCylinder,
-            },
-            sparing: match g.sparing {
-                SparingScheme::None => SparingName::None,
-                SparingScheme::Tracks => SparingName::Tracks,
-                SparingScheme::SectorsPerCylinder => SparingName::SectorsPerCylinder,
-                SparingScheme::SectorsPerCylinderAtFront => SparingName::SectorsPerCylinderAtFront,
-                SparingScheme::SectorsPerTrack => SparingName::SectorsPerTrack,
-                SparingScheme::SectorsAtEnd => SparingName::SectorsAtEnd,
-                SparingScheme::SectorsPerRange => SparingName::SectorsPerRange,
-                SparingScheme::SectorsPerZone => SparingName::SectorsPerZone,
-            },
-            sparing_range_cylinders: g.sparing_range_cylinders,
-            block_count: g.block_count,
-            zones: g
-                .zones
-                .iter()
-                .map(|z| ZoneSection {
-                    first_cylinder: z.first_cylinder,
-                    last_cylinder: z.last_cylinder,
-                    sectors_per_track: z.sectors_per_track,
-                    first_block_offset_sectors: z.first_block_offset_sectors,
-                    empty_front_sectors: z.empty_front_sectors,
-                    track_skew_sectors: z.track_skew_sectors,
-                    cylinder_skew_sectors: z.cylinder_skew_sectors,
-                    spares: z.spares,
-                    slips: z.slips.clone(),
-                    defects: z.defects.iter().map(|&(a, b)| [a, b]).collect(),
-                })
-                .collect(),
-        },
-        mechanics: MechanicsSection {
-            rpm: p.mechanics.rpm,
-            head_switch_ns: p.mechanics.head_switch_ns,
-            write_settle_ns: p.mechanics.write_settle_ns,
-            seek: match &p.mechanics.seek {
-                SeekCurve::Constant { time_ns } => SeekSection::Constant { time_ns: *time_ns },
-                SeekCurve::ThreePointLine {
-                    single_ns,
-                    average_ns,
-                    full_ns,
-                } => SeekSection::ThreePointLine {
-                    single_ns: *single_ns,
-                    average_ns: *average_ns,
-                    full_ns: *full_ns,
-                },
-                SeekCurve::ThreePointCurve {
-                    single_ns,
-                    average_ns,
-                    full_ns,
-                } => SeekSection::ThreePointCurve {
-                    single_ns: *single_ns,
-                    average_ns: *average_ns,
-                    full_ns: *full_ns,
-                },
-                SeekCurve::Hpl(h) => SeekSection::Hpl { hpl: hpl_to(h) },
-                SeekCurve::HplPlus10 {
-                    curve,
-                    first_ten_ns,
-                } => SeekSection::HplPlus10 {
-                    hpl: hpl_to(curve),
-                    first_ten_ns: first_ten_ns.to_vec(),
-                },
-                SeekCurve::Extracted { points } => SeekSection::Extracted {
-                    points: points.iter().map(|&(d, t)| [u64::from(d), t]).collect(),
-                },
-            },
-        },
-        overheads: overheads!(Overheads2 from o,
-            extra_write_disconnect: o
-                .extra_write_disconnect
-                .as_ref()
-                .map(|x| extra_disconnect!(ExtraDisconnectSection from x)),
-        ),
-        interface: InterfaceSection {
-            read_transfer_ns_per_sector: p.interface.read_transfer_ns_per_sector,
-            write_transfer_ns_per_sector: p.interface.write_transfer_ns_per_sector,
-        },
-        cache: cache!(CacheSection from c,
-            read_ahead: match c.read_ahead {
-                ReadAhead::None => ReadAheadName::None,
-                ReadAhead::TrackEnd => ReadAheadName::TrackEnd,
-                ReadAhead::CylinderEnd => ReadAheadName::CylinderEnd,
-                ReadAhead::SegmentEnd => ReadAheadName::SegmentEnd,
-                ReadAhead::DecTracks => ReadAheadName::DecTracks,
-            },
-            write_back: match c.write_back {
-                WriteBack::None => WriteBackName::None,
-                WriteBack::Limited => WriteBackName::Limited,
-                WriteBack::Full => WriteBackName::Full,
-            },
-        ),
-        power: PowerSection {
-            active_mw: p.power.active_mw,
-            idle_mw: p.power.idle_mw,
-            standby_mw: p.power.standby_mw,
-            standby_after_idle_ns: p.power.standby_after_idle_ns,
-            spin_up_ns: p.power.spin_up_ns,
-            spin_up_mj: p.power.spin_up_mj,
-        },
-    }
-}
-
-/// The parameters a section states, checked by building the drive.
-pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, ConfigError> {
-    let invalid = |key: &str, message: String| ConfigError::Invalid {
-        file: file.to_string(),
-        key: format!("hdd.{key}"),
-        message,
+/// The two conversions between one of the section's name enums and the model's enum, whose
+/// variants carry the same names: each variant is listed once for both directions.
+macro_rules! same_variants {
+    ($a:ident <-> $b:ident { $($v:ident),* $(,)? }) => {
+        impl From<$a> for $b {
+            fn from(x: $a) -> $b {
+                match x { $($a::$v => $b::$v,)* }
+            }
+        }
+        impl From<$b> for $a {
+            fn from(x: $b) -> $a {
+                match x { $($b::$v => $a::$v,)* }
+            }
+        }
     };
-    let g = &s.geometry;
-    let seek = match &s.mechanics.seek {
+}
+
+same_variants!(SchedulerName <-> SchedulerKind { Fcfs, Sstf, CLook, Sptf });
+same_variants!(OrderName <-> SurfaceOrder {
+    Normal, ReverseOnOddCylinderOfZone, ReverseOnOddCylinder,
+});
+same_variants!(SparingName <-> SparingScheme {
+    None, Tracks, SectorsPerCylinder, SectorsPerCylinderAtFront, SectorsPerTrack, SectorsAtEnd,
+    SectorsPerRange, SectorsPerZone,
+});
+same_variants!(ReadAheadName <-> ReadAhead {
+    None, TrackEnd, CylinderEnd, SegmentEnd, DecTracks,
+});
+same_variants!(WriteBackName <-> WriteBack { None, Limited, Full });
+
+/// The geometry, both ways, its two enums converted by name; the caller adds the zones.
+macro_rules! geometry {
+    ($ty:ident from $src:ident, $($rest:tt)*) => {
+        same_fields!($ty from $src {
+            surfaces, cylinders, sparing_range_cylinders, block_count,
+        }
+            surface_order: $src.surface_order.into(),
+            sparing: $src.sparing.into(),
+            $($rest)*)
+    };
+}
+
+/// A zone, both ways, its slips copied; the caller adds the defects.
+macro_rules! zone {
+    ($ty:ident from $src:ident, $($rest:tt)*) => {
+        same_fields!($ty from $src {
+            first_cylinder, last_cylinder, sectors_per_track, first_block_offset_sectors,
+            empty_front_sectors, track_skew_sectors, cylinder_skew_sectors, spares,
+        }
+            slips: $src.slips.clone(),
+            $($rest)*)
+    };
+}
+
+/// An HPL seek curve, both ways.
+macro_rules! hpl {
+    ($ty:ident from $src:ident) => {
+        same_fields!($ty from $src {
+            boundary_cylinders, a_ns, b_ns_per_sqrt_cylinder, c_ns, e_ns_per_cylinder, single_ns,
+        })
+    };
+}
+
+/// The mechanics, both ways; the caller adds the seek curve.
+macro_rules! mechanics {
+    ($ty:ident from $src:ident, $($rest:tt)*) => {
+        same_fields!($ty from $src { rpm, head_switch_ns, write_settle_ns, } $($rest)*)
+    };
+}
+
+/// The host interface, both ways.
+macro_rules! interface {
+    ($ty:ident from $src:ident) => {
+        same_fields!($ty from $src {
+            read_transfer_ns_per_sector, write_transfer_ns_per_sector,
+        })
+    };
+}
+
+/// The power parameters, both ways.
+macro_rules! power {
+    ($ty:ident from $src:ident) => {
+        same_fields!($ty from $src {
+            active_mw, idle_mw, standby_mw, standby_after_idle_ns, spin_up_ns, spin_up_mj,
+        })
+    };
+}
+
+fn geometry_to(g: &Geometry) -> GeometrySection {
+    geometry!(GeometrySection from g,
+        zones: g
+            .zones
+            .iter()
+            .map(|z| zone!(ZoneSection from z,
+                defects: z.defects.iter().map(|&(a, b)| [a, b]).collect(),
+            ))
+            .collect(),
+    )
+}
+
+fn geometry_from(g: &GeometrySection) -> Geometry {
+    geometry!(Geometry from g,
+        zones: g
+            .zones
+            .iter()
+            .map(|z| zone!(Zone from z,
+                defects: z.defects.iter().map(|&[a, b]| (a, b)).collect(),
+            ))
+            .collect(),
+    )
+}
+
+fn seek_to(s: &SeekCurve) -> SeekSection {
+    match s {
+        SeekCurve::Constant { time_ns } => SeekSection::Constant { time_ns: *time_ns },
+        SeekCurve::ThreePointLine {
+            single_ns,
+            average_ns,
+            full_ns,
+        } => SeekSection::ThreePointLine {
+            single_ns: *single_ns,
+            average_ns: *average_ns,
+            full_ns: *full_ns,
+        },
+        SeekCurve::ThreePointCurve {
+            single_ns,
+            average_ns,
+            full_ns,
+        } => SeekSection::ThreePointCurve {
+            single_ns: *single_ns,
+            average_ns: *average_ns,
+            full_ns: *full_ns,
+        },
+        SeekCurve::Hpl(h) => SeekSection::Hpl {
+            hpl: hpl!(HplSection from h),
+        },
+        SeekCurve::HplPlus10 {
+            curve,
+            first_ten_ns,
+        } => SeekSection::HplPlus10 {
+            hpl: hpl!(HplSection from curve),
+            first_ten_ns: first_ten_ns.to_vec(),
+        },
+        SeekCurve::Extracted { points } => SeekSection::Extracted {
+            points: points.iter().map(|&(d, t)| [u64::from(d), t]).collect(),
+        },
+    }
+}
+
+/// The seek curve a section states; the file's lists must fit the model's types.
+fn seek_from(s: &SeekSection, file: &str) -> Result<SeekCurve, ConfigError> {
+    Ok(match s {
         SeekSection::Constant { time_ns } => SeekCurve::Constant { time_ns: *time_ns },
         SeekSection::ThreePointLine {
             single_ns,
@@ -443,11 +442,12 @@ pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, Conf
             average_ns: *average_ns,
             full_ns: *full_ns,
         },
-        SeekSection::Hpl { hpl } => SeekCurve::Hpl(hpl_from(hpl)),
+        SeekSection::Hpl { hpl } => SeekCurve::Hpl(hpl!(HplCurve from hpl)),
         SeekSection::HplPlus10 { hpl, first_ten_ns } => SeekCurve::HplPlus10 {
-            curve: hpl_from(hpl),
+            curve: hpl!(HplCurve from hpl),
             first_ten_ns: first_ten_ns.clone().try_into().map_err(|_| {
                 invalid(
+                    file,
                     "mechanics.seek.first_ten_ns",
                     "needs exactly ten times".into(),
                 )
@@ -459,6 +459,7 @@ pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, Conf
                 .map(|&[d, t]| {
                     u32::try_from(d).map(|d| (d, t)).map_err(|_| {
                         invalid(
+                            file,
                             "mechanics.seek.points",
                             format!("distance {d} is too large"),
                         )
@@ -466,95 +467,69 @@ pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, Conf
                 })
                 .collect::<Result<_, _>>()?,
         },
-    };
+    })
+}
+
+/// The error for `[hdd]`'s key `key` (named below `hdd.`) in `file`.
+fn invalid(file: &str, key: &str, message: String) -> ConfigError {
+    super::invalid(file, &format!("hdd.{key}"), message)
+}
+
+/// The section that states `p` exactly.
+pub(crate) fn to_section(p: &HddParams) -> HddSection {
+    let o = &p.overheads;
+    let c = &p.cache;
+    let m = &p.mechanics;
+    let i = &p.interface;
+    let pw = &p.power;
+    HddSection {
+        queue_depth: p.queue_depth,
+        scheduler: p.scheduler.into(),
+        geometry: geometry_to(&p.geometry),
+        mechanics: mechanics!(MechanicsSection from m, seek: seek_to(&m.seek)),
+        overheads: overheads!(Overheads2 from o,
+            extra_write_disconnect: o
+                .extra_write_disconnect
+                .as_ref()
+                .map(|x| extra_disconnect!(ExtraDisconnectSection from x)),
+        ),
+        interface: interface!(InterfaceSection from i),
+        cache: cache!(CacheSection from c,
+            read_ahead: c.read_ahead.into(),
+            write_back: c.write_back.into(),
+        ),
+        power: power!(PowerSection from pw),
+    }
+}
+
+/// The parameters a section states, checked by building the drive.
+pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, ConfigError> {
+    let seek = seek_from(&s.mechanics.seek, file)?;
     let o = &s.overheads;
     let c = &s.cache;
+    let m = &s.mechanics;
+    let i = &s.interface;
+    let pw = &s.power;
     let p = HddParams {
-        geometry: Geometry {
-            surfaces: g.surfaces,
-            cylinders: g.cylinders,
-            surface_order: match g.surface_order {
-                OrderName::Normal => SurfaceOrder::Normal,
-                OrderName::ReverseOnOddCylinderOfZone => SurfaceOrder::ReverseOnOddCylinderOfZone,
-                OrderName::ReverseOnOddCylinder => SurfaceOrder::ReverseOnOddCylinder,
-            },
-            sparing: match g.sparing {
-                SparingName::None => SparingScheme::None,
-                SparingName::Tracks => SparingScheme::Tracks,
-                SparingName::SectorsPerCylinder => SparingScheme::SectorsPerCylinder,
-                SparingName::SectorsPerCylinderAtFront => SparingScheme::SectorsPerCylinderAtFront,
-                SparingName::SectorsPerTrack => SparingScheme::SectorsPerTrack,
-                SparingName::SectorsAtEnd => SparingScheme::SectorsAtEnd,
-                SparingName::SectorsPerRange => SparingScheme::SectorsPerRange,
-                SparingName::SectorsPerZone => SparingScheme::SectorsPerZone,
-            },
-            sparing_range_cylinders: g.sparing_range_cylinders,
-            block_count: g.block_count,
-            zones: g
-                .zones
-                .iter()
-                .map(|z| Zone {
-                    first_cylinder: z.first_cylinder,
-                    last_cylinder: z.last_cylinder,
-                    sectors_per_track: z.sectors_per_track,
-                    first_block_offset_sectors: z.first_block_offset_sectors,
-                    empty_front_sectors: z.empty_front_sectors,
-                    track_skew_sectors: z.track_skew_sectors,
-                    cylinder_skew_sectors: z.cylinder_skew_sectors,
-                    spares: z.spares,
-                    slips: z.slips.clone(),
-                    defects: z.defects.iter().map(|&[a, b]| (a, b)).collect(),
-                })
-                .collect(),
-        },
-        mechanics: Mechanics {
-            rpm: s.mechanics.rpm,
-            head_switch_ns: s.mechanics.head_switch_ns,
-            write_settle_ns: s.mechanics.write_settle_ns,
-            seek,
-        },
+        geometry: geometry_from(&s.geometry),
+        mechanics: mechanics!(Mechanics from m, seek),
         overheads: overheads!(Overheads from o,
             extra_write_disconnect: o
                 .extra_write_disconnect
                 .as_ref()
                 .map(|x| extra_disconnect!(ExtraWriteDisconnect from x)),
         ),
-        interface: Interface {
-            read_transfer_ns_per_sector: s.interface.read_transfer_ns_per_sector,
-            write_transfer_ns_per_sector: s.interface.write_transfer_ns_per_sector,
-        },
+        interface: interface!(Interface from i),
         cache: cache!(CacheParams from c,
-            read_ahead: match c.read_ahead {
-                ReadAheadName::None => ReadAhead::None,
-                ReadAheadName::TrackEnd => ReadAhead::TrackEnd,
-                ReadAheadName::CylinderEnd => ReadAhead::CylinderEnd,
-                ReadAheadName::SegmentEnd => ReadAhead::SegmentEnd,
-                ReadAheadName::DecTracks => ReadAhead::DecTracks,
-            },
-            write_back: match c.write_back {
-                WriteBackName::None => WriteBack::None,
-                WriteBackName::Limited => WriteBack::Limited,
-                WriteBackName::Full => WriteBack::Full,
-            },
+            read_ahead: c.read_ahead.into(),
+            write_back: c.write_back.into(),
         ),
         queue_depth: s.queue_depth,
-        scheduler: match s.scheduler {
-            SchedulerName::Fcfs => SchedulerKind::Fcfs,
-            SchedulerName::Sstf => SchedulerKind::Sstf,
-            SchedulerName::CLook => SchedulerKind::CLook,
-            SchedulerName::Sptf => SchedulerKind::Sptf,
-        },
-        power: PowerParams {
-            active_mw: s.power.active_mw,
-            idle_mw: s.power.idle_mw,
-            standby_mw: s.power.standby_mw,
-            standby_after_idle_ns: s.power.standby_after_idle_ns,
-            spin_up_ns: s.power.spin_up_ns,
-            spin_up_mj: s.power.spin_up_mj,
-        },
+        scheduler: s.scheduler.into(),
+        power: power!(PowerParams from pw),
     };
     HddDevice::new(p.clone()).map_err(|e| match e {
-        HddError::Geometry(message) => invalid("geometry", message),
+        HddError::Geometry(message) => invalid(file, "geometry", message),
         // The model names its parameters by their place in `HddParams`; the section nests
         // the seek curve and the speed under `mechanics`.
         HddError::Parameter { name, message } => {
@@ -562,7 +537,7 @@ pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, Conf
                 "rpm" | "seek.points" => format!("mechanics.{name}"),
                 other => other.to_string(),
             };
-            invalid(&key, message)
+            invalid(file, &key, message)
         }
     })?;
     Ok(p)
@@ -616,11 +591,7 @@ impl Model for Hdd {
             ));
         }
         if cx.queue_depth.is_some() {
-            return Err(super::invalid(
-                cx.file,
-                "hdd.queue_depth",
-                "is also given at the top level as `queue_depth`; state it once".into(),
-            ));
+            return Err(super::queue_depth_stated_twice(cx.file, Self::NAME));
         }
         from_scratch(section, cx.file)
     }

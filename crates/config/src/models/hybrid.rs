@@ -3,7 +3,7 @@
 //! thesis' configuration 2 (the drive manages the flash as a cache); `"host"` is
 //! configuration 1 (the OS sees both devices and places data itself).
 
-use super::{check_queue_depth, delay_us, fraction_up_to_one, invalid, FileContext, Model};
+use super::{delay_us, fraction_up_to_one, invalid, section_queue_depth, FileContext, Model};
 use crate::{preset_spec, ConfigError, LoadedDevice, ModelParams};
 use serde::Deserialize;
 use std::path::Path;
@@ -110,18 +110,13 @@ pub(crate) fn from_scratch(
                 .into(),
         ));
     }
-    let queue_depth = match (section.queue_depth, top_queue_depth) {
-        (Some(_), Some(_)) => {
-            return Err(invalid(
-                file,
-                "hybrid.queue_depth",
-                "is also given at the top level as `queue_depth`; state it once".into(),
-            ))
-        }
-        (Some(q), None) | (None, Some(q)) => q,
-        (None, None) => DEFAULT_QUEUE_DEPTH,
-    };
-    check_queue_depth(file, queue_depth)?;
+    let queue_depth = section_queue_depth(
+        file,
+        "hybrid",
+        section.queue_depth,
+        top_queue_depth,
+        DEFAULT_QUEUE_DEPTH,
+    )?;
     let flash = load_child(section.flash.as_deref(), "hybrid.flash", file)?;
     let disk = load_child(section.disk.as_deref(), "hybrid.disk", file)?;
     let configuration = match section
@@ -148,6 +143,15 @@ fn not_here(file: &str, present: bool, key: &str, applies_to: &str) -> Result<()
             &format!("hybrid.{key}"),
             format!("applies only to {applies_to}"),
         ));
+    }
+    Ok(())
+}
+
+/// Rejects the first of `keys` (each `(stated, key)`) that the section states: they all apply
+/// only to `applies_to`.
+fn none_stated(file: &str, keys: &[(bool, &str)], applies_to: &str) -> Result<(), ConfigError> {
+    for &(present, key) in keys {
+        not_here(file, present, key, applies_to)?;
     }
     Ok(())
 }
@@ -196,66 +200,90 @@ fn block_bytes(value: u64, key: &str, file: &str) -> Result<u64, ConfigError> {
     Ok(value)
 }
 
+/// Configuration 2's parameters, refusing the keys of configuration 1.
 fn controller(
-    section: &HybridSection,
+    s: &HybridSection,
     queue_depth: usize,
     file: &str,
 ) -> Result<HybridParams, ConfigError> {
-    let host_only = "configuration = \"host\"";
-    not_here(file, section.placement.is_some(), "placement", host_only)?;
-    not_here(
+    none_stated(
         file,
-        section.flash_ranges.is_some(),
-        "flash_ranges",
-        host_only,
-    )?;
-    not_here(
-        file,
-        section.remap_block_bytes.is_some(),
-        "remap_block_bytes",
-        host_only,
+        &[
+            (s.placement.is_some(), "placement"),
+            (s.flash_ranges.is_some(), "flash_ranges"),
+            (s.remap_block_bytes.is_some(), "remap_block_bytes"),
+        ],
+        "configuration = \"host\"",
     )?;
     let defaults = HybridParams::thesis_defaults();
-    let admission = match section.admission.unwrap_or(AdmissionName::Writes) {
+    let admission = match s.admission.unwrap_or(AdmissionName::Writes) {
         AdmissionName::Writes => Admission::Writes,
         AdmissionName::Reads => {
             // A read cache never holds dirty data, so what decides writes' placement and
             // when dirty data is flushed has nothing to act on: stating it is a mistake.
-            let writes_only = "admission = \"writes\"";
-            not_here(
+            none_stated(
                 file,
-                section.small_write_threshold_bytes.is_some(),
-                "small_write_threshold_bytes",
-                writes_only,
+                &[
+                    (
+                        s.small_write_threshold_bytes.is_some(),
+                        "small_write_threshold_bytes",
+                    ),
+                    (s.flush.is_some(), "flush"),
+                ],
+                "admission = \"writes\"",
             )?;
-            not_here(file, section.flush.is_some(), "flush", writes_only)?;
             Admission::Reads
         }
     };
-    let flush_name = section.flush.unwrap_or(FlushName::OnDemand);
-    if flush_name != FlushName::LowWatermark {
-        let only = "flush = \"low-watermark\"";
-        not_here(
+    let flush = flush_policy(s, file)?;
+    let params = HybridParams {
+        admission,
+        small_write_threshold_bytes: s
+            .small_write_threshold_bytes
+            .unwrap_or(defaults.small_write_threshold_bytes),
+        cache_block_bytes: match s.cache_block_bytes {
+            Some(b) => block_bytes(b, "cache_block_bytes", file)?,
+            None => defaults.cache_block_bytes,
+        },
+        flush,
+        replacement: match s.replacement.unwrap_or(ReplacementName::Lru) {
+            ReplacementName::Lru => Replacement::Lru,
+            ReplacementName::Fifo => Replacement::Fifo,
+        },
+        pinned: ranges(s.pinned.as_deref().unwrap_or_default(), "pinned", file)?,
+        queue_depth,
+    };
+    params.validate().map_err(|m| invalid(file, "hybrid", m))?;
+    Ok(params)
+}
+
+/// Configuration 2's flush policy (on demand unless stated), refusing the keys of the
+/// other policies.
+fn flush_policy(s: &HybridSection, file: &str) -> Result<FlushPolicy, ConfigError> {
+    let name = s.flush.unwrap_or(FlushName::OnDemand);
+    if name != FlushName::LowWatermark {
+        none_stated(
             file,
-            section.high_watermark.is_some(),
-            "high_watermark",
-            only,
+            &[
+                (s.high_watermark.is_some(), "high_watermark"),
+                (s.low_watermark.is_some(), "low_watermark"),
+            ],
+            "flush = \"low-watermark\"",
         )?;
-        not_here(file, section.low_watermark.is_some(), "low_watermark", only)?;
     }
-    if flush_name != FlushName::Idle {
+    if name != FlushName::Idle {
         not_here(
             file,
-            section.idle_time_us.is_some(),
+            s.idle_time_us.is_some(),
             "idle_time_us",
             "flush = \"idle\"",
         )?;
     }
-    let flush = match flush_name {
+    Ok(match name {
         FlushName::OnDemand => FlushPolicy::OnDemand,
         FlushName::LowWatermark => {
-            let high = section.high_watermark.unwrap_or(DEFAULT_HIGH_WATERMARK);
-            let low = section.low_watermark.unwrap_or(DEFAULT_LOW_WATERMARK);
+            let high = s.high_watermark.unwrap_or(DEFAULT_HIGH_WATERMARK);
+            let low = s.low_watermark.unwrap_or(DEFAULT_LOW_WATERMARK);
             fraction_up_to_one(file, "hybrid.high_watermark", high)?;
             fraction_up_to_one(file, "hybrid.low_watermark", low)?;
             if low >= high {
@@ -274,81 +302,45 @@ fn controller(
             idle: delay_us(
                 file,
                 "hybrid.idle_time_us",
-                section.idle_time_us.unwrap_or(DEFAULT_IDLE_TIME_US),
+                s.idle_time_us.unwrap_or(DEFAULT_IDLE_TIME_US),
             )?
             .max(SimDuration(1)),
         },
-    };
-    let params = HybridParams {
-        admission,
-        small_write_threshold_bytes: section
-            .small_write_threshold_bytes
-            .unwrap_or(defaults.small_write_threshold_bytes),
-        cache_block_bytes: match section.cache_block_bytes {
-            Some(b) => block_bytes(b, "cache_block_bytes", file)?,
-            None => defaults.cache_block_bytes,
-        },
-        flush,
-        replacement: match section.replacement.unwrap_or(ReplacementName::Lru) {
-            ReplacementName::Lru => Replacement::Lru,
-            ReplacementName::Fifo => Replacement::Fifo,
-        },
-        pinned: ranges(
-            section.pinned.as_deref().unwrap_or_default(),
-            "pinned",
-            file,
-        )?,
+    })
+}
+
+/// Configuration 1's parameters, refusing the keys of configuration 2.
+fn host(
+    s: &HybridSection,
+    queue_depth: usize,
+    file: &str,
+) -> Result<HostTieredParams, ConfigError> {
+    none_stated(
+        file,
+        &[
+            (s.cache_block_bytes.is_some(), "cache_block_bytes"),
+            (s.flush.is_some(), "flush"),
+            (s.admission.is_some(), "admission"),
+            (s.high_watermark.is_some(), "high_watermark"),
+            (s.low_watermark.is_some(), "low_watermark"),
+            (s.idle_time_us.is_some(), "idle_time_us"),
+            (s.replacement.is_some(), "replacement"),
+            (s.pinned.is_some(), "pinned"),
+        ],
+        "configuration = \"controller\"",
+    )?;
+    let params = HostTieredParams {
+        placement: host_placement(s, file)?,
         queue_depth,
     };
     params.validate().map_err(|m| invalid(file, "hybrid", m))?;
     Ok(params)
 }
 
-fn host(
-    section: &HybridSection,
-    queue_depth: usize,
-    file: &str,
-) -> Result<HostTieredParams, ConfigError> {
-    let controller_only = "configuration = \"controller\"";
-    not_here(
-        file,
-        section.cache_block_bytes.is_some(),
-        "cache_block_bytes",
-        controller_only,
-    )?;
-    not_here(file, section.flush.is_some(), "flush", controller_only)?;
-    not_here(
-        file,
-        section.admission.is_some(),
-        "admission",
-        controller_only,
-    )?;
-    not_here(
-        file,
-        section.high_watermark.is_some(),
-        "high_watermark",
-        controller_only,
-    )?;
-    not_here(
-        file,
-        section.low_watermark.is_some(),
-        "low_watermark",
-        controller_only,
-    )?;
-    not_here(
-        file,
-        section.idle_time_us.is_some(),
-        "idle_time_us",
-        controller_only,
-    )?;
-    not_here(
-        file,
-        section.replacement.is_some(),
-        "replacement",
-        controller_only,
-    )?;
-    not_here(file, section.pinned.is_some(), "pinned", controller_only)?;
-    let name = section.placement.ok_or_else(|| {
+/// Configuration 1's placement, which a file must state, refusing the keys of the other
+/// placements.
+fn host_placement(s: &HybridSection, file: &str) -> Result<HostPlacement, ConfigError> {
+    let name = s.placement.ok_or_else(|| {
         invalid(
             file,
             "hybrid.placement",
@@ -360,30 +352,28 @@ fn host(
     if name != PlacementName::FlashRanges {
         not_here(
             file,
-            section.flash_ranges.is_some(),
+            s.flash_ranges.is_some(),
             "flash_ranges",
             "placement = \"flash-ranges\"",
         )?;
     }
     if name != PlacementName::SmallWrites {
-        let only = "placement = \"small-writes\"";
-        not_here(
+        none_stated(
             file,
-            section.remap_block_bytes.is_some(),
-            "remap_block_bytes",
-            only,
-        )?;
-        not_here(
-            file,
-            section.small_write_threshold_bytes.is_some(),
-            "small_write_threshold_bytes",
-            only,
+            &[
+                (s.remap_block_bytes.is_some(), "remap_block_bytes"),
+                (
+                    s.small_write_threshold_bytes.is_some(),
+                    "small_write_threshold_bytes",
+                ),
+            ],
+            "placement = \"small-writes\"",
         )?;
     }
-    let placement = match name {
+    Ok(match name {
         PlacementName::Separate => HostPlacement::Separate,
         PlacementName::FlashRanges => {
-            let list = section.flash_ranges.as_deref().unwrap_or_default();
+            let list = s.flash_ranges.as_deref().unwrap_or_default();
             if list.is_empty() {
                 return Err(invalid(
                     file,
@@ -394,20 +384,14 @@ fn host(
             HostPlacement::FlashRanges(ranges(list, "flash_ranges", file)?)
         }
         PlacementName::SmallWrites => HostPlacement::SmallWrites {
-            threshold_bytes: section.small_write_threshold_bytes.unwrap_or(64 << 10),
+            threshold_bytes: s.small_write_threshold_bytes.unwrap_or(64 << 10),
             block_bytes: block_bytes(
-                section.remap_block_bytes.unwrap_or(4096),
+                s.remap_block_bytes.unwrap_or(4096),
                 "remap_block_bytes",
                 file,
             )?,
         },
-    };
-    let params = HostTieredParams {
-        placement,
-        queue_depth,
-    };
-    params.validate().map_err(|m| invalid(file, "hybrid", m))?;
-    Ok(params)
+    })
 }
 
 /// Resolves `flash` or `disk`: a preset name, or a device file relative to this file. A

@@ -392,6 +392,33 @@ pub(crate) fn missing(file: &str, key: &str) -> ConfigError {
     )
 }
 
+/// The error for a queue depth stated both in `[section]` and at the file's top level.
+pub(crate) fn queue_depth_stated_twice(file: &str, section: &str) -> ConfigError {
+    invalid(
+        file,
+        &format!("{section}.queue_depth"),
+        "is also given at the top level as `queue_depth`; state it once".into(),
+    )
+}
+
+/// The queue depth of a model whose `[section]` may state it where the file's top level
+/// may: whichever states it (not both), else `default`; checked against the bound.
+pub(crate) fn section_queue_depth(
+    file: &str,
+    section: &str,
+    in_section: Option<usize>,
+    top: Option<usize>,
+    default: usize,
+) -> Result<usize, ConfigError> {
+    let queue_depth = match (in_section, top) {
+        (Some(_), Some(_)) => return Err(queue_depth_stated_twice(file, section)),
+        (Some(q), None) | (None, Some(q)) => q,
+        (None, None) => default,
+    };
+    check_queue_depth(file, queue_depth)?;
+    Ok(queue_depth)
+}
+
 /// The bound every model puts on `queue_depth`: the queue is allocated up front.
 pub(crate) fn check_queue_depth(file: &str, queue_depth: usize) -> Result<(), ConfigError> {
     if queue_depth == 0 || queue_depth > QUEUE_DEPTH_MAX as usize {

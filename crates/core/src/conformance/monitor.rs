@@ -261,101 +261,13 @@ impl Monitor {
         now: SimTime,
         announced: Option<SimTime>,
     ) -> Result<(), Violation> {
-        let id = c.request.id;
-        let Some(pending) = self.pending.remove(&id) else {
-            let (kind, what) = if self.completed.contains(&id) {
-                (ViolationKind::CompletedTwice, "completed a second time")
-            } else {
-                (
-                    ViolationKind::CompletedUnknown,
-                    "completed a request it never accepted",
-                )
-            };
-            return Err(self.violation(
-                kind,
-                Some(c.request),
-                format!("{what} in advance({now}): {c:?}"),
-            ));
-        };
-        self.completed.insert(id);
-        let request = pending.request;
-        let fail = |kind, detail: String| {
-            Err(Violation {
-                model: self.model,
-                seed: self.seed,
-                request: Some(request),
-                kind,
-                detail,
-            })
-        };
-        if c.request != request {
-            return fail(
-                ViolationKind::CompletionAltered,
-                format!(
-                    "its completion carries a different request: {:?}",
-                    c.request
-                ),
-            );
+        let pending = self.take_pending(c, now)?;
+        let fail = |kind, detail| Err(self.violation(kind, Some(pending.request), detail));
+        if let Err((kind, detail)) = completion_times(c, &pending.request, now) {
+            return fail(kind, detail);
         }
-        if c.service_start < request.arrival || c.finish < request.arrival {
-            return fail(
-                ViolationKind::BeforeArrival,
-                format!(
-                    "service_start {} / finish {} before its arrival {}",
-                    c.service_start, c.finish, request.arrival
-                ),
-            );
-        }
-        if c.finish < c.service_start {
-            return fail(
-                ViolationKind::FinishBeforeServiceStart,
-                format!(
-                    "finish {} before service_start {}",
-                    c.finish, c.service_start
-                ),
-            );
-        }
-        if c.finish > now {
-            return fail(
-                ViolationKind::FinishAfterNow,
-                format!(
-                    "reported by advance({now}) with a later finish {}",
-                    c.finish
-                ),
-            );
-        }
-        match announced {
-            Some(d) if d <= c.finish => {}
-            Some(d) if d > now => {
-                return fail(
-                    ViolationKind::CompletionWithoutDeadline,
-                    format!(
-                        "completed (finish {}) in advance({now}) although next_deadline() \
-                         was {d}, after that instant",
-                        c.finish
-                    ),
-                )
-            }
-            Some(d) => {
-                return fail(
-                    ViolationKind::CompletionWithoutDeadline,
-                    format!(
-                        "finished at {} although next_deadline() announced {d} as the \
-                         earliest change",
-                        c.finish
-                    ),
-                )
-            }
-            None => {
-                return fail(
-                    ViolationKind::CompletionWithoutDeadline,
-                    format!(
-                        "completed (finish {}) in advance({now}) although next_deadline() \
-                         was None",
-                        c.finish
-                    ),
-                )
-            }
+        if let Err(detail) = completion_announced(c, now, announced) {
+            return fail(ViolationKind::CompletionWithoutDeadline, detail);
         }
         if let Some(last) = self.last_advance {
             if pending.advances_before < self.advances && c.finish <= last {
@@ -392,6 +304,29 @@ impl Monitor {
         Ok(())
     }
 
+    /// The accepted request `c` completes, now taken off the pending ones; a completion of a
+    /// request completed before or never accepted is a violation.
+    fn take_pending(&mut self, c: &Completion, now: SimTime) -> Result<Pending, Violation> {
+        let id = c.request.id;
+        let Some(pending) = self.pending.remove(&id) else {
+            let (kind, what) = if self.completed.contains(&id) {
+                (ViolationKind::CompletedTwice, "completed a second time")
+            } else {
+                (
+                    ViolationKind::CompletedUnknown,
+                    "completed a request it never accepted",
+                )
+            };
+            return Err(self.violation(
+                kind,
+                Some(c.request),
+                format!("{what} in advance({now}): {c:?}"),
+            ));
+        };
+        self.completed.insert(id);
+        Ok(pending)
+    }
+
     /// A deadline is never in the past: the engine would have to go back in time to honour it.
     fn check_deadline_not_past<D: Device + ?Sized>(
         &self,
@@ -407,5 +342,76 @@ impl Monitor {
             )),
             _ => Ok(()),
         }
+    }
+}
+
+/// A completion of `request` reported by `advance(now)` carries the request unchanged, and
+/// its service starts no earlier than its arrival and ends after it starts, by `now`.
+fn completion_times(
+    c: &Completion,
+    request: &Request,
+    now: SimTime,
+) -> Result<(), (ViolationKind, String)> {
+    if c.request != *request {
+        return Err((
+            ViolationKind::CompletionAltered,
+            format!(
+                "its completion carries a different request: {:?}",
+                c.request
+            ),
+        ));
+    }
+    if c.service_start < request.arrival || c.finish < request.arrival {
+        return Err((
+            ViolationKind::BeforeArrival,
+            format!(
+                "service_start {} / finish {} before its arrival {}",
+                c.service_start, c.finish, request.arrival
+            ),
+        ));
+    }
+    if c.finish < c.service_start {
+        return Err((
+            ViolationKind::FinishBeforeServiceStart,
+            format!(
+                "finish {} before service_start {}",
+                c.finish, c.service_start
+            ),
+        ));
+    }
+    if c.finish > now {
+        return Err((
+            ViolationKind::FinishAfterNow,
+            format!(
+                "reported by advance({now}) with a later finish {}",
+                c.finish
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A completion reported by `advance(now)` was announced: `next_deadline()`, `announced`
+/// before the call, was at or before its finish. Otherwise, why not.
+fn completion_announced(
+    c: &Completion,
+    now: SimTime,
+    announced: Option<SimTime>,
+) -> Result<(), String> {
+    match announced {
+        Some(d) if d <= c.finish => Ok(()),
+        Some(d) if d > now => Err(format!(
+            "completed (finish {}) in advance({now}) although next_deadline() was {d}, after \
+             that instant",
+            c.finish
+        )),
+        Some(d) => Err(format!(
+            "finished at {} although next_deadline() announced {d} as the earliest change",
+            c.finish
+        )),
+        None => Err(format!(
+            "completed (finish {}) in advance({now}) although next_deadline() was None",
+            c.finish
+        )),
     }
 }

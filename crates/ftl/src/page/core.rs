@@ -170,55 +170,64 @@ fn rejected(reason: String) -> FtlError {
     FtlError::Rejected { reason }
 }
 
-impl Core {
-    /// A core for `logical_pages` of host data and `meta_pages` of metadata; checks that the
-    /// parameters are sane and that the spare space lets garbage collection make progress.
-    pub(crate) fn new(
-        geometry: Geometry,
-        endurance: u32,
+/// Refuses parameters no page-mapped core can run with, and a block that cannot be erased.
+fn check_params(geometry: &Geometry, endurance: u32, params: &Params) -> Result<(), FtlError> {
+    geometry
+        .validate()
+        .map_err(|e| rejected(format!("geometry: {e}")))?;
+    let op = params.over_provisioning_fraction;
+    if !(0.0..1.0).contains(&op) {
+        return Err(rejected(format!(
+            "over_provisioning_fraction {op} is not in [0, 1)"
+        )));
+    }
+    params.gc_policy.validate().map_err(rejected)?;
+    if params.gc_low_watermark_blocks < 2 {
+        return Err(rejected(format!(
+            "gc_low_watermark_blocks {} is below 2: garbage collection needs one free \
+             block per plane to copy into, and the host one to write to",
+            params.gc_low_watermark_blocks
+        )));
+    }
+    if params.gc_high_watermark_blocks < params.gc_low_watermark_blocks {
+        return Err(rejected(format!(
+            "gc_high_watermark_blocks {} is below gc_low_watermark_blocks {}",
+            params.gc_high_watermark_blocks, params.gc_low_watermark_blocks
+        )));
+    }
+    if params.static_wl_threshold_erases == Some(0) {
+        return Err(rejected(
+            "static_wl_threshold_erases must be at least 1 (or off)".into(),
+        ));
+    }
+    if params.static_wl_erases_per_move == 0 {
+        return Err(rejected(
+            "static_wl_erases_per_move must be at least 1".into(),
+        ));
+    }
+    if endurance == 0 {
+        return Err(rejected("block endurance must be at least 1 erase".into()));
+    }
+    Ok(())
+}
+
+/// What the spare space allows garbage collection: the live blocks below which the device
+/// is worn out, and the free blocks background collection aims at.
+struct SpareSpace {
+    min_live_blocks: u32,
+    high_watermark: usize,
+}
+
+impl SpareSpace {
+    /// Refuses spare space too small for garbage collection to make progress.
+    fn new(
+        geometry: &Geometry,
         params: &Params,
         logical_pages: u64,
         meta_pages: u64,
-    ) -> Result<Core, FtlError> {
-        geometry
-            .validate()
-            .map_err(|e| rejected(format!("geometry: {e}")))?;
-        let op = params.over_provisioning_fraction;
-        if !(0.0..1.0).contains(&op) {
-            return Err(rejected(format!(
-                "over_provisioning_fraction {op} is not in [0, 1)"
-            )));
-        }
-        params.gc_policy.validate().map_err(rejected)?;
-        if params.gc_low_watermark_blocks < 2 {
-            return Err(rejected(format!(
-                "gc_low_watermark_blocks {} is below 2: garbage collection needs one free \
-                 block per plane to copy into, and the host one to write to",
-                params.gc_low_watermark_blocks
-            )));
-        }
-        if params.gc_high_watermark_blocks < params.gc_low_watermark_blocks {
-            return Err(rejected(format!(
-                "gc_high_watermark_blocks {} is below gc_low_watermark_blocks {}",
-                params.gc_high_watermark_blocks, params.gc_low_watermark_blocks
-            )));
-        }
-        if params.static_wl_threshold_erases == Some(0) {
-            return Err(rejected(
-                "static_wl_threshold_erases must be at least 1 (or off)".into(),
-            ));
-        }
-        if params.static_wl_erases_per_move == 0 {
-            return Err(rejected(
-                "static_wl_erases_per_move must be at least 1".into(),
-            ));
-        }
-        if endurance == 0 {
-            return Err(rejected("block endurance must be at least 1 erase".into()));
-        }
+    ) -> Result<SpareSpace, FtlError> {
         let ppb = geometry.pages_per_block;
         let planes = geometry.planes();
-        let blocks = geometry.blocks();
         let pages = geometry.pages() as u64;
         // Garbage collection keeps one free block per plane in reserve and one write frontier
         // per plane; two spare blocks per plane leave it at least one block of invalid pages
@@ -245,7 +254,30 @@ impl Core {
         let high_watermark = (params.gc_high_watermark_blocks as u64)
             .min(spare_blocks_per_plane.saturating_sub(low))
             .max(low) as usize;
+        Ok(SpareSpace {
+            min_live_blocks,
+            high_watermark,
+        })
+    }
+}
 
+impl Core {
+    /// A core for `logical_pages` of host data and `meta_pages` of metadata; checks that the
+    /// parameters are sane and that the spare space lets garbage collection make progress.
+    pub(crate) fn new(
+        geometry: Geometry,
+        endurance: u32,
+        params: &Params,
+        logical_pages: u64,
+        meta_pages: u64,
+    ) -> Result<Core, FtlError> {
+        check_params(&geometry, endurance, params)?;
+        let spare = SpareSpace::new(&geometry, params, logical_pages, meta_pages)?;
+        let ppb = geometry.pages_per_block;
+        let planes = geometry.planes();
+        let blocks = geometry.blocks();
+        let pages = geometry.pages() as u64;
+        // Every block starts free, in its plane's pool.
         let mut plane: Vec<Plane> = (0..planes)
             .map(|_| Plane {
                 free: FreePool::new(params.dynamic_wl),
@@ -266,7 +298,7 @@ impl Core {
             planes,
             logical_pages: logical_pages as u32,
             low_watermark: params.gc_low_watermark_blocks as usize,
-            high_watermark,
+            high_watermark: spare.high_watermark,
             background_gc: params.gc_background,
             l2p: table::filled(logical_pages as usize, NONE),
             meta_l2p: table::filled(meta_pages as usize, NONE),
@@ -299,7 +331,7 @@ impl Core {
             seal_seq: 0,
             data_valid: 0,
             live_blocks: blocks,
-            min_live_blocks,
+            min_live_blocks: spare.min_live_blocks,
             worn_out: false,
             moved: Vec::new(),
             batch: Vec::new(),

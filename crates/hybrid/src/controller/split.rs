@@ -164,35 +164,7 @@ impl HybridDevice {
     fn split(&mut self, now: SimTime, cursor: &mut Cursor) -> bool {
         let request = self.parents.get(cursor.parent).request;
         match cursor.plan {
-            Plan::Both => {
-                if !self.room(Side::Flash) || !self.room(Side::Disk) {
-                    return false;
-                }
-                for side in [Side::Flash, Side::Disk] {
-                    self.emit(now, cursor.parent, request, Run::empty(side));
-                }
-                return true;
-            }
-            Plan::WholeDisk => {
-                if !self.room(Side::Disk) {
-                    return false;
-                }
-                self.emit(
-                    now,
-                    cursor.parent,
-                    request,
-                    Run {
-                        side: Side::Disk,
-                        host_offset: request.offset_bytes,
-                        device_offset: request.offset_bytes,
-                        len: request.len_bytes,
-                        first_slot: 0,
-                        slots: 0,
-                        fills: false,
-                    },
-                );
-                return true;
-            }
+            Plan::Both | Plan::WholeDisk => return self.emit_whole(now, cursor, request),
             Plan::Split | Plan::Cache { .. } | Plan::Around => {}
         }
         let b = self.cache.block_bytes();
@@ -218,14 +190,8 @@ impl HybridDevice {
             let merges = cursor
                 .run
                 .is_some_and(|r| r.side == side && r.device_offset + r.len == device_offset);
-            if !merges {
-                if let Some(run) = cursor.run {
-                    if !self.room(run.side) {
-                        return false;
-                    }
-                    self.emit(now, cursor.parent, request, run);
-                    cursor.run = None;
-                }
+            if !merges && !self.emit_run(now, cursor, request) {
+                return false;
             }
             let fills = request.op == Op::Read
                 && side == Side::Disk
@@ -260,6 +226,45 @@ impl HybridDevice {
             });
             cursor.next_byte = seg_end;
         }
+        self.emit_run(now, cursor, request)
+    }
+
+    /// The plans that send the request whole: a host flush to both sides, or the request to
+    /// the disk. Returns true once sent, false when a side it goes to has no room.
+    fn emit_whole(&mut self, now: SimTime, cursor: &Cursor, request: Request) -> bool {
+        if cursor.plan == Plan::Both {
+            if !self.room(Side::Flash) || !self.room(Side::Disk) {
+                return false;
+            }
+            for side in [Side::Flash, Side::Disk] {
+                self.emit(now, cursor.parent, request, Run::empty(side));
+            }
+            return true;
+        }
+        if !self.room(Side::Disk) {
+            return false;
+        }
+        self.emit(
+            now,
+            cursor.parent,
+            request,
+            Run {
+                side: Side::Disk,
+                host_offset: request.offset_bytes,
+                device_offset: request.offset_bytes,
+                len: request.len_bytes,
+                first_slot: 0,
+                slots: 0,
+                fills: false,
+            },
+        );
+        true
+    }
+
+    /// Emits the run the cursor has gathered, if any; false (the run kept) when its side has
+    /// no room.
+    #[inline]
+    fn emit_run(&mut self, now: SimTime, cursor: &mut Cursor, request: Request) -> bool {
         if let Some(run) = cursor.run {
             if !self.room(run.side) {
                 return false;
