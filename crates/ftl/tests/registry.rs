@@ -78,16 +78,12 @@ fn assert_declared(section: &Section, keys: Keys, ftl: &str) {
             .find(key)
             .unwrap_or_else(|| panic!("{ftl}: key {key} is written but not declared"))
             .kind;
-        match (kind, value) {
-            (Kind::F64, Value::F64(_))
-            | (Kind::U32, Value::U32(_))
-            | (Kind::U64, Value::U64(_))
-            | (Kind::Bool, Value::Bool(_)) => {}
-            (Kind::Name(names), Value::Name(name)) => {
-                assert!(names.contains(name), "{ftl}: {key} = {name}")
-            }
-            (Kind::Section(inner), Value::Section(s)) => assert_declared(s, inner, ftl),
-            (kind, value) => panic!("{ftl}: key {key} is declared {kind:?} but holds {value:?}"),
+        assert!(
+            kind.holds(value),
+            "{ftl}: key {key} is declared {kind:?} but holds {value:?}"
+        );
+        if let (Kind::Section(inner), Value::Section(s)) = (kind, value) {
+            assert_declared(s, inner, ftl);
         }
     }
 }
