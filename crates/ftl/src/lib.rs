@@ -28,7 +28,7 @@ pub mod wear;
 pub use op::{Cause, Dep, FlashOp, FtlError};
 
 pub use params::Keys;
-use params::{ParamError, Section};
+use params::{Field, ParamError, Section};
 use std::any::Any;
 use std::fmt;
 use storsim_core::DeviceCounter;
@@ -75,15 +75,25 @@ pub fn find(name: &str) -> Option<&'static FtlEntry> {
 /// builds the FTL. Each FTL implements it on its own `Params`.
 pub trait FtlParams: Clone + fmt::Debug + PartialEq + Send + Sync + 'static {
     /// The FTL's registry entry.
-    fn entry() -> &'static FtlEntry;
+    const ENTRY: &'static FtlEntry;
+
+    /// The keys of its section, each with the parameter it states: the FTL's one list of its
+    /// keys, from which its entry's [`FtlEntry::keys`] ([`params::keys`]) and the default
+    /// [`FtlParams::apply`] and [`FtlParams::section`] come.
+    const FIELDS: &'static [Field<Self>];
 
     /// Overrides the parameters the section states; the section holds only keys of
-    /// [`FtlEntry::keys`], with values of their kinds.
-    fn apply(&mut self, section: &Section) -> Result<(), ParamError>;
+    /// [`FtlEntry::keys`], with values of their kinds. The default reads [`FtlParams::FIELDS`];
+    /// an FTL with keys beyond them (a victim policy's) or a rule across keys reads those too.
+    fn apply(&mut self, section: &Section) -> Result<(), ParamError> {
+        params::apply(Self::FIELDS, self, section)
+    }
 
     /// Every parameter as a section, such that [`FtlParams::apply`] on the defaults gives
-    /// these parameters back.
-    fn section(&self) -> Section;
+    /// these parameters back. The default writes [`FtlParams::FIELDS`].
+    fn section(&self) -> Section {
+        params::section(Self::FIELDS, self)
+    }
 
     /// Checks the parameters the way the FTL would when it is built, but naming the key. What
     /// depends on the whole geometry (whether the spare space suffices) is left to `build`.
@@ -114,7 +124,7 @@ trait AnyParams: fmt::Debug + Send + Sync {
 
 impl<P: FtlParams> AnyParams for P {
     fn entry(&self) -> &'static FtlEntry {
-        P::entry()
+        P::ENTRY
     }
     fn clone_box(&self) -> Box<dyn AnyParams> {
         Box::new(self.clone())

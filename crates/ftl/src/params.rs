@@ -57,6 +57,21 @@ pub enum Kind {
     Section(Keys),
 }
 
+impl Kind {
+    /// Whether `value` is of this kind.
+    pub fn holds(&self, value: &Value) -> bool {
+        match (self, value) {
+            (Kind::F64, Value::F64(_))
+            | (Kind::U32, Value::U32(_))
+            | (Kind::U64, Value::U64(_))
+            | (Kind::Bool, Value::Bool(_))
+            | (Kind::Section(_), Value::Section(_)) => true,
+            (Kind::Name(names), Value::Name(name)) => names.contains(name),
+            _ => false,
+        }
+    }
+}
+
 /// A value of one of the [`Kind`]s.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -104,51 +119,16 @@ impl Section {
         self.values.is_empty()
     }
 
-    /// A number key's value. The reader checked the type against the FTL's [`Key`]s, so a
+    /// A [`Scalar`] key's value. The reader checked the type against the FTL's [`Key`]s, so a
     /// value of another kind is a defect in the FTL's declarations (its tests catch it).
-    pub fn f64(&self, key: &str) -> Option<f64> {
-        self.typed(key, |v| match v {
-            Value::F64(x) => Some(*x),
-            _ => None,
-        })
+    pub fn scalar<T: Scalar>(&self, key: &str) -> Option<T> {
+        self.typed(key, T::of)
     }
 
-    /// A [`Kind::U32`] key's value; see [`Section::f64`].
-    pub fn u32(&self, key: &str) -> Option<u32> {
-        self.typed(key, |v| match v {
-            Value::U32(x) => Some(*x),
-            _ => None,
-        })
-    }
-
-    /// A [`Kind::U64`] key's value; see [`Section::f64`].
-    pub fn u64(&self, key: &str) -> Option<u64> {
-        self.typed(key, |v| match v {
-            Value::U64(x) => Some(*x),
-            _ => None,
-        })
-    }
-
-    /// A [`Kind::Bool`] key's value; see [`Section::f64`].
-    pub fn bool(&self, key: &str) -> Option<bool> {
-        self.typed(key, |v| match v {
-            Value::Bool(x) => Some(*x),
-            _ => None,
-        })
-    }
-
-    /// A [`Kind::Name`] key's value; see [`Section::f64`].
+    /// A [`Kind::Name`] key's value; see [`Section::scalar`].
     pub fn name(&self, key: &str) -> Option<&'static str> {
         self.typed(key, |v| match v {
             Value::Name(x) => Some(*x),
-            _ => None,
-        })
-    }
-
-    /// A [`Kind::Section`] key's value; see [`Section::f64`].
-    pub fn section(&self, key: &str) -> Option<&Section> {
-        self.typed(key, |v| match v {
-            Value::Section(x) => Some(x),
             _ => None,
         })
     }
@@ -238,10 +218,187 @@ pub fn fraction_up_to_one(key: &str, value: f64) -> Result<(), ParamError> {
     }
 }
 
-/// Sets `target` to the value of `key` if the section states it; `read` is one of
-/// [`Section`]'s typed getters.
-pub fn set<T>(target: &mut T, section: &Section, key: &str, read: fn(&Section, &str) -> Option<T>) {
-    if let Some(v) = read(section, key) {
-        *target = v;
+/// A Rust type that a key's value maps to one to one, so that a [`Field`] of this type needs
+/// no conversion of its own.
+pub trait Scalar: Copy {
+    /// The kind of key that holds it.
+    const KIND: Kind;
+    /// It as a section's value.
+    fn into_value(self) -> Value;
+    /// It from a value of [`Scalar::KIND`]; `None` for a value of another kind.
+    fn of(value: &Value) -> Option<Self>;
+}
+
+/// Implements [`Scalar`] for a type and the [`Kind`] and [`Value`] variant of the same name.
+macro_rules! scalar {
+    ($($ty:ty => $variant:ident),* $(,)?) => {$(
+        impl Scalar for $ty {
+            const KIND: Kind = Kind::$variant;
+            fn into_value(self) -> Value {
+                Value::$variant(self)
+            }
+            fn of(value: &Value) -> Option<Self> {
+                match value {
+                    Value::$variant(x) => Some(*x),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+scalar!(f64 => F64, u32 => U32, u64 => U64, bool => Bool);
+
+/// The value of a [`Field`]'s key as the field's type. [`apply`] hands a field only values of
+/// its key's kind, so another kind is a defect in the field's declaration.
+pub fn scalar<T: Scalar>(value: &Value) -> T {
+    T::of(value).unwrap_or_else(|| {
+        panic!("{value:?} is not the kind of its key: a field's key and its reading disagree")
+    })
+}
+
+/// One key of an FTL's section together with the field of the FTL's parameters `P` that it
+/// states. An FTL lists its keys once, as fields; its declared [`Key`]s ([`keys`]), its reading
+/// of a section ([`apply`]) and its writing of one ([`section`]) all come from that list.
+/// Most fields are a parameter of the same name (the crate's `field!` macro); a field
+/// with a rule of its own (a value meaning "off", a key only read, a nested section) states
+/// `set` and `get` itself.
+pub struct Field<P> {
+    /// The key as files write it, and its kind.
+    pub key: Key,
+    /// Sets the parameters from the key's value, which is of the key's kind; a value they
+    /// cannot take is an error naming the key.
+    pub set: fn(&mut P, &Value) -> Result<(), ParamError>,
+    /// The value that states the parameters, or `None` where the section leaves the key out
+    /// (a default the FTL computes, a key that is only another way to set a field).
+    pub get: fn(&P) -> Option<Value>,
+}
+
+/// The [`Field`] of a parameter whose key is its name and whose type is a [`Scalar`]:
+/// `field!(seed: u64)` sets `seed` from the key `seed`, of kind [`Kind::U64`].
+macro_rules! field {
+    ($name:ident: $ty:ty) => {
+        $crate::params::Field {
+            key: $crate::params::Key::new(stringify!($name), <$ty as $crate::params::Scalar>::KIND),
+            set: |p, v| {
+                p.$name = $crate::params::scalar::<$ty>(v);
+                Ok(())
+            },
+            get: |p| Some($crate::params::Scalar::into_value(p.$name)),
+        }
+    };
+}
+pub(crate) use field;
+
+/// The keys of `fields`, in their order, for an FTL's [`Keys`]. `N` is the number of fields
+/// (`const KEYS: [Key; FIELDS.len()] = keys(FIELDS);`).
+pub const fn keys<P, const N: usize>(fields: &[Field<P>]) -> [Key; N] {
+    assert!(fields.len() == N, "N is the number of fields");
+    let mut keys = [Key::new("", Kind::Bool); N];
+    let mut i = 0;
+    while i < N {
+        keys[i] = fields[i].key;
+        i += 1;
+    }
+    keys
+}
+
+/// Sets `params` from the keys of `section` that `fields` declare, in the fields' order.
+pub fn apply<P>(fields: &[Field<P>], params: &mut P, section: &Section) -> Result<(), ParamError> {
+    for field in fields {
+        if let Some(value) = section.get(field.key.name) {
+            assert!(
+                field.key.kind.holds(value),
+                "key `{}` holds {value:?}, not its declared kind: the reader of the section and \
+                 the FTL's keys disagree",
+                field.key.name
+            );
+            (field.set)(params, value)?;
+        }
+    }
+    Ok(())
+}
+
+/// The section stating `params` by `fields`, in the fields' order.
+pub fn section<P>(fields: &[Field<P>], params: &P) -> Section {
+    let mut section = Section::new();
+    for field in fields {
+        if let Some(value) = (field.get)(params) {
+            section.insert(field.key.name, value);
+        }
+    }
+    section
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default, PartialEq)]
+    struct Toy {
+        fraction: f64,
+        on: bool,
+        limit: Option<u32>,
+    }
+
+    const FIELDS: &[Field<Toy>] = &[
+        field!(fraction: f64),
+        field!(on: bool),
+        Field {
+            key: Key::new("limit", Kind::U32),
+            set: |p, v| match scalar(v) {
+                0 => Err(ParamError::key("limit", "must be at least 1".into())),
+                n => {
+                    p.limit = Some(n);
+                    Ok(())
+                }
+            },
+            get: |p| p.limit.map(Value::U32),
+        },
+    ];
+
+    #[test]
+    fn the_keys_are_the_fields_in_order_with_their_kinds() {
+        const KEYS: [Key; FIELDS.len()] = keys(FIELDS);
+        let names: Vec<_> = KEYS.iter().map(|k| k.name).collect();
+        assert_eq!(names, ["fraction", "on", "limit"]);
+        assert!(KEYS[0].kind.holds(&Value::F64(0.5)));
+        assert!(!KEYS[0].kind.holds(&Value::U32(1)));
+        assert!(KEYS[1].kind.holds(&Value::Bool(true)));
+        assert!(KEYS[2].kind.holds(&Value::U32(1)));
+    }
+
+    #[test]
+    fn apply_sets_only_the_stated_keys_and_section_writes_them_back() {
+        let mut toy = Toy {
+            fraction: 0.25,
+            ..Toy::default()
+        };
+        let mut s = Section::new();
+        s.insert("on", Value::Bool(true));
+        apply(FIELDS, &mut toy, &s).unwrap();
+        assert_eq!(
+            toy,
+            Toy {
+                fraction: 0.25,
+                on: true,
+                limit: None
+            }
+        );
+        // A field whose `get` gives nothing is left out of the section.
+        let written = section(FIELDS, &toy);
+        assert_eq!(written.get("limit"), None);
+        assert_eq!(written.get("fraction"), Some(&Value::F64(0.25)));
+        let mut read = Toy::default();
+        apply(FIELDS, &mut read, &written).unwrap();
+        assert_eq!(read, toy);
+    }
+
+    #[test]
+    fn a_fields_refusal_names_its_key() {
+        let mut s = Section::new();
+        s.insert("limit", Value::U32(0));
+        let e = apply(FIELDS, &mut Toy::default(), &s).unwrap_err();
+        assert_eq!(e.to_string(), "key `limit`: must be at least 1");
     }
 }

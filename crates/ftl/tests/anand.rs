@@ -5,7 +5,6 @@
 use storsim_core::Prng;
 use storsim_flash::{BlockId, FlashOpKind, Geometry, Ppa};
 use storsim_ftl::conformance::{check, Mix};
-use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{anand, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(planes: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -334,35 +333,5 @@ fn random_calls_on_a_wearing_device_never_panic() {
             .filter(|&l| ftl.lookup(l).is_some())
             .count() as u64;
         assert_eq!(ftl.valid_data_pages(), mapped);
-    }
-}
-
-/// The section's keys reach the parameters, and a bad value is refused naming its key (which
-/// the device-file reader turns into `ssd.NAME.KEY`).
-#[test]
-fn section_keys_reach_the_params_and_bad_values_name_their_key() {
-    let mut section = Section::new();
-    section.insert("over_provisioning", Value::F64(0.1));
-    section.insert("max_chain_length", Value::U32(3));
-    section.insert("scan_chain", Value::Bool(false));
-    let mut config = FtlConfig::new(anand::Params::default());
-    config.apply(&section).unwrap();
-    let s = config.params::<anand::Params>().unwrap();
-    assert!(
-        s.over_provisioning == 0.1 && s.max_chain_length == 3 && !s.scan_chain,
-        "{s:?}"
-    );
-
-    for (key, value) in [
-        ("over_provisioning", Value::F64(1.0)),
-        ("max_chain_length", Value::U32(0)),
-        ("max_chain_length", Value::U32(256)),
-    ] {
-        let mut section = Section::new();
-        section.insert(key, value);
-        let mut config = FtlConfig::new(anand::Params::default());
-        config.apply(&section).unwrap();
-        let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
-        assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
     }
 }

@@ -3,7 +3,6 @@
 
 use storsim_flash::{FlashOpKind, Geometry};
 use storsim_ftl::conformance::{self, Mix};
-use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{block, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -244,24 +243,4 @@ fn config() -> FtlConfig {
     FtlConfig::new(block::Params {
         over_provisioning_fraction: 0.07,
     })
-}
-
-/// The section's keys reach the parameters, and a bad value is refused naming its key (which
-/// the device-file reader turns into `ssd.NAME.KEY`).
-#[test]
-fn section_keys_reach_the_params_and_bad_values_name_their_key() {
-    let mut section = Section::new();
-    section.insert("over_provisioning_fraction", Value::F64(0.2));
-    let mut config = FtlConfig::new(block::Params::default());
-    config.apply(&section).unwrap();
-    let s = config.params::<block::Params>().unwrap();
-    assert!(s.over_provisioning_fraction == 0.2, "{s:?}");
-
-    let (key, value) = ("over_provisioning_fraction", Value::F64(1.0));
-    let mut section = Section::new();
-    section.insert(key, value);
-    let mut config = FtlConfig::new(block::Params::default());
-    config.apply(&section).unwrap();
-    let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
-    assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
 }

@@ -4,7 +4,6 @@
 use storsim_core::Prng;
 use storsim_flash::{FlashOpKind, Geometry};
 use storsim_ftl::conformance::{self, Mix};
-use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{block, fast, log_block, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -288,24 +287,4 @@ fn no_call_sequence_panics() {
 
 fn config() -> FtlConfig {
     FtlConfig::new(fast::Params { log_fraction: 0.03 })
-}
-
-/// The section's keys reach the parameters, and a bad value is refused naming its key (which
-/// the device-file reader turns into `ssd.NAME.KEY`).
-#[test]
-fn section_keys_reach_the_params_and_bad_values_name_their_key() {
-    let mut section = Section::new();
-    section.insert("log_fraction", Value::F64(0.1));
-    let mut config = FtlConfig::new(fast::Params::default());
-    config.apply(&section).unwrap();
-    let s = config.params::<fast::Params>().unwrap();
-    assert!(s.log_fraction == 0.1, "{s:?}");
-
-    let (key, value) = ("log_fraction", Value::F64(1.5));
-    let mut section = Section::new();
-    section.insert(key, value);
-    let mut config = FtlConfig::new(fast::Params::default());
-    config.apply(&section).unwrap();
-    let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
-    assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
 }

@@ -5,7 +5,6 @@
 use storsim_core::Prng;
 use storsim_flash::{BlockId, FlashOpKind, Geometry, Ppa};
 use storsim_ftl::conformance::{check, Mix};
-use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{fmax, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(planes: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -217,24 +216,4 @@ fn random_calls_on_a_wearing_device_never_panic() {
             .count() as u64;
         assert_eq!(ftl.valid_data_pages(), mapped);
     }
-}
-
-/// The section's keys reach the parameters, and a bad value is refused naming its key (which
-/// the device-file reader turns into `ssd.NAME.KEY`).
-#[test]
-fn section_keys_reach_the_params_and_bad_values_name_their_key() {
-    let mut section = Section::new();
-    section.insert("over_provisioning", Value::F64(0.15));
-    let mut config = FtlConfig::new(fmax::Params::default());
-    config.apply(&section).unwrap();
-    let s = config.params::<fmax::Params>().unwrap();
-    assert!(s.over_provisioning == 0.15, "{s:?}");
-
-    let (key, value) = ("over_provisioning", Value::F64(-1.0));
-    let mut section = Section::new();
-    section.insert(key, value);
-    let mut config = FtlConfig::new(fmax::Params::default());
-    config.apply(&section).unwrap();
-    let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
-    assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
 }

@@ -3,7 +3,6 @@
 
 use storsim_flash::{FlashOpKind, Geometry};
 use storsim_ftl::conformance::{self, Mix};
-use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{log_block, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(channels: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -278,25 +277,4 @@ fn config() -> FtlConfig {
         log_blocks: None,
         partial_merge: true,
     })
-}
-
-/// The section's keys reach the parameters, and a bad value is refused naming its key (which
-/// the device-file reader turns into `ssd.NAME.KEY`).
-#[test]
-fn section_keys_reach_the_params_and_bad_values_name_their_key() {
-    let mut section = Section::new();
-    section.insert("log_blocks", Value::U32(12));
-    section.insert("partial_merge", Value::Bool(true));
-    let mut config = FtlConfig::new(log_block::Params::default());
-    config.apply(&section).unwrap();
-    let s = config.params::<log_block::Params>().unwrap();
-    assert!(s.log_blocks == Some(12) && s.partial_merge, "{s:?}");
-
-    let (key, value) = ("log_blocks", Value::U32(0));
-    let mut section = Section::new();
-    section.insert(key, value);
-    let mut config = FtlConfig::new(log_block::Params::default());
-    config.apply(&section).unwrap();
-    let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
-    assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
 }

@@ -4,7 +4,6 @@
 use storsim_core::Prng;
 use storsim_flash::{BlockId, FlashOpKind, Geometry, Ppa};
 use storsim_ftl::conformance::{check, Mix};
-use storsim_ftl::params::{ParamKey, Section, Value};
 use storsim_ftl::{page_static, Cause, FlashOp, Ftl, FtlConfig, FtlError};
 
 fn geometry(planes: u32, blocks_per_plane: u32, pages_per_block: u32) -> Geometry {
@@ -649,28 +648,4 @@ fn random_requests_keep_the_data_and_erase_no_more_than_page_by_page() {
     ] {
         check_requests(g, p, seed);
     }
-}
-
-/// The section's keys reach the parameters, and a bad value is refused naming its key (which
-/// the device-file reader turns into `ssd.NAME.KEY`).
-#[test]
-fn section_keys_reach_the_params_and_bad_values_name_their_key() {
-    let mut section = Section::new();
-    section.insert("prewrite_probability", Value::F64(0.5));
-    section.insert("prewrite_seed", Value::U64(7));
-    let mut config = FtlConfig::new(page_static::Params::default());
-    config.apply(&section).unwrap();
-    let s = config.params::<page_static::Params>().unwrap();
-    assert!(
-        s.prewrite_probability == 0.5 && s.prewrite_seed == 7,
-        "{s:?}"
-    );
-
-    let (key, value) = ("prewrite_probability", Value::F64(2.0));
-    let mut section = Section::new();
-    section.insert(key, value);
-    let mut config = FtlConfig::new(page_static::Params::default());
-    config.apply(&section).unwrap();
-    let err = config.validate(&geometry(1, 8, 4)).unwrap_err();
-    assert_eq!(err.key, ParamKey::Own(key.to_string()), "{err}");
 }

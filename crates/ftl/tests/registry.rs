@@ -1,13 +1,14 @@
 //! The FTL and victim-policy registries, entry by entry: every FTL builds from its defaults
 //! under the name it is registered with, passes the conformance suite, describes its
-//! parameters with keys it declares, and has its page in docs/models/; every victim policy is
+//! parameters with keys it declares, reads each key into its parameter and refuses bad values
+//! naming the key, and has its page in docs/models/; every victim policy is
 //! described in docs/models/gc.md and keeps the page FTL's contract.
 
 use std::path::PathBuf;
 use storsim_flash::Geometry;
 use storsim_ftl::conformance::{check_with, Mix, Writes};
 use storsim_ftl::gc::{GcPolicy, POLICIES};
-use storsim_ftl::params::{Kind, Section, Value};
+use storsim_ftl::params::{Kind, ParamKey, Section, Value};
 use storsim_ftl::{page, FtlConfig, Keys, FTLS};
 
 /// Small enough for a quick run, large enough for every FTL's defaults (spare blocks, log
@@ -78,16 +79,12 @@ fn assert_declared(section: &Section, keys: Keys, ftl: &str) {
             .find(key)
             .unwrap_or_else(|| panic!("{ftl}: key {key} is written but not declared"))
             .kind;
-        match (kind, value) {
-            (Kind::F64, Value::F64(_))
-            | (Kind::U32, Value::U32(_))
-            | (Kind::U64, Value::U64(_))
-            | (Kind::Bool, Value::Bool(_)) => {}
-            (Kind::Name(names), Value::Name(name)) => {
-                assert!(names.contains(name), "{ftl}: {key} = {name}")
-            }
-            (Kind::Section(inner), Value::Section(s)) => assert_declared(s, inner, ftl),
-            (kind, value) => panic!("{ftl}: key {key} is declared {kind:?} but holds {value:?}"),
+        assert!(
+            kind.holds(value),
+            "{ftl}: key {key} is declared {kind:?} but holds {value:?}"
+        );
+        if let (Kind::Section(inner), Value::Section(s)) = (kind, value) {
+            assert_declared(s, inner, ftl);
         }
     }
 }
@@ -101,6 +98,56 @@ fn every_ftl_writes_its_parameters_with_declared_keys_and_reads_them_back() {
         let mut read = defaults.clone();
         read.apply(&section).unwrap();
         assert_eq!(read, defaults, "{}", entry.name);
+    }
+}
+
+/// A key stated alone reaches its parameter: the parameters change, and they state the key
+/// with the value given. The round trip with every key changed at once is the device-file
+/// reader's test (config/tests/ssd_files.rs); this one catches a key whose value is lost.
+#[test]
+fn each_key_stated_alone_reaches_its_parameter() {
+    for (ftl, key, value) in [
+        ("block", "over_provisioning_fraction", Value::F64(0.2)),
+        ("fast", "log_fraction", Value::F64(0.1)),
+        ("fmax", "over_provisioning", Value::F64(0.15)),
+        ("anand", "over_provisioning", Value::F64(0.1)),
+        ("anand", "max_chain_length", Value::U32(3)),
+        ("anand", "scan_chain", Value::Bool(false)),
+        ("log-block", "log_blocks", Value::U32(12)),
+        ("log-block", "partial_merge", Value::Bool(true)),
+        ("page-static", "prewrite_probability", Value::F64(0.5)),
+        ("page-static", "prewrite_seed", Value::U64(7)),
+    ] {
+        let defaults = FtlConfig::default_for(ftl).unwrap();
+        let mut section = Section::new();
+        section.insert(key, value.clone());
+        let mut config = defaults.clone();
+        config.apply(&section).unwrap();
+        assert_ne!(config, defaults, "{ftl}: {key}");
+        assert_eq!(config.section().get(key), Some(&value), "{ftl}: {key}");
+    }
+}
+
+/// A value an FTL refuses is refused naming its key (which the device-file reader turns into
+/// `ssd.NAME.KEY`).
+#[test]
+fn bad_values_are_refused_naming_their_key() {
+    for (ftl, key, value) in [
+        ("block", "over_provisioning_fraction", Value::F64(1.0)),
+        ("fast", "log_fraction", Value::F64(1.5)),
+        ("fmax", "over_provisioning", Value::F64(-1.0)),
+        ("anand", "over_provisioning", Value::F64(1.0)),
+        ("anand", "max_chain_length", Value::U32(0)),
+        ("anand", "max_chain_length", Value::U32(256)),
+        ("log-block", "log_blocks", Value::U32(0)),
+        ("page-static", "prewrite_probability", Value::F64(2.0)),
+    ] {
+        let mut section = Section::new();
+        section.insert(key, value);
+        let mut config = FtlConfig::default_for(ftl).unwrap();
+        config.apply(&section).unwrap();
+        let err = config.validate(&geometry()).unwrap_err();
+        assert_eq!(err.key, ParamKey::Own(key.to_string()), "{ftl}: {err}");
     }
 }
 

@@ -2,7 +2,7 @@
 //! child file's path is relative to the file that names it, so an array and its children
 //! move together; a file that leads back to itself is an error naming the chain.
 
-use super::{invalid, section_queue_depth, FileContext, Model};
+use super::{invalid, resolve_merged, section_queue_depth, FileContext, Model};
 use crate::{preset_spec, ConfigError, DeviceSpec, LoadedDevice, ModelParams};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -254,18 +254,15 @@ impl Model for Array {
         base: Option<ArraySpec>,
         cx: &FileContext,
     ) -> Result<ArraySpec, ConfigError> {
-        // A file that starts from an array preset is merged into the preset's file and arrives
-        // without one, so a base comes only from the preset's own parameters.
-        if let Some(spec) = base {
-            return Ok(spec);
-        }
-        from_scratch(
-            cx.required(Self::NAME, section)?,
-            cx.capacity_bytes,
-            cx.queue_depth,
-            cx.file,
-            cx.nesting,
-        )
+        resolve_merged::<Self>(section, base, cx, |section| {
+            from_scratch(
+                section,
+                cx.capacity_bytes,
+                cx.queue_depth,
+                cx.file,
+                cx.nesting,
+            )
+        })
     }
 }
 

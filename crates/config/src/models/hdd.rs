@@ -3,7 +3,7 @@
 //! before it is read here). The section mirrors [`HddParams`] field by field, so a written file
 //! reads back to the same parameters.
 
-use super::{FileContext, Model};
+use super::{resolve_merged, FileContext, Model};
 use crate::{ConfigError, ModelParams};
 use serde::{Deserialize, Serialize};
 use storsim_hdd::{
@@ -574,26 +574,22 @@ impl Model for Hdd {
         base: Option<HddParams>,
         cx: &FileContext,
     ) -> Result<HddParams, ConfigError> {
-        // A file that starts from a disk preset was merged into the preset's file and arrives
-        // without one, so a base comes only from the preset's own parameters, unchanged.
-        if let Some(p) = base {
-            return Ok(p);
-        }
-        let section = cx.required(Self::NAME, section)?;
-        // A disk's capacity is its geometry's, and [hdd] always states its queue depth: a
-        // second number at the top could only disagree with them.
-        if cx.capacity_bytes.is_some() {
-            return Err(super::invalid(
-                cx.file,
-                "capacity_bytes",
-                "does not apply to an `hdd` device: its capacity follows from [hdd.geometry]"
-                    .into(),
-            ));
-        }
-        if cx.queue_depth.is_some() {
-            return Err(super::queue_depth_stated_twice(cx.file, Self::NAME));
-        }
-        from_scratch(section, cx.file)
+        resolve_merged::<Self>(section, base, cx, |section| {
+            // A disk's capacity is its geometry's, and [hdd] always states its queue depth: a
+            // second number at the top could only disagree with them.
+            if cx.capacity_bytes.is_some() {
+                return Err(super::invalid(
+                    cx.file,
+                    "capacity_bytes",
+                    "does not apply to an `hdd` device: its capacity follows from [hdd.geometry]"
+                        .into(),
+                ));
+            }
+            if cx.queue_depth.is_some() {
+                return Err(super::queue_depth_stated_twice(cx.file, Self::NAME));
+            }
+            from_scratch(section, cx.file)
+        })
     }
 }
 

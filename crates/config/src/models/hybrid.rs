@@ -3,7 +3,9 @@
 //! thesis' configuration 2 (the drive manages the flash as a cache); `"host"` is
 //! configuration 1 (the OS sees both devices and places data itself).
 
-use super::{delay_us, fraction_up_to_one, invalid, section_queue_depth, FileContext, Model};
+use super::{
+    delay_us, fraction_up_to_one, invalid, resolve_merged, section_queue_depth, FileContext, Model,
+};
 use crate::{preset_spec, ConfigError, LoadedDevice, ModelParams};
 use serde::Deserialize;
 use std::path::Path;
@@ -470,17 +472,9 @@ impl Model for Hybrid {
         base: Option<HybridSpec>,
         cx: &FileContext,
     ) -> Result<HybridSpec, ConfigError> {
-        // A file that starts from a hybrid preset was merged into the preset's file and
-        // arrives without one, so a base comes only from the preset's own parameters.
-        if let Some(spec) = base {
-            return Ok(spec);
-        }
-        from_scratch(
-            cx.required(Self::NAME, section)?,
-            cx.capacity_bytes,
-            cx.queue_depth,
-            cx.file,
-        )
+        resolve_merged::<Self>(section, base, cx, |section| {
+            from_scratch(section, cx.capacity_bytes, cx.queue_depth, cx.file)
+        })
     }
 }
 

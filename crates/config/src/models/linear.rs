@@ -1,13 +1,11 @@
 //! `[linear]`: the IBM linear model's parameters.
 
-use super::{
-    delay_us, non_negative, toml_int, us_of, BlackBoxResolve, FileContext, Model, SequentialName,
-};
-use crate::{ConfigError, ModelParams};
+use super::{black_box_model, delay_us, non_negative, toml_int, us_of, Model, SequentialName};
+use crate::ConfigError;
 use serde::{Deserialize, Serialize};
 use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
 use storsim_blackbox::{AccessPattern, SequentialDetect};
-use storsim_core::{Device, SimDuration};
+use storsim_core::SimDuration;
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -194,41 +192,13 @@ pub(crate) fn device_toml(p: &LinearParams) -> Result<String, String> {
     .map_err(|e| format!("cannot write the `linear` description as TOML: {e}"))
 }
 
-/// The linear model's entry in the model table.
-pub(crate) struct Linear;
-
-impl Model for Linear {
-    const NAME: &'static str = "linear";
-    const DESCRIPTION: &'static str = "IBM black-box model: latency A + n·B per access pattern (sequential or random, read or write), N servers";
-    const WRITABLE: bool = true;
-    type Params = LinearParams;
-    type Section = LinearSection;
-
-    fn resolve(
-        section: Option<&LinearSection>,
-        base: Option<LinearParams>,
-        cx: &FileContext,
-    ) -> Result<LinearParams, ConfigError> {
-        BlackBoxResolve {
-            from_scratch,
-            apply,
-            validate,
-            top_level: |p| (&mut p.capacity_bytes, &mut p.queue_depth),
-        }
-        .resolve(Self::NAME, section, base, cx)
-    }
-
-    fn device_toml(params: &LinearParams) -> Option<Result<String, String>> {
-        Some(device_toml(params))
-    }
-}
-
-impl ModelParams for LinearParams {
-    fn model_name(&self) -> &'static str {
-        Linear::NAME
-    }
-
-    fn build(&self) -> Result<Box<dyn Device>, String> {
-        Ok(Box::new(LinearDevice::new(self.clone())))
+black_box_model! {
+    /// The linear model's entry in the model table.
+    Linear {
+        name: "linear",
+        description: "IBM black-box model: latency A + n·B per access pattern (sequential or random, read or write), N servers",
+        params: LinearParams,
+        section: LinearSection,
+        device: LinearDevice,
     }
 }

@@ -131,6 +131,81 @@ impl<S, P> BlackBoxResolve<S, P> {
     }
 }
 
+/// [`Model::resolve`] for a model merged over its presets ([`Model::MERGED_OVER_PRESET`]): a
+/// file that starts from such a preset was merged into the preset's own file and arrives
+/// without one, so a base comes only from a preset's own parameters and stands unchanged; a
+/// file without a preset must have the model's section, which `from_scratch` reads.
+pub(crate) fn resolve_merged<M: Model>(
+    section: Option<&M::Section>,
+    base: Option<M::Params>,
+    cx: &FileContext,
+    from_scratch: impl FnOnce(&M::Section) -> Result<M::Params, ConfigError>,
+) -> Result<M::Params, ConfigError> {
+    const { assert!(M::MERGED_OVER_PRESET) };
+    match base {
+        Some(params) => Ok(params),
+        None => from_scratch(cx.required(M::NAME, section)?),
+    }
+}
+
+/// Declares a black-box model's entry in the model table: the unit struct implementing
+/// [`Model`] through [`BlackBoxResolve`] and [`Model::device_toml`], and [`ModelParams`] for its
+/// parameters, whose device is built from a copy of them (`Device::new(params)`). The invoking
+/// module defines the model's `from_scratch`, `apply`, `validate` and `device_toml`, which the
+/// three black-box models (`linear`, `table`, `step`) do alike.
+macro_rules! black_box_model {
+    (
+        $(#[$doc:meta])*
+        $model:ident {
+            name: $name:literal,
+            description: $description:literal,
+            params: $params:ty,
+            section: $section:ty,
+            device: $device:ty $(,)?
+        }
+    ) => {
+        $(#[$doc])*
+        pub(crate) struct $model;
+
+        impl $crate::models::Model for $model {
+            const NAME: &'static str = $name;
+            const DESCRIPTION: &'static str = $description;
+            const WRITABLE: bool = true;
+            type Params = $params;
+            type Section = $section;
+
+            fn resolve(
+                section: Option<&$section>,
+                base: Option<$params>,
+                cx: &$crate::models::FileContext,
+            ) -> Result<$params, $crate::ConfigError> {
+                $crate::models::BlackBoxResolve {
+                    from_scratch,
+                    apply,
+                    validate,
+                    top_level: |p| (&mut p.capacity_bytes, &mut p.queue_depth),
+                }
+                .resolve(Self::NAME, section, base, cx)
+            }
+
+            fn device_toml(params: &$params) -> Option<Result<String, String>> {
+                Some(device_toml(params))
+            }
+        }
+
+        impl $crate::ModelParams for $params {
+            fn model_name(&self) -> &'static str {
+                <$model as $crate::models::Model>::NAME
+            }
+
+            fn build(&self) -> Result<Box<dyn storsim_core::Device>, String> {
+                Ok(Box::new(<$device>::new(self.clone())))
+            }
+        }
+    };
+}
+pub(crate) use black_box_model;
+
 /// One row of the model table, with the model's types erased.
 pub(crate) struct ModelEntry {
     pub name: &'static str,

@@ -1,14 +1,14 @@
 //! `[step]`, `[step.read]` and `[step.write]`: the Wisconsin emulator's step model.
 
 use super::{
-    check_queue_depth, delay_us, invalid, missing, toml_int, us_of, BlackBoxResolve, FileContext,
-    Model, SequentialName,
+    black_box_model, check_queue_depth, delay_us, invalid, missing, toml_int, us_of, Model,
+    SequentialName,
 };
-use crate::{ConfigError, ModelParams};
+use crate::ConfigError;
 use serde::{Deserialize, Serialize};
 use storsim_blackbox::step::{StepDevice, StepDirection, StepParams};
 use storsim_blackbox::SequentialDetect;
-use storsim_core::{Device, SimDuration};
+use storsim_core::SimDuration;
 
 #[derive(Deserialize, Serialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
@@ -194,41 +194,13 @@ pub(crate) fn device_toml(p: &StepParams) -> Result<String, String> {
     .map_err(|e| format!("cannot write the `step` description as TOML: {e}"))
 }
 
-/// The step model's entry in the model table.
-pub(crate) struct Step;
-
-impl Model for Step {
-    const NAME: &'static str = "step";
-    const DESCRIPTION: &'static str = "Wisconsin step model: read and write delays that step up with the run of sequential requests";
-    const WRITABLE: bool = true;
-    type Params = StepParams;
-    type Section = StepSection;
-
-    fn resolve(
-        section: Option<&StepSection>,
-        base: Option<StepParams>,
-        cx: &FileContext,
-    ) -> Result<StepParams, ConfigError> {
-        BlackBoxResolve {
-            from_scratch,
-            apply,
-            validate,
-            top_level: |p| (&mut p.capacity_bytes, &mut p.queue_depth),
-        }
-        .resolve(Self::NAME, section, base, cx)
-    }
-
-    fn device_toml(params: &StepParams) -> Option<Result<String, String>> {
-        Some(device_toml(params))
-    }
-}
-
-impl ModelParams for StepParams {
-    fn model_name(&self) -> &'static str {
-        Step::NAME
-    }
-
-    fn build(&self) -> Result<Box<dyn Device>, String> {
-        Ok(Box::new(StepDevice::new(self.clone())))
+black_box_model! {
+    /// The step model's entry in the model table.
+    Step {
+        name: "step",
+        description: "Wisconsin step model: read and write delays that step up with the run of sequential requests",
+        params: StepParams,
+        section: StepSection,
+        device: StepDevice,
     }
 }

@@ -1,14 +1,14 @@
 //! `[table]` and `[[table.row]]`: the co-simulation thesis' table model.
 
 use super::{
-    check_queue_depth, delay_us, invalid, missing, toml_int, us_of, BlackBoxResolve, FileContext,
-    Model, SequentialName,
+    black_box_model, check_queue_depth, delay_us, invalid, missing, toml_int, us_of, Model,
+    SequentialName,
 };
-use crate::{ConfigError, ModelParams};
+use crate::ConfigError;
 use serde::{Deserialize, Serialize};
 use storsim_blackbox::table::{TableDevice, TableParams, TableRow};
 use storsim_blackbox::{AccessPattern, SequentialDetect};
-use storsim_core::{Device, SimDuration};
+use storsim_core::SimDuration;
 
 /// More channels than this is a typing error, not a device; the model allocates one slot each.
 const CHANNELS_MAX: usize = 65_536;
@@ -229,41 +229,13 @@ pub(crate) fn device_toml(p: &TableParams) -> Result<String, String> {
     .map_err(|e| format!("cannot write the `table` description as TOML: {e}"))
 }
 
-/// The table model's entry in the model table.
-pub(crate) struct Table;
-
-impl Model for Table {
-    const NAME: &'static str = "table";
-    const DESCRIPTION: &'static str = "Black-box table model: latency by request size and access pattern, interpolated; N channels and a speedup";
-    const WRITABLE: bool = true;
-    type Params = TableParams;
-    type Section = TableSection;
-
-    fn resolve(
-        section: Option<&TableSection>,
-        base: Option<TableParams>,
-        cx: &FileContext,
-    ) -> Result<TableParams, ConfigError> {
-        BlackBoxResolve {
-            from_scratch,
-            apply,
-            validate,
-            top_level: |p| (&mut p.capacity_bytes, &mut p.queue_depth),
-        }
-        .resolve(Self::NAME, section, base, cx)
-    }
-
-    fn device_toml(params: &TableParams) -> Option<Result<String, String>> {
-        Some(device_toml(params))
-    }
-}
-
-impl ModelParams for TableParams {
-    fn model_name(&self) -> &'static str {
-        Table::NAME
-    }
-
-    fn build(&self) -> Result<Box<dyn Device>, String> {
-        Ok(Box::new(TableDevice::new(self.clone())))
+black_box_model! {
+    /// The table model's entry in the model table.
+    Table {
+        name: "table",
+        description: "Black-box table model: latency by request size and access pattern, interpolated; N channels and a speedup",
+        params: TableParams,
+        section: TableSection,
+        device: TableDevice,
     }
 }

@@ -6,7 +6,7 @@
 //! unit can be appended, a chain is folded: the latest copy of every page moves into the chain's
 //! last unit and the other units are erased. See docs/models/ftl-anand.md.
 
-use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::params::{self, field, fraction_below_one, Field, Key, ParamError};
 use crate::rewrite::{erase_retires, rewrite_block};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::{BTreeSet, VecDeque};
@@ -67,44 +67,22 @@ pub const ENTRY: FtlEntry = FtlEntry {
     name: "anand",
     description: "M-Systems' ANAND (the hybrid-disk thesis, Figs. 4.4-4.5): a chain of units per \
                   logical block, folded when it grows too long",
-    keys: Keys(&[&[
-        Key::new("over_provisioning", Kind::F64),
-        Key::new("max_chain_length", Kind::U32),
-        Key::new("scan_chain", Kind::Bool),
-    ]]),
+    keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
 };
 
+const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
+
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
 
-    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
-        set(
-            &mut self.over_provisioning,
-            s,
-            "over_provisioning",
-            Section::f64,
-        );
-        set(
-            &mut self.max_chain_length,
-            s,
-            "max_chain_length",
-            Section::u32,
-        );
-        set(&mut self.scan_chain, s, "scan_chain", Section::bool);
-        Ok(())
-    }
-
-    fn section(&self) -> Section {
-        let mut s = Section::new();
-        s.insert("over_provisioning", Value::F64(self.over_provisioning));
-        s.insert("max_chain_length", Value::U32(self.max_chain_length));
-        s.insert("scan_chain", Value::Bool(self.scan_chain));
-        s
-    }
+    /// The keys of `[ssd.anand]`, each with the parameter it states.
+    const FIELDS: &'static [Field<Self>] = &[
+        field!(over_provisioning: f64),
+        field!(max_chain_length: u32),
+        field!(scan_chain: bool),
+    ];
 
     fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
         fraction_below_one("over_provisioning", self.over_provisioning)?;

@@ -8,7 +8,7 @@
 //! holds data), plus the pool of erased blocks (8 bytes per physical block).
 
 use crate::blockmap::{self, CopyChain, Flash, NONE};
-use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::params::{self, field, fraction_below_one, Field, Key, ParamError};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
@@ -34,34 +34,18 @@ impl Default for Params {
 pub const ENTRY: FtlEntry = FtlEntry {
     name: "block",
     description: "block-level mapping: an update copies its block into a spare block",
-    keys: Keys(&[&[Key::new("over_provisioning_fraction", Kind::F64)]]),
+    keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
 };
 
+const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
+
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
 
-    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
-        set(
-            &mut self.over_provisioning_fraction,
-            s,
-            "over_provisioning_fraction",
-            Section::f64,
-        );
-        Ok(())
-    }
-
-    fn section(&self) -> Section {
-        let mut s = Section::new();
-        s.insert(
-            "over_provisioning_fraction",
-            Value::F64(self.over_provisioning_fraction),
-        );
-        s
-    }
+    /// The keys of `[ssd.block]`, each with the parameter it states.
+    const FIELDS: &'static [Field<Self>] = &[field!(over_provisioning_fraction: f64)];
 
     fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
         fraction_below_one(

@@ -23,7 +23,7 @@
 
 use crate::page::core::{base_logical_pages, Core, Hooks, NONE};
 use crate::page::{self};
-use crate::params::{Key, Kind, ParamError, ParamKey, Section, Value};
+use crate::params::{self, field, Field, Key, Kind, ParamError, ParamKey, Section, Value};
 use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::BTreeSet;
 use storsim_core::DeviceCounter;
@@ -53,13 +53,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     name: "dftl",
     description: "demand-based page mapping (Gupta et al. 2009): the page map on flash, a cached \
                   mapping table in SRAM",
-    keys: Keys(&[&[
-        Key::new("cmt_entries", Kind::U32),
-        Key::new(CMT_BYTES, Kind::U64),
-        // The data side nests, mirroring `Params`, so that it shares the `page` FTL's keys and
-        // checks instead of repeating them.
-        Key::new(PAGE, Kind::Section(page::KEYS)),
-    ]]),
+    keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
 };
@@ -74,49 +68,61 @@ const CMT_BYTES: &str = "cmt_bytes";
 /// number, as in the DFTL paper.
 const CMT_ENTRY_BYTES: u64 = 8;
 
+/// The CMT entries that `bytes` of SRAM hold (`cmt_bytes`).
+fn cmt_entries_in(bytes: u64) -> Result<u32, ParamError> {
+    u32::try_from(bytes / CMT_ENTRY_BYTES)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            ParamError::key(
+                CMT_BYTES,
+                format!(
+                    "must hold 1 to {} entries of {CMT_ENTRY_BYTES} bytes, got {bytes} bytes",
+                    u32::MAX
+                ),
+            )
+        })
+}
+
+const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
+
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
+
+    /// The keys of `[ssd.dftl]`, each with the parameter it states.
+    const FIELDS: &'static [Field<Self>] = &[
+        field!(cmt_entries: u32),
+        Field {
+            key: Key::new(CMT_BYTES, Kind::U64),
+            set: |p, v| {
+                p.cmt_entries = cmt_entries_in(params::scalar(v))?;
+                Ok(())
+            },
+            // Another way to state `cmt_entries`, which is written instead.
+            get: |_| None,
+        },
+        // The data side nests, mirroring `Params`, so that it shares the `page` FTL's keys and
+        // checks instead of repeating them.
+        Field {
+            key: Key::new(PAGE, Kind::Section(page::KEYS)),
+            set: |p, v| {
+                let Value::Section(page) = v else {
+                    unreachable!("params::apply hands a field only values of its key's kind")
+                };
+                p.page.apply(page).map_err(|e| e.within(PAGE))
+            },
+            get: |p| Some(Value::Section(p.page.section())),
+        },
+    ];
 
     fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
-        let entries = s.u32("cmt_entries");
-        let bytes = s.u64(CMT_BYTES);
-        if entries.is_some() && bytes.is_some() {
+        if s.get("cmt_entries").is_some() && s.get(CMT_BYTES).is_some() {
             return Err(ParamError::key(
                 CMT_BYTES,
                 "give cmt_entries or cmt_bytes, not both".into(),
             ));
         }
-        if let Some(n) = entries {
-            self.cmt_entries = n;
-        }
-        if let Some(bytes) = bytes {
-            self.cmt_entries = u32::try_from(bytes / CMT_ENTRY_BYTES)
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| {
-                    ParamError::key(
-                        CMT_BYTES,
-                        format!(
-                            "must hold 1 to {} entries of {CMT_ENTRY_BYTES} bytes, got {bytes} \
-                             bytes",
-                            u32::MAX
-                        ),
-                    )
-                })?;
-        }
-        if let Some(page) = s.section(PAGE) {
-            self.page.apply(page).map_err(|e| e.within(PAGE))?;
-        }
-        Ok(())
-    }
-
-    fn section(&self) -> Section {
-        let mut s = Section::new();
-        s.insert("cmt_entries", Value::U32(self.cmt_entries));
-        s.insert(PAGE, Value::Section(self.page.section()));
-        s
+        params::apply(Self::FIELDS, self, s)
     }
 
     fn validate(&self, geometry: &Geometry) -> Result<(), ParamError> {

@@ -20,7 +20,7 @@
 //! pool of erased blocks (8 bytes per physical block).
 
 use crate::blockmap::{self, CopyChain, Flash, NONE};
-use crate::params::{fraction_up_to_one, set, Key, Kind, ParamError, Section, Value};
+use crate::params::{self, field, fraction_up_to_one, Field, Key, ParamError};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
@@ -45,26 +45,18 @@ pub const ENTRY: FtlEntry = FtlEntry {
     name: "fast",
     description: "FAST (Lee et al. 2007): block mapping with one sequential log block and \
                   fully associative random log blocks",
-    keys: Keys(&[&[Key::new("log_fraction", Kind::F64)]]),
+    keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
 };
 
+const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
+
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
 
-    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
-        set(&mut self.log_fraction, s, "log_fraction", Section::f64);
-        Ok(())
-    }
-
-    fn section(&self) -> Section {
-        let mut s = Section::new();
-        s.insert("log_fraction", Value::F64(self.log_fraction));
-        s
-    }
+    /// The keys of `[ssd.fast]`, each with the parameter it states.
+    const FIELDS: &'static [Field<Self>] = &[field!(log_fraction: f64)];
 
     fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
         fraction_up_to_one("log_fraction", self.log_fraction)

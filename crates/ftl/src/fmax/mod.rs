@@ -6,7 +6,7 @@
 //! chain folds into a new primary unit. Chains never grow past two units, which bounds a fold's
 //! cost. See docs/models/ftl-fmax.md.
 
-use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::params::{self, field, fraction_below_one, Field, Key, ParamError};
 use crate::rewrite::{erase_retires, rewrite_block};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::{BTreeSet, VecDeque};
@@ -63,31 +63,18 @@ pub const ENTRY: FtlEntry = FtlEntry {
     description:
         "M-Systems' FMAX (the hybrid-disk thesis, Figs. 4.6-4.7): a primary and at most one \
          replacement unit per logical block",
-    keys: Keys(&[&[Key::new("over_provisioning", Kind::F64)]]),
+    keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
 };
 
+const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
+
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
 
-    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
-        set(
-            &mut self.over_provisioning,
-            s,
-            "over_provisioning",
-            Section::f64,
-        );
-        Ok(())
-    }
-
-    fn section(&self) -> Section {
-        let mut s = Section::new();
-        s.insert("over_provisioning", Value::F64(self.over_provisioning));
-        s
-    }
+    /// The keys of `[ssd.fmax]`, each with the parameter it states.
+    const FIELDS: &'static [Field<Self>] = &[field!(over_provisioning: f64)];
 
     fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
         fraction_below_one("over_provisioning", self.over_provisioning)

@@ -83,18 +83,17 @@ pub const POLICIES: &[GcEntry] = &[
                 GcPolicy::DChoices { fraction_searched } => Some(fraction_searched),
                 _ => None,
             };
-            let fraction_searched =
-                section
-                    .f64(FRACTION_SEARCHED.name)
-                    .or(current)
-                    .ok_or_else(|| {
-                        ParamError::key(
-                            FRACTION_SEARCHED.name,
-                            "is required with gc_policy = \"d-choices\" (the share of a plane's \
+            let fraction_searched = section
+                .scalar(FRACTION_SEARCHED.name)
+                .or(current)
+                .ok_or_else(|| {
+                    ParamError::key(
+                        FRACTION_SEARCHED.name,
+                        "is required with gc_policy = \"d-choices\" (the share of a plane's \
                          candidates searched, 0 to 1)"
-                                .into(),
-                        )
-                    })?;
+                            .into(),
+                    )
+                })?;
             Ok(GcPolicy::DChoices { fraction_searched })
         },
         write: |policy, section| {

@@ -14,7 +14,7 @@
 //! per physical block).
 
 use crate::blockmap::{self, CopyChain, Flash, NONE};
-use crate::params::{set, Key, Kind, ParamError, Section, Value};
+use crate::params::{self, field, Field, Key, Kind, ParamError, Value};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
@@ -42,37 +42,30 @@ pub const ENTRY: FtlEntry = FtlEntry {
     description:
         "BAST (the hybrid-disk thesis, Figs. 4.2-4.3): block mapping with one page-mapped log \
          block per updated logical block, switch and full merges",
-    keys: Keys(&[&[
-        Key::new("log_blocks", Kind::U32),
-        Key::new("partial_merge", Kind::Bool),
-    ]]),
+    keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
 };
 
+const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
+
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
 
-    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
-        if let Some(n) = s.u32("log_blocks") {
-            self.log_blocks = Some(n);
-        }
-        set(&mut self.partial_merge, s, "partial_merge", Section::bool);
-        Ok(())
-    }
-
-    fn section(&self) -> Section {
-        let mut s = Section::new();
-        // Without `log_blocks` the FTL takes 3 % of the data blocks; only a stated number is
-        // written.
-        if let Some(n) = self.log_blocks {
-            s.insert("log_blocks", Value::U32(n));
-        }
-        s.insert("partial_merge", Value::Bool(self.partial_merge));
-        s
-    }
+    /// The keys of `[ssd.log-block]`, each with the parameter it states.
+    const FIELDS: &'static [Field<Self>] = &[
+        Field {
+            key: Key::new("log_blocks", Kind::U32),
+            set: |p, v| {
+                p.log_blocks = Some(params::scalar(v));
+                Ok(())
+            },
+            // Without `log_blocks` the FTL takes 3 % of the data blocks; only a stated number is
+            // written.
+            get: |p| p.log_blocks.map(Value::U32),
+        },
+        field!(partial_merge: bool),
+    ];
 
     fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
         match self.log_blocks {

@@ -11,7 +11,9 @@ pub(crate) mod core;
 
 use self::core::{base_logical_pages, Core, NoHooks};
 use crate::gc::{self, GcPolicy};
-use crate::params::{fraction_below_one, set, Key, Kind, ParamError, Section, Value};
+use crate::params::{
+    self, field, fraction_below_one, Field, Key, Kind, ParamError, Section, Value,
+};
 use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{Geometry, NandArray, Ppa};
@@ -75,84 +77,43 @@ pub const ENTRY: FtlEntry = FtlEntry {
 /// `[ssd.page]`, and DFTL's data side. `gc_background` is not a key: the device's
 /// `background_gc` sets it ([`FtlParams::set_background_gc`]), so that the device and its FTL
 /// cannot disagree.
-pub const KEYS: Keys = Keys(&[OWN_KEYS, gc::KEYS]);
+pub const KEYS: Keys = Keys(&[&OWN_KEYS, gc::KEYS]);
 
-const OWN_KEYS: &[Key] = &[
-    Key::new("over_provisioning_fraction", Kind::F64),
-    Key::new("gc_low_watermark_blocks", Kind::U32),
-    Key::new("gc_high_watermark_blocks", Kind::U32),
-    Key::new("dynamic_wl", Kind::Bool),
-    Key::new("static_wl_threshold_erases", Kind::U32),
-    Key::new("static_wl_erases_per_move", Kind::U32),
-    Key::new("seed", Kind::U64),
-];
+const OWN_KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
 
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
+
+    /// The page FTL's own keys, each with the parameter it states; the victim policy's keys are
+    /// the policies' own ([`gc::apply`], [`gc::write`]).
+    const FIELDS: &'static [Field<Self>] = &[
+        field!(over_provisioning_fraction: f64),
+        field!(gc_low_watermark_blocks: u32),
+        field!(gc_high_watermark_blocks: u32),
+        field!(dynamic_wl: bool),
+        Field {
+            key: Key::new("static_wl_threshold_erases", Kind::U32),
+            // 0 turns static wear levelling off: a threshold of 0 erases would mean moving data
+            // on every write, which the FTL refuses, so the value is free to mean "off".
+            set: |p, v| {
+                let t: u32 = params::scalar(v);
+                p.static_wl_threshold_erases = (t > 0).then_some(t);
+                Ok(())
+            },
+            get: |p| Some(Value::U32(p.static_wl_threshold_erases.unwrap_or(0))),
+        },
+        field!(static_wl_erases_per_move: u32),
+        field!(seed: u64),
+    ];
 
     fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
-        set(
-            &mut self.over_provisioning_fraction,
-            s,
-            "over_provisioning_fraction",
-            Section::f64,
-        );
-        gc::apply(s, &mut self.gc_policy)?;
-        set(
-            &mut self.gc_low_watermark_blocks,
-            s,
-            "gc_low_watermark_blocks",
-            Section::u32,
-        );
-        set(
-            &mut self.gc_high_watermark_blocks,
-            s,
-            "gc_high_watermark_blocks",
-            Section::u32,
-        );
-        set(&mut self.dynamic_wl, s, "dynamic_wl", Section::bool);
-        // 0 turns static wear levelling off: a threshold of 0 erases would mean moving data
-        // on every write, which the FTL refuses, so the value is free to mean "off".
-        if let Some(t) = s.u32("static_wl_threshold_erases") {
-            self.static_wl_threshold_erases = (t > 0).then_some(t);
-        }
-        set(
-            &mut self.static_wl_erases_per_move,
-            s,
-            "static_wl_erases_per_move",
-            Section::u32,
-        );
-        set(&mut self.seed, s, "seed", Section::u64);
-        Ok(())
+        params::apply(Self::FIELDS, self, s)?;
+        gc::apply(s, &mut self.gc_policy)
     }
 
     fn section(&self) -> Section {
-        let mut s = Section::new();
-        s.insert(
-            "over_provisioning_fraction",
-            Value::F64(self.over_provisioning_fraction),
-        );
+        let mut s = params::section(Self::FIELDS, self);
         gc::write(&self.gc_policy, &mut s);
-        s.insert(
-            "gc_low_watermark_blocks",
-            Value::U32(self.gc_low_watermark_blocks),
-        );
-        s.insert(
-            "gc_high_watermark_blocks",
-            Value::U32(self.gc_high_watermark_blocks),
-        );
-        s.insert("dynamic_wl", Value::Bool(self.dynamic_wl));
-        s.insert(
-            "static_wl_threshold_erases",
-            Value::U32(self.static_wl_threshold_erases.unwrap_or(0)),
-        );
-        s.insert(
-            "static_wl_erases_per_move",
-            Value::U32(self.static_wl_erases_per_move),
-        );
-        s.insert("seed", Value::U64(self.seed));
         s
     }
 

@@ -5,7 +5,7 @@
 //! its block out while the rest of the device stays new: the baseline the thesis compares the
 //! other FTLs against. See docs/models/ftl-page-static.md.
 
-use crate::params::{fraction_up_to_one, set, Key, Kind, ParamError, Section, Value};
+use crate::params::{self, field, fraction_up_to_one, Field, Key, ParamError};
 use crate::rewrite::{erase_retires, rewrite_pages, Waits};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::{DeviceCounter, Prng};
@@ -59,39 +59,21 @@ pub const ENTRY: FtlEntry = FtlEntry {
     description:
         "the hybrid-disk thesis' page-level FTL without wear levelling (Konanki, Fig. 4.1): \
          logical page i at physical page i, an update rewrites its block",
-    keys: Keys(&[&[
-        Key::new("prewrite_probability", Kind::F64),
-        Key::new("prewrite_seed", Kind::U64),
-    ]]),
+    keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
 };
 
+const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
+
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
 
-    fn apply(&mut self, s: &Section) -> Result<(), ParamError> {
-        set(
-            &mut self.prewrite_probability,
-            s,
-            "prewrite_probability",
-            Section::f64,
-        );
-        set(&mut self.prewrite_seed, s, "prewrite_seed", Section::u64);
-        Ok(())
-    }
-
-    fn section(&self) -> Section {
-        let mut s = Section::new();
-        s.insert(
-            "prewrite_probability",
-            Value::F64(self.prewrite_probability),
-        );
-        s.insert("prewrite_seed", Value::U64(self.prewrite_seed));
-        s
-    }
+    /// The keys of `[ssd.page-static]`, each with the parameter it states.
+    const FIELDS: &'static [Field<Self>] = &[
+        field!(prewrite_probability: f64),
+        field!(prewrite_seed: u64),
+    ];
 
     fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
         fraction_up_to_one("prewrite_probability", self.prewrite_probability)

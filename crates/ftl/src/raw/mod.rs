@@ -5,7 +5,7 @@
 //! discarded the block is erased, which is how a raw user asks for an erase. See
 //! docs/models/ftl-raw.md.
 
-use crate::params::{ParamError, Section};
+use crate::params::{Field, ParamError};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use storsim_core::DeviceCounter;
 use storsim_flash::{Geometry, NandArray, Ppa};
@@ -36,17 +36,8 @@ pub const ENTRY: FtlEntry = FtlEntry {
 };
 
 impl FtlParams for Params {
-    fn entry() -> &'static FtlEntry {
-        &ENTRY
-    }
-
-    fn apply(&mut self, _s: &Section) -> Result<(), ParamError> {
-        Ok(())
-    }
-
-    fn section(&self) -> Section {
-        Section::new()
-    }
+    const ENTRY: &'static FtlEntry = &ENTRY;
+    const FIELDS: &'static [Field<Self>] = &[];
 
     fn validate(&self, _geometry: &Geometry) -> Result<(), ParamError> {
         Ok(())
