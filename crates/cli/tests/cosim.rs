@@ -160,6 +160,34 @@ fn ns(report: &Value, key: &str) -> u64 {
         .unwrap_or_else(|| panic!("no time.{key} in {report}"))
 }
 
+/// The device's own time for the run: the sum of its requests' latencies (the summary's mean
+/// is the exact sum over the count), independent of how long the program computed.
+fn device_ns(report: &Value) -> u64 {
+    ["read", "write", "flush", "trim"]
+        .iter()
+        .map(|op| {
+            let s = &report["summary"][op];
+            s["requests"].as_f64().unwrap() * s["latency_ns"]["mean"].as_f64().unwrap()
+        })
+        .sum::<f64>()
+        .round() as u64
+}
+
+/// At `--cpu-speed 1`, virtual time is the time skipped plus the program's running time, and
+/// the clock advances at the real rate only while the program runs: so the virtual time not
+/// skipped is at most the real time the clock did not stand still (the rest of which passed
+/// before the program's first process announced itself). A wait counted as running time as
+/// well as skipped, or a clock advancing faster than real time, breaks this; a busy machine,
+/// which lengthens the program's running time on both sides, does not.
+fn assert_unskipped_time_is_running_time(report: &Value) {
+    let unskipped_v = ns(report, "virtual_elapsed_ns") - ns(report, "skipped_virtual_ns");
+    let unpaused_r = ns(report, "real_elapsed_ns") - ns(report, "paused_real_ns");
+    assert!(
+        unskipped_v <= unpaused_r + 1_000_000,
+        "{unskipped_v} ns of virtual time neither skipped nor run ({unpaused_r} ns real): {report}"
+    );
+}
+
 #[test]
 fn a_c_program_sees_exactly_the_latencies_simulate_computes_for_its_recorded_stream() {
     let _serial = serial();
@@ -336,17 +364,37 @@ fn the_programs_own_clock_agrees_with_the_reported_virtual_time() {
     let v: Vec<f64> = out.lines().map(|l| l.trim().parse().unwrap()).collect();
     assert_eq!(v.len(), 3, "{out}");
     let virtual_s = ns(&report, "virtual_elapsed_ns") as f64 / 1e9;
+    let skipped_s = ns(&report, "skipped_virtual_ns") as f64 / 1e9;
+    let device_s = device_ns(&report) as f64 / 1e9;
     let by_date = v[2] - v[0];
     let by_python = v[1];
-    assert!(virtual_s > 120.0, "{virtual_s}");
+    // What the printed readings round away.
+    let eps = 1e-5;
+    // Python's own span holds its 100 writes and syncs, each of which returns only after its
+    // request completed, and its 120 s sleep: a clock that is not the virtual one (real time
+    // is under a second here) or that missed a skip falls short.
     assert!(
-        (by_date - virtual_s).abs() / virtual_s < 0.01,
+        by_python >= 120.0 + device_s - eps,
+        "python {by_python} s, its sleep and {device_s} s of device time"
+    );
+    // The spans nest: python's inside the two dates', inside the run the report covers.
+    assert!(
+        by_date >= by_python - eps,
+        "date {by_date} s, python {by_python} s"
+    );
+    assert!(
+        virtual_s >= by_date - eps,
         "date {by_date} s, report {virtual_s} s"
     );
+    // Time is skipped only to the end of a wait of python's, so all of it lies inside python's
+    // span: a skip the report counts and the program did not see (or the reverse) shows here.
     assert!(
-        (by_python - virtual_s).abs() / virtual_s < 0.01,
-        "python {by_python} s, report {virtual_s} s"
+        by_python >= skipped_s - eps,
+        "python {by_python} s, skipped {skipped_s} s"
     );
+    // The rest, outside python's span (sh, date, python's start-up: on a busy machine more
+    // than a second), is the programs' running time.
+    assert_unskipped_time_is_running_time(&report);
     assert!(
         report["calls"]["processes"].as_u64().unwrap() >= 4,
         "sh, date, python, date"
@@ -375,30 +423,38 @@ fn waiting_for_the_disk_and_sleeping_are_skipped_not_waited() {
         &["python3", script.to_str().unwrap(), data.to_str().unwrap()],
     );
     assert!(o.status.success(), "{}", stderr(&o));
-    let virtual_ns = ns(&report, "virtual_elapsed_ns");
-    // 200 synchronous writes on a 5400 rpm disk, about 10 ms each.
-    assert!(
-        (1_400_000_000..3_000_000_000).contains(&virtual_ns),
-        "{virtual_ns} ns"
-    );
     assert_eq!(report["summary"]["flush"]["requests"], 200);
-    // Nearly all of it was waiting for the device, which was skipped rather than waited.
+    // 200 synchronous writes on a 5400 rpm disk, about 10 ms each. (The program's own running
+    // time comes on top, and a busy machine lengthens it: it is by design virtual time at
+    // --cpu-speed 1, so the bounds are on the device's time.)
+    let device = device_ns(&report);
     assert!(
-        ns(&report, "skipped_virtual_ns") as f64 > 0.8 * virtual_ns as f64,
+        (1_400_000_000..3_000_000_000).contains(&device),
+        "{device} ns"
+    );
+    let virtual_ns = ns(&report, "virtual_elapsed_ns");
+    assert!(
+        virtual_ns >= device,
+        "each call returns after its request completed: {report}"
+    );
+    // The program, one thread, waits for each request while nothing else runs: the device's
+    // time is skipped rather than waited. (Were the waits counted as running time instead,
+    // little would be skipped; a call whose clock the controller could not stop at its entry
+    // loses the moments until it read the call.)
+    assert!(
+        ns(&report, "skipped_virtual_ns") as f64 > 0.95 * device as f64,
         "{report}"
     );
+    assert_unskipped_time_is_running_time(&report);
 
     let (o, report) = cosim("hdd-laptop-2007", &dir, &[], &["sh", "-c", "sleep 5"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(
-        ns(&report, "skipped_virtual_ns") >= 5_000_000_000,
-        "{report}"
-    );
-    assert!(
-        ns(&report, "virtual_elapsed_ns") < 5_500_000_000,
-        "{report}"
-    );
     assert_eq!(report["calls"]["sleeps"], 1);
+    assert_eq!(report["calls"]["sleep_requested_ns"], 5_000_000_000u64);
+    // The whole sleep is skipped, and nothing more: the rest of the virtual time is the
+    // programs' running time.
+    assert_eq!(ns(&report, "skipped_virtual_ns"), 5_000_000_000, "{report}");
+    assert_unskipped_time_is_running_time(&report);
 }
 
 /// Returns the virtual time taken, the database and the guard of the directory it is in.

@@ -131,6 +131,10 @@ pub struct Controller {
     queued: VecDeque<(u64, Request)>,
     /// The latest virtual instant the model was told about.
     model_now: u64,
+    /// The latest virtual instant a request arrived at, told to the model or still waiting
+    /// for queue space: the floor of the next call's stamp, so that requests arrive in order
+    /// although a call's message may be read after one that entered later.
+    latest_arrival_v: u64,
     /// Virtual time of the first request: the model's own clock starts there, as it does when
     /// `simulate` replays the recorded stream (which rebases the first arrival to 0), so that
     /// a disk's rotational position is the same in both.
@@ -166,6 +170,7 @@ impl Controller {
             next_request: 0,
             queued: VecDeque::new(),
             model_now: 0,
+            latest_arrival_v: 0,
             origin_v: None,
             done: Vec::new(),
             collector: Collector::new(),
@@ -195,14 +200,19 @@ impl Controller {
         }
     }
 
-    /// The thread on `conn` stops running at `r_entry`; returns its call's virtual instant.
+    /// The thread on `conn` stops running at `r_entry`; returns its call's virtual instant,
+    /// never before the model's clock or an earlier call's requests.
     fn stop_running(&mut self, pid: i32, r_entry: u64) -> u64 {
+        let floor_v = self.model_now.max(self.latest_arrival_v);
         match self.procs.get_mut(&pid) {
             Some(p) if p.running > 0 => {
                 p.running -= 1;
-                self.clock.stop(r_entry, self.model_now)
+                // A thread that was woken and has not said it runs again may have read the
+                // clock at any moment since: it is not counted, so the clock cannot stop
+                // behind its back.
+                self.clock.stop(r_entry, floor_v, self.resuming == 0)
             }
-            _ => self.clock.now_v().max(self.model_now),
+            _ => self.clock.now_v().max(floor_v),
         }
     }
 
@@ -343,7 +353,10 @@ impl Controller {
             ThreadState::Sleeping { until_v, seq } => {
                 self.sleepers.remove(&(until_v, seq, conn));
             }
-            ThreadState::Resuming => self.resuming -= 1,
+            ThreadState::Resuming => {
+                self.resuming -= 1;
+                self.clock.seen_now();
+            }
             ThreadState::Io { call } => {
                 if let Some(c) = self.calls.get_mut(&call) {
                     c.conn = None;
@@ -542,6 +555,7 @@ impl Controller {
             },
         );
         let origin = *self.origin_v.get_or_insert(stamp);
+        self.latest_arrival_v = stamp;
         for (offset_bytes, len_bytes) in pieces {
             let id = self.next_request;
             self.next_request += 1;
@@ -710,19 +724,33 @@ pub(crate) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
 mod tests {
     use super::*;
     use crate::layout::Layout;
-    use storsim_blackbox::linear::{stec_zeus, LinearDevice};
+    use storsim_blackbox::linear::{stec_zeus, LinearDevice, LinearParams};
 
     const MIB: u64 = 1 << 20;
 
     /// A controller whose clock file is in a scratch directory, removed when the returned
     /// guard drops: keep it alive as long as the controller.
     fn controller(name: &str) -> (tempfile::TempDir, Controller) {
+        controller_at(name, f64::INFINITY)
+    }
+
+    /// As `controller`, with the program's computation at `cpu_speed`.
+    fn controller_at(name: &str, cpu_speed: f64) -> (tempfile::TempDir, Controller) {
+        controller_on(name, cpu_speed, stec_zeus())
+    }
+
+    /// As `controller_at`, on a linear model with parameters `params`.
+    fn controller_on(
+        name: &str,
+        cpu_speed: f64,
+        params: LinearParams,
+    ) -> (tempfile::TempDir, Controller) {
         let dir = tempfile::Builder::new()
             .prefix(&format!("storsim-cosim-ctl-{}-{name}-", std::process::id()))
             .tempdir()
             .unwrap();
-        let clock = VirtualClock::create(&dir.path().join("clock"), f64::INFINITY).unwrap();
-        let device = Box::new(LinearDevice::new(stec_zeus()));
+        let clock = VirtualClock::create(&dir.path().join("clock"), cpu_speed).unwrap();
+        let device = Box::new(LinearDevice::new(params));
         let ctl = Controller::new(device, Layout::new(64 * MIB, MIB), clock, None);
         (dir, ctl)
     }
@@ -783,6 +811,121 @@ mod tests {
         // A call from a thread that is not running is a protocol error.
         ctl.handle(1, &msg(Kind::Sleep, me()), &[]).unwrap();
         assert!(ctl.handle(1, &io, &[]).is_err());
+    }
+
+    #[test]
+    fn a_call_read_late_does_not_move_the_clock_back_under_a_woken_thread() {
+        // The order of events that made a thread of cosim_probe measure a write shorter than
+        // its device's latency on a busy machine.
+        let (_dir, mut ctl) = controller_at("woken", 1.0);
+        ctl.handle(0, &msg(Kind::ProcStart, me()), &[]).unwrap();
+        ctl.handle(1, &msg(Kind::ThreadStart, me()), &[]).unwrap();
+        ctl.outbox.clear();
+        let f = ctl.layout.file(b"/d/f");
+        let mut io = msg(Kind::Io, me());
+        io.a = IoOp::Write as u64;
+        io.b = f;
+        io.d = 8192;
+        // Thread 0 waits for the device while thread 1 runs alone and, a moment later, enters
+        // a call of its own, whose message the controller reads only much later.
+        ctl.handle(0, &io, &[]).unwrap();
+        let late_entry_r = mono_ns();
+        // Thread 1's running time brings the clock to thread 0's completion (0.8 ms).
+        while ctl.outbox.is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            ctl.settle();
+        }
+        let completion_v = ctl.clock.now_v();
+        // Thread 0 got its reply and reads its clock before it says it runs again.
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let seen_v = ctl.clock.now_v();
+        assert!(seen_v > completion_v);
+        let mut late = io;
+        late.r_ns = late_entry_r;
+        late.c = 1 << 20;
+        ctl.handle(1, &late, &[]).unwrap();
+        // Stopping the clock at thread 1's entry instant would take it back to before thread
+        // 0's completion, under thread 0's eyes.
+        assert!(
+            ctl.clock.now_v() >= seen_v,
+            "the clock went back from {seen_v} to {} ns",
+            ctl.clock.now_v()
+        );
+        ctl.handle(0, &msg(Kind::Resumed, me()), &[]).unwrap();
+        assert!(ctl.clock.now_v() >= seen_v);
+    }
+
+    #[test]
+    fn a_call_entered_by_the_only_runner_stops_the_clock_at_its_entry_however_late_it_is_read() {
+        // On a busy machine the controller reads a thread's "resumed" and its next call
+        // milliseconds after they were sent: that delay is not the program's running time.
+        let (_dir, mut ctl) = controller_at("late", 1.0);
+        ctl.handle(0, &msg(Kind::ProcStart, me()), &[]).unwrap();
+        ctl.outbox.clear();
+        let f = ctl.layout.file(b"/d/f");
+        let mut io = msg(Kind::Io, me());
+        io.a = IoOp::Write as u64;
+        io.b = f;
+        io.d = 8192;
+        ctl.handle(0, &io, &[]).unwrap();
+        assert_eq!(ctl.settle(), None);
+        assert_eq!(ctl.outbox.len(), 1, "the write's completion");
+        ctl.outbox.clear();
+        let resumed_r = mono_ns();
+        let entry_r = resumed_r + 100_000;
+        let mut resumed = msg(Kind::Resumed, me());
+        resumed.r_ns = resumed_r;
+        let mut next = io;
+        next.r_ns = entry_r;
+        next.c = 1 << 20;
+        // The thread ran 100 us between the two; the controller reads both 5 ms later.
+        while mono_ns() < entry_r + 5_000_000 {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let before_v = ctl.clock.now_v();
+        ctl.handle(0, &resumed, &[]).unwrap();
+        ctl.handle(0, &next, &[]).unwrap();
+        assert_eq!(ctl.clock.running(), 0);
+        assert_eq!(ctl.clock.now_v(), before_v + 100_000);
+    }
+
+    #[test]
+    fn a_call_read_after_a_later_one_still_arrives_after_it_while_that_one_waits_for_the_queue() {
+        // A disk that takes one request at a time, and three threads: the order of events that
+        // put a request of cosim_probe's writers before an earlier one on a busy machine.
+        let mut params = stec_zeus();
+        params.queue_depth = 1;
+        let (_dir, mut ctl) = controller_on("order", 1.0, params);
+        ctl.handle(0, &msg(Kind::ProcStart, me()), &[]).unwrap();
+        ctl.handle(1, &msg(Kind::ThreadStart, me()), &[]).unwrap();
+        ctl.handle(2, &msg(Kind::ThreadStart, me()), &[]).unwrap();
+        let f = ctl.layout.file(b"/d/f");
+        let entry = |ctl: &mut Controller, conn: ConnId, r_ns: u64| {
+            let mut io = msg(Kind::Io, me());
+            io.a = IoOp::Write as u64;
+            io.b = f;
+            io.c = conn as u64 * MIB;
+            io.d = 4096;
+            io.r_ns = r_ns;
+            ctl.handle(conn, &io, &[]).unwrap();
+        };
+        let first_r = mono_ns();
+        let second_r = first_r + 100_000;
+        let third_r = first_r + 200_000;
+        while mono_ns() < third_r {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        // Thread 0's write occupies the disk; thread 2's, entered last, is read next and
+        // waits for queue space; thread 1's, entered in between, is read last.
+        entry(&mut ctl, 0, first_r);
+        entry(&mut ctl, 2, third_r);
+        entry(&mut ctl, 1, second_r);
+        let arrivals: Vec<u64> = ctl.queued.iter().map(|(_, r)| r.arrival.as_ns()).collect();
+        assert_eq!(arrivals.len(), 2, "two writes wait for the disk");
+        assert!(
+            arrivals[0] <= arrivals[1],
+            "requests reach the model out of order: {arrivals:?}"
+        );
     }
 
     #[test]

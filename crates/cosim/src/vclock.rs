@@ -25,8 +25,11 @@ pub struct VirtualClock {
     map: NonNull<ClockPage>,
     cpu_speed: f64,
     running: i64,
-    /// Real time of the last change of `running`: a call may be stamped at its entry instant
-    /// only if nothing changed since, because only then did no other thread see the clock move.
+    /// The latest real instant after which a thread other than the current runners may have
+    /// read the clock while it advanced: a call may stop the clock at its entry instant only
+    /// if that instant is not earlier, because only then did no other thread see the clock
+    /// move past it. A thread that stops gave up reading at its own entry instant; one that
+    /// starts may have read the clock until the controller counted it.
     last_change_r: u64,
     /// Real time since which the clock stands still, while nothing runs.
     frozen_since_r: Option<u64>,
@@ -142,8 +145,16 @@ impl VirtualClock {
                 self.paused_real_ns += r.saturating_sub(f);
             }
             self.started_r.get_or_insert(r);
+            // Until this write every reader saw the clock stand still, and from it the clock
+            // advances from `r`: whatever anyone read is at most its value at any instant
+            // after `r`. So when the thread that started it is still the only runner at its
+            // next call, that call may stop the clock at its entry, however late the
+            // controller read either message (on a busy machine, milliseconds).
+            self.last_change_r = r;
+        } else {
+            // The new runners may have read the advancing clock before they were counted.
+            self.last_change_r = now;
         }
-        self.last_change_r = now;
     }
 
     /// One thread stops running because it entered a call at real time `r_entry`. Returns the
@@ -151,7 +162,13 @@ impl VirtualClock {
     /// `floor_v` (the device's own clock). When this was the only runner and nothing changed
     /// since `r_entry`, the clock stops at that instant, so the time the call spent in the
     /// library and the controller is not the program's.
-    pub fn stop(&mut self, r_entry: u64, floor_v: u64) -> u64 {
+    ///
+    /// `unseen` says that no thread outside the running count can have read the clock since
+    /// `r_entry` (the caller knows: a thread that was sent its reply reads the clock before
+    /// its next message says it runs). Without it the clock stops now instead: stopping it at
+    /// `r_entry` would move it back under that thread, which then measured a call shorter
+    /// than its device's latency and saw its clock go back.
+    pub fn stop(&mut self, r_entry: u64, floor_v: u64, unseen: bool) -> u64 {
         let now = mono_ns();
         let state = self.page().load_state();
         let at_entry = if r_entry >= state.r_anchor_ns {
@@ -160,7 +177,8 @@ impl VirtualClock {
             state.v_anchor_ns
         };
         let stamp = at_entry.max(floor_v);
-        let backdate = self.running == 1 && self.last_change_r <= r_entry && r_entry <= now;
+        let backdate =
+            unseen && self.running == 1 && self.last_change_r <= r_entry && r_entry <= now;
         self.running -= 1;
         if self.running == 0 {
             if backdate {
@@ -168,9 +186,19 @@ impl VirtualClock {
             } else {
                 self.freeze(None);
             }
+            self.last_change_r = now;
+        } else {
+            // The clock runs on unchanged, and this thread read it last before `r_entry`.
+            self.last_change_r = self.last_change_r.max(r_entry.min(now));
         }
-        self.last_change_r = now;
         stamp
+    }
+
+    /// A thread outside the running count may have read the clock until now (one that was
+    /// woken ended before it said it runs again): no call entered before now may stop the
+    /// clock at its entry.
+    pub fn seen_now(&mut self) {
+        self.last_change_r = self.last_change_r.max(mono_ns());
     }
 
     /// `n` threads stop running now (their process ended, or exec replaced them).
