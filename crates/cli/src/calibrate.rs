@@ -3,37 +3,15 @@
 use crate::args::{CalibrateArgs, CalibrateHoldout, CalibrateStatistic, CalibratedModel};
 use crate::calibrate_report;
 use crate::progress::Progress;
-use crate::CliError;
-use signal_hook::consts::{SIGINT, SIGTERM};
-use signal_hook::flag;
+use crate::{interrupt, CliError};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use storsim_blackbox::AccessPattern;
 use storsim_calibrate::{
     Access, FileTarget, FitOptions, Holdout, Measurements, ModelTarget, Plan, Statistic, Target,
     TargetInfo, TargetKind, PATTERN_ORDER,
 };
 use storsim_config::DeviceSpec;
-
-/// Exit status after Ctrl-C: the outputs hold what was measured.
-const EXIT_INTERRUPTED: u8 = 130;
-
-/// Makes SIGINT and SIGTERM set the returned flag, at which the measurement stops before its
-/// next request. The first signal only sets it; a second one, arriving while the flag is
-/// already set, gets the signal's default action (the process ends as if no handler were
-/// installed), for a user whose clean stop is stuck.
-fn install_stop_handler() -> Result<Arc<AtomicBool>, CliError> {
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [SIGINT, SIGTERM] {
-        // Registered before the flag's own action, so that it sees the flag as the earlier
-        // signal left it: set only from the second signal on.
-        flag::register_conditional_default(signal, Arc::clone(&stop))
-            .and_then(|_| flag::register(signal, Arc::clone(&stop)))
-            .map_err(|e| CliError::failure(format!("installing the Ctrl-C handler: {e}")))?;
-    }
-    Ok(stop)
-}
 
 /// Measures the target (after the baseline, if any), fits the models and writes the report,
 /// the CSV and the chosen model: checks the arguments, plans, measures, fits, writes, and
@@ -44,7 +22,7 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
     let info = target.info().clone();
     let (plan, notes) = plan(&args, &checked, &info)?;
 
-    let stop = install_stop_handler()?;
+    let stop = interrupt::stop_flag()?;
     let (baseline, baseline_info) = match &args.baseline {
         Some(path) => {
             let (m, binfo) = measure_baseline(path, &args, &checked, &plan, &info, &stop)?;
@@ -327,7 +305,7 @@ fn outcome(
     match &measured.stopped_early {
         Some(reason) if reason == "interrupted" => Err(CliError {
             message: "interrupted: the outputs hold what was measured".to_string(),
-            status: EXIT_INTERRUPTED,
+            status: interrupt::EXIT_INTERRUPTED,
         }),
         Some(reason) => Err(CliError::failure(format!(
             "the measurement stopped early: {reason} (the outputs hold what was measured)"

@@ -7,6 +7,7 @@ mod cosim;
 mod emulate;
 mod import;
 mod inspect;
+mod interrupt;
 mod progress;
 mod report;
 mod simulate;

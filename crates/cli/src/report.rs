@@ -100,6 +100,7 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
             })).collect::<Vec<_>>(),
             "end_ns": r.info.end_ns,
             "device_failed": r.info.device_failed,
+            "cancelled": r.info.cancelled,
         },
         "summary": summary_json(&r.summary),
     })

@@ -5,17 +5,21 @@
 use crate::args::{RefusedArg, ReplayArg, SimulateArgs};
 use crate::progress::Progress;
 use crate::report::{self, RequestsCsv};
-use crate::{workload_arg, CliError};
+use crate::{interrupt, workload_arg, CliError};
 use std::path::Path;
 use std::time::Duration;
 use storsim_core::Completion;
-use storsim_engine::{CompletionSink, EngineOptions, OutOfRange, Refused, Replay};
+use storsim_engine::{CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay};
 use storsim_sim::Session;
 use storsim_workload::{Pacing, Workload};
 
 /// Runs `storsim simulate`: the session, the engine's options, the run with its progress
-/// line and CSV, the reports, and the exit status of a device that failed mid-run.
+/// line and CSV, the reports, and the exit status of a device that failed mid-run or of a run
+/// stopped with Ctrl-C (the reports then hold the requests that completed).
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
+    // First, so that Ctrl-C during a long preconditioning or trace scan still ends the
+    // process at once (the engine only looks at the token once the run has started).
+    let stop = CancelToken::from_flag(interrupt::stop_flag()?);
     let source = workload_arg::source(&args.workload, &args.trace)?;
     let mut session = Session::open(&args.device, &source, args.seed)
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
@@ -28,7 +32,12 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let sink = csv.as_mut().map(|c| c as &mut dyn CompletionSink);
     let mut progress = Progress::new(args.quiet, args.max_requests);
     let outcome = session
-        .run(&options, sink, &mut |n, t| progress.update(n, t), None)
+        .run(
+            &options,
+            sink,
+            &mut |n, t| progress.update(n, t),
+            Some(stop),
+        )
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let info = outcome.info;
     let wall = progress.finish();
@@ -47,13 +56,22 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
         summary: outcome.summary,
     };
     write_reports(&args, &results, wall, cpu)?;
-    match &info.device_failed {
-        Some(failure) => Err(CliError {
+    if let Some(failure) = &info.device_failed {
+        return Err(CliError {
             message: format!("{failure} (the results up to it were reported)"),
             status: crate::EXIT_DEVICE_FAILED,
-        }),
-        None => Ok(()),
+        });
     }
+    if info.cancelled {
+        return Err(CliError {
+            message: format!(
+                "interrupted after {} requests: the results up to there were reported",
+                info.requests_completed
+            ),
+            status: interrupt::EXIT_INTERRUPTED,
+        });
+    }
+    Ok(())
 }
 
 /// The engine's options from the command line and the workload's pacing and duration.

@@ -688,3 +688,52 @@ fn the_parse_thread_changes_no_byte_of_the_results() {
         assert_eq!(on_json, off_json);
     }
 }
+
+/// Ctrl-C stops a simulation cleanly: the engine's cancel token, set by the signal, ends the
+/// run after the requests in flight, the reports hold what completed and say the run was
+/// cancelled, and the exit status is 130.
+#[test]
+fn ctrl_c_stops_a_simulation_and_reports_what_completed() {
+    use rustix::process::{kill_process, Pid, Signal};
+    let tmp = temp_dir("sim-ctrl-c");
+    let (json, csv) = (tmp.path().join("run.json"), tmp.path().join("requests.csv"));
+    let requests: u64 = 1 << 40;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(["simulate", "--device", "stec-zeus", "--quiet", "--workload"])
+        .arg(format!(
+            "synthetic:rw=randread,bs=4k,iodepth=4,requests={requests}"
+        ))
+        .arg("--json")
+        .arg(&json)
+        .arg("--requests-csv")
+        .arg(&csv)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Requests written to the CSV mean the run has started, and with it the handler (installed
+    // first thing): no sleep of a length that a slow machine could outlast.
+    while std::fs::metadata(&csv).map_or(true, |m| m.len() < 4096) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the simulation ended before it was interrupted"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    kill_process(Pid::from_child(&child), Signal::INT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("interrupted after"),
+        "{}",
+        stderr(&out)
+    );
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let completed = report["run"]["requests_completed"].as_u64().unwrap();
+    assert_eq!(report["run"]["cancelled"], true, "{report}");
+    assert!(completed > 0 && completed < requests, "{completed}");
+    assert_eq!(report["run"]["requests_issued"].as_u64(), Some(completed));
+    assert_eq!(report["summary"]["requests"].as_u64(), Some(completed));
+    // The CSV holds one line per completed request, after its header.
+    let lines = std::fs::read_to_string(&csv).unwrap().lines().count() as u64;
+    assert_eq!(lines, completed + 1);
+}

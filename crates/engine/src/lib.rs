@@ -315,6 +315,12 @@ impl CancelToken {
         CancelToken::default()
     }
 
+    /// A token cancelled when `flag` becomes true: a flag a signal handler sets, say, since a
+    /// handler may store to an atomic but must not call into the run.
+    pub fn from_flag(flag: Arc<AtomicBool>) -> Self {
+        CancelToken(flag)
+    }
+
     /// Asks every run holding a clone of this token to stop.
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
