@@ -83,12 +83,16 @@ pub struct BlockWear {
     /// Which device in a composite holds the array: empty for the device asked, otherwise
     /// the path of child names from it (`child0`, `flash`, `child1.flash`).
     pub unit: String,
-    /// The array's shape, outermost first: channels, chips per channel, dies per chip,
-    /// planes per die, blocks per plane. Their product is `erase_counts.len()`.
+    /// Channels: the outermost level of the array's shape. The product of the five shape
+    /// fields (channels, chips, dies, planes, blocks) is `erase_counts.len()`.
     pub channels: u32,
+    /// Chips on each channel.
     pub chips_per_channel: u32,
+    /// Dies in each chip.
     pub dies_per_chip: u32,
+    /// Planes in each die.
     pub planes_per_die: u32,
+    /// Blocks in each plane.
     pub blocks_per_plane: u32,
     /// Pages in one block, for turning erases into bytes written.
     pub pages_per_block: u32,
