@@ -20,7 +20,7 @@ mod mapping;
 
 use std::collections::{HashMap, VecDeque};
 use storsim_core::{
-    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
     QUEUE_DEPTH_MAX, SECTOR_BYTES,
 };
 
@@ -706,5 +706,20 @@ impl Device for ArrayDevice {
             }));
         }
         counters
+    }
+
+    /// Each child's arrays, their units under `child{i}` (as its counters' prefix).
+    fn block_wear(&self) -> Vec<BlockWear> {
+        self.children
+            .iter()
+            .enumerate()
+            .flat_map(|(i, child)| {
+                child
+                    .device
+                    .block_wear()
+                    .into_iter()
+                    .map(move |w| w.within(&format!("child{i}")))
+            })
+            .collect()
     }
 }

@@ -156,3 +156,66 @@ fn a_mirror_of_a_stripe_and_an_ssd_nests() {
         "{names:?}"
     );
 }
+
+#[test]
+fn an_array_reports_each_flash_childs_block_wear_under_its_name() {
+    // RAID-0 over an SSD, a linear black box (no flash) and a mirror of two SSDs: the wear of
+    // child 0 and of both halves of child 2, each agreeing with that child's erase counter.
+    let ssd_bytes = small_ssd(8).capacity_bytes();
+    let mirror = ArrayDevice::new(
+        ArrayParams {
+            level: RaidLevel::Raid1 {
+                read_policy: ReadPolicy::LeastOutstanding,
+            },
+            queue_depth: 8,
+        },
+        vec![small_ssd(8), small_ssd(8)],
+    )
+    .expect("a valid mirror");
+    let mut array = raid0(
+        16 << 10,
+        16,
+        vec![
+            small_ssd(8),
+            linear(ssd_bytes, 10.0, 1.0, 8),
+            Box::new(mirror),
+        ],
+    );
+    // Random 4 KiB writes over twice the array's capacity: the SSDs collect garbage.
+    let pages = array.capacity_bytes() / 4096;
+    let mut rng = Prng::new(41);
+    let requests: Vec<Request> = (0..2 * pages)
+        .map(|id| req(id, Op::Write, rng.below(pages) * 4096, 4096, id * 50_000))
+        .collect();
+    let run = drive(&mut array, &requests);
+    assert_each_completed_once(&requests, &run);
+
+    let wear = array.block_wear();
+    let units: Vec<&str> = wear.iter().map(|w| w.unit.as_str()).collect();
+    assert_eq!(units, ["child0", "child2.child0", "child2.child1"]);
+    let counters = array.counters();
+    let counter = |name: &str| {
+        counters
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no counter {name}"))
+            .value
+    };
+    for (w, prefix) in wear.iter().zip([
+        "child0_ssd_",
+        "child2_array_child0_ssd_",
+        "child2_array_child1_ssd_",
+    ]) {
+        let sum: u64 = w.erase_counts.iter().map(|&e| u64::from(e)).sum();
+        assert!(sum > 0, "{}: no erases", w.unit);
+        assert_eq!(
+            sum as f64,
+            counter(&format!("{prefix}flash_erases"))
+                + counter(&format!("{prefix}precondition_erases")),
+            "{}",
+            w.unit
+        );
+        let max = w.erase_counts.iter().max().copied().unwrap_or(0);
+        assert_eq!(f64::from(max), counter(&format!("{prefix}erase_count_max")));
+    }
+}

@@ -6,7 +6,7 @@ use serde_json::{json, Map, Value};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use storsim_core::{Completion, Device, DeviceCounter, Op};
+use storsim_core::{BlockWear, Completion, Device, DeviceCounter, Op};
 use storsim_cosim::{CosimReport, ProgramExit};
 use storsim_emulate::{Backing, EmulatorReport};
 use storsim_engine::{Replay, RunInfo};
@@ -61,6 +61,10 @@ fn op_json(s: &OpSummary) -> Value {
     })
 }
 
+/// The version of the results JSON's shape (docs/json.md): raised when a field changes
+/// meaning or goes away, not when one is added.
+pub const SCHEMA: u32 = 1;
+
 /// The `device` object of `simulate` and `cosim` documents.
 fn device_json(name: &str, device: &dyn Device) -> Value {
     json!({
@@ -69,6 +73,21 @@ fn device_json(name: &str, device: &dyn Device) -> Value {
         "capacity_bytes": device.capacity_bytes(),
         "queue_depth": device.queue_depth(),
         "counters": counters_json(device.counters()),
+        "block_wear": device.block_wear().iter().map(block_wear_json).collect::<Vec<_>>(),
+    })
+}
+
+/// One flash array's per-block erase counts with the shape that places each block.
+fn block_wear_json(w: &BlockWear) -> Value {
+    json!({
+        "unit": w.unit,
+        "channels": w.channels,
+        "chips_per_channel": w.chips_per_channel,
+        "dies_per_chip": w.dies_per_chip,
+        "planes_per_die": w.planes_per_die,
+        "blocks_per_plane": w.blocks_per_plane,
+        "pages_per_block": w.pages_per_block,
+        "erase_counts_per_block": w.erase_counts,
     })
 }
 
@@ -76,6 +95,7 @@ fn device_json(name: &str, device: &dyn Device) -> Value {
 /// clock, so the same run always produces the same bytes.
 pub fn simulation_json(r: &SimulationResults) -> Value {
     json!({
+        "schema": SCHEMA,
         "version": env!("CARGO_PKG_VERSION"),
         "seed": r.seed,
         "device": device_json(r.device_name, r.device),
@@ -108,7 +128,8 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
 
 /// Writes `value` to `path`, or to standard output for `-`.
 pub fn write_json(path: &Path, value: &Value) -> Result<(), CliError> {
-    let mut text = serde_json::to_string_pretty(value).map_err(CliError::failure)?;
+    let mut text =
+        inline_number_arrays(&serde_json::to_string_pretty(value).map_err(CliError::failure)?);
     text.push('\n');
     if path == Path::new("-") {
         print!("{text}");
@@ -116,6 +137,46 @@ pub fn write_json(path: &Path, value: &Value) -> Result<(), CliError> {
     }
     std::fs::write(path, text)
         .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))
+}
+
+/// Pretty-printed JSON with every array of numbers on one line: a device's per-block erase
+/// counts would otherwise take a line per block (65,536 lines for a small SSD). Only the
+/// layout changes, never a value: in pretty JSON a line holding nothing but a number is an
+/// array element, so the arrays joined are exactly those of numbers only.
+fn inline_number_arrays(pretty: &str) -> String {
+    let lines: Vec<&str> = pretty.lines().collect();
+    let is_number = |line: &str| {
+        let t = line.trim().trim_end_matches(',');
+        !t.is_empty() && t.parse::<f64>().is_ok()
+    };
+    let mut out = String::with_capacity(pretty.len());
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        out += line;
+        if line.ends_with('[') {
+            let numbers = lines[i + 1..].iter().take_while(|l| is_number(l)).count();
+            let closes = lines
+                .get(i + 1 + numbers)
+                .is_some_and(|l| l.trim_start().starts_with(']'));
+            if numbers > 0 && closes {
+                for (k, l) in lines[i + 1..i + 1 + numbers].iter().enumerate() {
+                    if k > 0 {
+                        out.push(' ');
+                    }
+                    out += l.trim();
+                }
+                out += lines[i + 1 + numbers].trim_start();
+                i += numbers + 2;
+                out.push('\n');
+                continue;
+            }
+        }
+        out.push('\n');
+        i += 1;
+    }
+    out.pop();
+    out
 }
 
 fn us(ns: f64) -> String {
@@ -843,6 +904,22 @@ mod tests {
         let first = value_column(lines[0]);
         assert!(lines.iter().all(|l| value_column(l) == first), "{text}");
         assert_eq!(first, 2 + "precondition_steady_state_waf".len() + 2);
+    }
+
+    #[test]
+    fn number_arrays_go_on_one_line_and_keep_their_values() {
+        let value = json!({
+            "counts": [3, 0, 17],
+            "empty": [],
+            "mixed": [1, "a"],
+            "objects": [{"x": 1}],
+            "nested": {"fractions": [0.5, -2.5e-7]},
+        });
+        let text = inline_number_arrays(&serde_json::to_string_pretty(&value).unwrap());
+        assert!(text.contains("\"counts\": [3, 0, 17],\n"), "{text}");
+        assert!(text.contains("\"fractions\": [0.5, -2.5e-7]\n"), "{text}");
+        assert!(text.contains("\"mixed\": [\n"), "{text}");
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
     }
 
     #[test]

@@ -76,6 +76,45 @@ impl DeviceCounter {
     }
 }
 
+/// The wear of one flash array at the end of a run: every block's erase count, for drawing
+/// wear histograms at any bin width. Plain data, read once when the results are written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlockWear {
+    /// Which device in a composite holds the array: empty for the device asked, otherwise
+    /// the path of child names from it (`child0`, `flash`, `child1.flash`).
+    pub unit: String,
+    /// Channels: the outermost level of the array's shape. The product of the five shape
+    /// fields (channels, chips, dies, planes, blocks) is `erase_counts.len()`.
+    pub channels: u32,
+    /// Chips on each channel.
+    pub chips_per_channel: u32,
+    /// Dies in each chip.
+    pub dies_per_chip: u32,
+    /// Planes in each die.
+    pub planes_per_die: u32,
+    /// Blocks in each plane.
+    pub blocks_per_plane: u32,
+    /// Pages in one block, for turning erases into bytes written.
+    pub pages_per_block: u32,
+    /// Erases of every block over the array's life (preconditioning included), in flat
+    /// block order: block `b` of plane `p` of die `d` ... is at
+    /// `((((channel * chips + chip) * dies + die) * planes + plane) * blocks + block)`.
+    pub erase_counts: Vec<u32>,
+}
+
+impl BlockWear {
+    /// The same wear seen from a parent that names this device `child`: `child` is put in
+    /// front of the unit path.
+    pub fn within(mut self, child: &str) -> BlockWear {
+        self.unit = if self.unit.is_empty() {
+            child.to_string()
+        } else {
+            format!("{child}.{}", self.unit)
+        };
+        self
+    }
+}
+
 /// A storage device model.
 ///
 /// Contract, which the conformance kit ([`crate::conformance::check`]) checks on every model:
@@ -129,6 +168,13 @@ pub trait Device: Send {
     /// such as a mapping-table entry, so that it finds it in the processor's caches. A hint
     /// changes no result and needs no answer; the default ignores it.
     fn prefetch(&self, _request: &Request) {}
+
+    /// Every flash array's per-block erase counts, one entry per array (a composite lists its
+    /// children's, their `unit` naming the child). Read once at the end of a run, never per
+    /// request; the default, for devices without flash, is none.
+    fn block_wear(&self) -> Vec<BlockWear> {
+        Vec::new()
+    }
 }
 
 impl<D: Device + ?Sized> Device for Box<D> {
@@ -155,6 +201,9 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn prefetch(&self, request: &Request) {
         (**self).prefetch(request)
+    }
+    fn block_wear(&self) -> Vec<BlockWear> {
+        (**self).block_wear()
     }
 }
 

@@ -14,7 +14,7 @@ mod prng;
 mod request;
 mod time;
 
-pub use device::{check_range, Device, DeviceCounter, DeviceError, QUEUE_DEPTH_MAX};
+pub use device::{check_range, BlockWear, Device, DeviceCounter, DeviceError, QUEUE_DEPTH_MAX};
 pub use event_queue::{EventQueue, EventQueueFull};
 pub use prng::Prng;
 pub use request::{Completion, Op, Request, SECTOR_BYTES};

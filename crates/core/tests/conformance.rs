@@ -5,7 +5,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use storsim_core::conformance::{self, Options, Recorder, ViolationKind};
 use storsim_core::{
-    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime,
+    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request,
+    SimDuration, SimTime,
 };
 
 /// One way of breaking the contract.
@@ -44,6 +45,10 @@ enum Flaw {
     /// Flushes take no time, so they finish together with the request before them, and
     /// `advance` reports what finished together in reverse.
     ReversesTies,
+    /// `block_wear()` lists one erase count fewer than its shape has blocks.
+    WearMisshapen,
+    /// `block_wear()` counts the devices built before it, as if erases leaked between runs.
+    WearNondeterministic,
 }
 
 /// A single FIFO server: 10 µs plus 1 ns a byte per request, 3 µs a flush.
@@ -55,6 +60,7 @@ struct Fifo {
     completed: u64,
     extra_ns: u64,
     last_finish: Option<SimTime>,
+    built: u64,
 }
 
 static BUILT: AtomicU64 = AtomicU64::new(0);
@@ -76,6 +82,7 @@ impl Fifo {
                 0
             },
             last_finish: None,
+            built,
         }
     }
 }
@@ -179,6 +186,27 @@ impl Device for Fifo {
             self.completed as f64,
         )]
     }
+    /// A pretend flash array of 2 × 4 blocks, each erased once per 100 completions.
+    fn block_wear(&self) -> Vec<BlockWear> {
+        let mut erase_counts = vec![(self.completed / 100) as u32; 8];
+        match self.flaw {
+            Flaw::WearMisshapen => {
+                erase_counts.pop();
+            }
+            Flaw::WearNondeterministic => erase_counts[0] += self.built as u32,
+            _ => {}
+        }
+        vec![BlockWear {
+            unit: String::new(),
+            channels: 2,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 4,
+            pages_per_block: 64,
+            erase_counts,
+        }]
+    }
 }
 
 fn options() -> Options {
@@ -228,6 +256,8 @@ fn each_broken_device_is_reported_with_its_seed_and_request() {
         (Flaw::Stalls, ViolationKind::Stalled),
         (Flaw::ReportsFuture, ViolationKind::FinishAfterNow),
         (Flaw::ReversesTies, ViolationKind::OutOfOrder),
+        (Flaw::WearMisshapen, ViolationKind::BlockWearShape),
+        (Flaw::WearNondeterministic, ViolationKind::Nondeterministic),
     ];
     for (flaw, kind) in cases {
         let options = options();
@@ -246,6 +276,7 @@ fn each_broken_device_is_reported_with_its_seed_and_request() {
             ViolationKind::DeadlineWithoutProgress
                 | ViolationKind::Nondeterministic
                 | ViolationKind::ProbesChangedResults
+                | ViolationKind::BlockWearShape
         );
         if names_request {
             let r = violation.request.expect("the request is named");

@@ -3,7 +3,9 @@
 //! where every child request went.
 
 use std::collections::{BTreeMap, VecDeque};
-use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
+use storsim_core::{
+    BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+};
 
 /// Which child a request goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -241,6 +243,21 @@ impl<T> Fanout<T> {
                 });
             }
         }
+    }
+
+    /// Each child's flash arrays' erase counts, their units under the child's side name (as
+    /// its counters' prefix).
+    pub(crate) fn child_block_wear(&self) -> Vec<BlockWear> {
+        [Side::Flash, Side::Disk]
+            .into_iter()
+            .flat_map(|side| {
+                self.children[side.index()]
+                    .device
+                    .block_wear()
+                    .into_iter()
+                    .map(move |w| w.within(side.name()))
+            })
+            .collect()
     }
 
     /// Each child's counters, prefixed with its side.

@@ -11,7 +11,9 @@ use crate::fanout::{ChildDone, Fanout, Route, RouteCause, RouteLog, Side};
 use crate::params::{ByteRange, HostPlacement, HostTieredParams};
 use crate::parents::Parents;
 use std::collections::{BTreeMap, VecDeque};
-use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
+use storsim_core::{
+    BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+};
 
 /// Child requests waiting for one child's queue.
 const PENDING_MAX: usize = 64;
@@ -456,5 +458,9 @@ impl Device for HostTieredDevice {
         ));
         self.fanout.child_counters(&mut out);
         out
+    }
+
+    fn block_wear(&self) -> Vec<BlockWear> {
+        self.fanout.child_block_wear()
     }
 }

@@ -27,8 +27,8 @@ use batch::{OpBatch, Placement};
 use release::ReleaseQueue;
 use stats::{BufferCounts, OpCounts};
 use storsim_core::{
-    check_range, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op, Request,
-    SimDuration, SimTime,
+    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op,
+    Request, SimDuration, SimTime,
 };
 use storsim_flash::Scheduler;
 use storsim_ftl::{Ftl, FtlError};
@@ -674,6 +674,10 @@ impl Device for SsdDevice {
 
     fn counters(&self) -> Vec<DeviceCounter> {
         stats::counters(self)
+    }
+
+    fn block_wear(&self) -> Vec<BlockWear> {
+        vec![stats::block_wear(self.ftl.nand())]
     }
 
     /// Passes the hint on to the FTL for the request's first pages: with a large device a

@@ -2,7 +2,7 @@
 //! distribution, energy, utilisation, wear-out projection.
 
 use crate::{Energy, SsdDevice};
-use storsim_core::{DeviceCounter, SimDuration};
+use storsim_core::{BlockWear, DeviceCounter, SimDuration};
 use storsim_flash::{FlashOpKind, NandArray, Utilisation};
 use storsim_ftl::Cause;
 
@@ -207,6 +207,22 @@ fn erase_distribution(out: &mut List, nand: &NandArray) {
         out.push(erase_bucket_label(i), h as f64);
     }
     out.push("retired_blocks", nand.retired_blocks() as f64);
+}
+
+/// Every block's erase count with the array's shape (the same counts as the erase
+/// distribution above, unbinned).
+pub(crate) fn block_wear(nand: &NandArray) -> BlockWear {
+    let g = nand.geometry();
+    BlockWear {
+        unit: String::new(),
+        channels: g.channels,
+        chips_per_channel: g.chips_per_channel,
+        dies_per_chip: g.dies_per_chip,
+        planes_per_die: g.planes_per_die,
+        blocks_per_plane: g.blocks_per_plane,
+        pages_per_block: g.pages_per_block,
+        erase_counts: nand.erase_counts().to_vec(),
+    }
 }
 
 /// Energy by operation type, idle, by cause, and in total, over the `elapsed_ns` the host's

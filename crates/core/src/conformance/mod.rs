@@ -22,9 +22,12 @@
 //!   requests at one instant, and never goes back in time itself;
 //! - identical results for identical input: the run is made twice, once with probes (refused
 //!   submissions at a full queue and past the end, prefetch hints, repeated `advance` calls)
-//!   and once without, and the completions and counters must be identical, since a refusal and
-//!   a hint leave the device's state unchanged. When they differ, a third run with the probes
-//!   tells whether the device is nondeterministic or the probes changed it.
+//!   and once without, and the completions, counters and per-block erase counts
+//!   (`block_wear()`) must be identical, since a refusal and a hint leave the device's state
+//!   unchanged. When they differ, a third run with the probes tells whether the device is
+//!   nondeterministic or the probes changed it;
+//! - `block_wear()` gives each array one erase count per block of its shape, each array under
+//!   a unit name of its own.
 //!
 //! The first broken promise ends the check with a [`Violation`] naming the seed, the request
 //! and what was broken. Every check prints its seed to stderr as it starts; the environment
@@ -44,7 +47,7 @@ mod workload;
 pub use recorder::{Log, Recorder, SharedLog};
 pub use workload::{mixed_requests, Mix};
 
-use crate::device::{Device, DeviceError};
+use crate::device::{BlockWear, Device, DeviceError};
 use crate::prng::Prng;
 use crate::request::{Completion, Op, Request};
 use crate::time::SimTime;
@@ -169,6 +172,9 @@ pub enum ViolationKind {
     Nondeterministic,
     /// Refused submissions, prefetch hints or repeated `advance` calls changed the results.
     ProbesChangedResults,
+    /// `block_wear()` listed an array whose erase counts do not fill its shape, or two arrays
+    /// under the same unit name.
+    BlockWearShape,
 }
 
 /// A broken promise: which device, which seed, which request, what happened.
@@ -243,6 +249,7 @@ where
     };
     let probed = probed_run(&mut first)?;
     drop(first);
+    check_block_wear(model, seed, &probed.block_wear)?;
     let plain = run(
         &mut make_device(),
         &requests,
@@ -283,6 +290,43 @@ where
         failed: probed.failed.map(|(_, reason)| reason),
         end: probed.end,
     })
+}
+
+/// Each array's erase counts are one per block of its shape, and no two arrays share a unit
+/// name (a report could not tell them apart).
+fn check_block_wear(model: &'static str, seed: u64, wear: &[BlockWear]) -> Result<(), Violation> {
+    for (i, w) in wear.iter().enumerate() {
+        let blocks = [
+            w.channels,
+            w.chips_per_channel,
+            w.dies_per_chip,
+            w.planes_per_die,
+            w.blocks_per_plane,
+        ]
+        .iter()
+        .map(|&n| n as usize)
+        .product::<usize>();
+        let problem = if blocks != w.erase_counts.len() {
+            Some(format!(
+                "{} erase counts for a shape of {blocks} blocks",
+                w.erase_counts.len()
+            ))
+        } else if wear[..i].iter().any(|v| v.unit == w.unit) {
+            Some("a second array under the same unit".to_string())
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(Violation {
+                model,
+                seed: Some(seed),
+                request: None,
+                kind: ViolationKind::BlockWearShape,
+                detail: format!("block_wear() unit {:?}: {problem}", w.unit),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// How a [`drive`] ended.
@@ -402,6 +446,8 @@ struct Trace {
     completions: Vec<Completion>,
     /// Counters by name with their values' bits, so that equal means identical.
     counters: Vec<(String, u64)>,
+    /// Every flash array's erase counts at the end.
+    block_wear: Vec<BlockWear>,
     failed: Option<(u64, String)>,
     end: SimTime,
     invalid_refusals: u64,
@@ -460,6 +506,12 @@ impl Trace {
             return Some(Difference {
                 request: None,
                 text: format!("{counter} differ at the end"),
+            });
+        }
+        if self.block_wear != other.block_wear {
+            return Some(Difference {
+                request: None,
+                text: "the per-block erase counts (block_wear) differ at the end".to_string(),
             });
         }
         None
@@ -562,6 +614,7 @@ fn run<D: Device + ?Sized>(
             .into_iter()
             .map(|c| (c.name, c.value.to_bits()))
             .collect(),
+        block_wear: device.block_wear(),
         failed,
         end: now,
         invalid_refusals,

@@ -1,7 +1,7 @@
 //! A device wrapper that logs the traffic through it, for tests that check what a composite
 //! device (an array, a hybrid drive) handed its children.
 
-use crate::device::{Device, DeviceCounter, DeviceError};
+use crate::device::{BlockWear, Device, DeviceCounter, DeviceError};
 use crate::request::{Completion, Request};
 use crate::time::SimTime;
 use std::sync::{Arc, Mutex};
@@ -87,5 +87,8 @@ impl<D: Device> Device for Recorder<D> {
     }
     fn prefetch(&self, request: &Request) {
         self.inner.prefetch(request)
+    }
+    fn block_wear(&self) -> Vec<BlockWear> {
+        self.inner.block_wear()
     }
 }

@@ -34,7 +34,7 @@ use counters::Counts;
 use flush::Flushing;
 use promotion::{Fill, Promotions, PROMOTE_JOBS_MAX};
 use split::Cursor;
-use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Request, SimTime};
+use storsim_core::{BlockWear, Completion, Device, DeviceCounter, DeviceError, Request, SimTime};
 
 /// Host child requests waiting for one child's queue; the head stops splitting beyond it.
 const HOST_PENDING_MAX: usize = 64;
@@ -296,5 +296,9 @@ impl Device for HybridDevice {
 
     fn counters(&self) -> Vec<DeviceCounter> {
         self.counter_list()
+    }
+
+    fn block_wear(&self) -> Vec<BlockWear> {
+        self.fanout.child_block_wear()
     }
 }
