@@ -408,6 +408,8 @@ fn text_outcome(s: &mut String, r: &Report, wrote_model: bool) {
 pub fn json(r: &Report, wrote_model: bool) -> Value {
     let patterns: Vec<&str> = r.plan.patterns.iter().map(|p| p.short_name()).collect();
     json!({
+        "schema": crate::report::SCHEMA,
+        "version": env!("CARGO_PKG_VERSION"),
         "target": r.target,
         "baseline": r.baseline,
         "plan": {

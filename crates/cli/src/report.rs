@@ -61,8 +61,9 @@ fn op_json(s: &OpSummary) -> Value {
     })
 }
 
-/// The version of the results JSON's shape (docs/json.md): raised when a field changes
-/// meaning or goes away, not when one is added.
+/// The version of the shape of every JSON document storsim writes (docs/json.md): one number
+/// for the whole family, raised when a field of any of them changes meaning or goes away, not
+/// when one is added.
 pub const SCHEMA: u32 = 1;
 
 /// The `device` object of `simulate` and `cosim` documents.
@@ -355,6 +356,7 @@ fn counters_json(counters: Vec<DeviceCounter>) -> Value {
 pub fn emulation_json(r: &EmulatorReport) -> Value {
     let l = &r.lateness;
     json!({
+        "schema": SCHEMA,
         "version": env!("CARGO_PKG_VERSION"),
         "device": {
             "name": r.device_name,
@@ -410,6 +412,7 @@ pub fn cosim_json(r: &CosimResults) -> Value {
     let c = &r.report.calls;
     let t = r.report;
     json!({
+        "schema": SCHEMA,
         "version": env!("CARGO_PKG_VERSION"),
         "device": device_json(r.device_name, r.device),
         "program": {
@@ -688,6 +691,7 @@ pub fn inspect_json(name: &str, c: &Characterisation) -> Value {
         .map(|(d, n)| (d.to_string(), json!(n)))
         .collect();
     json!({
+        "schema": SCHEMA,
         "version": env!("CARGO_PKG_VERSION"),
         "trace": name,
         "requests": c.requests,
@@ -812,6 +816,7 @@ pub fn validation_json(r: &ValidationResults) -> Value {
         json!({"mean_ms": mean, "p10_ms": p10, "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": max})
     };
     json!({
+        "schema": SCHEMA,
         "version": env!("CARGO_PKG_VERSION"),
         "device": {
             "name": r.device_name,

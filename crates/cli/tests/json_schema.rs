@@ -1,26 +1,34 @@
-//! The simulate JSON's shape against its documentation: every key path a run writes is named
-//! in docs/json.md, and every path named there is written by one of these runs, so that a new
-//! key cannot go undocumented nor a documented one silently go away.
+//! The JSON documents' shapes against their documentation: for each documented document kind,
+//! every key path its runs write is named in docs/json.md, and every path named there is written
+//! by one of these runs, so that a new key cannot go undocumented nor a documented one silently
+//! go away.
 //!
-//! docs/json.md's tables under "## The simulate document" whose header begins `| path |` hold
-//! one backquoted path per row: keys joined with `.`, `[]` after an array's key for its
-//! elements, `{a,b}` for each of several keys, and `<name>` for any key (the device counters).
+//! docs/json.md's tables under a document's `## The ... document` heading whose header begins
+//! `| path |` hold one backquoted path per row: keys joined with `.`, `[]` after an array's key
+//! for its elements, `{a,b}` for each of several keys, and `<name>` for any key (the device
+//! counters).
 
 mod common;
 
 use common::{repo_root, storsim, temp_dir};
 use serde_json::Value;
 use std::collections::BTreeSet;
+use std::path::Path;
 
-/// The documented paths, braces expanded, in the order of the document.
-fn documented_paths() -> Vec<String> {
+/// The `schema` every document carries (docs/json.md's schema table). Written out here rather
+/// than read from the binary so that raising it without this test is a failure to look at.
+const SCHEMA: u64 = 1;
+
+/// The paths documented under `heading` (a `## ` line of docs/json.md), braces expanded, in the
+/// order of the document.
+fn documented_paths(heading: &str) -> Vec<String> {
     let doc = std::fs::read_to_string(repo_root().join("docs/json.md")).unwrap();
     let mut paths = Vec::new();
     let mut in_section = false;
     let mut in_path_table = false;
     for line in doc.lines() {
         if line.starts_with("## ") {
-            in_section = line == "## The simulate document";
+            in_section = line == heading;
             continue;
         }
         if !in_section {
@@ -46,8 +54,8 @@ fn documented_paths() -> Vec<String> {
         paths.extend(expand(path));
     }
     assert!(
-        paths.len() > 50,
-        "docs/json.md's path tables not found: {paths:?}"
+        !paths.is_empty(),
+        "docs/json.md has no path table under {heading:?}"
     );
     paths
 }
@@ -98,14 +106,49 @@ fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
     }
 }
 
-fn simulate(name: &str, args: &[&str]) -> Value {
+/// Checks `runs` (documents of one kind) against the paths docs/json.md documents under
+/// `heading`: each carries `schema`, each key path written is named, and each named path is
+/// written by at least one run.
+fn assert_documented(heading: &str, runs: &[Value]) {
+    let documented = documented_paths(heading);
+    let mut written = BTreeSet::new();
+    for run in runs {
+        assert_eq!(run["schema"], SCHEMA, "{heading}");
+        key_paths(run, "", &mut written);
+    }
+    let undocumented: Vec<&String> = written
+        .iter()
+        .filter(|p| !documented.iter().any(|d| names(d, p)))
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "keys written that docs/json.md does not name under {heading:?}: {undocumented:?}"
+    );
+    let unwritten: Vec<&String> = documented
+        .iter()
+        .filter(|d| !written.iter().any(|p| names(d, p)))
+        .collect();
+    assert!(
+        unwritten.is_empty(),
+        "paths docs/json.md names under {heading:?} that no run wrote: {unwritten:?}"
+    );
+}
+
+/// Runs `storsim ARGS JSON_FLAG FILE` and returns the document it wrote to FILE.
+fn run_json(name: &str, args: &[&str], json_flag: &str) -> Value {
     let dir = temp_dir(name);
     let out = dir.path().join("out.json");
-    let mut all = vec!["simulate", "--quiet", "--json", out.to_str().unwrap()];
-    all.extend_from_slice(args);
+    let mut all = args.to_vec();
+    all.extend_from_slice(&[json_flag, out.to_str().unwrap()]);
     let o = storsim(&all);
     assert!(o.status.success(), "{name}: {}", common::stderr(&o));
     serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+fn simulate(name: &str, args: &[&str]) -> Value {
+    let mut all = vec!["simulate", "--quiet"];
+    all.extend_from_slice(args);
+    run_json(name, &all, "--json")
 }
 
 #[test]
@@ -148,28 +191,7 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
             ],
         ),
     ];
-    let documented = documented_paths();
-    let mut written = BTreeSet::new();
-    for run in &runs {
-        assert_eq!(run["schema"], 1);
-        key_paths(run, "", &mut written);
-    }
-    let undocumented: Vec<&String> = written
-        .iter()
-        .filter(|p| !documented.iter().any(|d| names(d, p)))
-        .collect();
-    assert!(
-        undocumented.is_empty(),
-        "keys the simulate JSON writes that docs/json.md does not name: {undocumented:?}"
-    );
-    let unwritten: Vec<&String> = documented
-        .iter()
-        .filter(|d| !written.iter().any(|p| names(d, p)))
-        .collect();
-    assert!(
-        unwritten.is_empty(),
-        "paths docs/json.md names that no run wrote: {unwritten:?}"
-    );
+    assert_documented("## The simulate document", &runs);
     // The SSD's per-block wear: one array, its blocks as its shape says.
     let wear = &runs[0]["device"]["block_wear"];
     assert_eq!(wear.as_array().unwrap().len(), 1);
@@ -200,6 +222,55 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
     assert!(units(&runs[1]).is_empty());
     assert_eq!(units(&runs[2]), ["flash"]);
     assert_eq!(units(&runs[3]), ["child0", "child1"]);
+}
+
+#[test]
+fn every_key_of_the_validate_disksim_json_is_documented_and_every_documented_key_is_written() {
+    let valid = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
+    if !valid.is_dir() {
+        storsim_testenv::missing(&format!(
+            "{} not found (DiskSim's validation data lives beside the repository)",
+            valid.display()
+        ));
+        return;
+    }
+    // The smallest of DiskSim's validated drives, imported and run over its measured trace.
+    let tmp = temp_dir("schema-validate");
+    let toml = tmp.path().join("hp_c2490a.toml");
+    let o = storsim(&[
+        "import",
+        "disksim",
+        valid.join("hp_c2490a.parv").to_str().unwrap(),
+        "-o",
+        toml.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let run = run_json(
+        "validate",
+        &[
+            "validate",
+            "disksim",
+            "--device",
+            toml.to_str().unwrap(),
+            "--trace",
+            valid.join("hp_c2490a.trace").to_str().unwrap(),
+        ],
+        "--json",
+    );
+    assert_documented("## The validate disksim document", &[run]);
+}
+
+#[test]
+fn every_key_of_the_inspect_json_is_documented_and_every_documented_key_is_written() {
+    let run = run_json(
+        "inspect",
+        &["inspect", "examples/oltp-sample.msr.csv"],
+        "--json",
+    );
+    // The histogram's last bucket has no upper bound.
+    let buckets = run["size_histogram"].as_array().unwrap();
+    assert!(buckets.last().unwrap()["upper_bound_bytes"].is_null());
+    assert_documented("## The inspect document", &[run]);
 }
 
 #[test]
