@@ -111,7 +111,17 @@ fn key_paths(v: &Value, prefix: &str, out: &mut BTreeSet<String>) {
 /// written by at least one run, except those in `unwritable`: documented paths that no run a
 /// test can make writes (each caller says why).
 fn assert_documented(heading: &str, runs: &[Value], unwritable: &[&str]) {
-    let documented = documented_paths(heading);
+    assert_documented_paths(heading, &documented_paths(heading), runs, unwritable);
+}
+
+/// [`assert_documented`] against the paths `documented`, gathered from under `heading` and
+/// wherever else the document's page refers to.
+fn assert_documented_paths(
+    heading: &str,
+    documented: &[String],
+    runs: &[Value],
+    unwritable: &[&str],
+) {
     let mut written = BTreeSet::new();
     for run in runs {
         assert_eq!(run["schema"], SCHEMA, "{heading}");
@@ -336,6 +346,67 @@ fn every_key_of_the_calibrate_report_is_documented_and_every_documented_key_is_w
     // file that refuses O_DIRECT fills it). Only a real file or device can be a baseline, so
     // the baseline's fields are the nulls their rows name.
     assert_documented("## The calibrate document", &runs, &["target.notes"]);
+}
+
+/// Runs `sh -c SCRIPT` under `storsim cosim` on a flash preset with free computation, `DEV` in
+/// the script standing for the device's directory, and returns the report.
+fn cosim(name: &str, script: &str) -> Value {
+    let dir = temp_dir(name);
+    let dev = dir.path().join("dev");
+    std::fs::create_dir_all(&dev).unwrap();
+    let out = dir.path().join("report.json");
+    let script = script.replace("DEV", dev.to_str().unwrap());
+    let o = storsim(&[
+        "cosim",
+        "--device",
+        "flashsim-2009",
+        "--dir",
+        dev.to_str().unwrap(),
+        "--quiet",
+        "--cpu-speed",
+        "inf",
+        "--report",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    // The exit status is the program's, which one run sets on purpose: the report is what
+    // is checked.
+    assert!(out.exists(), "{name}: no report: {}", common::stderr(&o));
+    serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+}
+
+#[test]
+fn every_key_of_the_cosim_report_is_documented_and_every_documented_key_is_written() {
+    let runs = [
+        // Direct writes and a read of a file on the device, then the shell kills itself: the
+        // exit is a signal.
+        cosim(
+            "cosim-signal",
+            "dd if=/dev/zero of=DEV/f bs=4k count=10 oflag=direct 2>/dev/null; \
+             cat DEV/f >/dev/null; kill -TERM $$",
+        ),
+        // Memory-mapped I/O on a file on the device bypasses the model and is warned about;
+        // the exit is a code.
+        cosim(
+            "cosim-warning",
+            "head -c 8192 /dev/zero >DEV/m && python3 -c \"import mmap; f = open('DEV/m', 'r+b'); \
+             m = mmap.mmap(f.fileno(), 4096); m[0:1] = b'x'; m.close()\"",
+        ),
+    ];
+    assert_eq!(runs[0]["program"]["exit"]["signal"], 15);
+    assert_eq!(runs[1]["program"]["exit"]["code"], 0, "{}", runs[1]);
+    assert!(runs[1]["warnings"].to_string().contains("mmap"));
+    // The device and the summary are the simulate document's objects, documented there.
+    let mut documented = documented_paths("## The cosim document");
+    documented.extend(
+        documented_paths("## The simulate document")
+            .into_iter()
+            .filter(|p| p.starts_with("device.") || p.starts_with("summary.")),
+    );
+    assert_documented_paths("## The cosim document", &documented, &runs, &[]);
 }
 
 #[test]
