@@ -10,6 +10,7 @@
 
 mod common;
 
+use common::system::{have, run_ok, Emulator};
 use common::{repo_root, storsim, temp_dir};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -407,6 +408,68 @@ fn every_key_of_the_cosim_report_is_documented_and_every_documented_key_is_writt
             .filter(|p| p.starts_with("device.") || p.starts_with("summary.")),
     );
     assert_documented_paths("## The cosim document", &documented, &runs, &[]);
+}
+
+#[test]
+fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_written() {
+    if !have("qemu-io") {
+        storsim_testenv::missing("qemu-io not found: the emulate JSON's check needs an NBD client");
+        return;
+    }
+    let tmp = temp_dir("schema-emulate");
+    let socket = tmp.path().join("nbd.sock");
+    let out = tmp.path().join("report.json");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "16m",
+        "--nbd-unix",
+        socket.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    // Every operation once, so that each has its replies and the latency CDF has points.
+    run_ok(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            emu.nbd(),
+            "-c",
+            "write -P 0xa5 0 64k",
+            "-c",
+            "read -P 0xa5 0 64k",
+            "-c",
+            "discard 64k 64k",
+            "-c",
+            "flush",
+        ],
+    );
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    for op in ["read", "write", "trim", "flush"] {
+        assert!(run["requests"][op].as_u64().unwrap() > 0, "{op}: {run}");
+    }
+    // The model's summary is the simulate document's, documented there.
+    let mut documented = documented_paths("## The emulate document");
+    documented.extend(
+        documented_paths("## The simulate document")
+            .into_iter()
+            .filter_map(|p| {
+                p.strip_prefix("summary.")
+                    .map(|rest| format!("model.{rest}"))
+            }),
+    );
+    // A switch needs a `set` on the control socket, and whether the pacing thread polls a
+    // front end depends on timing: these two may be missing from a run.
+    assert_documented_paths(
+        "## The emulate document",
+        &documented,
+        &[run],
+        &["device.switches", "requests.polled.<front_end>"],
+    );
 }
 
 #[test]
