@@ -14,7 +14,6 @@ use common::system::{have, run_ok, Emulator};
 use common::{repo_root, storsim, temp_dir};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
 
 /// The `schema` every document carries (docs/json.md's schema table). Written out here rather
 /// than read from the binary so that raising it without this test is a failure to look at.
@@ -239,14 +238,9 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
 
 #[test]
 fn every_key_of_the_validate_disksim_json_is_documented_and_every_documented_key_is_written() {
-    let valid = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
-    if !valid.is_dir() {
-        storsim_testenv::missing(&format!(
-            "{} not found (DiskSim's validation data lives beside the repository)",
-            valid.display()
-        ));
+    let Some(valid) = storsim_testenv::shared("disksim-valid") else {
         return;
-    }
+    };
     // The smallest of DiskSim's validated drives, imported and run over its measured trace.
     let tmp = temp_dir("schema-validate");
     let toml = tmp.path().join("hp_c2490a.toml");

@@ -85,15 +85,9 @@ fn a_constant_device_against_a_written_trace() {
 
 #[test]
 fn the_demerit_bounds_the_difference_of_means_on_a_real_trace() {
-    let trace = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/disksim-valid/cheetah9LP.trace");
-    if !trace.exists() {
-        storsim_testenv::missing(&format!(
-            "{} not found (DiskSim's validation data lives beside the repository)",
-            trace.display()
-        ));
+    let Some(trace) = storsim_testenv::shared("disksim-valid/cheetah9LP.trace") else {
         return;
-    }
+    };
     let tmp = temp_dir("validate-real");
     let dir = tmp.path();
     let device = constant_device(dir, 4000.0);
@@ -146,14 +140,9 @@ fn bad_input_is_refused_with_the_line() {
 
 #[test]
 fn an_imported_disksim_drive_validates_against_its_trace() {
-    let valid = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
-    if !valid.is_dir() {
-        storsim_testenv::missing(&format!(
-            "{} not found (DiskSim's validation data lives beside the repository)",
-            valid.display()
-        ));
+    let Some(valid) = storsim_testenv::shared("disksim-valid") else {
         return;
-    }
+    };
     let tmp = temp_dir("validate-import");
     let dir = tmp.path();
     let toml = dir.join("hp_c2490a.toml");

@@ -7,17 +7,7 @@ use storsim_config::disksim::{parse_file, Value};
 use storsim_config::ConfigError;
 
 fn valid_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        storsim_testenv::missing(&format!(
-            "{} not found (DiskSim's validation data lives beside the repository, see its \
-             PROVENANCE.md)",
-            dir.display()
-        ));
-        None
-    }
+    storsim_testenv::shared("disksim-valid")
 }
 
 #[test]

@@ -1,7 +1,6 @@
 //! The DiskSim drives bundled as presets are exactly what `storsim import disksim` makes of
 //! DiskSim's files today, so an importer change cannot leave stale presets behind.
 
-use std::path::Path;
 use storsim_config::disksim::import::import_parv;
 use storsim_config::{load_device, presets};
 
@@ -35,14 +34,9 @@ fn every_disksim_preset_is_listed_and_builds() {
 
 #[test]
 fn disksim_presets_equal_a_fresh_import() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid");
-    if !dir.is_dir() {
-        storsim_testenv::missing(&format!(
-            "{} not found (DiskSim's validation data lives beside the repository)",
-            dir.display()
-        ));
+    let Some(dir) = storsim_testenv::shared("disksim-valid") else {
         return;
-    }
+    };
     for (name, parv) in DRIVES {
         let imported = import_parv(&dir.join(parv)).unwrap();
         let Ok(preset) = load_device(name)

@@ -6,7 +6,7 @@
 //! The data lives outside the repository (../shared/disksim-valid); without it the test says
 //! so and passes.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use storsim_config::disksim::import::import_parv;
 use storsim_core::Completion;
 use storsim_engine::{EngineOptions, Replay};
@@ -47,10 +47,6 @@ const DRIVES: [(&str, Bar); 10] = [
     ("dec_rz26", Bar::Report(0.340)),
 ];
 
-fn data_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/disksim-valid")
-}
-
 /// Replays `trace` on the device file's drive through the engine; returns (simulated,
 /// measured) access times in ms, in trace order.
 fn replay(device: &storsim_config::LoadedDevice, trace: &Path) -> (Vec<f64>, Vec<f64>) {
@@ -87,15 +83,9 @@ fn replay(device: &storsim_config::LoadedDevice, trace: &Path) -> (Vec<f64>, Vec
 
 #[test]
 fn disksim_validation_drives() {
-    let dir = data_dir();
-    if !dir.is_dir() {
-        storsim_testenv::missing(&format!(
-            "DiskSim validation data not found at {} (it lives in ../shared/disksim-valid \
-             beside the workspace)",
-            dir.display()
-        ));
+    let Some(dir) = storsim_testenv::shared("disksim-valid") else {
         return;
-    }
+    };
     let only = std::env::var("STORSIM_VALIDATE_ONLY").ok();
     let tmp = tempfile::Builder::new()
         .prefix(&format!("storsim-hdd-validate-{}-", std::process::id()))
@@ -145,14 +135,9 @@ fn disksim_validation_drives() {
 /// Every drive imports, writes as a device file, and reads back to the same parameters.
 #[test]
 fn imported_drives_round_trip_through_toml() {
-    let dir = data_dir();
-    if !dir.is_dir() {
-        storsim_testenv::missing(&format!(
-            "DiskSim validation data not found at {}",
-            dir.display()
-        ));
+    let Some(dir) = storsim_testenv::shared("disksim-valid") else {
         return;
-    }
+    };
     let tmp = tempfile::Builder::new()
         .prefix(&format!("storsim-hdd-roundtrip-{}-", std::process::id()))
         .tempdir()

@@ -15,18 +15,7 @@ use storsim_ssd::{presets, Precondition, SsdDevice};
 use storsim_workload::trace::{self, DeviceSelection, TraceOptions};
 
 fn shared_trace(rel: &str) -> Option<PathBuf> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/traces")
-        .join(rel);
-    if p.exists() {
-        Some(p)
-    } else {
-        storsim_testenv::missing(&format!(
-            "{} not found (the shared traces live beside the repository)",
-            p.display()
-        ));
-        None
-    }
+    storsim_testenv::shared(&format!("traces/{rel}"))
 }
 
 /// Replays `trace` on a FlashSim-like device with `ftl` and returns its counters.

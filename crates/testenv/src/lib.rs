@@ -44,6 +44,25 @@ pub fn missing(what: &str) {
     eprintln!("SKIP: {what}");
 }
 
+/// `rel` under `../shared` beside the repository (the public traces, DiskSim's validation
+/// data; each folder's PROVENANCE.md says where they come from), or `None` after reporting it
+/// [`missing`] when it is not there.
+#[track_caller]
+pub fn shared(rel: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared")
+        .join(rel);
+    if path.exists() {
+        Some(path)
+    } else {
+        missing(&format!(
+            "{} not found (../shared lives beside the repository; see its PROVENANCE.md files)",
+            path.display()
+        ));
+        None
+    }
+}
+
 /// Reports that the calling test cannot run because the kernel lacks a feature (`what` says
 /// which and how that was found). Always a skip, in CI too, since no package adds it; the line
 /// says why.

@@ -133,11 +133,9 @@ fn the_samples_read_the_same_on_one_thread_and_two() {
 
 #[test]
 fn the_shared_traces_read_the_same_on_one_thread_and_two() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces");
-    if !dir.is_dir() {
-        storsim_testenv::missing(&format!("{} not found", dir.display()));
+    let Some(dir) = storsim_testenv::shared("traces") else {
         return;
-    }
+    };
     let option_sets: Vec<TraceOptions> = [
         (false, DeviceSelection::Concat),
         (true, DeviceSelection::Concat),

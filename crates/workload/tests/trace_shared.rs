@@ -13,16 +13,8 @@ use storsim_workload::{Pacing, WorkloadError};
 
 /// `../shared`, when its folder `sub` is there.
 fn shared_with(sub: &str) -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared");
-    if dir.join(sub).is_dir() {
-        Some(dir)
-    } else {
-        storsim_testenv::missing(&format!(
-            "../shared/{sub} not found (looked in {})",
-            dir.display()
-        ));
-        None
-    }
+    // `sub` is one folder, so its parent is ../shared itself.
+    storsim_testenv::shared(sub).map(|dir| dir.parent().expect("under ../shared").to_path_buf())
 }
 
 fn shared() -> Option<PathBuf> {
