@@ -168,6 +168,11 @@ pub struct SimulateArgs {
     /// Stop after this many requests.
     #[arg(long)]
     pub max_requests: Option<u64>,
+    /// The windows of the time series in the JSON (`series`): `auto` (a few hundred over the
+    /// run), a width such as `10ms` (doubled if the run would need more than 8,192 windows), or
+    /// `off`.
+    #[arg(long, default_value = "auto", value_name = "auto|DURATION|off", value_parser = parse_window)]
+    pub window: Window,
     /// Write the results as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
@@ -434,4 +439,21 @@ fn device_help() -> String {
         "A preset name (see `storsim presets`) or a device TOML file (model: {})",
         names.join(", ")
     )
+}
+
+/// `--window`: the time series' windows, or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window(pub Option<storsim_stats::WindowWidth>);
+
+fn parse_window(text: &str) -> Result<Window, String> {
+    use storsim_stats::WindowWidth;
+    match text {
+        "auto" => Ok(Window(Some(WindowWidth::Auto))),
+        "off" => Ok(Window(None)),
+        _ => match storsim_workload::synthetic::parse_duration(text) {
+            Ok(0) => Err("a window must be longer than 0".into()),
+            Ok(width_ns) => Ok(Window(Some(WindowWidth::Fixed { width_ns }))),
+            Err(e) => Err(format!("auto, off, or {e}")),
+        },
+    }
 }

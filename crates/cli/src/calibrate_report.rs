@@ -410,6 +410,8 @@ pub fn json(r: &Report, wrote_model: bool) -> Value {
     json!({
         "schema": crate::report::SCHEMA,
         "version": env!("CARGO_PKG_VERSION"),
+        "kind": "calibrate",
+        "command_line": crate::report::command_line(),
         "target": r.target,
         "baseline": r.baseline,
         "plan": {

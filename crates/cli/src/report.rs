@@ -10,7 +10,7 @@ use storsim_core::{BlockWear, Completion, Device, DeviceCounter, Op};
 use storsim_cosim::{CosimReport, ProgramExit};
 use storsim_emulate::{Backing, EmulatorReport};
 use storsim_engine::{Replay, RunInfo};
-use storsim_stats::{Demerit, Distribution, OpSummary, Summary};
+use storsim_stats::{Demerit, Distribution, OpSummary, Series, Summary};
 use storsim_workload::trace::Characterisation;
 use storsim_workload::Workload;
 
@@ -22,6 +22,8 @@ pub struct SimulationResults<'a> {
     pub replay: Replay,
     pub info: &'a RunInfo,
     pub summary: Summary,
+    /// The run in windows of simulated time, unless `--window off`.
+    pub series: Option<Series>,
 }
 
 /// Counters are f64 in the model interface; whole numbers are written as JSON integers so that
@@ -92,11 +94,59 @@ fn block_wear_json(w: &BlockWear) -> Value {
     })
 }
 
+/// The `series` object (docs/json.md): one array per figure, one entry per window.
+pub fn series_json(s: &Series, clock: &str) -> Value {
+    let ops: Map<String, Value> = s
+        .ops
+        .iter()
+        .map(|o| {
+            let name = o.op.map_or("all", |op| op.name());
+            let figures = json!({
+                "requests": o.requests,
+                "bytes": o.bytes,
+                "iops": o.iops,
+                "bandwidth_bytes_per_s": o.bandwidth_bytes_per_s,
+                "latency_mean_ns": o.latency_mean_ns,
+                "latency_p50_ns": o.latency_p50_ns,
+                "latency_p99_ns": o.latency_p99_ns,
+                "latency_p999_ns": o.latency_p999_ns,
+                "latency_max_ns": o.latency_max_ns,
+            });
+            (name.to_string(), figures)
+        })
+        .collect();
+    let device: Map<String, Value> = s
+        .counters
+        .iter()
+        .map(|(name, values)| {
+            let values = values
+                .iter()
+                .map(|v| v.map_or(Value::Null, counter_json))
+                .collect();
+            (name.clone(), Value::Array(values))
+        })
+        .collect();
+    json!({
+        "clock": clock,
+        "window_ns": s.window_ns,
+        "windows": s.windows(),
+        "end_ns": s.end_ns,
+        "ops": ops,
+        "queue_depth": {
+            "host_mean": s.host_queue_mean,
+            "device_mean": s.device_queue_mean,
+        },
+        "device": device,
+    })
+}
+
 /// The JSON document of a `simulate` run. Keys are sorted and nothing in it depends on the wall
 /// clock, so the same run always produces the same bytes.
 pub fn simulation_json(r: &SimulationResults) -> Value {
     json!({
         "schema": SCHEMA,
+        "kind": "simulate",
+        "command_line": command_line(),
         "version": env!("CARGO_PKG_VERSION"),
         "seed": r.seed,
         "device": device_json(r.device_name, r.device),
@@ -124,7 +174,45 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
             "cancelled": r.info.cancelled,
         },
         "summary": summary_json(&r.summary),
+        "series": r.series.as_ref().map(|s| series_json(s, "simulated")),
     })
+}
+
+/// The options that name where results go, with a value each; [`command_line`] leaves them out.
+const OUTPUT_OPTIONS: [&str; 6] = [
+    "--json",
+    "--requests-csv",
+    "--report",
+    "--plots",
+    "--out",
+    "-o",
+];
+
+/// The command line that produced a document, for its `command_line` field: the program as
+/// `storsim`, then its arguments without the output options, so that the document is
+/// byte-identical whichever file it is written to.
+pub fn command_line() -> Vec<String> {
+    without_outputs(
+        std::env::args_os()
+            .skip(1)
+            .map(|a| a.to_string_lossy().into_owned()),
+    )
+}
+
+fn without_outputs(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = vec!["storsim".to_string()];
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        if OUTPUT_OPTIONS.contains(&arg.as_str()) {
+            args.next();
+        } else if !OUTPUT_OPTIONS
+            .iter()
+            .any(|o| o.starts_with("--") && arg.starts_with(&format!("{o}=")))
+        {
+            out.push(arg);
+        }
+    }
+    out
 }
 
 /// Writes `value` to `path`, or to standard output for `-`.
@@ -142,13 +230,14 @@ pub fn write_json(path: &Path, value: &Value) -> Result<(), CliError> {
 
 /// Pretty-printed JSON with every array of numbers on one line: a device's per-block erase
 /// counts would otherwise take a line per block (65,536 lines for a small SSD). Only the
-/// layout changes, never a value: in pretty JSON a line holding nothing but a number is an
-/// array element, so the arrays joined are exactly those of numbers only.
+/// layout changes, never a value: in pretty JSON a line holding nothing but a number (or
+/// `null`) is an array element, so the arrays joined are exactly those of numbers only.
 fn inline_number_arrays(pretty: &str) -> String {
     let lines: Vec<&str> = pretty.lines().collect();
     let is_number = |line: &str| {
         let t = line.trim().trim_end_matches(',');
-        !t.is_empty() && t.parse::<f64>().is_ok()
+        // `null` stands for a number that does not exist (a window without completions).
+        !t.is_empty() && (t == "null" || t.parse::<f64>().is_ok())
     };
     let mut out = String::with_capacity(pretty.len());
     let mut i = 0;
@@ -357,6 +446,8 @@ pub fn emulation_json(r: &EmulatorReport) -> Value {
     let l = &r.lateness;
     json!({
         "schema": SCHEMA,
+        "kind": "emulate",
+        "command_line": command_line(),
         "version": env!("CARGO_PKG_VERSION"),
         "device": {
             "name": r.device_name,
@@ -413,6 +504,8 @@ pub fn cosim_json(r: &CosimResults) -> Value {
     let t = r.report;
     json!({
         "schema": SCHEMA,
+        "kind": "cosim",
+        "command_line": command_line(),
         "version": env!("CARGO_PKG_VERSION"),
         "device": device_json(r.device_name, r.device),
         "program": {
@@ -692,6 +785,8 @@ pub fn inspect_json(name: &str, c: &Characterisation) -> Value {
         .collect();
     json!({
         "schema": SCHEMA,
+        "kind": "inspect",
+        "command_line": command_line(),
         "version": env!("CARGO_PKG_VERSION"),
         "trace": name,
         "requests": c.requests,
@@ -817,6 +912,8 @@ pub fn validation_json(r: &ValidationResults) -> Value {
     };
     json!({
         "schema": SCHEMA,
+        "kind": "validate",
+        "command_line": command_line(),
         "version": env!("CARGO_PKG_VERSION"),
         "device": {
             "name": r.device_name,
@@ -915,6 +1012,7 @@ mod tests {
     fn number_arrays_go_on_one_line_and_keep_their_values() {
         let value = json!({
             "counts": [3, 0, 17],
+            "gaps": [null, 2, null],
             "empty": [],
             "mixed": [1, "a"],
             "objects": [{"x": 1}],
@@ -922,6 +1020,7 @@ mod tests {
         });
         let text = inline_number_arrays(&serde_json::to_string_pretty(&value).unwrap());
         assert!(text.contains("\"counts\": [3, 0, 17],\n"), "{text}");
+        assert!(text.contains("\"gaps\": [null, 2, null],\n"), "{text}");
         assert!(text.contains("\"fractions\": [0.5, -2.5e-7]\n"), "{text}");
         assert!(text.contains("\"mixed\": [\n"), "{text}");
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), value);
@@ -934,5 +1033,29 @@ mod tests {
         assert_eq!(counter_value(1.5), "1.50000");
         assert_eq!(counter_value(8162666.56), "8162667");
         assert_eq!(counter_value(0.0001), "1.00000e-4");
+    }
+
+    #[test]
+    fn the_command_line_leaves_out_where_results_go() {
+        let args = [
+            "simulate",
+            "--device",
+            "bench2g",
+            "--json",
+            "out.json",
+            "--report=r.html",
+            "--window",
+            "1ms",
+            "--plots",
+            "dir",
+            "-o",
+            "x",
+            "--requests-csv",
+            "c.csv",
+        ];
+        assert_eq!(
+            without_outputs(args.iter().map(|a| a.to_string())),
+            ["storsim", "simulate", "--device", "bench2g", "--window", "1ms"]
+        );
     }
 }

@@ -24,6 +24,7 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let mut session = Session::open(&args.device, &source, args.seed)
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let options = engine_options(&args, &session.workload)?;
+    session.window = args.window.0;
     let mut csv = match &args.requests_csv {
         Some(path) => Some(CsvSink::create(path)?),
         None => None,
@@ -54,6 +55,7 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
         replay: options.replay,
         info: &info,
         summary: outcome.summary,
+        series: outcome.series,
     };
     write_reports(&args, &results, wall, cpu)?;
     if let Some(failure) = &info.device_failed {

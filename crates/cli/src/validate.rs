@@ -21,6 +21,7 @@ pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
         device_name,
         mut device,
         mut workload,
+        ..
     } = Session::open(&args.device, &source, 0).map_err(|e| CliError::sim(e, None))?;
     let measured_ms: Vec<f64> = validate_measured_access_us(&args.trace)
         .map_err(CliError::input)?

@@ -204,6 +204,9 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
         ),
     ];
     assert_documented("## The simulate document", &runs, &[]);
+    for run in &runs {
+        assert_series_matches_the_run(run);
+    }
     // The SSD's per-block wear: one array, its blocks as its shape says.
     let wear = &runs[0]["device"]["block_wear"];
     assert_eq!(wear.as_array().unwrap().len(), 1);
@@ -234,6 +237,71 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
     assert!(units(&runs[1]).is_empty());
     assert_eq!(units(&runs[2]), ["flash"]);
     assert_eq!(units(&runs[3]), ["child0", "child1"]);
+}
+
+/// The time series of a simulate or cosim document adds up to its summary, every array has one
+/// entry per window, and the counters' last values are the device's final counters.
+fn assert_series_matches_the_run(run: &Value) {
+    let s = &run["series"];
+    let n = s["windows"].as_u64().expect("series.windows") as usize;
+    assert!(n >= 1, "a run with requests has windows");
+    let window_ns = s["window_ns"].as_u64().unwrap();
+    let end_ns = s["end_ns"].as_u64().unwrap();
+    assert!(window_ns * (n as u64 - 1) < end_ns && end_ns <= window_ns * n as u64);
+    let sum = |v: &Value| -> u64 {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .sum()
+    };
+    for (op, figures) in s["ops"].as_object().unwrap() {
+        let summary = if op == "all" {
+            &run["summary"]
+        } else {
+            &run["summary"][op]
+        };
+        assert_eq!(
+            sum(&figures["requests"]),
+            summary["requests"].as_u64().unwrap(),
+            "{op}"
+        );
+        assert_eq!(
+            sum(&figures["bytes"]),
+            summary["bytes"].as_u64().unwrap(),
+            "{op}"
+        );
+        for (figure, values) in figures.as_object().unwrap() {
+            assert_eq!(
+                values.as_array().unwrap().len(),
+                n,
+                "series.ops.{op}.{figure}"
+            );
+        }
+        // The longest latency of any window is the run's.
+        let max = figures["latency_max_ns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_u64)
+            .max();
+        assert_eq!(max, summary["latency_ns"]["max"].as_u64(), "{op}");
+    }
+    let counters = run["device"]["counters"].as_object().unwrap();
+    let sampled = s["device"].as_object().unwrap();
+    assert_eq!(
+        sampled.keys().collect::<Vec<_>>(),
+        counters.keys().collect::<Vec<_>>()
+    );
+    for (name, values) in sampled {
+        let values = values.as_array().unwrap();
+        assert_eq!(values.len(), n, "series.device.{name}");
+        assert_eq!(
+            values[n - 1],
+            counters[name],
+            "series.device.{name} ends as the counter"
+        );
+    }
 }
 
 #[test]

@@ -30,7 +30,7 @@ use storsim_core::{Completion, Device, SimTime};
 use storsim_engine::{
     CancelToken, CompletionSink, EngineError, EngineOptions, RunInfo, Simulation,
 };
-use storsim_stats::{Collector, Summary};
+use storsim_stats::{Collector, Observed, Series, SeriesRecorder, Summary, WindowWidth};
 use storsim_workload::trace::{self, TraceOptions};
 use storsim_workload::{synthetic, Workload, WorkloadError};
 
@@ -96,6 +96,8 @@ pub struct Outcome {
     /// Requests issued and completed, those wrapped, refused or dropped, a device failure, a
     /// cancellation, the simulated end time.
     pub info: RunInfo,
+    /// The run in windows of simulated time, unless [`Session::window`] was `None`.
+    pub series: Option<Series>,
 }
 
 /// A built device and an opened workload, ready to run once.
@@ -106,6 +108,9 @@ pub struct Session {
     pub device: Box<dyn Device>,
     /// The workload, whose name, pacing and counters of skipped records stay readable.
     pub workload: Workload,
+    /// The windows of the run's time series ([`Outcome::series`]); `None` records none. An
+    /// automatic width unless the caller sets another.
+    pub window: Option<WindowWidth>,
 }
 
 impl Session {
@@ -135,12 +140,14 @@ impl Session {
             device_name: device.name,
             device: built,
             workload,
+            window: Some(WindowWidth::Auto),
         })
     }
 
-    /// Runs the workload on the device with `options`, collecting statistics; every completion
-    /// also goes to `sink` if there is one, `progress` is called as [`Simulation::progress`]
-    /// says, and `cancel` stops the run early (see [`CancelToken`]).
+    /// Runs the workload on the device with `options`, collecting statistics and, unless
+    /// [`Session::window`] is `None`, the time series; every completion also goes to `sink` if
+    /// there is one, `progress` is called as [`Simulation::progress`] says, and `cancel` stops
+    /// the run early (see [`CancelToken`]).
     pub fn run(
         &mut self,
         options: &EngineOptions,
@@ -155,18 +162,54 @@ impl Session {
                 sink.completed(c);
             }
         };
-        let mut simulation = Simulation::new(&mut self.device, &mut self.workload, *options)
-            .sink(&mut collect)
-            .progress(progress);
-        if let Some(token) = cancel {
-            simulation = simulation.cancel(token);
-        }
-        let info = simulation.run().map_err(SimError::Engine)?;
+        let mut recorder = self.window.map(SeriesRecorder::new);
+        let workload = &mut self.workload;
+        let info = match recorder.as_mut() {
+            Some(recorder) => {
+                let mut observed = Observed::new(self.device.as_mut(), recorder);
+                run_on(
+                    &mut observed,
+                    workload,
+                    options,
+                    &mut collect,
+                    progress,
+                    cancel,
+                )
+            }
+            None => run_on(
+                self.device.as_mut(),
+                workload,
+                options,
+                &mut collect,
+                progress,
+                cancel,
+            ),
+        }?;
+        let series = recorder.map(|r| r.finish(SimTime(info.end_ns), self.device.counters()));
         Ok(Outcome {
             summary: collector.summary(),
             info,
+            series,
         })
     }
+}
+
+/// One engine run of `workload` on `device`, as [`Session::run`] sets it up.
+fn run_on<D: Device + ?Sized>(
+    device: &mut D,
+    workload: &mut Workload,
+    options: &EngineOptions,
+    sink: &mut dyn CompletionSink,
+    progress: &mut dyn FnMut(u64, SimTime),
+    cancel: Option<CancelToken>,
+) -> Result<RunInfo, SimError> {
+    let mut simulation = Simulation::new(device, workload, *options)
+        .sink(sink)
+        .progress(progress);
+    if let Some(token) = cancel {
+        simulation = simulation.cancel(token);
+    }
+    simulation.run().map_err(SimError::Engine)
 }
 
 /// Runs `workload` on the device `device_arg` (a preset name or a device file) with `options`

@@ -129,6 +129,9 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
         write_buffer(&mut out, &d.buffer_counts, wb.dirty.len());
     }
 
+    // The utilisations' common denominator, so that a reader of counters sampled over time
+    // (the time series) can turn each back into busy time and take differences per window.
+    out.push("utilisation_elapsed_ns", elapsed as f64);
     for (i, x) in utilisation.channel.iter().enumerate() {
         out.push(format!("channel_{i}_utilisation"), *x);
     }

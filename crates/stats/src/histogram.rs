@@ -1,12 +1,19 @@
 //! A log-linear histogram of u64 nanosecond values. Values below 512 are exact; above, each
 //! power-of-two range is split into 256 equal buckets, so any recorded value is known to within
 //! 1/256 (0.4 %) of itself. Recording is a few integer instructions and never allocates.
+//!
+//! The bucketing is generic over the number of buckets per power of two (`2^SUB_BITS`), so that
+//! the time series' per-window histograms (`series.rs`) share it at a coarser precision.
 
 const SUB_BITS: u32 = 8;
-const SUB: usize = 1 << SUB_BITS; // buckets per power of two
-const EXACT: u64 = (SUB as u64) * 2; // values below this get a bucket each
 /// Enough buckets for every u64: groups 1..=56 of 256 buckets each after the exact range.
-const BUCKETS: usize = (64 - SUB_BITS as usize) * SUB + SUB;
+const BUCKETS: usize = buckets(SUB_BITS);
+
+/// How many buckets cover every u64 with `2^sub_bits` buckets per power of two: the exact
+/// range below `2^(sub_bits + 1)`, then one group for each higher power of two.
+pub(crate) const fn buckets(sub_bits: u32) -> usize {
+    (64 - sub_bits as usize) * (1 << sub_bits) + (1 << sub_bits)
+}
 
 #[derive(Clone)]
 pub struct Histogram {
@@ -23,26 +30,38 @@ impl Default for Histogram {
     }
 }
 
-fn bucket_of(v: u64) -> usize {
-    if v < EXACT {
+/// The bucket of `v` with `2^SUB_BITS` buckets per power of two; values below
+/// `2^(SUB_BITS + 1)` get a bucket each.
+#[inline]
+pub(crate) fn bucket_of<const SUB_BITS: u32>(v: u64) -> usize {
+    let sub = 1usize << SUB_BITS;
+    if v < 2 * sub as u64 {
         return v as usize;
     }
     let e = 63 - v.leading_zeros(); // >= SUB_BITS + 1
     let shift = e - SUB_BITS;
-    // (v >> shift) is in [SUB, 2*SUB); group `shift` starts at (shift + 1) * SUB.
-    shift as usize * SUB + (v >> shift) as usize
+    // (v >> shift) is in [sub, 2*sub); group `shift` starts at (shift + 1) * sub.
+    shift as usize * sub + (v >> shift) as usize
 }
 
-/// The smallest and largest value that land in bucket `i`.
-fn bucket_bounds(i: usize) -> (u64, u64) {
-    if (i as u64) < EXACT {
+/// The smallest and largest value that land in bucket `i` of [`bucket_of`].
+pub(crate) fn bucket_bounds<const SUB_BITS: u32>(i: usize) -> (u64, u64) {
+    let sub = 1usize << SUB_BITS;
+    if i < 2 * sub {
         return (i as u64, i as u64);
     }
-    let shift = (i / SUB - 1) as u32;
-    let s = (i - shift as usize * SUB) as u64;
+    let shift = (i / sub - 1) as u32;
+    let s = (i - shift as usize * sub) as u64;
     let low = s << shift;
     let high = low + ((1u64 << shift) - 1);
     (low, high)
+}
+
+/// The value a quantile falling in bucket `i` reports: the bucket's middle, within half a
+/// bucket of every value in it.
+pub(crate) fn bucket_middle<const SUB_BITS: u32>(i: usize) -> u64 {
+    let (low, high) = bucket_bounds::<SUB_BITS>(i);
+    low + (high - low) / 2
 }
 
 impl Histogram {
@@ -58,7 +77,7 @@ impl Histogram {
 
     #[inline]
     pub fn record(&mut self, v: u64) {
-        self.counts[bucket_of(v)] += 1;
+        self.counts[bucket_of::<SUB_BITS>(v)] += 1;
         self.total += 1;
         self.sum += v as u128;
         self.min = self.min.min(v);
@@ -115,9 +134,7 @@ impl Histogram {
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                let (low, high) = bucket_bounds(i);
-                let mid = low + (high - low) / 2;
-                return mid.clamp(self.min, self.max);
+                return bucket_middle::<SUB_BITS>(i).clamp(self.min, self.max);
             }
         }
         self.max
@@ -149,11 +166,11 @@ mod tests {
     fn buckets_are_contiguous_and_cover_u64() {
         let mut expected_low = 0u64;
         for i in 0..BUCKETS {
-            let (low, high) = bucket_bounds(i);
+            let (low, high) = bucket_bounds::<SUB_BITS>(i);
             assert_eq!(low, expected_low, "bucket {i}");
             assert!(high >= low);
-            assert_eq!(bucket_of(low), i);
-            assert_eq!(bucket_of(high), i);
+            assert_eq!(bucket_of::<SUB_BITS>(low), i);
+            assert_eq!(bucket_of::<SUB_BITS>(high), i);
             if high == u64::MAX {
                 assert_eq!(i, BUCKETS - 1);
                 return;
@@ -169,7 +186,7 @@ mod tests {
         let mut rng = Prng::new(seed);
         for _ in 0..100_000 {
             let v = rng.next_u64() >> rng.below(64);
-            let (low, high) = bucket_bounds(bucket_of(v));
+            let (low, high) = bucket_bounds::<SUB_BITS>(bucket_of::<SUB_BITS>(v));
             assert!(low <= v && v <= high);
             assert!(
                 (high - low) as f64 <= (low as f64 / 256.0).max(0.0),

@@ -27,7 +27,7 @@ mod spec;
 mod vdbench;
 
 pub use generator::build;
-pub use parse::{parse, parse_size};
+pub use parse::{parse, parse_duration, parse_size};
 pub use spec::{AccessPattern, AddressDist, Arrival, BlockSize, Limit, Load, OpMix, SyntheticSpec};
 pub use vdbench::{vdbench_profiles, VdbenchProfile};
 

@@ -506,7 +506,7 @@ const DURATION_EXPECTED: &str =
 
 /// Parses a duration into nanoseconds. A unit is required: fio's default unit differs between
 /// keys (seconds for runtime, microseconds for thinktime), so a bare number would be a trap.
-fn parse_duration(value: &str) -> Result<u64, String> {
+pub fn parse_duration(value: &str) -> Result<u64, String> {
     let (number, unit) = split_number(value).ok_or_else(|| DURATION_EXPECTED.to_string())?;
     let ns_per_unit: u64 = match unit.to_ascii_lowercase().as_str() {
         "ns" => 1,

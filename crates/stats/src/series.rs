@@ -1,0 +1,958 @@
+//! A run's time series: what happened in each window of time, in memory bounded whatever the
+//! run's length.
+//!
+//! A [`SeriesRecorder`] is told of every submission and completion and, at the end of each
+//! window, of the device's counters; [`SeriesRecorder::finish`] turns it into a plain-data
+//! [`Series`]. [`Observed`] wraps a [`Device`] so that a driver (the engine, the emulator's
+//! pacing thread, the co-simulation controller) records the series without knowing it.
+//!
+//! Windows are right-closed: window `i` holds what happened in `(i·w, (i+1)·w]` (window 0 also
+//! holds the instant 0), so that a run ending at `end` fills `ceil(end / w)` windows and the last
+//! one is never empty. A request counts in the window of its completion. When the windows
+//! would grow past their limit, neighbouring pairs merge and the width doubles; a merged window
+//! holds exactly what its two halves held, so totals never change.
+
+use crate::histogram::{bucket_middle, bucket_of, buckets};
+use storsim_core::{
+    BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+};
+
+/// Buckets per power of two of a window's latency histogram, as a power of two: 32 buckets,
+/// so a window's quantiles are within 1.6 % (half a bucket) of a recorded value. Finer would
+/// multiply the memory each window holds for a precision no plot shows.
+const SUB_BITS: u32 = 5;
+const BUCKETS: usize = buckets(SUB_BITS);
+
+/// The first window's width when the width is chosen automatically: 1 µs, doubled as the run
+/// grows, so a run of any length ends with between [`AUTO_WINDOWS_MAX`]/2 and
+/// [`AUTO_WINDOWS_MAX`] windows (fewer only when it is shorter than a quarter of a millisecond).
+pub const AUTO_FIRST_WINDOW_NS: u64 = 1_000;
+/// The most windows an automatic width keeps: a few hundred points per plot.
+pub const AUTO_WINDOWS_MAX: usize = 512;
+/// The most windows a width the user chose keeps; past it, the width doubles as an automatic
+/// one does, so that memory stays bounded.
+pub const FIXED_WINDOWS_MAX: usize = 8_192;
+
+/// How wide the windows are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowWidth {
+    /// Chosen as the run goes, for a few hundred windows.
+    Auto,
+    /// This many nanoseconds, doubled only if the run would need more than
+    /// [`FIXED_WINDOWS_MAX`] windows.
+    Fixed { width_ns: u64 },
+}
+
+/// A window's latencies as sorted (bucket, count) pairs: only the buckets used.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct SparseHistogram(Vec<(u16, u32)>);
+
+impl SparseHistogram {
+    /// Adds `other`'s counts, keeping the pairs sorted.
+    fn merge(&mut self, other: &SparseHistogram) {
+        if other.0.is_empty() {
+            return;
+        }
+        if self.0.is_empty() {
+            self.0.clone_from(&other.0);
+            return;
+        }
+        let mut merged = Vec::with_capacity(self.0.len() + other.0.len());
+        let (mut a, mut b) = (self.0.iter().peekable(), other.0.iter().peekable());
+        loop {
+            let next = match (a.peek(), b.peek()) {
+                (Some(&&x), Some(&&y)) if x.0 == y.0 => {
+                    a.next();
+                    b.next();
+                    (x.0, x.1 + y.1)
+                }
+                (Some(&&x), Some(&&y)) if x.0 < y.0 => *a.next().expect("peeked"),
+                (_, Some(_)) => *b.next().expect("peeked"),
+                (Some(_), None) => *a.next().expect("peeked"),
+                (None, None) => break,
+            };
+            merged.push(next);
+        }
+        self.0 = merged;
+    }
+
+    /// The value at quantile `q` by nearest rank among `total` samples: its bucket's middle,
+    /// at most `max`.
+    fn quantile(&self, q: f64, total: u64, max: u64) -> u64 {
+        let rank = ((q * total as f64).ceil() as u64).clamp(1, total);
+        if rank == total {
+            return max;
+        }
+        let mut seen = 0u64;
+        for &(bucket, count) in &self.0 {
+            seen += u64::from(count);
+            if seen >= rank {
+                return bucket_middle::<SUB_BITS>(usize::from(bucket)).min(max);
+            }
+        }
+        max
+    }
+}
+
+/// One operation's completions in one window.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct OpWindow {
+    requests: u64,
+    bytes: u64,
+    latency_sum_ns: u128,
+    latency_max_ns: u64,
+    latency: SparseHistogram,
+}
+
+impl OpWindow {
+    fn merge(&mut self, other: &OpWindow) {
+        self.requests += other.requests;
+        self.bytes += other.bytes;
+        self.latency_sum_ns += other.latency_sum_ns;
+        self.latency_max_ns = self.latency_max_ns.max(other.latency_max_ns);
+        self.latency.merge(&other.latency);
+    }
+}
+
+/// Everything recorded about one window.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Window {
+    ops: [OpWindow; 4],
+    /// Request-nanoseconds spent waiting at the host (arrived, not yet submitted) inside the
+    /// window: the integral of the host queue's depth.
+    host_queue_ns: u128,
+    /// Request-nanoseconds spent in the system (arrived, not yet completed) inside the window.
+    system_queue_ns: u128,
+    /// The device's counters at the window's end, in the order of
+    /// [`SeriesRecorder::counter_names`]; `None` until time passes the end.
+    counters: Option<Vec<f64>>,
+}
+
+impl Window {
+    /// This window and the one after it as one window.
+    fn merge(&mut self, later: &Window) {
+        for (a, b) in self.ops.iter_mut().zip(&later.ops) {
+            a.merge(b);
+        }
+        self.host_queue_ns += later.host_queue_ns;
+        self.system_queue_ns += later.system_queue_ns;
+        // The merged window ends where the later half did.
+        self.counters.clone_from(&later.counters);
+    }
+}
+
+/// The latencies of completions not yet folded into their window: a dense histogram per op,
+/// cheap to record into, emptied into the window's sparse one when time moves to another
+/// window (or the windows merge, or the run ends).
+struct Pending {
+    window: usize,
+    counts: Vec<[u32; 4]>,
+    /// The lowest and highest bucket touched, so that folding scans only those.
+    low: usize,
+    high: usize,
+}
+
+impl Pending {
+    fn new() -> Self {
+        Pending {
+            window: 0,
+            counts: vec![[0; 4]; BUCKETS],
+            low: usize::MAX,
+            high: 0,
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, op: usize, latency_ns: u64) {
+        let b = bucket_of::<SUB_BITS>(latency_ns);
+        let slot = &mut self.counts[b][op];
+        // A window holds fewer than 2^32 completions of one latency bucket unless a run
+        // completes four billion requests in one window; saturate rather than wrap.
+        *slot = slot.saturating_add(1);
+        self.low = self.low.min(b);
+        self.high = self.high.max(b);
+    }
+
+    /// Moves the pending counts into `window`'s histograms.
+    fn fold_into(&mut self, window: &mut Window) {
+        if self.low > self.high {
+            return;
+        }
+        let mut added: [Vec<(u16, u32)>; 4] = Default::default();
+        for b in self.low..=self.high {
+            for (op, count) in self.counts[b].iter_mut().enumerate() {
+                if *count != 0 {
+                    added[op].push((b as u16, *count));
+                    *count = 0;
+                }
+            }
+        }
+        for (op, pairs) in added.into_iter().enumerate() {
+            window.ops[op].latency.merge(&SparseHistogram(pairs));
+        }
+        self.low = usize::MAX;
+        self.high = 0;
+    }
+}
+
+/// Records a run's time series. Feed it with [`SeriesRecorder::submitted`],
+/// [`SeriesRecorder::completed`] and [`SeriesRecorder::counters_due`] /
+/// [`SeriesRecorder::sample`] with non-decreasing times (or wrap the device in [`Observed`],
+/// which does all three), then call [`SeriesRecorder::finish`].
+pub struct SeriesRecorder {
+    width_ns: u64,
+    max_windows: usize,
+    /// Windows 0 up to the latest instant seen.
+    windows: Vec<Window>,
+    pending: Pending,
+    counter_names: Vec<String>,
+    /// The first window whose counters are not yet known.
+    unsampled: usize,
+}
+
+impl SeriesRecorder {
+    /// An empty series with windows of `width`.
+    pub fn new(width: WindowWidth) -> Self {
+        let (width_ns, max_windows) = match width {
+            WindowWidth::Auto => (AUTO_FIRST_WINDOW_NS, AUTO_WINDOWS_MAX),
+            WindowWidth::Fixed { width_ns } => (width_ns.max(1), FIXED_WINDOWS_MAX),
+        };
+        SeriesRecorder {
+            width_ns,
+            max_windows,
+            windows: Vec::new(),
+            pending: Pending::new(),
+            counter_names: Vec::new(),
+            unsampled: 0,
+        }
+    }
+
+    /// The current width of a window, in nanoseconds.
+    pub fn window_ns(&self) -> u64 {
+        self.width_ns
+    }
+
+    /// The window that holds instant `t`, with windows right-closed.
+    #[inline]
+    fn index_of(&self, t: u64) -> usize {
+        (t.saturating_sub(1) / self.width_ns) as usize
+    }
+
+    /// Makes sure the window holding `t` exists, merging pairs while it would be past the
+    /// limit, and returns its index.
+    #[inline]
+    fn reach(&mut self, t: u64) -> usize {
+        let mut i = self.index_of(t);
+        if i >= self.windows.len() {
+            while i >= self.max_windows {
+                self.merge_pairs();
+                i = self.index_of(t);
+            }
+            self.windows.resize_with(i + 1, Window::default);
+        }
+        i
+    }
+
+    /// Halves the number of windows: each pair becomes one window of twice the width.
+    #[cold]
+    fn merge_pairs(&mut self) {
+        self.fold_pending();
+        let old = std::mem::take(&mut self.windows);
+        let mut merged = Vec::with_capacity(old.len().div_ceil(2));
+        let mut pairs = old.into_iter();
+        while let Some(mut first) = pairs.next() {
+            match pairs.next() {
+                Some(second) => first.merge(&second),
+                // A lone last window now ends a whole width later, which time has not passed.
+                None => first.counters = None,
+            }
+            merged.push(first);
+        }
+        self.windows = merged;
+        self.width_ns = self.width_ns.saturating_mul(2);
+        self.unsampled = self
+            .windows
+            .iter()
+            .take_while(|w| w.counters.is_some())
+            .count();
+        self.pending.window = self.windows.len().saturating_sub(1);
+    }
+
+    fn fold_pending(&mut self) {
+        if let Some(window) = self.windows.get_mut(self.pending.window) {
+            self.pending.fold_into(window);
+        }
+    }
+
+    /// A request that arrived at `arrival` was given to the device at `now`: it waited at the
+    /// host in between.
+    #[inline]
+    pub fn submitted(&mut self, arrival: SimTime, now: SimTime) {
+        let (from, to) = (arrival.as_ns(), now.as_ns());
+        if to > from {
+            self.reach(to);
+            self.add_interval(from, to, |w, ns| w.host_queue_ns += ns);
+        }
+    }
+
+    /// A request completed.
+    #[inline]
+    pub fn completed(&mut self, c: &Completion) {
+        let finish = c.finish.as_ns();
+        let i = self.reach(finish);
+        if i != self.pending.window {
+            self.fold_pending();
+            self.pending.window = i;
+        }
+        let latency_ns = c.latency().as_ns();
+        let op = c.request.op.index();
+        self.pending.record(op, latency_ns);
+        let w = &mut self.windows[i].ops[op];
+        w.requests += 1;
+        w.bytes += c.request.len_bytes;
+        w.latency_sum_ns += u128::from(latency_ns);
+        w.latency_max_ns = w.latency_max_ns.max(latency_ns);
+        let arrival = c.request.arrival.as_ns();
+        if finish > arrival {
+            self.add_interval(arrival, finish, |w, ns| w.system_queue_ns += ns);
+        }
+    }
+
+    /// Adds the length of `[from, to)` that falls in each window to it; every window the
+    /// interval touches exists.
+    #[inline]
+    fn add_interval(&mut self, from: u64, to: u64, mut add: impl FnMut(&mut Window, u128)) {
+        let w = self.width_ns;
+        let (first, last) = ((from / w) as usize, ((to - 1) / w) as usize);
+        for i in first..=last.min(self.windows.len() - 1) {
+            let start = (i as u64).saturating_mul(w);
+            let end = start.saturating_add(w);
+            let ns = to.min(end) - from.max(start);
+            add(&mut self.windows[i], u128::from(ns));
+        }
+    }
+
+    /// Whether the device's counters are wanted before anything happens at `now`: time has
+    /// passed the end of a window whose counters are not known.
+    #[inline]
+    pub fn counters_due(&self, now: SimTime) -> bool {
+        let t = now.as_ns();
+        t > 0 && self.index_of(t) > self.unsampled
+    }
+
+    /// The device's counters before anything happens at `now`: the values at the end of every
+    /// window that ended before `now` and has none yet (the device did not change in between).
+    pub fn sample(&mut self, now: SimTime, counters: Vec<DeviceCounter>) {
+        let current = self.reach(now.as_ns());
+        if self.unsampled >= current {
+            return;
+        }
+        let values = self.align(counters);
+        for w in &mut self.windows[self.unsampled..current] {
+            w.counters = Some(values.clone());
+        }
+        self.unsampled = current;
+    }
+
+    /// The counters' values in the order of `counter_names`, adding names not seen before.
+    fn align(&mut self, counters: Vec<DeviceCounter>) -> Vec<f64> {
+        let same = counters.len() == self.counter_names.len()
+            && counters
+                .iter()
+                .zip(&self.counter_names)
+                .all(|(c, n)| c.name == *n);
+        if same {
+            return counters.into_iter().map(|c| c.value).collect();
+        }
+        let mut values = vec![f64::NAN; self.counter_names.len()];
+        for c in counters {
+            match self.counter_names.iter().position(|n| *n == c.name) {
+                Some(i) => values[i] = c.value,
+                None => {
+                    self.counter_names.push(c.name);
+                    values.push(c.value);
+                }
+            }
+        }
+        values
+    }
+
+    /// The series of a run that ended at `end` (its last completion), with the device's
+    /// counters then.
+    pub fn finish(mut self, end: SimTime, counters: Vec<DeviceCounter>) -> Series {
+        let end_ns = end.as_ns();
+        if end_ns > 0 || !self.windows.is_empty() {
+            self.reach(end_ns);
+        }
+        self.fold_pending();
+        let values = self.align(counters);
+        let n = self.windows.len();
+        for w in &mut self.windows[self.unsampled.min(n)..] {
+            w.counters = Some(values.clone());
+        }
+        self.build(end_ns)
+    }
+
+    fn build(self, end_ns: u64) -> Series {
+        let w = self.width_ns;
+        let n = self.windows.len();
+        // Each window's length in seconds: the last one ends with the run.
+        let seconds: Vec<f64> = (0..n)
+            .map(|i| {
+                let start = (i as u64).saturating_mul(w);
+                let end = if i + 1 == n {
+                    end_ns.max(start + 1)
+                } else {
+                    start + w
+                };
+                (end - start) as f64 / 1e9
+            })
+            .collect();
+        let all: Vec<OpWindow> = self
+            .windows
+            .iter()
+            .map(|win| {
+                let mut all = OpWindow::default();
+                win.ops.iter().for_each(|o| all.merge(o));
+                // Bytes that crossed the interface, as the run's summary counts them: a
+                // trim's or flush's range moves no data.
+                all.bytes = win.ops[Op::Read.index()].bytes + win.ops[Op::Write.index()].bytes;
+                all
+            })
+            .collect();
+        let mut ops = vec![OpSeries::of(None, &all, &seconds)];
+        for op in Op::ALL {
+            let windows: Vec<OpWindow> = self
+                .windows
+                .iter()
+                .map(|w| w.ops[op.index()].clone())
+                .collect();
+            if windows.iter().any(|o| o.requests > 0) {
+                ops.push(OpSeries::of(Some(op), &windows, &seconds));
+            }
+        }
+        let mean = |ns: u128, s: f64| ns as f64 / (s * 1e9);
+        let counters = self
+            .counter_names
+            .iter()
+            .enumerate()
+            .map(|(i, name)| {
+                let values = self
+                    .windows
+                    .iter()
+                    .map(|win| {
+                        win.counters
+                            .as_ref()
+                            .and_then(|v| v.get(i).copied())
+                            .filter(|x| !x.is_nan())
+                    })
+                    .collect();
+                (name.clone(), values)
+            })
+            .collect();
+        Series {
+            window_ns: w,
+            end_ns,
+            ops,
+            host_queue_mean: self
+                .windows
+                .iter()
+                .zip(&seconds)
+                .map(|(win, &s)| mean(win.host_queue_ns, s))
+                .collect(),
+            device_queue_mean: self
+                .windows
+                .iter()
+                .zip(&seconds)
+                .map(|(win, &s)| mean(win.system_queue_ns.saturating_sub(win.host_queue_ns), s))
+                .collect(),
+            counters,
+        }
+    }
+}
+
+/// One operation's figures in each window (or every operation's, `op` = `None`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpSeries {
+    /// The operation, or `None` for all of them together.
+    pub op: Option<Op>,
+    /// Completions in each window.
+    pub requests: Vec<u64>,
+    /// Bytes of those completions (for all ops together, reads' and writes' only: a trim's
+    /// or flush's range moves no data), as the run's summary counts them.
+    pub bytes: Vec<u64>,
+    /// Completions per second of the window.
+    pub iops: Vec<f64>,
+    /// Bytes per second of the window.
+    pub bandwidth_bytes_per_s: Vec<f64>,
+    /// Mean latency of the window's completions; `None` for a window without any.
+    pub latency_mean_ns: Vec<Option<f64>>,
+    /// Median latency, to within 1.6 %.
+    pub latency_p50_ns: Vec<Option<u64>>,
+    /// 99th percentile.
+    pub latency_p99_ns: Vec<Option<u64>>,
+    /// 99.9th percentile.
+    pub latency_p999_ns: Vec<Option<u64>>,
+    /// The longest, exact.
+    pub latency_max_ns: Vec<Option<u64>>,
+}
+
+impl OpSeries {
+    fn of(op: Option<Op>, windows: &[OpWindow], seconds: &[f64]) -> Self {
+        let per_window = |f: &dyn Fn(&OpWindow) -> Option<u64>| -> Vec<Option<u64>> {
+            windows.iter().map(f).collect()
+        };
+        let quantile = |q: f64| {
+            per_window(&|o: &OpWindow| {
+                (o.requests > 0).then(|| o.latency.quantile(q, o.requests, o.latency_max_ns))
+            })
+        };
+        OpSeries {
+            op,
+            requests: windows.iter().map(|o| o.requests).collect(),
+            iops: windows
+                .iter()
+                .zip(seconds)
+                .map(|(o, s)| o.requests as f64 / s)
+                .collect(),
+            bytes: windows.iter().map(|o| o.bytes).collect(),
+            bandwidth_bytes_per_s: windows
+                .iter()
+                .zip(seconds)
+                .map(|(o, s)| o.bytes as f64 / s)
+                .collect(),
+            latency_mean_ns: windows
+                .iter()
+                .map(|o| (o.requests > 0).then(|| o.latency_sum_ns as f64 / o.requests as f64))
+                .collect(),
+            latency_p50_ns: quantile(0.5),
+            latency_p99_ns: quantile(0.99),
+            latency_p999_ns: quantile(0.999),
+            latency_max_ns: per_window(&|o: &OpWindow| {
+                (o.requests > 0).then_some(o.latency_max_ns)
+            }),
+        }
+    }
+}
+
+/// A run's time series as plain data: every vector has one entry per window.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Series {
+    /// The width of every window; window `i` covers `(i·window_ns, (i+1)·window_ns]`.
+    pub window_ns: u64,
+    /// The run's end, where the last window is cut.
+    pub end_ns: u64,
+    /// All operations together first, then each operation the run had.
+    pub ops: Vec<OpSeries>,
+    /// Time-weighted mean number of requests that had arrived and were not yet given to the
+    /// device.
+    pub host_queue_mean: Vec<f64>,
+    /// Time-weighted mean number of requests given to the device and not yet completed.
+    pub device_queue_mean: Vec<f64>,
+    /// Each device counter's value at the end of each window (`None` before the counter
+    /// existed), in the device's order.
+    pub counters: Vec<(String, Vec<Option<f64>>)>,
+}
+
+impl Series {
+    /// How many windows the series has.
+    pub fn windows(&self) -> usize {
+        self.host_queue_mean.len()
+    }
+}
+
+/// A device whose driver's calls also feed a [`SeriesRecorder`]: submissions, completions, and
+/// the counters at each window's end (read before the device moves past it). Everything else
+/// passes through unchanged, so a run's results are those of the device alone.
+pub struct Observed<'a, D: Device + ?Sized> {
+    device: &'a mut D,
+    recorder: &'a mut SeriesRecorder,
+}
+
+impl<'a, D: Device + ?Sized> Observed<'a, D> {
+    /// `device`, recording into `recorder`.
+    pub fn new(device: &'a mut D, recorder: &'a mut SeriesRecorder) -> Self {
+        Observed { device, recorder }
+    }
+
+    #[inline]
+    fn sample_if_due(&mut self, now: SimTime) {
+        if self.recorder.counters_due(now) {
+            self.recorder.sample(now, self.device.counters());
+        }
+    }
+}
+
+impl<D: Device + ?Sized> Device for Observed<'_, D> {
+    fn model_name(&self) -> &'static str {
+        self.device.model_name()
+    }
+    fn capacity_bytes(&self) -> u64 {
+        self.device.capacity_bytes()
+    }
+    fn queue_depth(&self) -> usize {
+        self.device.queue_depth()
+    }
+    #[inline]
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        self.sample_if_due(now);
+        let arrival = request.arrival;
+        self.device.submit(now, request)?;
+        self.recorder.submitted(arrival, now);
+        Ok(())
+    }
+    fn next_deadline(&self) -> Option<SimTime> {
+        self.device.next_deadline()
+    }
+    #[inline]
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        self.sample_if_due(now);
+        let before = done.len();
+        self.device.advance(now, done);
+        for c in &done[before..] {
+            self.recorder.completed(c);
+        }
+    }
+    fn counters(&self) -> Vec<DeviceCounter> {
+        self.device.counters()
+    }
+    fn prefetch(&self, request: &Request) {
+        self.device.prefetch(request)
+    }
+    fn block_wear(&self) -> Vec<BlockWear> {
+        self.device.block_wear()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::VecDeque;
+    use storsim_core::conformance::{self, mixed_requests, Mix};
+    use storsim_core::{Prng, SimDuration};
+
+    /// One server taking `service_ns` per request, first come first served, with counters of
+    /// what it accepted and completed.
+    struct Fifo {
+        service_ns: u64,
+        depth: usize,
+        queue: VecDeque<(Request, SimTime)>,
+        busy_until: SimTime,
+        submitted: u64,
+        completed: u64,
+    }
+
+    impl Fifo {
+        fn new(service_ns: u64, depth: usize) -> Self {
+            Fifo {
+                service_ns,
+                depth,
+                queue: VecDeque::new(),
+                busy_until: SimTime::ZERO,
+                submitted: 0,
+                completed: 0,
+            }
+        }
+    }
+
+    impl Device for Fifo {
+        fn model_name(&self) -> &'static str {
+            "fifo"
+        }
+        fn capacity_bytes(&self) -> u64 {
+            1 << 30
+        }
+        fn queue_depth(&self) -> usize {
+            self.depth
+        }
+        fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+            storsim_core::check_range(&request, self.capacity_bytes())?;
+            if self.queue.len() >= self.depth {
+                return Err(DeviceError::QueueFull {
+                    queue_depth: self.depth,
+                });
+            }
+            let start = self.busy_until.max(now);
+            self.busy_until = start + SimDuration(self.service_ns);
+            self.queue.push_back((request, start));
+            self.submitted += 1;
+            Ok(())
+        }
+        fn next_deadline(&self) -> Option<SimTime> {
+            self.queue
+                .front()
+                .map(|(_, start)| *start + SimDuration(self.service_ns))
+        }
+        fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+            while let Some(&(request, start)) = self.queue.front() {
+                let finish = start + SimDuration(self.service_ns);
+                if finish > now {
+                    break;
+                }
+                self.queue.pop_front();
+                self.completed += 1;
+                done.push(Completion {
+                    request,
+                    service_start: start,
+                    finish,
+                });
+            }
+        }
+        fn counters(&self) -> Vec<DeviceCounter> {
+            vec![
+                DeviceCounter::new("submitted", self.submitted as f64),
+                DeviceCounter::new("completed", self.completed as f64),
+            ]
+        }
+    }
+
+    fn completion(op: Op, arrival: u64, finish: u64, len_bytes: u64) -> Completion {
+        Completion {
+            request: Request {
+                id: 0,
+                op,
+                offset_bytes: 0,
+                len_bytes,
+                arrival: SimTime(arrival),
+            },
+            service_start: SimTime(arrival),
+            finish: SimTime(finish),
+        }
+    }
+
+    fn requests(seed: u64, count: usize) -> Vec<Request> {
+        mixed_requests(
+            seed,
+            &Mix {
+                count,
+                capacity_bytes: 1 << 30,
+                queue_depth: 8,
+                max_request_bytes: 64 * 1024,
+            },
+        )
+    }
+
+    #[test]
+    fn windows_add_up_to_the_runs_totals_whatever_the_width() {
+        let seed = 5;
+        let reqs = requests(seed, 3_000);
+        for width in [
+            WindowWidth::Auto,
+            WindowWidth::Fixed { width_ns: 1 },
+            WindowWidth::Fixed { width_ns: 77_777 },
+            WindowWidth::Fixed {
+                width_ns: u64::MAX / 4,
+            },
+        ] {
+            let mut device = Fifo::new(20_000, 8);
+            let mut recorder = SeriesRecorder::new(width);
+            let run = conformance::drive(&mut Observed::new(&mut device, &mut recorder), &reqs)
+                .expect("the FIFO keeps the contract");
+            let end = run.completions.iter().map(|c| c.finish).max().unwrap();
+            let series = recorder.finish(end, device.counters());
+            let n = series.windows();
+            assert!((1..=FIXED_WINDOWS_MAX).contains(&n), "{width:?}: {n} windows");
+            // The windows cover the run and no more.
+            assert!(series.window_ns * n as u64 >= end.as_ns(), "{width:?}");
+            assert!(series.window_ns * (n as u64 - 1) < end.as_ns(), "{width:?}");
+            let all = &series.ops[0];
+            assert_eq!(all.op, None);
+            assert_eq!(
+                all.requests.iter().sum::<u64>(),
+                reqs.len() as u64,
+                "{width:?}"
+            );
+            for op in &series.ops[1..] {
+                let op_name = op.op.expect("ops after the first are single ops");
+                let expected: Vec<&Completion> = run
+                    .completions
+                    .iter()
+                    .filter(|c| c.request.op == op_name)
+                    .collect();
+                assert_eq!(op.requests.iter().sum::<u64>(), expected.len() as u64);
+                assert_eq!(
+                    op.bytes.iter().sum::<u64>(),
+                    expected.iter().map(|c| c.request.len_bytes).sum::<u64>()
+                );
+                let max = expected.iter().map(|c| c.latency().as_ns()).max();
+                assert_eq!(op.latency_max_ns.iter().flatten().max().copied(), max);
+            }
+            // The mean queue depth integrates to the time the requests spent in the system.
+            let in_system_ns: u64 = run.completions.iter().map(|c| c.latency().as_ns()).sum();
+            let integral: f64 = series
+                .host_queue_mean
+                .iter()
+                .zip(&series.device_queue_mean)
+                .enumerate()
+                .map(|(i, (h, d))| {
+                    let start = i as u64 * series.window_ns;
+                    let len = if i + 1 == n {
+                        end.as_ns() - start
+                    } else {
+                        series.window_ns
+                    };
+                    (h + d) * len as f64
+                })
+                .sum();
+            let err = (integral - in_system_ns as f64).abs() / in_system_ns as f64;
+            assert!(err < 1e-6, "{width:?}: {integral} vs {in_system_ns}");
+        }
+    }
+
+    #[test]
+    fn automatic_windows_stay_a_few_hundred_and_merging_keeps_totals() {
+        let mut recorder = SeriesRecorder::new(WindowWidth::Auto);
+        let mut rng = Prng::new(9);
+        let mut t = 0u64;
+        let mut total_bytes = 0;
+        for i in 0..100_000u64 {
+            t += 1 + rng.below(2_000_000);
+            let latency = 1 + rng.below(5_000_000);
+            let len = 512 * (1 + rng.below(64));
+            total_bytes += len;
+            recorder.completed(&completion(Op::Write, t.saturating_sub(latency), t, len));
+            assert!(
+                recorder.windows.len() <= AUTO_WINDOWS_MAX,
+                "at completion {i}"
+            );
+        }
+        let series = recorder.finish(SimTime(t), Vec::new());
+        assert!(
+            (AUTO_WINDOWS_MAX / 2..=AUTO_WINDOWS_MAX).contains(&series.windows()),
+            "{} windows",
+            series.windows()
+        );
+        assert_eq!(series.ops[0].requests.iter().sum::<u64>(), 100_000);
+        assert_eq!(series.ops[0].bytes.iter().sum::<u64>(), total_bytes);
+        assert_eq!(series.ops.len(), 2, "all and write");
+    }
+
+    #[test]
+    fn quantiles_per_window_are_within_the_bucket_precision() {
+        let mut recorder = SeriesRecorder::new(WindowWidth::Fixed {
+            width_ns: 1_000_000_000,
+        });
+        let mut rng = Prng::new(4);
+        let mut latencies: [Vec<u64>; 2] = Default::default();
+        for i in 0..20_000u64 {
+            // Two windows with different latency ranges.
+            let window = (i % 2) as usize;
+            let latency = 1_000 + rng.below(if window == 0 { 100_000 } else { 10_000_000 });
+            let finish = window as u64 * 1_000_000_000 + 500_000_000 + i;
+            recorder.completed(&completion(Op::Read, finish - latency, finish, 4096));
+            latencies[window].push(latency);
+        }
+        let series = recorder.finish(SimTime(2_000_000_000), Vec::new());
+        assert_eq!(series.windows(), 2);
+        for (w, values) in latencies.iter_mut().enumerate() {
+            values.sort_unstable();
+            for (q, got) in [
+                (0.5, series.ops[0].latency_p50_ns[w]),
+                (0.99, series.ops[0].latency_p99_ns[w]),
+                (0.999, series.ops[0].latency_p999_ns[w]),
+            ] {
+                let exact = values[(q * values.len() as f64).ceil() as usize - 1];
+                let got = got.expect("the window had completions");
+                let err = (got as f64 - exact as f64).abs() / exact as f64;
+                assert!(err <= 1.0 / 32.0, "window {w} q {q}: {got} vs {exact}");
+            }
+            assert_eq!(series.ops[0].latency_max_ns[w], values.last().copied());
+        }
+    }
+
+    #[test]
+    fn counters_are_the_devices_at_each_windows_end() {
+        let reqs = requests(13, 2_000);
+        let mut device = Fifo::new(50_000, 4);
+        let mut recorder = SeriesRecorder::new(WindowWidth::Fixed {
+            width_ns: 1_000_000,
+        });
+        let run = conformance::drive(&mut Observed::new(&mut device, &mut recorder), &reqs)
+            .expect("the FIFO keeps the contract");
+        let end = run.end.max(run.completions.last().unwrap().finish);
+        let series = recorder.finish(run.completions.last().unwrap().finish, device.counters());
+        assert!(end.as_ns() > 0);
+        let completed = &series
+            .counters
+            .iter()
+            .find(|(n, _)| n == "completed")
+            .unwrap()
+            .1;
+        assert_eq!(completed.len(), series.windows());
+        for (i, value) in completed.iter().enumerate() {
+            let window_end = (i as u64 + 1) * series.window_ns;
+            let expected = run
+                .completions
+                .iter()
+                .filter(|c| c.finish.as_ns() <= window_end)
+                .count();
+            assert_eq!(*value, Some(expected as f64), "window {i}");
+        }
+        // And what each window completed is the difference of neighbouring counter values.
+        let mut previous = 0.0;
+        for (i, value) in completed.iter().enumerate() {
+            let value = value.unwrap();
+            assert_eq!(
+                value - previous,
+                series.ops[0].requests[i] as f64,
+                "window {i}"
+            );
+            previous = value;
+        }
+    }
+
+    #[test]
+    fn observing_changes_nothing_the_device_does() {
+        let reqs = requests(21, 2_000);
+        let plain = conformance::drive(&mut Fifo::new(30_000, 8), &reqs).unwrap();
+        let mut device = Fifo::new(30_000, 8);
+        let mut recorder = SeriesRecorder::new(WindowWidth::Auto);
+        let observed =
+            conformance::drive(&mut Observed::new(&mut device, &mut recorder), &reqs).unwrap();
+        assert_eq!(plain.completions, observed.completions);
+    }
+
+    #[test]
+    fn host_and_device_queues_are_told_apart() {
+        // One request arrives at 0, reaches the device at 10 µs and completes at 30 µs, in
+        // windows of 10 µs: it waits at the host through window 0 and is in the device after.
+        let mut recorder = SeriesRecorder::new(WindowWidth::Fixed { width_ns: 10_000 });
+        recorder.submitted(SimTime::ZERO, SimTime(10_000));
+        recorder.completed(&completion(Op::Read, 0, 30_000, 4096));
+        let series = recorder.finish(SimTime(30_000), Vec::new());
+        assert_eq!(series.host_queue_mean, vec![1.0, 0.0, 0.0]);
+        assert_eq!(series.device_queue_mean, vec![0.0, 1.0, 1.0]);
+        assert_eq!(series.ops[0].requests, vec![0, 0, 1]);
+        assert_eq!(
+            series.ops[0].latency_mean_ns,
+            vec![None, None, Some(30_000.0)]
+        );
+    }
+
+    #[test]
+    fn a_counter_that_appears_late_is_none_before() {
+        let mut recorder = SeriesRecorder::new(WindowWidth::Fixed { width_ns: 10 });
+        recorder.completed(&completion(Op::Read, 0, 5, 512));
+        recorder.sample(SimTime(15), vec![DeviceCounter::new("a", 1.0)]);
+        recorder.completed(&completion(Op::Read, 10, 15, 512));
+        let series = recorder.finish(
+            SimTime(15),
+            vec![DeviceCounter::new("a", 2.0), DeviceCounter::new("b", 7.0)],
+        );
+        assert_eq!(
+            series.counters,
+            vec![
+                ("a".to_string(), vec![Some(1.0), Some(2.0)]),
+                ("b".to_string(), vec![None, Some(7.0)]),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_run_has_no_windows() {
+        let series = SeriesRecorder::new(WindowWidth::Auto).finish(SimTime::ZERO, Vec::new());
+        assert_eq!(series.windows(), 0);
+        assert_eq!(series.ops.len(), 1);
+        assert!(series.ops[0].requests.is_empty());
+    }
+}
