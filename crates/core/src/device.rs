@@ -163,6 +163,14 @@ pub trait Device: Send {
     /// Model-specific counters for the results, in a fixed order.
     fn counters(&self) -> Vec<DeviceCounter>;
 
+    /// Appends the values of [`Device::counters`], in the same order, to `values`. A reader
+    /// that samples the counters many times in a run (the time series, at the end of every
+    /// window) reads the names once and then only the values. The default takes them from
+    /// `counters()`; a model whose counters are costly to name writes the values alone.
+    fn counter_values(&self, values: &mut Vec<f64>) {
+        values.extend(self.counters().into_iter().map(|c| c.value));
+    }
+
     /// A hint from the driver that `request` is likely to be submitted next (its `id` and
     /// `arrival` may not be final). A model may start loading what that submission will touch,
     /// such as a mapping-table entry, so that it finds it in the processor's caches. A hint
@@ -198,6 +206,9 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn counters(&self) -> Vec<DeviceCounter> {
         (**self).counters()
+    }
+    fn counter_values(&self, values: &mut Vec<f64>) {
+        (**self).counter_values(values)
     }
     fn prefetch(&self, request: &Request) {
         (**self).prefetch(request)

@@ -4,6 +4,7 @@
 //! belongs to the FTL crate; this crate never decides anything.
 
 mod divisor;
+mod erase_stats;
 mod geometry;
 mod nand;
 mod scheduler;
@@ -11,6 +12,7 @@ mod timeline;
 mod timing;
 
 pub use divisor::Divisor;
+pub use erase_stats::{power_of_two_bucket, EraseStats, POWER_OF_TWO_BUCKETS};
 pub use geometry::{BlockId, Geometry, GeometryError, Ppa};
 pub use nand::{NandArray, NandError};
 pub use scheduler::{FlashOpKind, MultiPlane, Scheduler, Utilisation};

@@ -5,6 +5,7 @@
 //! Memory: one bit per page plus 12 bytes per block.
 
 use crate::divisor::Divisor;
+use crate::erase_stats::EraseStats;
 use crate::{BlockId, Geometry, Ppa};
 use std::fmt;
 
@@ -51,6 +52,8 @@ pub struct NandArray {
     pages_per_block: Divisor,
     programmed: Vec<u64>,
     erase_counts: Vec<u32>,
+    /// The erase counts' distribution, kept as they change.
+    erase_stats: EraseStats,
     programmed_in_block: Vec<u32>,
     retired: Vec<bool>,
     endurance: u32,
@@ -69,6 +72,7 @@ impl NandArray {
             pages_per_block: Divisor::new(geometry.pages_per_block),
             programmed: vec![0; pages.div_ceil(64)],
             erase_counts: vec![0; blocks],
+            erase_stats: EraseStats::new(blocks as u64),
             programmed_in_block: vec![0; blocks],
             retired: vec![false; blocks],
             endurance,
@@ -139,6 +143,7 @@ impl NandArray {
             i += bits;
         }
         self.programmed_in_block[b] = 0;
+        self.erase_stats.erased(self.erase_counts[b]);
         self.erase_counts[b] += 1;
         if self.erase_counts[b] >= self.endurance {
             self.retired[b] = true;
@@ -167,7 +172,12 @@ impl NandArray {
         self.endurance
     }
     pub fn total_erases(&self) -> u64 {
-        self.erase_counts.iter().map(|&c| c as u64).sum()
+        self.erase_stats.total()
+    }
+    /// The erase counts' distribution (min, max, mean, spread, histogram), without a pass over
+    /// the blocks.
+    pub fn erase_stats(&self) -> &EraseStats {
+        &self.erase_stats
     }
 }
 

@@ -676,6 +676,10 @@ impl Device for SsdDevice {
         stats::counters(self)
     }
 
+    fn counter_values(&self, values: &mut Vec<f64>) {
+        stats::counter_values(self, values)
+    }
+
     fn block_wear(&self) -> Vec<BlockWear> {
         vec![stats::block_wear(self.ftl.nand())]
     }

@@ -2,6 +2,7 @@
 //! distribution, energy, utilisation, wear-out projection.
 
 use crate::{Energy, SsdDevice};
+use std::fmt;
 use storsim_core::{BlockWear, DeviceCounter, SimDuration};
 use storsim_flash::{FlashOpKind, NandArray, Utilisation};
 use storsim_ftl::Cause;
@@ -65,29 +66,37 @@ pub(crate) struct BufferCounts {
     pub dirty_pages_max: u64,
 }
 
-/// Upper bounds of the erase-count histogram buckets: 0, 1, 2-3, 4-7, ... powers of two.
-fn erase_bucket_label(i: usize) -> String {
-    match i {
-        0 => "erase_count_hist_0".to_string(),
-        1 => "erase_count_hist_1".to_string(),
-        _ => format!("erase_count_hist_{}_{}", 1u64 << (i - 1), (1u64 << i) - 1),
+/// The name of an erase-count histogram bucket: 0, 1, 2-3, 4-7, ... powers of two.
+struct EraseBucketLabel(usize);
+
+impl fmt::Display for EraseBucketLabel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            i @ (0 | 1) => write!(f, "erase_count_hist_{i}"),
+            i => write!(
+                f,
+                "erase_count_hist_{}_{}",
+                1u64 << (i - 1),
+                (1u64 << i) - 1
+            ),
+        }
     }
 }
 
-fn erase_bucket(count: u32) -> usize {
-    if count == 0 {
-        0
-    } else {
-        (32 - count.leading_zeros()) as usize
-    }
+/// The counters as they are listed, in the order the report shows them: with their names, or
+/// their values alone. A name is anything that formats (a `format_args!`), so that the values
+/// alone, read at the end of every window of a time series, cost no formatting or allocation.
+enum List<'v> {
+    Named(Vec<DeviceCounter>),
+    Values(&'v mut Vec<f64>),
 }
 
-/// The counters as they are listed, in the order the report shows them.
-struct List(Vec<DeviceCounter>);
-
-impl List {
-    fn push(&mut self, name: impl Into<String>, value: f64) {
-        self.0.push(DeviceCounter::new(name, value));
+impl List<'_> {
+    fn push(&mut self, name: impl fmt::Display, value: f64) {
+        match self {
+            List::Named(list) => list.push(DeviceCounter::new(name.to_string(), value)),
+            List::Values(values) => values.push(value),
+        }
     }
 }
 
@@ -100,22 +109,28 @@ struct Totals {
 
 /// The SSD's counters, section by section.
 pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
-    let mut out = List(Vec::new());
+    let mut out = List::Named(Vec::new());
+    list(d, &mut out);
+    match out {
+        List::Named(counters) => counters,
+        List::Values(_) => unreachable!("the list was made with names"),
+    }
+}
+
+/// The values of [`counters`], in their order, appended to `values`.
+pub(crate) fn counter_values(d: &SsdDevice, values: &mut Vec<f64>) {
+    list(d, &mut List::Values(values));
+}
+
+fn list(d: &SsdDevice, out: &mut List) {
     let c = &d.counts;
-    let totals = traffic(&mut out, c);
+    let totals = traffic(out, c);
     let nand = d.ftl.nand();
-    erase_distribution(&mut out, nand);
+    erase_distribution(out, nand);
     let elapsed = d.last_host_finish.as_ns();
     let utilisation = d.scheduler.utilisation(SimDuration(elapsed));
-    energy(
-        &mut out,
-        &d.params.energy,
-        c,
-        &totals,
-        &utilisation,
-        elapsed,
-    );
-    projected_wearout(&mut out, nand, c, &totals, elapsed, d.page_bytes);
+    energy(out, &d.params.energy, c, &totals, &utilisation, elapsed);
+    projected_wearout(out, nand, c, &totals, elapsed, d.page_bytes);
 
     let p = &d.precondition;
     out.push("precondition_host_writes", p.host_writes as f64);
@@ -126,22 +141,21 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
     }
     out.push("background_gc_units", d.idle_gc_units as f64);
     if let Some(wb) = &d.write_back {
-        write_buffer(&mut out, &d.buffer_counts, wb.dirty.len());
+        write_buffer(out, &d.buffer_counts, wb.dirty.len());
     }
 
     // The utilisations' common denominator, so that a reader of counters sampled over time
     // (the time series) can turn each back into busy time and take differences per window.
     out.push("utilisation_elapsed_ns", elapsed as f64);
     for (i, x) in utilisation.channel.iter().enumerate() {
-        out.push(format!("channel_{i}_utilisation"), *x);
+        out.push(format_args!("channel_{i}_utilisation"), *x);
     }
     for (i, x) in utilisation.die.iter().enumerate() {
-        out.push(format!("die_{i}_utilisation"), *x);
+        out.push(format_args!("die_{i}_utilisation"), *x);
     }
     for fc in d.ftl.counters() {
-        out.push(format!("ftl_{}", fc.name), fc.value);
+        out.push(format_args!("ftl_{}", fc.name), fc.value);
     }
-    out.0
 }
 
 /// Host and flash traffic, flash operations and die time by cause, and write amplification.
@@ -151,14 +165,20 @@ fn traffic(out: &mut List, c: &OpCounts) -> Totals {
     out.push("host_trim_pages", c.trim_pages as f64);
     for cause in Cause::ALL {
         let i = cause.index();
-        out.push(format!("flash_reads_{}", cause.name()), c.reads[i] as f64);
         out.push(
-            format!("flash_programs_{}", cause.name()),
+            format_args!("flash_reads_{}", cause.name()),
+            c.reads[i] as f64,
+        );
+        out.push(
+            format_args!("flash_programs_{}", cause.name()),
             c.programs[i] as f64,
         );
-        out.push(format!("flash_erases_{}", cause.name()), c.erases[i] as f64);
         out.push(
-            format!("die_time_{}_ns", cause.name()),
+            format_args!("flash_erases_{}", cause.name()),
+            c.erases[i] as f64,
+        );
+        out.push(
+            format_args!("die_time_{}_ns", cause.name()),
             c.die_busy_ns[i] as f64,
         );
     }
@@ -183,31 +203,17 @@ fn traffic(out: &mut List, c: &OpCounts) -> Totals {
 /// Erase counts over the whole life of the array, preconditioning included: their
 /// spread, a histogram in powers of two, and the blocks retired.
 fn erase_distribution(out: &mut List, nand: &NandArray) {
-    let counts = nand.erase_counts();
-    let n = counts.len().max(1) as f64;
-    let mean = counts.iter().map(|&x| x as f64).sum::<f64>() / n;
-    let var = counts
-        .iter()
-        .map(|&x| (x as f64 - mean).powi(2))
-        .sum::<f64>()
-        / n;
-    out.push(
-        "erase_count_min",
-        counts.iter().copied().min().unwrap_or(0) as f64,
-    );
-    out.push("erase_count_mean", mean);
-    out.push(
-        "erase_count_max",
-        counts.iter().copied().max().unwrap_or(0) as f64,
-    );
-    out.push("erase_count_stddev", var.sqrt());
-    let mut hist = [0u64; 33];
-    for &x in counts {
-        hist[erase_bucket(x)] += 1;
-    }
+    // Kept erase by erase in the array: reading them costs nothing per block, which matters
+    // when the counters are read at the end of every window of a time series.
+    let stats = nand.erase_stats();
+    out.push("erase_count_min", stats.min() as f64);
+    out.push("erase_count_mean", stats.mean());
+    out.push("erase_count_max", stats.max() as f64);
+    out.push("erase_count_stddev", stats.stddev());
+    let hist = stats.power_of_two_histogram();
     let top = hist.iter().rposition(|&h| h > 0).unwrap_or(0);
     for (i, &h) in hist.iter().enumerate().take(top + 1) {
-        out.push(erase_bucket_label(i), h as f64);
+        out.push(EraseBucketLabel(i), h as f64);
     }
     out.push("retired_blocks", nand.retired_blocks() as f64);
 }
@@ -255,7 +261,7 @@ fn energy(
         let uj = c.reads[i] as f64 * e.read_uj
             + c.programs[i] as f64 * e.program_uj
             + c.erases[i] as f64 * e.erase_uj;
-        out.push(format!("energy_{}_uj", cause.name()), uj);
+        out.push(format_args!("energy_{}_uj", cause.name()), uj);
     }
     out.push("energy_total_uj", read_uj + program_uj + erase_uj + idle_uj);
 }

@@ -23,10 +23,12 @@ use storsim_core::{
 const SUB_BITS: u32 = 5;
 const BUCKETS: usize = buckets(SUB_BITS);
 
-/// The first window's width when the width is chosen automatically: 1 µs, doubled as the run
-/// grows, so a run of any length ends with between [`AUTO_WINDOWS_MAX`]/2 and
-/// [`AUTO_WINDOWS_MAX`] windows (fewer only when it is shorter than a quarter of a millisecond).
-pub const AUTO_FIRST_WINDOW_NS: u64 = 1_000;
+/// The first window's width when the width is chosen automatically: 2^16 ns (65.5 µs), doubled
+/// as the run grows, so a run of any length ends with between [`AUTO_WINDOWS_MAX`]/2 and
+/// [`AUTO_WINDOWS_MAX`] windows (fewer only when it is shorter than 16.8 ms). Each doubling
+/// costs [`AUTO_WINDOWS_MAX`]/2 readings of the device's counters, so the first width is not
+/// finer than the shortest runs worth plotting need.
+pub const AUTO_FIRST_WINDOW_NS: u64 = 1 << 16;
 /// The most windows an automatic width keeps: a few hundred points per plot.
 pub const AUTO_WINDOWS_MAX: usize = 512;
 /// The most windows a width the user chose keeps; past it, the width doubles as an automatic
@@ -146,7 +148,9 @@ impl Window {
 /// window (or the windows merge, or the run ends).
 struct Pending {
     window: usize,
-    counts: Vec<[u32; 4]>,
+    /// Op `o`'s bucket `b` at `o * BUCKETS + b`: each op's counts together, so that the few
+    /// buckets a run's latencies fall in share cache lines.
+    counts: Box<[u32]>,
     /// The lowest and highest bucket touched, so that folding scans only those.
     low: usize,
     high: usize,
@@ -156,7 +160,7 @@ impl Pending {
     fn new() -> Self {
         Pending {
             window: 0,
-            counts: vec![[0; 4]; BUCKETS],
+            counts: vec![0; 4 * BUCKETS].into_boxed_slice(),
             low: usize::MAX,
             high: 0,
         }
@@ -165,7 +169,7 @@ impl Pending {
     #[inline]
     fn record(&mut self, op: usize, latency_ns: u64) {
         let b = bucket_of::<SUB_BITS>(latency_ns);
-        let slot = &mut self.counts[b][op];
+        let slot = &mut self.counts[op * BUCKETS + b];
         // A window holds fewer than 2^32 completions of one latency bucket unless a run
         // completes four billion requests in one window; saturate rather than wrap.
         *slot = slot.saturating_add(1);
@@ -178,17 +182,20 @@ impl Pending {
         if self.low > self.high {
             return;
         }
-        let mut added: [Vec<(u16, u32)>; 4] = Default::default();
-        for b in self.low..=self.high {
-            for (op, count) in self.counts[b].iter_mut().enumerate() {
+        for (op, counts) in self.counts.chunks_exact_mut(BUCKETS).enumerate() {
+            let mut added = Vec::new();
+            for (b, count) in counts
+                .iter_mut()
+                .enumerate()
+                .take(self.high + 1)
+                .skip(self.low)
+            {
                 if *count != 0 {
-                    added[op].push((b as u16, *count));
+                    added.push((b as u16, *count));
                     *count = 0;
                 }
             }
-        }
-        for (op, pairs) in added.into_iter().enumerate() {
-            window.ops[op].latency.merge(&SparseHistogram(pairs));
+            window.ops[op].latency.merge(&SparseHistogram(added));
         }
         self.low = usize::MAX;
         self.high = 0;
@@ -208,6 +215,18 @@ pub struct SeriesRecorder {
     counter_names: Vec<String>,
     /// The first window whose counters are not yet known.
     unsampled: usize,
+    /// The last window's instants `(last_from_ns, last_to_ns]`: almost every instant the
+    /// recorder is told of falls there, and comparing saves a division.
+    last_from_ns: u64,
+    last_to_ns: u64,
+    /// The end of window `unsampled`: counters are due once time passes it.
+    sample_after_ns: u64,
+    /// Where each of the device's counters, in the order it lists them, is in
+    /// `counter_names`, as its names were last read; `None` until they are read, or after the
+    /// device changed. With it the values alone can be read ([`Device::counter_values`]).
+    device_order: Option<Vec<usize>>,
+    /// The values read at the last window's end, reused so that reading allocates nothing.
+    scratch: Vec<f64>,
 }
 
 impl SeriesRecorder {
@@ -224,6 +243,11 @@ impl SeriesRecorder {
             pending: Pending::new(),
             counter_names: Vec::new(),
             unsampled: 0,
+            last_from_ns: 0,
+            last_to_ns: 0,
+            sample_after_ns: width_ns,
+            device_order: None,
+            scratch: Vec::new(),
         }
     }
 
@@ -242,6 +266,14 @@ impl SeriesRecorder {
     /// limit, and returns its index.
     #[inline]
     fn reach(&mut self, t: u64) -> usize {
+        if t > self.last_from_ns && t <= self.last_to_ns {
+            return self.windows.len() - 1;
+        }
+        self.reach_slowly(t)
+    }
+
+    #[cold]
+    fn reach_slowly(&mut self, t: u64) -> usize {
         let mut i = self.index_of(t);
         if i >= self.windows.len() {
             while i >= self.max_windows {
@@ -249,8 +281,22 @@ impl SeriesRecorder {
                 i = self.index_of(t);
             }
             self.windows.resize_with(i + 1, Window::default);
+            self.bounds_changed();
         }
         i
+    }
+
+    /// Recomputes what the fast paths compare against after the windows or their width
+    /// changed.
+    fn bounds_changed(&mut self) {
+        let w = self.width_ns;
+        let last = self.windows.len().saturating_sub(1) as u64;
+        self.last_from_ns = last.saturating_mul(w);
+        self.last_to_ns = self.last_from_ns.saturating_add(w);
+        if self.windows.is_empty() {
+            self.last_to_ns = 0;
+        }
+        self.sample_after_ns = (self.unsampled as u64 + 1).saturating_mul(w);
     }
 
     /// Halves the number of windows: each pair becomes one window of twice the width.
@@ -275,6 +321,7 @@ impl SeriesRecorder {
             .iter()
             .take_while(|w| w.counters.is_some())
             .count();
+        self.bounds_changed();
         self.pending.window = self.windows.len().saturating_sub(1);
     }
 
@@ -322,6 +369,11 @@ impl SeriesRecorder {
     /// interval touches exists.
     #[inline]
     fn add_interval(&mut self, from: u64, to: u64, mut add: impl FnMut(&mut Window, u128)) {
+        if from >= self.last_from_ns && to <= self.last_to_ns {
+            let last = self.windows.len() - 1;
+            add(&mut self.windows[last], u128::from(to - from));
+            return;
+        }
         let w = self.width_ns;
         let (first, last) = ((from / w) as usize, ((to - 1) / w) as usize);
         for i in first..=last.min(self.windows.len() - 1) {
@@ -336,44 +388,81 @@ impl SeriesRecorder {
     /// passed the end of a window whose counters are not known.
     #[inline]
     pub fn counters_due(&self, now: SimTime) -> bool {
-        let t = now.as_ns();
-        t > 0 && self.index_of(t) > self.unsampled
+        now.as_ns() > self.sample_after_ns
     }
 
     /// The device's counters before anything happens at `now`: the values at the end of every
     /// window that ended before `now` and has none yet (the device did not change in between).
     pub fn sample(&mut self, now: SimTime, counters: Vec<DeviceCounter>) {
+        let values = self.align(counters);
+        self.set_counters(now, &values);
+    }
+
+    /// [`SeriesRecorder::sample`] read from `device`: the values alone once the names are
+    /// known, and the names again when the number of values changes.
+    pub fn sample_device<D: Device + ?Sized>(&mut self, now: SimTime, device: &D) {
+        if let Some(order) = &self.device_order {
+            let mut read = std::mem::take(&mut self.scratch);
+            read.clear();
+            device.counter_values(&mut read);
+            // The same number of counters as when their names were read: the same counters
+            // (a device that adds one, such as a new erase-count bucket, adds to the number).
+            if read.len() == order.len() {
+                let mut values = vec![f64::NAN; self.counter_names.len()];
+                for (&i, &v) in order.iter().zip(&read) {
+                    values[i] = v;
+                }
+                self.scratch = read;
+                self.set_counters(now, &values);
+                return;
+            }
+            self.scratch = read;
+        }
+        self.sample(now, device.counters());
+    }
+
+    /// The device was replaced by another (the emulator can switch models while it runs): its
+    /// counters are read by name again, as the new device names them.
+    pub fn device_changed(&mut self) {
+        self.device_order = None;
+    }
+
+    /// `values` (in the order of `counter_names`) are the counters at the end of every window
+    /// that ended before `now` and has none yet (the device did not change in between).
+    fn set_counters(&mut self, now: SimTime, values: &[f64]) {
         let current = self.reach(now.as_ns());
         if self.unsampled >= current {
             return;
         }
-        let values = self.align(counters);
         for w in &mut self.windows[self.unsampled..current] {
-            w.counters = Some(values.clone());
+            w.counters = Some(values.to_vec());
         }
         self.unsampled = current;
+        self.bounds_changed();
     }
 
-    /// The counters' values in the order of `counter_names`, adding names not seen before.
+    /// The counters' values in the order of `counter_names`, adding names not seen before, and
+    /// where each of the device's counters goes ([`SeriesRecorder::device_order`]).
     fn align(&mut self, counters: Vec<DeviceCounter>) -> Vec<f64> {
-        let same = counters.len() == self.counter_names.len()
-            && counters
-                .iter()
-                .zip(&self.counter_names)
-                .all(|(c, n)| c.name == *n);
-        if same {
-            return counters.into_iter().map(|c| c.value).collect();
-        }
+        let mut order = Vec::with_capacity(counters.len());
         let mut values = vec![f64::NAN; self.counter_names.len()];
-        for c in counters {
-            match self.counter_names.iter().position(|n| *n == c.name) {
-                Some(i) => values[i] = c.value,
-                None => {
-                    self.counter_names.push(c.name);
-                    values.push(c.value);
-                }
-            }
+        for (k, c) in counters.into_iter().enumerate() {
+            // Usually every name is where it was: look there first.
+            let i = match self.counter_names.get(k) {
+                Some(n) if *n == c.name => k,
+                _ => match self.counter_names.iter().position(|n| *n == c.name) {
+                    Some(i) => i,
+                    None => {
+                        self.counter_names.push(c.name);
+                        values.push(f64::NAN);
+                        self.counter_names.len() - 1
+                    }
+                },
+            };
+            values[i] = c.value;
+            order.push(i);
         }
+        self.device_order = Some(order);
         values
     }
 
@@ -578,7 +667,7 @@ impl<'a, D: Device + ?Sized> Observed<'a, D> {
     #[inline]
     fn sample_if_due(&mut self, now: SimTime) {
         if self.recorder.counters_due(now) {
-            self.recorder.sample(now, self.device.counters());
+            self.recorder.sample_device(now, &*self.device);
         }
     }
 }
@@ -615,6 +704,9 @@ impl<D: Device + ?Sized> Device for Observed<'_, D> {
     }
     fn counters(&self) -> Vec<DeviceCounter> {
         self.device.counters()
+    }
+    fn counter_values(&self, values: &mut Vec<f64>) {
+        self.device.counter_values(values)
     }
     fn prefetch(&self, request: &Request) {
         self.device.prefetch(request)
@@ -751,7 +843,10 @@ mod tests {
             let end = run.completions.iter().map(|c| c.finish).max().unwrap();
             let series = recorder.finish(end, device.counters());
             let n = series.windows();
-            assert!((1..=FIXED_WINDOWS_MAX).contains(&n), "{width:?}: {n} windows");
+            assert!(
+                (1..=FIXED_WINDOWS_MAX).contains(&n),
+                "{width:?}: {n} windows"
+            );
             // The windows cover the run and no more.
             assert!(series.window_ns * n as u64 >= end.as_ns(), "{width:?}");
             assert!(series.window_ns * (n as u64 - 1) < end.as_ns(), "{width:?}");
@@ -946,6 +1041,73 @@ mod tests {
                 ("b".to_string(), vec![None, Some(7.0)]),
             ]
         );
+    }
+
+    /// A device whose counters are `a`, then also `b` in the middle once it has completed
+    /// `grow_after` requests, as an SSD adds an erase-count bucket as it wears.
+    struct Growing {
+        fifo: Fifo,
+        grow_after: u64,
+    }
+
+    impl Device for Growing {
+        fn model_name(&self) -> &'static str {
+            "growing"
+        }
+        fn capacity_bytes(&self) -> u64 {
+            self.fifo.capacity_bytes()
+        }
+        fn queue_depth(&self) -> usize {
+            self.fifo.queue_depth()
+        }
+        fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+            self.fifo.submit(now, request)
+        }
+        fn next_deadline(&self) -> Option<SimTime> {
+            self.fifo.next_deadline()
+        }
+        fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+            self.fifo.advance(now, done)
+        }
+        fn counters(&self) -> Vec<DeviceCounter> {
+            let done = self.fifo.completed as f64;
+            let mut list = vec![DeviceCounter::new("a", done)];
+            if self.fifo.completed > self.grow_after {
+                list.push(DeviceCounter::new("b", -done));
+            }
+            list.push(DeviceCounter::new("c", 2.0 * done));
+            list
+        }
+    }
+
+    #[test]
+    fn counters_read_as_values_stay_with_their_names_when_the_list_grows() {
+        let reqs = requests(17, 1_000);
+        let mut device = Growing {
+            fifo: Fifo::new(40_000, 4),
+            grow_after: 400,
+        };
+        let mut recorder = SeriesRecorder::new(WindowWidth::Fixed { width_ns: 500_000 });
+        let run = conformance::drive(&mut Observed::new(&mut device, &mut recorder), &reqs)
+            .expect("the device keeps the contract");
+        let end = run.completions.last().unwrap().finish;
+        let series = recorder.finish(end, device.counters());
+        let column = |name: &str| &series.counters.iter().find(|(n, _)| n == name).unwrap().1;
+        let (a, b, c) = (column("a"), column("b"), column("c"));
+        let mut saw_b = false;
+        for i in 0..series.windows() {
+            let a = a[i].expect("a is always there");
+            assert_eq!(c[i], Some(2.0 * a), "window {i}");
+            match b[i] {
+                Some(b) => {
+                    assert_eq!(b, -a, "window {i}");
+                    assert!(a > 400.0);
+                    saw_b = true;
+                }
+                None => assert!(a <= 400.0 && !saw_b, "window {i}: b vanished"),
+            }
+        }
+        assert!(saw_b);
     }
 
     #[test]

@@ -175,6 +175,8 @@ pub enum ViolationKind {
     /// `block_wear()` listed an array whose erase counts do not fill its shape, or two arrays
     /// under the same unit name.
     BlockWearShape,
+    /// `counter_values()` differs from the values of `counters()`.
+    CounterValues,
 }
 
 /// A broken promise: which device, which seed, which request, what happened.
@@ -248,6 +250,7 @@ where
         )
     };
     let probed = probed_run(&mut first)?;
+    check_counter_values(model, seed, &first)?;
     drop(first);
     check_block_wear(model, seed, &probed.block_wear)?;
     let plain = run(
@@ -289,6 +292,39 @@ where
         probes: probed.probes,
         failed: probed.failed.map(|(_, reason)| reason),
         end: probed.end,
+    })
+}
+
+/// `counter_values()` writes exactly the values of `counters()`, in their order (bit for bit,
+/// so a NaN must be the same NaN).
+fn check_counter_values<D: Device + ?Sized>(
+    model: &'static str,
+    seed: u64,
+    device: &D,
+) -> Result<(), Violation> {
+    let named: Vec<u64> = device
+        .counters()
+        .iter()
+        .map(|c| c.value.to_bits())
+        .collect();
+    let mut values = vec![f64::NAN];
+    device.counter_values(&mut values);
+    let values: Vec<u64> = values[1..].iter().map(|v| v.to_bits()).collect();
+    if named == values {
+        return Ok(());
+    }
+    let at = named.iter().zip(&values).position(|(a, b)| a != b);
+    Err(Violation {
+        model,
+        seed: Some(seed),
+        request: None,
+        kind: ViolationKind::CounterValues,
+        detail: format!(
+            "counter_values() wrote {} values after what the vector held, counters() has {}; \
+             the first difference is at {at:?}",
+            values.len(),
+            named.len()
+        ),
     })
 }
 

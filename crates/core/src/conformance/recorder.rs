@@ -85,6 +85,9 @@ impl<D: Device> Device for Recorder<D> {
     fn counters(&self) -> Vec<DeviceCounter> {
         self.inner.counters()
     }
+    fn counter_values(&self, values: &mut Vec<f64>) {
+        self.inner.counter_values(values)
+    }
     fn prefetch(&self, request: &Request) {
         self.inner.prefetch(request)
     }
