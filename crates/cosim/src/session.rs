@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use storsim_core::Device;
 use storsim_cosim_shim::proto::{env, Msg, MAX_MSG_BYTES};
+use storsim_stats::{SeriesRecorder, WindowWidth};
 use storsim_workload::trace::RecordWriter;
 
 /// At most this many threads may be connected at once; more are refused (their process runs
@@ -199,10 +200,11 @@ pub fn run(
         )),
         None => None,
     };
-    let ctl = Controller::new(device, layout, clock, recorder);
+    let mut ctl = Controller::new(device, layout, clock, recorder);
     let mut cmd = program_command(program, &options, &socket_path, &dir, &image);
 
     let started_r = mono_ns();
+    ctl.clock.set_real_origin(started_r);
     let signals = Signals::install()?;
     let child = cmd.spawn().map_err(|e| CosimError::Spawn {
         program: name.to_string_lossy().into_owned(),
@@ -302,6 +304,7 @@ impl Serving {
     fn until_the_program_ends(&mut self, signals: &Signals) -> Result<ProgramExit, CosimError> {
         loop {
             let timeout_ns = self.ctl.settle();
+            self.ctl.clock.sample(false);
             send_replies(&mut self.ctl, &mut self.conns);
             let Some(sources) = self.wait(timeout_ns, signals)? else {
                 continue;
@@ -454,6 +457,9 @@ fn finish(
         files: ctl.layout.files() as u64,
         allocated_bytes: ctl.layout.allocated_bytes(),
         summary: ctl.collector.summary(),
+        series: std::mem::replace(&mut ctl.series, SeriesRecorder::new(WindowWidth::Auto))
+            .finish(ctl.last_finish, ctl.device_counters()),
+        clock_series: ctl.clock.samples.samples().to_vec(),
         warnings: ctl.warnings.iter().cloned().collect(),
         intercepted,
     };

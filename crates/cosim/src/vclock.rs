@@ -37,6 +37,74 @@ pub struct VirtualClock {
     started_r: Option<u64>,
     pub paused_real_ns: u64,
     pub skipped_ns: u64,
+    /// Readings of virtual against real time over the run, for the report's `clock_series`.
+    pub samples: ClockSamples,
+    /// The real instant the samples' real time counts from (the program's start).
+    origin_r: u64,
+}
+
+/// One reading of the clocks: real time since the program was started, the virtual clock,
+/// and the paused and skipped time so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockSample {
+    pub real_ns: u64,
+    pub virtual_ns: u64,
+    pub paused_real_ns: u64,
+    pub skipped_virtual_ns: u64,
+}
+
+/// The most readings [`ClockSamples`] keeps: enough points for a plot of any run.
+pub const CLOCK_SAMPLES_MAX: usize = 1024;
+/// The real time between two kept readings at first: 100 µs, doubled at every decimation.
+const FIRST_SAMPLE_GAP_NS: u64 = 100_000;
+
+/// Readings of the clocks over a run in bounded memory: a reading is kept when at least the
+/// current gap of real time has passed since the last one kept, or when it must be (a jump's
+/// end, the run's end); when [`CLOCK_SAMPLES_MAX`] are held, every other one goes and the gap
+/// doubles, so that the readings stay spread over the whole run.
+#[derive(Clone, Debug)]
+pub struct ClockSamples {
+    samples: Vec<ClockSample>,
+    gap_ns: u64,
+}
+
+impl Default for ClockSamples {
+    fn default() -> Self {
+        ClockSamples {
+            samples: Vec::new(),
+            gap_ns: FIRST_SAMPLE_GAP_NS,
+        }
+    }
+}
+
+impl ClockSamples {
+    /// Whether a reading at real time `real_ns` would be kept without being forced.
+    pub fn wants(&self, real_ns: u64) -> bool {
+        self.samples
+            .last()
+            .is_none_or(|last| real_ns >= last.real_ns.saturating_add(self.gap_ns))
+    }
+
+    /// Keeps `sample` if it is due, or whatever the gap if `forced`.
+    pub fn offer(&mut self, sample: ClockSample, forced: bool) {
+        if !forced && !self.wants(sample.real_ns) {
+            return;
+        }
+        self.samples.push(sample);
+        if self.samples.len() >= CLOCK_SAMPLES_MAX {
+            let mut index = 0;
+            self.samples.retain(|_| {
+                index += 1;
+                index % 2 == 1
+            });
+            self.gap_ns = self.gap_ns.saturating_mul(2);
+        }
+    }
+
+    /// The readings kept, oldest first.
+    pub fn samples(&self) -> &[ClockSample] {
+        &self.samples
+    }
 }
 
 // SAFETY: the only thing that ties a VirtualClock to a thread is its raw pointer to the
@@ -76,6 +144,8 @@ impl VirtualClock {
             started_r: None,
             paused_real_ns: 0,
             skipped_ns: 0,
+            samples: ClockSamples::default(),
+            origin_r: mono_ns(),
         };
         clock.page().init(
             cpu_speed,
@@ -235,6 +305,37 @@ impl VirtualClock {
         self.frozen_since_r = Some(frozen_r);
     }
 
+    /// Counts the samples' real time from `r`: the instant the program was started.
+    pub fn set_real_origin(&mut self, r: u64) {
+        self.origin_r = r;
+    }
+
+    /// Offers a reading of the clocks now to the samples (kept if due, or if `forced`).
+    pub fn sample(&mut self, forced: bool) {
+        if !forced && !self.samples.wants(mono_ns().saturating_sub(self.origin_r)) {
+            return;
+        }
+        let reading = self.reading_now();
+        self.samples.offer(reading, forced);
+    }
+
+    /// The clocks now, as a sample.
+    fn reading_now(&self) -> ClockSample {
+        let now = mono_ns();
+        // The stretch the clock has stood still so far counts as paused once the program
+        // has started, as `finish` counts it.
+        let frozen_ns = match (self.frozen_since_r, self.started_r) {
+            (Some(f), Some(_)) => now.saturating_sub(f),
+            _ => 0,
+        };
+        ClockSample {
+            real_ns: now.saturating_sub(self.origin_r),
+            virtual_ns: self.now_v(),
+            paused_real_ns: self.paused_real_ns + frozen_ns,
+            skipped_virtual_ns: self.skipped_ns,
+        }
+    }
+
     /// Moves the stopped clock forward to `v` (time-skipping).
     pub fn jump(&mut self, v: u64) {
         assert!(self.running == 0, "the clock jumped while a thread ran");
@@ -247,10 +348,23 @@ impl VirtualClock {
             }
         });
         self.skipped_ns += skipped;
+        // The readings show the jump as a step: where the clock stood, and where it went.
+        if skipped > 0 {
+            self.samples.offer(
+                ClockSample {
+                    skipped_virtual_ns: self.skipped_ns - skipped,
+                    virtual_ns: v - skipped,
+                    ..self.reading_now()
+                },
+                true,
+            );
+            self.sample(true);
+        }
     }
 
     /// Ends the accounting at real time now and returns the virtual time.
     pub fn finish(&mut self) -> u64 {
+        self.sample(true);
         let now = mono_ns();
         if let Some(f) = self.frozen_since_r.take() {
             if self.started_r.is_some() {
@@ -268,5 +382,53 @@ impl Drop for VirtualClock {
         // SAFETY: the mapping is this value's own, of PAGE_BYTES, and no borrow of the page
         // outlives `self`. An error would leave the page mapped, which costs only memory.
         let _ = unsafe { mm::munmap(self.map.as_ptr().cast(), PAGE_BYTES) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(real_ns: u64) -> ClockSample {
+        ClockSample {
+            real_ns,
+            virtual_ns: real_ns / 2,
+            paused_real_ns: 0,
+            skipped_virtual_ns: 0,
+        }
+    }
+
+    #[test]
+    fn samples_stay_bounded_and_spread_over_the_whole_run() {
+        let mut samples = ClockSamples::default();
+        // An hour of readings offered every microsecond of real time, some forced.
+        let hour_ns = 3_600_000_000_000u64;
+        let mut t = 0;
+        while t <= hour_ns {
+            samples.offer(at(t), t % 1_000_000_000 == 0);
+            assert!(samples.samples().len() < CLOCK_SAMPLES_MAX);
+            t += if t < 1_000_000 { 1_000 } else { 1_000_000 };
+        }
+        let kept = samples.samples();
+        assert!(kept.len() >= CLOCK_SAMPLES_MAX / 4, "{} kept", kept.len());
+        assert!(kept.windows(2).all(|w| w[0].real_ns <= w[1].real_ns));
+        assert_eq!(kept[0].real_ns, 0, "the first reading stays");
+        // No stretch of the run lacks readings: the largest gap is a small part of it.
+        let widest = kept
+            .windows(2)
+            .map(|w| w[1].real_ns - w[0].real_ns)
+            .max()
+            .unwrap();
+        assert!(widest <= hour_ns / 64, "a gap of {widest} ns");
+        assert!(kept.last().unwrap().real_ns >= hour_ns - widest);
+    }
+
+    #[test]
+    fn a_forced_reading_is_kept_however_close() {
+        let mut samples = ClockSamples::default();
+        samples.offer(at(0), false);
+        samples.offer(at(1), false);
+        samples.offer(at(1), true);
+        assert_eq!(samples.samples(), &[at(0), at(1)]);
     }
 }
