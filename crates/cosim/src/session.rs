@@ -213,8 +213,7 @@ pub fn run(
     let mut serving = Serving::new(ctl, listener, child);
     let exit = serving.until_the_program_ends(&signals)?;
     drop(signals);
-    let real_elapsed_ns = mono_ns() - started_r;
-    finish(serving.ctl, exit, real_elapsed_ns)
+    finish(serving.ctl, exit)
 }
 
 /// The program's name, once the options are known to make sense.
@@ -304,7 +303,6 @@ impl Serving {
     fn until_the_program_ends(&mut self, signals: &Signals) -> Result<ProgramExit, CosimError> {
         loop {
             let timeout_ns = self.ctl.settle();
-            self.ctl.clock.sample(false);
             send_replies(&mut self.ctl, &mut self.conns);
             let Some(sources) = self.wait(timeout_ns, signals)? else {
                 continue;
@@ -438,10 +436,12 @@ impl Serving {
 fn finish(
     mut ctl: Controller,
     exit: ProgramExit,
-    real_elapsed_ns: u64,
 ) -> Result<(CosimReport, Box<dyn Device>), CosimError> {
     let intercepted = ctl.clock.started_r().is_some();
-    let virtual_elapsed_ns = ctl.clock.finish();
+    // Real time counts from starting the program (the clock's real origin) to now: the same
+    // reading that ends the clock series.
+    let end = ctl.clock.finish();
+    let (virtual_elapsed_ns, real_elapsed_ns) = (end.virtual_ns, end.real_ns);
     ctl.drain();
     if let Some(r) = ctl.recorder.take() {
         r.finish().map_err(|e| setup("writing the record", e))?;

@@ -60,8 +60,13 @@ const FIRST_SAMPLE_GAP_NS: u64 = 100_000;
 
 /// Readings of the clocks over a run in bounded memory: a reading is kept when at least the
 /// current gap of real time has passed since the last one kept, or when it must be (a jump's
-/// end, the run's end); when [`CLOCK_SAMPLES_MAX`] are held, every other one goes and the gap
+/// ends, the run's end); when [`CLOCK_SAMPLES_MAX`] are held, every other one goes and the gap
 /// doubles, so that the readings stay spread over the whole run.
+///
+/// The controller reads the clocks where their course changes (the clock starts, stops or
+/// jumps), never while it advances: a reading then could be taken back, as a call that
+/// entered earlier stops the clock at its entry. Between two readings the virtual clock is
+/// therefore a straight line, or a stretch of a few of them when readings were left out.
 #[derive(Clone, Debug)]
 pub struct ClockSamples {
     samples: Vec<ClockSample>,
@@ -85,10 +90,19 @@ impl ClockSamples {
             .is_none_or(|last| real_ns >= last.real_ns.saturating_add(self.gap_ns))
     }
 
-    /// Keeps `sample` if it is due, or whatever the gap if `forced`.
-    pub fn offer(&mut self, sample: ClockSample, forced: bool) {
+    /// Keeps `sample` if it is due, or whatever the gap if `forced`. Each figure is kept
+    /// non-decreasing: a clock restarted from an instant before the last reading (the thread
+    /// that starts it says when it began to run, which may be before the controller's last
+    /// look) is read as starting at that reading.
+    pub fn offer(&mut self, mut sample: ClockSample, forced: bool) {
         if !forced && !self.wants(sample.real_ns) {
             return;
+        }
+        if let Some(last) = self.samples.last() {
+            sample.real_ns = sample.real_ns.max(last.real_ns);
+            sample.virtual_ns = sample.virtual_ns.max(last.virtual_ns);
+            sample.paused_real_ns = sample.paused_real_ns.max(last.paused_real_ns);
+            sample.skipped_virtual_ns = sample.skipped_virtual_ns.max(last.skipped_virtual_ns);
         }
         self.samples.push(sample);
         if self.samples.len() >= CLOCK_SAMPLES_MAX {
@@ -215,6 +229,8 @@ impl VirtualClock {
                 self.paused_real_ns += r.saturating_sub(f);
             }
             self.started_r.get_or_insert(r);
+            let v = self.page().load_state().v_anchor_ns;
+            self.sample_at(r, v, false);
             // Until this write every reader saw the clock stand still, and from it the clock
             // advances from `r`: whatever anyone read is at most its value at any instant
             // after `r`. So when the thread that started it is still the only runner at its
@@ -289,20 +305,22 @@ impl VirtualClock {
     /// write, so no reader saw a later value).
     fn freeze(&mut self, at: Option<(u64, u64)>) {
         let speed = self.cpu_speed;
-        let mut frozen_r = 0;
+        let (mut frozen_r, mut frozen_v) = (0, 0);
         self.page().write(|old| {
             let (v, r) = at.unwrap_or_else(|| {
                 let r = mono_ns();
                 (old.virtual_at(speed, r), r)
             });
             frozen_r = r;
+            frozen_v = v.max(old.v_anchor_ns);
             ClockState {
-                v_anchor_ns: v.max(old.v_anchor_ns),
+                v_anchor_ns: frozen_v,
                 r_anchor_ns: r,
                 advancing: false,
             }
         });
         self.frozen_since_r = Some(frozen_r);
+        self.sample_at(frozen_r, frozen_v, false);
     }
 
     /// Counts the samples' real time from `r`: the instant the program was started.
@@ -310,13 +328,15 @@ impl VirtualClock {
         self.origin_r = r;
     }
 
-    /// Offers a reading of the clocks now to the samples (kept if due, or if `forced`).
-    pub fn sample(&mut self, forced: bool) {
-        if !forced && !self.samples.wants(mono_ns().saturating_sub(self.origin_r)) {
-            return;
-        }
-        let reading = self.reading_now();
-        self.samples.offer(reading, forced);
+    /// Offers the reading of a stopped clock at real instant `r`, reading `v`, to the samples.
+    fn sample_at(&mut self, r: u64, v: u64, forced: bool) {
+        let sample = ClockSample {
+            real_ns: r.saturating_sub(self.origin_r),
+            virtual_ns: v,
+            paused_real_ns: self.paused_real_ns,
+            skipped_virtual_ns: self.skipped_ns,
+        };
+        self.samples.offer(sample, forced);
     }
 
     /// The clocks now, as a sample.
@@ -350,28 +370,30 @@ impl VirtualClock {
         self.skipped_ns += skipped;
         // The readings show the jump as a step: where the clock stood, and where it went.
         if skipped > 0 {
-            self.samples.offer(
-                ClockSample {
-                    skipped_virtual_ns: self.skipped_ns - skipped,
-                    virtual_ns: v - skipped,
-                    ..self.reading_now()
-                },
-                true,
-            );
-            self.sample(true);
+            let after = self.reading_now();
+            let before = ClockSample {
+                skipped_virtual_ns: after.skipped_virtual_ns - skipped,
+                virtual_ns: after.virtual_ns.saturating_sub(skipped),
+                ..after
+            };
+            self.samples.offer(before, true);
+            self.samples.offer(after, true);
         }
     }
 
-    /// Ends the accounting at real time now and returns the virtual time.
-    pub fn finish(&mut self) -> u64 {
-        self.sample(true);
+    /// Ends the accounting at real time now and returns the last reading: the virtual time,
+    /// and the real time since the origin ([`VirtualClock::set_real_origin`]).
+    pub fn finish(&mut self) -> ClockSample {
         let now = mono_ns();
         if let Some(f) = self.frozen_since_r.take() {
             if self.started_r.is_some() {
                 self.paused_real_ns += now.saturating_sub(f);
             }
         }
-        self.now_v()
+        // The last reading ends the samples with the report's times.
+        let last = self.reading_now();
+        self.samples.offer(last, true);
+        last
     }
 }
 
