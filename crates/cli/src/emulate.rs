@@ -40,9 +40,24 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
     {
         let emulator = Arc::clone(&emulator);
+        // SIGUSR1 also rewrites `--json FILE` with the document so far (the exit replaces it),
+        // so that a long run can be plotted while it goes; standard output is left to the
+        // final document.
+        let json_file = args
+            .json
+            .clone()
+            .filter(|p| p.as_path() != std::path::Path::new("-"));
         signal_watcher
             .spawn(move |signal| match signal {
-                Signal::Report => eprint!("{}", report::emulation_text(&emulator.report())),
+                Signal::Report => {
+                    let so_far = emulator.report();
+                    eprint!("{}", report::emulation_text(&so_far));
+                    if let Some(path) = &json_file {
+                        if let Err(e) = report::write_json(path, &report::emulation_json(&so_far)) {
+                            eprintln!("storsim: {}", e.message);
+                        }
+                    }
+                }
                 // The receiver only goes away once shutdown has begun.
                 Signal::Stop => drop(stop_tx.send(StopReason::Signal)),
             })

@@ -126,7 +126,7 @@ pub fn series_json(s: &Series, clock: &str) -> Value {
             (name.clone(), Value::Array(values))
         })
         .collect();
-    json!({
+    let mut series = json!({
         "clock": clock,
         "window_ns": s.window_ns,
         "windows": s.windows(),
@@ -137,7 +137,18 @@ pub fn series_json(s: &Series, clock: &str) -> Value {
             "device_mean": s.device_queue_mean,
         },
         "device": device,
-    })
+    });
+    // A driver's own channels (the emulator's `lateness_ns`) sit beside the figures every
+    // series has, under the channel's name; a simulation has none.
+    if let Value::Object(map) = &mut series {
+        for c in &s.channels {
+            map.insert(
+                c.name.clone(),
+                json!({"mean": c.mean, "p50": c.p50, "p99": c.p99, "max": c.max}),
+            );
+        }
+    }
+    series
 }
 
 /// The JSON document of a `simulate` run. Keys are sorted and nothing in it depends on the wall
@@ -476,8 +487,23 @@ pub fn emulation_json(r: &EmulatorReport) -> Value {
             "late": l.late,
             "overran": l.overran,
             "lateness_ns": distribution_json(&l.lateness_ns),
+            "cdf": l.cdf.iter()
+                .map(|p| json!({"lateness_ns": p.latency_ns, "fraction": p.fraction}))
+                .collect::<Vec<_>>(),
+            "relative_percent": {
+                "replies": l.relative_percent.count,
+                "mean": l.relative_percent.mean,
+                "p50": l.relative_percent.p50,
+                "p90": l.relative_percent.p90,
+                "p99": l.relative_percent.p99,
+                "max": l.relative_percent.max,
+            },
+            "relative_cdf": l.relative_cdf.iter()
+                .map(|p| json!({"percent": p.percent, "fraction": p.fraction}))
+                .collect::<Vec<_>>(),
         },
         "model": summary_json(&r.model),
+        "series": series_json(&r.series, "wall"),
     })
 }
 
@@ -536,6 +562,13 @@ pub fn cosim_json(r: &CosimResults) -> Value {
             "allocated_bytes": t.allocated_bytes,
         },
         "summary": summary_json(&t.summary),
+        "series": series_json(&t.series, "simulated"),
+        "clock_series": {
+            "real_ns": t.clock_series.iter().map(|c| c.real_ns).collect::<Vec<_>>(),
+            "virtual_ns": t.clock_series.iter().map(|c| c.virtual_ns).collect::<Vec<_>>(),
+            "paused_ns": t.clock_series.iter().map(|c| c.paused_real_ns).collect::<Vec<_>>(),
+            "skipped_ns": t.clock_series.iter().map(|c| c.skipped_virtual_ns).collect::<Vec<_>>(),
+        },
         "warnings": t.warnings,
     })
 }

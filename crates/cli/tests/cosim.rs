@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{repo_root, stderr, temp_dir};
+use common::{repo_root, simulate_json, stderr, temp_dir};
 use rustix::process::{kill_process, Pid, Signal};
 use serde_json::Value;
 use signal_hook::consts::SIGTERM;
@@ -221,9 +221,17 @@ fn a_c_program_sees_exactly_the_latencies_simulate_computes_for_its_recorded_str
         assert_eq!(call.latency_ns, row.4 - row.0, "{call:?} vs {row:?}");
         assert!(call.latency_ns > 100_000, "a disk takes time: {call:?}");
     }
-    // Replaying the record on the same model gives the same completions.
+    // Replaying the record on the same model gives the same completions, and the same time
+    // series: the model's clock starts at the first request in both.
     let simulated = simulate_record("disksim-cheetah9lp", &record);
     assert_eq!(simulated, rebased(&rows));
+    let simulated = simulate_json(
+        "disksim-cheetah9lp",
+        record.to_str().unwrap(),
+        "cosim-probe-replay",
+    );
+    assert_eq!(report["series"]["clock"], "simulated");
+    assert_eq!(report["series"], simulated["series"]);
     // The reported virtual time is the calls' latencies end to end (no think time at all).
     let total: u64 = calls.iter().map(|c| c.latency_ns).sum();
     assert_eq!(ns(&report, "virtual_elapsed_ns"), total);
@@ -446,6 +454,15 @@ fn waiting_for_the_disk_and_sleeping_are_skipped_not_waited() {
         "{report}"
     );
     assert_unskipped_time_is_running_time(&report);
+    assert_clock_series_is_consistent(&report);
+    // The series, in the model's time, holds every request once.
+    let requests: u64 = report["series"]["ops"]["all"]["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(requests, report["summary"]["requests"].as_u64().unwrap());
 
     let (o, report) = cosim("hdd-laptop-2007", &dir, &[], &["sh", "-c", "sleep 5"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -455,6 +472,56 @@ fn waiting_for_the_disk_and_sleeping_are_skipped_not_waited() {
     // programs' running time.
     assert_eq!(ns(&report, "skipped_virtual_ns"), 5_000_000_000, "{report}");
     assert_unskipped_time_is_running_time(&report);
+    // Virtual against real time shows the skip as a step: two readings at one real instant,
+    // the virtual clock 5 s apart.
+    let clock = &report["clock_series"];
+    let step =
+        |i: usize, key: &str| clock[key][i + 1].as_u64().unwrap() - clock[key][i].as_u64().unwrap();
+    let n = assert_clock_series_is_consistent(&report);
+    assert!(
+        (0..n - 1).any(|i| step(i, "real_ns") == 0 && step(i, "virtual_ns") == 5_000_000_000),
+        "no step of 5 s: {clock}"
+    );
+}
+
+/// The clock series' arrays are readings over the run: one length, bounded, each clock
+/// non-decreasing, ending with the report's paused and skipped time, and at every reading the
+/// virtual time neither skipped nor run is at most the real time not paused (as
+/// [`assert_unskipped_time_is_running_time`] for the whole run, at `--cpu-speed 1`). Returns
+/// the number of readings.
+fn assert_clock_series_is_consistent(report: &Value) -> usize {
+    let clock = &report["clock_series"];
+    let column = |key: &str| -> Vec<u64> {
+        clock[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("no clock_series.{key}: {report}"))
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let (real, virt, paused, skipped) = (
+        column("real_ns"),
+        column("virtual_ns"),
+        column("paused_ns"),
+        column("skipped_ns"),
+    );
+    let n = real.len();
+    assert!((2..=1024).contains(&n), "{n} readings");
+    for c in [&real, &virt, &paused, &skipped] {
+        assert_eq!(c.len(), n);
+        assert!(c.windows(2).all(|w| w[0] <= w[1]), "{clock}");
+    }
+    assert_eq!(skipped[n - 1], ns(report, "skipped_virtual_ns"));
+    assert_eq!(paused[n - 1], ns(report, "paused_real_ns"));
+    assert!(real[n - 1] <= ns(report, "real_elapsed_ns"));
+    assert!(virt[n - 1] <= ns(report, "virtual_elapsed_ns"));
+    for i in 0..n {
+        assert!(
+            virt[i] - skipped[i] <= real[i] - paused[i] + 1_000_000,
+            "reading {i}: {clock}"
+        );
+    }
+    n
 }
 
 /// Returns the virtual time taken, the database and the guard of the directory it is in.

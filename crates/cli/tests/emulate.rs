@@ -595,6 +595,171 @@ fn the_control_socket_reports_changes_parameters_and_switches_devices() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// Reads the JSON document at `path` once it is there and whole (SIGUSR1 writes it from the
+/// emulator's signal thread).
+fn wait_for_json(path: &Path) -> serde_json::Value {
+    for _ in 0..200 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if let Ok(doc) = serde_json::from_str(&text) {
+                return doc;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("{} never held a JSON document", path.display());
+}
+
+fn numbers(v: &serde_json::Value) -> Vec<Option<u64>> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(serde_json::Value::as_u64)
+        .collect()
+}
+
+/// The emulate document's series adds up to its replies, lateness has a window wherever
+/// replies were (and only there), and the distributions are CDFs. Returns the replies.
+fn assert_series_and_lateness_add_up(doc: &serde_json::Value) -> u64 {
+    let replied = doc["requests"]["replied"].as_u64().unwrap();
+    let series = &doc["series"];
+    assert_eq!(series["clock"], "wall");
+    let requests = numbers(&series["ops"]["all"]["requests"]);
+    let n = series["windows"].as_u64().unwrap() as usize;
+    assert_eq!(requests.len(), n);
+    assert_eq!(requests.iter().flatten().sum::<u64>(), replied, "{series}");
+    assert_eq!(
+        doc["model"]["requests"].as_u64().unwrap(),
+        replied,
+        "the model's summary and the series count the same replies"
+    );
+    for op in ["read", "write", "trim", "flush"] {
+        let per_op = match series["ops"].get(op) {
+            Some(figures) => numbers(&figures["requests"]).iter().flatten().sum::<u64>(),
+            None => 0,
+        };
+        assert_eq!(per_op, doc["requests"][op].as_u64().unwrap(), "{op}");
+    }
+    let end_ns = series["end_ns"].as_u64().unwrap();
+    assert!(end_ns <= doc["elapsed_ns"].as_u64().unwrap());
+    assert!(series["window_ns"].as_u64().unwrap() * n as u64 >= end_ns);
+    for figure in ["mean", "p50", "p99", "max"] {
+        let values = &series["lateness_ns"][figure];
+        assert_eq!(values.as_array().unwrap().len(), n, "lateness_ns.{figure}");
+        for (i, (value, requests)) in values.as_array().unwrap().iter().zip(&requests).enumerate() {
+            assert_eq!(
+                !value.is_null(),
+                requests.unwrap() > 0,
+                "window {i}: lateness_ns.{figure} {value} with {requests:?} replies"
+            );
+        }
+    }
+    let lateness = &doc["lateness"];
+    let cdf: Vec<(f64, u64)> = lateness["cdf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["fraction"].as_f64().unwrap(),
+                p["lateness_ns"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(cdf.last().map(|p| p.0), Some(1.0));
+    assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 <= w[1].1));
+    assert_eq!(
+        cdf.last().unwrap().1,
+        lateness["lateness_ns"]["max"].as_u64().unwrap()
+    );
+    let relative: Vec<f64> = lateness["relative_cdf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["percent"].as_f64().unwrap())
+        .collect();
+    assert_eq!(relative.len(), cdf.len());
+    assert!(relative.windows(2).all(|w| w[0] <= w[1]));
+    // Every read and write takes the model time, so each has a Δt/t; a flush may take none
+    // (stec-zeus's), and then has none.
+    let timed = lateness["relative_percent"]["replies"].as_u64().unwrap();
+    let flushes = doc["requests"]["flush"].as_u64().unwrap();
+    assert!((replied - flushes..=replied).contains(&timed), "{lateness}");
+    assert!(lateness["relative_percent"]["p50"].as_f64().unwrap() <= relative[relative.len() - 1]);
+    replied
+}
+
+#[test]
+fn the_json_carries_the_series_and_lateness_through_sigusr1_a_switch_and_the_exit() {
+    if !have("qemu-io") {
+        storsim_testenv::missing("qemu-io not found: the emulate series test needs an NBD client");
+        return;
+    }
+    let tmp = temp_dir("emu-series");
+    let dir = tmp.path();
+    let device = device_file(dir);
+    let socket = dir.join("control.sock");
+    let json = dir.join("run.json");
+    let emu = nbd_emulator(
+        &device,
+        "64m",
+        &[
+            "--control",
+            socket.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let uri = emu.nbd().to_string();
+    let writes: Vec<String> = (0..16)
+        .map(|i| format!("write -P 7 {}k 64k", i * 64))
+        .collect();
+    let mut args = vec!["-f", "raw", uri.as_str()];
+    for w in &writes {
+        args.extend(["-c", w.as_str()]);
+    }
+    run_ok("qemu-io", &args);
+
+    // A report mid-run: the document so far, the run going on.
+    emu.signal("USR1");
+    let mid = wait_for_json(&json);
+    // The writes, and the flush qemu-io sends before it closes.
+    let mid_replied = assert_series_and_lateness_add_up(&mid);
+    assert!(mid_replied >= 16, "{mid_replied} replies");
+    assert_eq!(mid["requests"]["write"], 16);
+    // On the first device every request takes time (flushes 50 µs): each has a Δt/t.
+    assert_eq!(mid["lateness"]["relative_percent"]["replies"], mid_replied);
+
+    // After a switch the series goes on, with the same recording.
+    let switched = control(&socket, "device stec-zeus");
+    assert_eq!(switched["ok"], true, "{switched}");
+    run_ok(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            &uri,
+            "-c",
+            "read -P 7 0 64k",
+            "-c",
+            "read -P 7 64k 64k",
+            "-c",
+            "flush",
+        ],
+    );
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    let end = wait_for_json(&json);
+    assert!(assert_series_and_lateness_add_up(&end) >= mid_replied + 3);
+    assert_eq!(end["requests"]["write"], 16);
+    assert_eq!(end["device"]["switches"][0], "stec-zeus");
+    let reads = numbers(&end["series"]["ops"]["read"]["requests"]);
+    assert_eq!(reads.iter().flatten().sum::<u64>(), 2);
+    // The reads came after the report: the windows they are in end after its series did.
+    let window_ns = end["series"]["window_ns"].as_u64().unwrap();
+    let first_read = reads.iter().position(|r| r.unwrap() > 0).unwrap() as u64;
+    assert!((first_read + 1) * window_ns > mid["series"]["end_ns"].as_u64().unwrap());
+}
+
 #[test]
 fn hostile_bytes_close_one_connection_and_the_server_serves_on() {
     if !have("qemu-io") {

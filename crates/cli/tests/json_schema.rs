@@ -242,6 +242,12 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
 /// The time series of a simulate or cosim document adds up to its summary, every array has one
 /// entry per window, and the counters' last values are the device's final counters.
 fn assert_series_matches_the_run(run: &Value) {
+    assert_series_matches(run, &run["summary"]);
+}
+
+/// [`assert_series_matches_the_run`] with the summary the series must add up to given (an
+/// emulate document's is `model`).
+fn assert_series_matches(run: &Value, summary: &Value) {
     let s = &run["series"];
     let n = s["windows"].as_u64().expect("series.windows") as usize;
     assert!(n >= 1, "a run with requests has windows");
@@ -256,11 +262,7 @@ fn assert_series_matches_the_run(run: &Value) {
             .sum()
     };
     for (op, figures) in s["ops"].as_object().unwrap() {
-        let summary = if op == "all" {
-            &run["summary"]
-        } else {
-            &run["summary"][op]
-        };
+        let summary = if op == "all" { summary } else { &summary[op] };
         assert_eq!(
             sum(&figures["requests"]),
             summary["requests"].as_u64().unwrap(),
@@ -462,14 +464,19 @@ fn every_key_of_the_cosim_report_is_documented_and_every_documented_key_is_writt
     assert_eq!(runs[0]["program"]["exit"]["signal"], 15);
     assert_eq!(runs[1]["program"]["exit"]["code"], 0, "{}", runs[1]);
     assert!(runs[1]["warnings"].to_string().contains("mmap"));
-    // The device and the summary are the simulate document's objects, documented there.
+    // The device, the summary and the series are the simulate document's objects, documented
+    // there.
     let mut documented = documented_paths("## The cosim document");
     documented.extend(
         documented_paths("## The simulate document")
             .into_iter()
-            .filter(|p| p.starts_with("device.") || p.starts_with("summary.")),
+            .filter(|p| {
+                p.starts_with("device.") || p.starts_with("summary.") || p.starts_with("series.")
+            }),
     );
     assert_documented_paths("## The cosim document", &documented, &runs, &[]);
+    assert_eq!(runs[0]["series"]["clock"], "simulated");
+    assert_series_matches_the_run(&runs[0]);
 }
 
 #[test]
@@ -514,7 +521,7 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
     for op in ["read", "write", "trim", "flush"] {
         assert!(run["requests"][op].as_u64().unwrap() > 0, "{op}: {run}");
     }
-    // The model's summary is the simulate document's, documented there.
+    // The model's summary and the series are the simulate document's, documented there.
     let mut documented = documented_paths("## The emulate document");
     documented.extend(
         documented_paths("## The simulate document")
@@ -522,8 +529,11 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
             .filter_map(|p| {
                 p.strip_prefix("summary.")
                     .map(|rest| format!("model.{rest}"))
+                    .or_else(|| p.starts_with("series.").then_some(p))
             }),
     );
+    assert_eq!(run["series"]["clock"], "wall");
+    assert_series_matches(&run, &run["model"]);
     // A switch needs a `set` on the control socket, and whether the pacing thread polls a
     // front end depends on timing: these two may be missing from a run.
     assert_documented_paths(

@@ -15,9 +15,9 @@ use rustix::process::PidfdFlags;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::io::Write;
 use std::os::fd::OwnedFd;
-use storsim_core::{Completion, Device, DeviceError, Op, Request, SimTime};
+use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
 use storsim_cosim_shim::proto::{IoOp, Kind, Msg, Reply};
-use storsim_stats::Collector;
+use storsim_stats::{Collector, Observed, SeriesRecorder, WindowWidth};
 use storsim_workload::trace::{RecordWriter, RecordedIo};
 
 pub type ConnId = usize;
@@ -141,6 +141,11 @@ pub struct Controller {
     origin_v: Option<u64>,
     done: Vec<Completion>,
     pub collector: Collector,
+    /// The device's requests in windows of the model's time (which starts at the first
+    /// request, as `origin_v` says), fed through [`Observed`] on every call to the model.
+    pub series: SeriesRecorder,
+    /// The model's time of the latest completion: where the series ends.
+    pub last_finish: SimTime,
     pub recorder: Option<Recorder>,
     /// Replies the session must send.
     pub outbox: Vec<(ConnId, Reply)>,
@@ -174,11 +179,18 @@ impl Controller {
             origin_v: None,
             done: Vec::new(),
             collector: Collector::new(),
+            series: SeriesRecorder::new(WindowWidth::Auto),
+            last_finish: SimTime::ZERO,
             recorder,
             outbox: Vec::new(),
             stats: CallStats::default(),
             warnings: BTreeSet::new(),
         }
+    }
+
+    /// The model's counters now.
+    pub fn device_counters(&self) -> Vec<DeviceCounter> {
+        self.device.counters()
     }
 
     pub fn into_device(self) -> Box<dyn Device> {
@@ -590,7 +602,8 @@ impl Controller {
     fn submit(&mut self, request: Request) {
         let origin = self.origin_v.unwrap_or(0);
         let now = self.model_now.max(request.arrival.as_ns() + origin);
-        match self.device.submit(self.model_time(now), request) {
+        let at = self.model_time(now);
+        match Observed::new(self.device.as_mut(), &mut self.series).submit(at, request) {
             Ok(()) => self.model_now = now,
             Err(DeviceError::QueueFull { .. }) => self.queued.push_back((request.id, request)),
             Err(_) => {
@@ -631,10 +644,11 @@ impl Controller {
             }
             self.model_now = self.model_now.max(t);
             let mut done = std::mem::take(&mut self.done);
-            self.device
-                .advance(self.model_time(self.model_now), &mut done);
+            let at = self.model_time(self.model_now);
+            Observed::new(self.device.as_mut(), &mut self.series).advance(at, &mut done);
             for c in done.drain(..) {
                 self.collector.record(&c);
+                self.last_finish = self.last_finish.max(c.finish);
                 if let Some(r) = self.recorder.as_mut() {
                     r.completed(
                         c.request.id,

@@ -19,7 +19,8 @@ pub use session::run;
 use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
-use storsim_stats::Summary;
+use storsim_stats::{Series, Summary};
+pub use vclock::{ClockSample, CLOCK_SAMPLES_MAX};
 
 /// What a cosim run is asked to do, besides the device and the program.
 pub struct Options {
@@ -94,6 +95,12 @@ pub struct CosimReport {
     pub allocated_bytes: u64,
     /// The device requests' latencies, as `simulate` reports them.
     pub summary: Summary,
+    /// The device requests in windows of the model's time, as `simulate` reports them: the
+    /// model's clock starts at the program's first device request.
+    pub series: Series,
+    /// Virtual against real time over the run, at most [`CLOCK_SAMPLES_MAX`] readings spread
+    /// over it (wall clock: they differ from run to run).
+    pub clock_series: Vec<ClockSample>,
     /// Things the preload library saw and could not model, each once.
     pub warnings: Vec<String>,
     /// Whether the program ever loaded the preload library (a static or setuid binary does not).

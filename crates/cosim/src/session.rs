@@ -28,6 +28,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock, PoisonError};
 use storsim_core::Device;
 use storsim_cosim_shim::proto::{env, Msg, MAX_MSG_BYTES};
+use storsim_stats::{SeriesRecorder, WindowWidth};
 use storsim_workload::trace::RecordWriter;
 
 /// At most this many threads may be connected at once; more are refused (their process runs
@@ -199,10 +200,11 @@ pub fn run(
         )),
         None => None,
     };
-    let ctl = Controller::new(device, layout, clock, recorder);
+    let mut ctl = Controller::new(device, layout, clock, recorder);
     let mut cmd = program_command(program, &options, &socket_path, &dir, &image);
 
     let started_r = mono_ns();
+    ctl.clock.set_real_origin(started_r);
     let signals = Signals::install()?;
     let child = cmd.spawn().map_err(|e| CosimError::Spawn {
         program: name.to_string_lossy().into_owned(),
@@ -211,8 +213,7 @@ pub fn run(
     let mut serving = Serving::new(ctl, listener, child);
     let exit = serving.until_the_program_ends(&signals)?;
     drop(signals);
-    let real_elapsed_ns = mono_ns() - started_r;
-    finish(serving.ctl, exit, real_elapsed_ns)
+    finish(serving.ctl, exit)
 }
 
 /// The program's name, once the options are known to make sense.
@@ -435,10 +436,12 @@ impl Serving {
 fn finish(
     mut ctl: Controller,
     exit: ProgramExit,
-    real_elapsed_ns: u64,
 ) -> Result<(CosimReport, Box<dyn Device>), CosimError> {
     let intercepted = ctl.clock.started_r().is_some();
-    let virtual_elapsed_ns = ctl.clock.finish();
+    // Real time counts from starting the program (the clock's real origin) to now: the same
+    // reading that ends the clock series.
+    let end = ctl.clock.finish();
+    let (virtual_elapsed_ns, real_elapsed_ns) = (end.virtual_ns, end.real_ns);
     ctl.drain();
     if let Some(r) = ctl.recorder.take() {
         r.finish().map_err(|e| setup("writing the record", e))?;
@@ -454,6 +457,9 @@ fn finish(
         files: ctl.layout.files() as u64,
         allocated_bytes: ctl.layout.allocated_bytes(),
         summary: ctl.collector.summary(),
+        series: std::mem::replace(&mut ctl.series, SeriesRecorder::new(WindowWidth::Auto))
+            .finish(ctl.last_finish, ctl.device_counters()),
+        clock_series: ctl.clock.samples.samples().to_vec(),
         warnings: ctl.warnings.iter().cloned().collect(),
         intercepted,
     };

@@ -37,6 +37,88 @@ pub struct VirtualClock {
     started_r: Option<u64>,
     pub paused_real_ns: u64,
     pub skipped_ns: u64,
+    /// Readings of virtual against real time over the run, for the report's `clock_series`.
+    pub samples: ClockSamples,
+    /// The real instant the samples' real time counts from (the program's start).
+    origin_r: u64,
+}
+
+/// One reading of the clocks: real time since the program was started, the virtual clock,
+/// and the paused and skipped time so far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockSample {
+    pub real_ns: u64,
+    pub virtual_ns: u64,
+    pub paused_real_ns: u64,
+    pub skipped_virtual_ns: u64,
+}
+
+/// The most readings [`ClockSamples`] keeps: enough points for a plot of any run.
+pub const CLOCK_SAMPLES_MAX: usize = 1024;
+/// The real time between two kept readings at first: 100 µs, doubled at every decimation.
+const FIRST_SAMPLE_GAP_NS: u64 = 100_000;
+
+/// Readings of the clocks over a run in bounded memory: a reading is kept when at least the
+/// current gap of real time has passed since the last one kept, or when it must be (a jump's
+/// ends, the run's end); when [`CLOCK_SAMPLES_MAX`] are held, every other one goes and the gap
+/// doubles, so that the readings stay spread over the whole run.
+///
+/// The controller reads the clocks where their course changes (the clock starts, stops or
+/// jumps), never while it advances: a reading then could be taken back, as a call that
+/// entered earlier stops the clock at its entry. Between two readings the virtual clock is
+/// therefore a straight line, or a stretch of a few of them when readings were left out.
+#[derive(Clone, Debug)]
+pub struct ClockSamples {
+    samples: Vec<ClockSample>,
+    gap_ns: u64,
+}
+
+impl Default for ClockSamples {
+    fn default() -> Self {
+        ClockSamples {
+            samples: Vec::new(),
+            gap_ns: FIRST_SAMPLE_GAP_NS,
+        }
+    }
+}
+
+impl ClockSamples {
+    /// Whether a reading at real time `real_ns` would be kept without being forced.
+    pub fn wants(&self, real_ns: u64) -> bool {
+        self.samples
+            .last()
+            .is_none_or(|last| real_ns >= last.real_ns.saturating_add(self.gap_ns))
+    }
+
+    /// Keeps `sample` if it is due, or whatever the gap if `forced`. Each figure is kept
+    /// non-decreasing: a clock restarted from an instant before the last reading (the thread
+    /// that starts it says when it began to run, which may be before the controller's last
+    /// look) is read as starting at that reading.
+    pub fn offer(&mut self, mut sample: ClockSample, forced: bool) {
+        if !forced && !self.wants(sample.real_ns) {
+            return;
+        }
+        if let Some(last) = self.samples.last() {
+            sample.real_ns = sample.real_ns.max(last.real_ns);
+            sample.virtual_ns = sample.virtual_ns.max(last.virtual_ns);
+            sample.paused_real_ns = sample.paused_real_ns.max(last.paused_real_ns);
+            sample.skipped_virtual_ns = sample.skipped_virtual_ns.max(last.skipped_virtual_ns);
+        }
+        self.samples.push(sample);
+        if self.samples.len() >= CLOCK_SAMPLES_MAX {
+            let mut index = 0;
+            self.samples.retain(|_| {
+                index += 1;
+                index % 2 == 1
+            });
+            self.gap_ns = self.gap_ns.saturating_mul(2);
+        }
+    }
+
+    /// The readings kept, oldest first.
+    pub fn samples(&self) -> &[ClockSample] {
+        &self.samples
+    }
 }
 
 // SAFETY: the only thing that ties a VirtualClock to a thread is its raw pointer to the
@@ -76,6 +158,8 @@ impl VirtualClock {
             started_r: None,
             paused_real_ns: 0,
             skipped_ns: 0,
+            samples: ClockSamples::default(),
+            origin_r: mono_ns(),
         };
         clock.page().init(
             cpu_speed,
@@ -145,6 +229,8 @@ impl VirtualClock {
                 self.paused_real_ns += r.saturating_sub(f);
             }
             self.started_r.get_or_insert(r);
+            let v = self.page().load_state().v_anchor_ns;
+            self.sample_at(r, v, false);
             // Until this write every reader saw the clock stand still, and from it the clock
             // advances from `r`: whatever anyone read is at most its value at any instant
             // after `r`. So when the thread that started it is still the only runner at its
@@ -219,20 +305,55 @@ impl VirtualClock {
     /// write, so no reader saw a later value).
     fn freeze(&mut self, at: Option<(u64, u64)>) {
         let speed = self.cpu_speed;
-        let mut frozen_r = 0;
+        let (mut frozen_r, mut frozen_v) = (0, 0);
         self.page().write(|old| {
             let (v, r) = at.unwrap_or_else(|| {
                 let r = mono_ns();
                 (old.virtual_at(speed, r), r)
             });
             frozen_r = r;
+            frozen_v = v.max(old.v_anchor_ns);
             ClockState {
-                v_anchor_ns: v.max(old.v_anchor_ns),
+                v_anchor_ns: frozen_v,
                 r_anchor_ns: r,
                 advancing: false,
             }
         });
         self.frozen_since_r = Some(frozen_r);
+        self.sample_at(frozen_r, frozen_v, false);
+    }
+
+    /// Counts the samples' real time from `r`: the instant the program was started.
+    pub fn set_real_origin(&mut self, r: u64) {
+        self.origin_r = r;
+    }
+
+    /// Offers the reading of a stopped clock at real instant `r`, reading `v`, to the samples.
+    fn sample_at(&mut self, r: u64, v: u64, forced: bool) {
+        let sample = ClockSample {
+            real_ns: r.saturating_sub(self.origin_r),
+            virtual_ns: v,
+            paused_real_ns: self.paused_real_ns,
+            skipped_virtual_ns: self.skipped_ns,
+        };
+        self.samples.offer(sample, forced);
+    }
+
+    /// The clocks now, as a sample.
+    fn reading_now(&self) -> ClockSample {
+        let now = mono_ns();
+        // The stretch the clock has stood still so far counts as paused once the program
+        // has started, as `finish` counts it.
+        let frozen_ns = match (self.frozen_since_r, self.started_r) {
+            (Some(f), Some(_)) => now.saturating_sub(f),
+            _ => 0,
+        };
+        ClockSample {
+            real_ns: now.saturating_sub(self.origin_r),
+            virtual_ns: self.now_v(),
+            paused_real_ns: self.paused_real_ns + frozen_ns,
+            skipped_virtual_ns: self.skipped_ns,
+        }
     }
 
     /// Moves the stopped clock forward to `v` (time-skipping).
@@ -247,17 +368,32 @@ impl VirtualClock {
             }
         });
         self.skipped_ns += skipped;
+        // The readings show the jump as a step: where the clock stood, and where it went.
+        if skipped > 0 {
+            let after = self.reading_now();
+            let before = ClockSample {
+                skipped_virtual_ns: after.skipped_virtual_ns - skipped,
+                virtual_ns: after.virtual_ns.saturating_sub(skipped),
+                ..after
+            };
+            self.samples.offer(before, true);
+            self.samples.offer(after, true);
+        }
     }
 
-    /// Ends the accounting at real time now and returns the virtual time.
-    pub fn finish(&mut self) -> u64 {
+    /// Ends the accounting at real time now and returns the last reading: the virtual time,
+    /// and the real time since the origin ([`VirtualClock::set_real_origin`]).
+    pub fn finish(&mut self) -> ClockSample {
         let now = mono_ns();
         if let Some(f) = self.frozen_since_r.take() {
             if self.started_r.is_some() {
                 self.paused_real_ns += now.saturating_sub(f);
             }
         }
-        self.now_v()
+        // The last reading ends the samples with the report's times.
+        let last = self.reading_now();
+        self.samples.offer(last, true);
+        last
     }
 }
 
@@ -268,5 +404,53 @@ impl Drop for VirtualClock {
         // SAFETY: the mapping is this value's own, of PAGE_BYTES, and no borrow of the page
         // outlives `self`. An error would leave the page mapped, which costs only memory.
         let _ = unsafe { mm::munmap(self.map.as_ptr().cast(), PAGE_BYTES) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(real_ns: u64) -> ClockSample {
+        ClockSample {
+            real_ns,
+            virtual_ns: real_ns / 2,
+            paused_real_ns: 0,
+            skipped_virtual_ns: 0,
+        }
+    }
+
+    #[test]
+    fn samples_stay_bounded_and_spread_over_the_whole_run() {
+        let mut samples = ClockSamples::default();
+        // An hour of readings offered every microsecond of real time, some forced.
+        let hour_ns = 3_600_000_000_000u64;
+        let mut t = 0;
+        while t <= hour_ns {
+            samples.offer(at(t), t % 1_000_000_000 == 0);
+            assert!(samples.samples().len() < CLOCK_SAMPLES_MAX);
+            t += if t < 1_000_000 { 1_000 } else { 1_000_000 };
+        }
+        let kept = samples.samples();
+        assert!(kept.len() >= CLOCK_SAMPLES_MAX / 4, "{} kept", kept.len());
+        assert!(kept.windows(2).all(|w| w[0].real_ns <= w[1].real_ns));
+        assert_eq!(kept[0].real_ns, 0, "the first reading stays");
+        // No stretch of the run lacks readings: the largest gap is a small part of it.
+        let widest = kept
+            .windows(2)
+            .map(|w| w[1].real_ns - w[0].real_ns)
+            .max()
+            .unwrap();
+        assert!(widest <= hour_ns / 64, "a gap of {widest} ns");
+        assert!(kept.last().unwrap().real_ns >= hour_ns - widest);
+    }
+
+    #[test]
+    fn a_forced_reading_is_kept_however_close() {
+        let mut samples = ClockSamples::default();
+        samples.offer(at(0), false);
+        samples.offer(at(1), false);
+        samples.offer(at(1), true);
+        assert_eq!(samples.samples(), &[at(0), at(1)]);
     }
 }

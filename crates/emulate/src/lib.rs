@@ -28,11 +28,11 @@ mod lateness;
 mod pacer;
 pub mod signals;
 
-pub use lateness::{Lateness, LatenessSummary};
+pub use lateness::{Lateness, LatenessSummary, PercentDistribution, PercentPoint};
 pub use storsim_store::{Backing, Store, StoreError};
 
 use clock::WallClock;
-use pacer::{Message, Pacer, Submission};
+use pacer::{Message, Pacer, Snapshot, Submission};
 use std::any::{Any, TypeId};
 use std::cell::Cell;
 use std::collections::{BTreeMap, VecDeque};
@@ -43,7 +43,9 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 use storsim_core::{Device, DeviceCounter, Op, SimTime};
-use storsim_stats::{Collector, Distribution, Histogram, Summary};
+use storsim_stats::{
+    Collector, Distribution, Histogram, Series, SeriesRecorder, Summary, WindowWidth,
+};
 
 /// What a front end asks of the emulated disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -359,6 +361,10 @@ pub struct EmulatorReport {
     pub switches: Vec<String>,
     /// The current device model's counters (at the end: the last device's).
     pub device_counters: Vec<DeviceCounter>,
+    /// The run so far in windows of the emulator's time (wall clock since the start, which is
+    /// the model's time): the replies as the model timed them, the queues, the device's
+    /// counters, and a channel named `lateness_ns` with each window's replies' lateness.
+    pub series: Series,
 }
 
 /// State shared between the front ends, the control socket and the pacing thread.
@@ -394,8 +400,8 @@ struct Tally {
     intake: Histogram,
     failed: u64,
     answered_at_once: u64,
-    /// The model's counters when the pacing thread stopped.
-    final_counters: Vec<DeviceCounter>,
+    /// The model's counters and the series when the pacing thread stopped.
+    final_snapshot: Option<Snapshot>,
 }
 
 impl Shared {
@@ -609,7 +615,7 @@ impl Emulator {
             intake: Histogram::new(),
             failed: 0,
             answered_at_once: 0,
-            final_counters: Vec::new(),
+            final_snapshot: None,
         };
         let shared = Arc::new(Shared {
             clock: WallClock::start(),
@@ -749,7 +755,17 @@ impl Emulator {
 
     /// What has happened so far.
     pub fn report(&self) -> EmulatorReport {
-        let device_counters = self.device_counters();
+        let (device_counters, series) = match self.snapshot() {
+            Some(Snapshot {
+                counters,
+                series,
+                now,
+            }) => (counters.clone(), series.finish(now, counters)),
+            None => (
+                Vec::new(),
+                SeriesRecorder::new(WindowWidth::Auto).finish(SimTime::ZERO, Vec::new()),
+            ),
+        };
         let submitted = *self.shared.stamp.lock().unwrap_or_else(|p| p.into_inner());
         let tally = self.shared.tally();
         let lateness = tally.lateness.summary();
@@ -775,20 +791,22 @@ impl Emulator {
             switches: tally.switches.clone(),
             lateness,
             device_counters,
+            series,
         }
     }
 
-    /// Asks the pacing thread for the model's counters (the model lives there); after shutdown,
-    /// the counters it left.
-    fn device_counters(&self) -> Vec<DeviceCounter> {
-        let (reply, counters) = mpsc::channel();
-        if self.shared.push(Message::Counters { reply }).is_ok() {
+    /// Asks the pacing thread for the model's counters and a copy of the series (both live
+    /// there); after shutdown, what it left. `None` only when the pacing thread neither
+    /// answers nor has stopped.
+    fn snapshot(&self) -> Option<Snapshot> {
+        let (reply, snapshot) = mpsc::channel();
+        if self.shared.push(Message::Snapshot { reply }).is_ok() {
             // A second is generous: the pacing thread answers between two deadlines.
-            if let Ok(counters) = counters.recv_timeout(Duration::from_secs(1)) {
-                return counters;
+            if let Ok(snapshot) = snapshot.recv_timeout(Duration::from_secs(1)) {
+                return Some(snapshot);
             }
         }
-        self.shared.tally().final_counters.clone()
+        self.shared.tally().final_snapshot.clone()
     }
 
     /// Stops taking host I/O, lets every accepted request complete at its instant, flushes the
@@ -904,6 +922,92 @@ mod tests {
         assert_eq!(report.failed, 0);
         assert_eq!(report.in_flight, 0);
         report
+    }
+
+    /// Submits `io` from a front end's thread and waits for the reply.
+    fn submit_and_wait(emulator: &Emulator, op: HostOp, offset_bytes: u64) -> Outcome {
+        let (tx, rx) = mpsc::channel();
+        let data = if op == HostOp::Write {
+            pattern()
+        } else {
+            Vec::new()
+        };
+        let len_bytes = if op == HostOp::Flush { 0 } else { 8192 };
+        emulator.submit(
+            HostIo {
+                op,
+                offset_bytes,
+                len_bytes,
+                fua: false,
+                data,
+            },
+            Box::new(ToChannel(tx)),
+        );
+        rx.recv_timeout(Duration::from_secs(30)).unwrap()
+    }
+
+    fn series_requests(report: &EmulatorReport) -> u64 {
+        report.series.ops[0].requests.iter().sum()
+    }
+
+    #[test]
+    fn the_series_counts_every_reply_and_its_lateness_mid_run_through_a_switch_and_at_the_end() {
+        let emulator = start(&Backing::Memory);
+        for i in 0..20 {
+            let op = if i % 2 == 0 {
+                HostOp::Write
+            } else {
+                HostOp::Read
+            };
+            submit_and_wait(&emulator, op, i * 8192);
+        }
+        let mid = emulator.report();
+        assert_eq!(mid.lateness.replies, 20);
+        assert_eq!(series_requests(&mid), 20);
+        assert_eq!(mid.series.channels[0].name, "lateness_ns");
+        assert_eq!(mid.series.channels[0].count.iter().sum::<u64>(), 20);
+        assert_eq!(
+            mid.series.ops[0].latency_max_ns.iter().flatten().max(),
+            Some(&mid.model.all.latency_ns.max)
+        );
+        // The series ends at the report and its last counters are the device's.
+        assert!(mid.series.end_ns <= mid.elapsed_ns);
+        let last = |report: &EmulatorReport, name: &str| {
+            report
+                .series
+                .counters
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, v)| *v.last().unwrap())
+        };
+        let first_counter = &mid.device_counters[0];
+        assert_eq!(last(&mid, &first_counter.name), Some(first_counter.value));
+        // A report changed nothing: the requests after it and a device switch add up with
+        // those before.
+        emulator
+            .replace_device(Box::new(LinearDevice::new(stec_zeus())), "stec-zeus-again")
+            .unwrap();
+        for i in 0..10 {
+            submit_and_wait(&emulator, HostOp::Read, i * 8192);
+        }
+        submit_and_wait(&emulator, HostOp::Flush, 0);
+        let end = emulator.shutdown().unwrap();
+        assert_eq!(end.lateness.replies, 31);
+        assert_eq!(series_requests(&end), 31);
+        assert_eq!(end.series.channels[0].count.iter().sum::<u64>(), 31);
+        let flushes = end.series.ops.iter().find(|o| o.op == Some(Op::Flush));
+        assert_eq!(flushes.map(|o| o.requests.iter().sum::<u64>()), Some(1));
+        // Lateness is recorded where replies were, and only there.
+        for (i, requests) in end.series.ops[0].requests.iter().enumerate() {
+            assert_eq!(end.series.channels[0].count[i], *requests, "window {i}");
+            assert_eq!(end.series.channels[0].max[i].is_some(), *requests > 0);
+        }
+        assert!(end.series.windows() <= storsim_stats::series::AUTO_WINDOWS_MAX);
+        // Every reply the model took time over has a Δt/t; the linear model answers a flush
+        // at once, which has none.
+        let timed = end.model.all.requests - end.model.flush.requests;
+        assert_eq!(end.model.flush.latency_ns.max, 0);
+        assert_eq!(end.lateness.relative_percent.count, timed);
     }
 
     /// A front end the emulator has never heard of: its replies gather in its own batch type

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
+use storsim_stats::series::{ChannelId, SeriesRecorder, WindowWidth};
 use storsim_workload::trace::{RecordWriter, RecordedIo};
 
 /// What front ends and the control socket send the pacing thread.
@@ -26,9 +27,9 @@ pub(crate) enum Message {
         name: String,
         done: mpsc::Sender<()>,
     },
-    /// The current device's counters, wanted by a report.
-    Counters {
-        reply: mpsc::Sender<Vec<DeviceCounter>>,
+    /// The current device's counters and the time series so far, wanted by a report.
+    Snapshot {
+        reply: mpsc::Sender<Snapshot>,
     },
     /// A front end's source of requests (a FUSE mount's ring, an NBD connection's socket), to
     /// be polled while spinning.
@@ -49,6 +50,20 @@ pub(crate) struct Submission {
     pub read_data: Option<Vec<u8>>,
     pub responder: Box<dyn Responder>,
 }
+
+/// What a report needs from the pacing thread: the model lives there, and so does the time
+/// series' recording, which the pacing thread only copies (a bounded cost: a few hundred
+/// windows) and the asker turns into figures.
+#[derive(Clone)]
+pub(crate) struct Snapshot {
+    pub counters: Vec<DeviceCounter>,
+    pub series: SeriesRecorder,
+    /// The emulator's time when the copy was taken: where the series ends.
+    pub now: SimTime,
+}
+
+/// The name of the series' channel of lateness (docs/json.md: `series.lateness_ns`).
+pub(crate) const LATENESS_CHANNEL: &str = "lateness_ns";
 
 /// Which part of a host I/O the model is working on: a FUA write is the write, then a flush.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -164,6 +179,11 @@ pub(crate) struct Pacer {
     shutting_down: bool,
     /// The first error writing the record; the run goes on without it and reports it at the end.
     record_error: Option<String>,
+    /// The run in windows of the emulator's time: the replies as the model timed them, the
+    /// host queue, the current device's counters, and lateness ([`Pacer::lateness_channel`]).
+    /// It outlives device switches: the counters are whichever device is current.
+    series: SeriesRecorder,
+    lateness_channel: ChannelId,
 }
 
 impl Pacer {
@@ -180,6 +200,8 @@ impl Pacer {
             }),
             None => None,
         };
+        let mut series = SeriesRecorder::new(WindowWidth::Auto);
+        let lateness_channel = series.add_channel(LATENESS_CHANNEL);
         Ok(Pacer {
             clock: shared.clock,
             shared,
@@ -203,6 +225,8 @@ impl Pacer {
             device_failed: None,
             shutting_down: false,
             record_error: None,
+            series,
+            lateness_channel,
         })
     }
 
@@ -220,7 +244,12 @@ impl Pacer {
                 break;
             }
         }
-        self.shared.tally().final_counters = self.current().counters();
+        let final_snapshot = Snapshot {
+            counters: self.current().counters(),
+            series: std::mem::replace(&mut self.series, SeriesRecorder::new(WindowWidth::Auto)),
+            now: self.now(),
+        };
+        self.shared.tally().final_snapshot = Some(final_snapshot);
         if let Some(recorder) = self.recorder.take() {
             if let Err(e) = recorder.finish() {
                 self.record_error
@@ -371,9 +400,15 @@ impl Pacer {
                 let _ = done.send(());
                 self.drain_host_queue();
             }
-            Message::Counters { reply } => {
+            Message::Snapshot { reply } => {
+                let now = self.now();
+                self.sample_counters(now);
                 // The asker may have given up waiting.
-                let _ = reply.send(self.current().counters());
+                let _ = reply.send(Snapshot {
+                    counters: self.current().counters(),
+                    series: self.series.clone(),
+                    now,
+                });
             }
             Message::Poller(poller) => {
                 // This thread is awake, so the poller serves its source from now on.
@@ -419,8 +454,19 @@ impl Pacer {
         self.advance()
     }
 
+    /// Gives the series the current device's counters at the ends of the windows that time
+    /// has passed, before anything happens at `now`.
+    #[inline]
+    fn sample_counters(&mut self, now: SimTime) {
+        if self.series.counters_due(now) {
+            let counters = self.current().counters();
+            self.series.sample(now, counters);
+        }
+    }
+
     fn advance(&mut self) {
         let now = self.now();
+        self.sample_counters(now);
         for index in 0..self.slots.len() {
             let mut done = std::mem::take(&mut self.done);
             self.slots[index].device.advance(now, &mut done);
@@ -466,6 +512,7 @@ impl Pacer {
             return Ok(());
         }
         let now = self.now();
+        self.sample_counters(now);
         let id = self.next_id;
         let (op, offset_bytes, len_bytes) = match request.stage {
             Stage::Main => (request.io.op, request.io.offset_bytes, request.io.len_bytes),
@@ -496,6 +543,7 @@ impl Pacer {
         );
         match outcome {
             Ok(()) => {
+                self.series.submitted(arrival, now);
                 self.next_id += 1;
                 slot.outstanding += 1;
                 request.generation = slot.generation;
@@ -625,11 +673,23 @@ impl Pacer {
                 let lateness_ns = actual
                     .as_ns()
                     .saturating_sub(reply.host_view.finish.as_ns());
-                tally
-                    .lateness
-                    .record(reply.host_view.request.op, lateness_ns, reply.overran);
+                let response_ns = reply.host_view.latency().as_ns();
+                tally.lateness.record(
+                    reply.host_view.request.op,
+                    lateness_ns,
+                    response_ns,
+                    reply.overran,
+                );
                 tally.model.record(&reply.host_view);
             }
+        }
+        for (reply, &left) in due.iter().zip(&left) {
+            let lateness_ns = actual_of(left)
+                .as_ns()
+                .saturating_sub(reply.host_view.finish.as_ns());
+            self.series.completed(&reply.host_view);
+            self.series
+                .record(self.lateness_channel, reply.host_view.finish, lateness_ns);
         }
         for (reply, &left) in due.iter().zip(&left) {
             let request = &reply.host_view.request;

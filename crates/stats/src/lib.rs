@@ -8,5 +8,5 @@ mod summary;
 
 pub use demerit::{disksim_demerit, Demerit};
 pub use histogram::Histogram;
-pub use series::{Observed, Series, SeriesRecorder, WindowWidth};
-pub use summary::{CdfPoint, Collector, Distribution, OpSummary, Summary};
+pub use series::{ChannelId, ChannelSeries, Observed, Series, SeriesRecorder, WindowWidth};
+pub use summary::{cdf, CdfPoint, Collector, Distribution, OpSummary, Summary};

@@ -50,6 +50,14 @@ pub enum WindowWidth {
 struct SparseHistogram(Vec<(u16, u32)>);
 
 impl SparseHistogram {
+    /// Counts one value in `bucket`, keeping the pairs sorted.
+    fn add(&mut self, bucket: u16) {
+        match self.0.binary_search_by_key(&bucket, |&(b, _)| b) {
+            Ok(i) => self.0[i].1 = self.0[i].1.saturating_add(1),
+            Err(i) => self.0.insert(i, (bucket, 1)),
+        }
+    }
+
     /// Adds `other`'s counts, keeping the pairs sorted.
     fn merge(&mut self, other: &SparseHistogram) {
         if other.0.is_empty() {
@@ -116,6 +124,24 @@ impl OpWindow {
     }
 }
 
+/// One channel's values in one window (see [`SeriesRecorder::add_channel`]).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct ValueWindow {
+    count: u64,
+    sum: u128,
+    max: u64,
+    histogram: SparseHistogram,
+}
+
+impl ValueWindow {
+    fn merge(&mut self, other: &ValueWindow) {
+        self.count += other.count;
+        self.sum += other.sum;
+        self.max = self.max.max(other.max);
+        self.histogram.merge(&other.histogram);
+    }
+}
+
 /// Everything recorded about one window.
 #[derive(Clone, Debug, Default, PartialEq)]
 struct Window {
@@ -128,6 +154,8 @@ struct Window {
     /// The device's counters at the window's end, in the order of
     /// [`SeriesRecorder::counter_names`]; `None` until time passes the end.
     counters: Option<Vec<f64>>,
+    /// The extra channels' values, by channel; shorter when the later channels had none here.
+    channels: Vec<ValueWindow>,
 }
 
 impl Window {
@@ -138,6 +166,13 @@ impl Window {
         }
         self.host_queue_ns += later.host_queue_ns;
         self.system_queue_ns += later.system_queue_ns;
+        if self.channels.len() < later.channels.len() {
+            self.channels
+                .resize_with(later.channels.len(), ValueWindow::default);
+        }
+        for (a, b) in self.channels.iter_mut().zip(&later.channels) {
+            a.merge(b);
+        }
         // The merged window ends where the later half did.
         self.counters.clone_from(&later.counters);
     }
@@ -146,6 +181,7 @@ impl Window {
 /// The latencies of completions not yet folded into their window: a dense histogram per op,
 /// cheap to record into, emptied into the window's sparse one when time moves to another
 /// window (or the windows merge, or the run ends).
+#[derive(Clone)]
 struct Pending {
     window: usize,
     /// Op `o`'s bucket `b` at `o * BUCKETS + b`: each op's counts together, so that the few
@@ -205,7 +241,11 @@ impl Pending {
 /// Records a run's time series. Feed it with [`SeriesRecorder::submitted`],
 /// [`SeriesRecorder::completed`] and [`SeriesRecorder::counters_due`] /
 /// [`SeriesRecorder::sample`] with non-decreasing times (or wrap the device in [`Observed`],
-/// which does all three), then call [`SeriesRecorder::finish`].
+/// which does all three), then call [`SeriesRecorder::finish`]. A driver that has more to say
+/// per window (the emulator's lateness) adds a channel of values with
+/// [`SeriesRecorder::add_channel`]. A clone is a snapshot: [`SeriesRecorder::snapshot`] gives
+/// the series so far and leaves the recording going.
+#[derive(Clone)]
 pub struct SeriesRecorder {
     width_ns: u64,
     max_windows: usize,
@@ -227,7 +267,13 @@ pub struct SeriesRecorder {
     device_order: Option<Vec<usize>>,
     /// The values read at the last window's end, reused so that reading allocates nothing.
     scratch: Vec<f64>,
+    /// The extra channels' names, in the order of their ids.
+    channel_names: Vec<String>,
 }
+
+/// Names a channel of values added with [`SeriesRecorder::add_channel`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelId(usize);
 
 impl SeriesRecorder {
     /// An empty series with windows of `width`.
@@ -248,7 +294,39 @@ impl SeriesRecorder {
             sample_after_ns: width_ns,
             device_order: None,
             scratch: Vec::new(),
+            channel_names: Vec::new(),
         }
+    }
+
+    /// Adds a channel of values beside the requests' figures: each window then also holds the
+    /// count, mean, quantiles (to within 1.6 %) and maximum of the values recorded in it with
+    /// [`SeriesRecorder::record`], in [`Series::channels`] under `name`.
+    pub fn add_channel(&mut self, name: &str) -> ChannelId {
+        self.channel_names.push(name.to_string());
+        ChannelId(self.channel_names.len() - 1)
+    }
+
+    /// Records `value` in `channel`, in the window that holds instant `at` (instants need not
+    /// come in order).
+    #[inline]
+    pub fn record(&mut self, channel: ChannelId, at: SimTime, value: u64) {
+        let i = self.reach(at.as_ns());
+        let channels = &mut self.windows[i].channels;
+        if channels.len() <= channel.0 {
+            channels.resize_with(channel.0 + 1, ValueWindow::default);
+        }
+        let w = &mut channels[channel.0];
+        w.count += 1;
+        w.sum += u128::from(value);
+        w.max = w.max.max(value);
+        w.histogram.add(bucket_of::<SUB_BITS>(value) as u16);
+    }
+
+    /// The series so far, as [`SeriesRecorder::finish`] would give it for a run ending at
+    /// `end`, leaving this recorder as it was. Costs a copy of the windows: a few hundred
+    /// (at most [`FIXED_WINDOWS_MAX`]), whatever the run's length.
+    pub fn snapshot(&self, end: SimTime, counters: Vec<DeviceCounter>) -> Series {
+        self.clone().finish(end, counters)
     }
 
     /// The current width of a window, in nanoseconds.
@@ -521,6 +599,20 @@ impl SeriesRecorder {
             }
         }
         let mean = |ns: u128, s: f64| ns as f64 / (s * 1e9);
+        let channels = self
+            .channel_names
+            .iter()
+            .enumerate()
+            .map(|(c, name)| {
+                let empty = ValueWindow::default();
+                let windows: Vec<&ValueWindow> = self
+                    .windows
+                    .iter()
+                    .map(|win| win.channels.get(c).unwrap_or(&empty))
+                    .collect();
+                ChannelSeries::of(name, &windows)
+            })
+            .collect();
         let counters = self
             .counter_names
             .iter()
@@ -556,6 +648,7 @@ impl SeriesRecorder {
                 .map(|(win, &s)| mean(win.system_queue_ns.saturating_sub(win.host_queue_ns), s))
                 .collect(),
             counters,
+            channels,
         }
     }
 }
@@ -624,6 +717,47 @@ impl OpSeries {
     }
 }
 
+/// A channel's values in each window (see [`SeriesRecorder::add_channel`]); the figures are
+/// `None` in a window without values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelSeries {
+    /// The name the channel was added with.
+    pub name: String,
+    /// Values recorded in each window.
+    pub count: Vec<u64>,
+    /// Their mean (exact).
+    pub mean: Vec<Option<f64>>,
+    /// Their median, to within 1.6 %.
+    pub p50: Vec<Option<u64>>,
+    /// Their 99th percentile, to within 1.6 %.
+    pub p99: Vec<Option<u64>>,
+    /// The largest (exact).
+    pub max: Vec<Option<u64>>,
+}
+
+impl ChannelSeries {
+    fn of(name: &str, windows: &[&ValueWindow]) -> Self {
+        let figure = |f: &dyn Fn(&ValueWindow) -> u64| -> Vec<Option<u64>> {
+            windows
+                .iter()
+                .map(|w| (w.count > 0).then(|| f(w)))
+                .collect()
+        };
+        let quantile = |q: f64| figure(&|w| w.histogram.quantile(q, w.count, w.max));
+        ChannelSeries {
+            name: name.to_string(),
+            count: windows.iter().map(|w| w.count).collect(),
+            mean: windows
+                .iter()
+                .map(|w| (w.count > 0).then(|| w.sum as f64 / w.count as f64))
+                .collect(),
+            p50: quantile(0.5),
+            p99: quantile(0.99),
+            max: figure(&|w| w.max),
+        }
+    }
+}
+
 /// A run's time series as plain data: every vector has one entry per window.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Series {
@@ -641,6 +775,8 @@ pub struct Series {
     /// Each device counter's value at the end of each window (`None` before the counter
     /// existed), in the device's order.
     pub counters: Vec<(String, Vec<Option<f64>>)>,
+    /// The extra channels, in the order they were added (none unless a driver added some).
+    pub channels: Vec<ChannelSeries>,
 }
 
 impl Series {
@@ -1108,6 +1244,87 @@ mod tests {
             }
         }
         assert!(saw_b);
+    }
+
+    #[test]
+    fn channels_hold_their_values_per_window_through_merges() {
+        let mut recorder = SeriesRecorder::new(WindowWidth::Auto);
+        let a = recorder.add_channel("a");
+        let b = recorder.add_channel("b");
+        let mut rng = Prng::new(17);
+        let mut t = 0u64;
+        let (mut count_a, mut sum_a, mut max_a) = (0u64, 0u128, 0u64);
+        for _ in 0..50_000 {
+            t += 1 + rng.below(100_000);
+            let v = rng.below(1_000_000);
+            recorder.record(a, SimTime(t), v);
+            (count_a, sum_a, max_a) = (count_a + 1, sum_a + u128::from(v), max_a.max(v));
+            // Channel b only in the second half of the run, and out of order.
+            if t > 1_250_000_000 {
+                recorder.record(b, SimTime(t - rng.below(t / 2)), 7);
+            }
+        }
+        let series = recorder.finish(SimTime(t), Vec::new());
+        assert!(series.windows() <= AUTO_WINDOWS_MAX);
+        assert_eq!(series.channels.len(), 2);
+        let (ca, cb) = (&series.channels[0], &series.channels[1]);
+        assert_eq!((ca.name.as_str(), cb.name.as_str()), ("a", "b"));
+        assert_eq!(ca.count.iter().sum::<u64>(), count_a);
+        assert_eq!(ca.max.iter().flatten().max().copied(), Some(max_a));
+        let weighted: f64 = ca
+            .mean
+            .iter()
+            .zip(&ca.count)
+            .map(|(m, &n)| m.unwrap_or(0.0) * n as f64)
+            .sum();
+        assert!((weighted - sum_a as f64).abs() / (sum_a as f64) < 1e-9);
+        for i in 0..series.windows() {
+            let present = ca.count[i] > 0;
+            assert_eq!(ca.p50[i].is_some(), present, "window {i}");
+            if let (Some(p50), Some(p99), Some(max)) = (ca.p50[i], ca.p99[i], ca.max[i]) {
+                assert!(p50 <= p99 && p99 <= max, "window {i}");
+            }
+            assert_eq!(cb.p99[i], (cb.count[i] > 0).then_some(7), "window {i}");
+        }
+        assert!(cb.count.iter().sum::<u64>() > 0);
+        assert_eq!(cb.count[0], 0, "b had nothing early in the run");
+    }
+
+    #[test]
+    fn a_snapshot_leaves_the_recording_as_it_was() {
+        let reqs = requests(33, 2_000);
+        let (first, second) = reqs.split_at(1_000);
+        let mut device = Fifo::new(40_000, 8);
+        let mut recorder = SeriesRecorder::new(WindowWidth::Auto);
+        let channel = recorder.add_channel("x");
+        let mut plain = recorder.clone();
+        let drive = |recorder: &mut SeriesRecorder, device: &mut Fifo, part: &[Request]| {
+            let run = conformance::drive(&mut Observed::new(device, recorder), part).unwrap();
+            for c in &run.completions {
+                recorder.record(channel, c.finish, c.latency().as_ns());
+            }
+            run.completions.last().unwrap().finish
+        };
+        let mut device_plain = Fifo::new(40_000, 8);
+        let mid = drive(&mut recorder, &mut device, first);
+        drive(&mut plain, &mut device_plain, first);
+        let snap = recorder.snapshot(mid, device.counters());
+        assert_eq!(snap.ops[0].requests.iter().sum::<u64>(), 1_000);
+        assert_eq!(snap.channels[0].count.iter().sum::<u64>(), 1_000);
+        // The second part starts after the first's end, as time goes on in a live run.
+        let later: Vec<Request> = second
+            .iter()
+            .map(|r| Request {
+                arrival: r.arrival + SimDuration(mid.as_ns()),
+                ..*r
+            })
+            .collect();
+        let end = drive(&mut recorder, &mut device, &later);
+        drive(&mut plain, &mut device_plain, &later);
+        assert_eq!(
+            recorder.finish(end, device.counters()),
+            plain.finish(end, device_plain.counters())
+        );
     }
 
     #[test]

@@ -53,6 +53,23 @@ pub struct CdfPoint {
     pub fraction: f64,
 }
 
+/// The CDF of the values `h` holds at fractions 0.00, 0.01, ..., 0.99, 0.999, 0.9999 and 1
+/// (each point's `latency_ns` is the value at its fraction); empty when `h` is.
+pub fn cdf(h: &Histogram) -> Vec<CdfPoint> {
+    if h.count() == 0 {
+        return Vec::new();
+    }
+    let mut fractions: Vec<f64> = (0..100).map(|i| i as f64 / 100.0).collect();
+    fractions.extend([0.999, 0.9999, 1.0]);
+    fractions
+        .iter()
+        .map(|&f| CdfPoint {
+            latency_ns: h.quantile(f),
+            fraction: f,
+        })
+        .collect()
+}
+
 /// Everything a run reports about its requests.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
@@ -145,19 +162,7 @@ impl Collector {
         // Bandwidth counts the data that crossed the interface: a trim's or flush's range
         // moves no bytes.
         all.bytes = self.per_op[Op::Read.index()].bytes + self.per_op[Op::Write.index()].bytes;
-        let mut fractions: Vec<f64> = (0..100).map(|i| i as f64 / 100.0).collect();
-        fractions.extend([0.999, 0.9999, 1.0]);
-        let latency_cdf = if all.latency.count() == 0 {
-            Vec::new()
-        } else {
-            fractions
-                .iter()
-                .map(|&f| CdfPoint {
-                    latency_ns: all.latency.quantile(f),
-                    fraction: f,
-                })
-                .collect()
-        };
+        let latency_cdf = cdf(&all.latency);
         Summary {
             elapsed_ns,
             all: all.summary(elapsed_ns),
