@@ -280,7 +280,7 @@ fn write_outputs(
         _ => false,
     };
     if args.report.as_deref() != Some(Path::new("-")) {
-        print!("{}", calibrate_report::text(report, wrote_model));
+        crate::stdout::say!("{}", calibrate_report::text(report, wrote_model));
     }
     if let Some(path) = &args.report {
         crate::report::write_json(path, &calibrate_report::json(report, wrote_model))?;

@@ -85,7 +85,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         report::write_json(path, &report::emulation_json(&final_report))?;
     }
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
-        print!("{}", report::emulation_text(&final_report));
+        crate::stdout::say!("{}", report::emulation_text(&final_report));
     }
     Ok(())
 }
@@ -244,7 +244,7 @@ impl FrontEnds {
                 let handler = control_handler(Arc::clone(emulator), &args.device);
                 let socket = ControlSocket::bind(path, handler)
                     .map_err(|e| CliError::failure(format!("--control {}: {e}", path.display())))?;
-                println!("control: {}", path.display());
+                crate::stdout::sayln!("control: {}", path.display());
                 Some(socket)
             }
             None => None,
@@ -306,7 +306,7 @@ fn start_nbd(
         let server = storsim_nbd::Server::bind(&listen, config, handler)
             .map_err(|e| CliError::failure(format!("NBD: {e}")))?;
         let address = server.local_addr();
-        println!("nbd: {}", nbd_uri(&address, &listen, &args.export_name));
+        crate::stdout::sayln!("nbd: {}", nbd_uri(&address, &listen, &args.export_name));
         servers.push(server.spawn());
     }
     Ok(servers)
@@ -341,7 +341,7 @@ fn mount_fuse(
     if let Some(poller) = mount.ring_poller() {
         emulator.attach_poller(Box::new(poller));
     }
-    println!("fuse: {}", dir.join(FUSE_FILE_NAME).display());
+    crate::stdout::sayln!("fuse: {}", dir.join(FUSE_FILE_NAME).display());
     Ok(mount)
 }
 

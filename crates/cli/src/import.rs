@@ -10,7 +10,7 @@ pub fn disksim(args: ImportDisksimArgs) -> Result<(), CliError> {
     let text = device_toml(&drive)
         .map_err(|e| CliError::input(format!("{}: {e}", args.parv.display())))?;
     if args.out == Path::new("-") {
-        print!("{text}");
+        crate::stdout::say!("{text}");
         return Ok(());
     }
     std::fs::write(&args.out, text)

@@ -14,6 +14,6 @@ pub fn run(args: InspectArgs) -> Result<(), CliError> {
             return Ok(());
         }
     }
-    print!("{}", report::inspect_text(&name, &c));
+    crate::stdout::say!("{}", report::inspect_text(&name, &c));
     Ok(())
 }

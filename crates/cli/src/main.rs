@@ -11,6 +11,7 @@ mod interrupt;
 mod progress;
 mod report;
 mod simulate;
+mod stdout;
 mod validate;
 mod workload_arg;
 
@@ -84,7 +85,7 @@ fn main() -> ExitCode {
         args::Command::Cosim(a) => cosim::run(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
-                println!("{:<18} {:<8} {}", p.name, p.model(), p.summary);
+                crate::stdout::sayln!("{:<18} {:<8} {}", p.name, p.model(), p.summary);
             }
             Ok(())
         }

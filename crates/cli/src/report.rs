@@ -232,7 +232,7 @@ pub fn write_json(path: &Path, value: &Value) -> Result<(), CliError> {
         inline_number_arrays(&serde_json::to_string_pretty(value).map_err(CliError::failure)?);
     text.push('\n');
     if path == Path::new("-") {
-        print!("{text}");
+        crate::stdout::say!("{text}");
         return Ok(());
     }
     std::fs::write(path, text)

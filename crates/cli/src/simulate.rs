@@ -167,7 +167,7 @@ fn write_reports(
         report::write_json(path, &report::simulation_json(results))?;
     }
     if !args.quiet && args.json.as_deref() != Some(Path::new("-")) {
-        print!("{}", report::simulation_text(results));
+        crate::stdout::say!("{}", report::simulation_text(results));
         let cpu = match cpu {
             Some(cpu) => format!(" ({:.3} s of CPU time)", cpu.as_secs_f64()),
             None => String::new(),

@@ -87,7 +87,7 @@ pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
         report::write_json(path, &report::validation_json(&results))?;
     }
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
-        print!("{}", report::validation_text(&results));
+        crate::stdout::say!("{}", report::validation_text(&results));
     }
     Ok(())
 }

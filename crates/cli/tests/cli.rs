@@ -737,3 +737,32 @@ fn ctrl_c_stops_a_simulation_and_reports_what_completed() {
     let lines = std::fs::read_to_string(&csv).unwrap().lines().count() as u64;
     assert_eq!(lines, completed + 1);
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_the_output_quietly() {
+    // `storsim presets | head -1`, `storsim simulate ... | head`: the reader closes the pipe
+    // before storsim writes. The write fails with EPIPE; storsim stops with success, as a
+    // program killed by SIGPIPE would stop, and never panics.
+    for args in [
+        vec!["presets"],
+        vec![
+            "simulate",
+            "--device",
+            "stec-zeus",
+            "--workload",
+            "synthetic:rw=randread,requests=100",
+        ],
+    ] {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_storsim"))
+            .args(&args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
