@@ -412,25 +412,29 @@ fn time_series(plots: &mut Plots, series: &Value, t: &Timeline) {
             })
             .collect()
     };
+    let lines = per_op("bandwidth_bytes_per_s", 1e-6);
+    let y = value_axis("throughput (MB/s)", &lines);
     plots.xy(
         "throughput-over-time",
         "series.ops.<op>.bandwidth_bytes_per_s",
         XyChart {
             title: "Throughput over time".into(),
             x: Axis::linear(&t.title),
-            y: Axis::linear("throughput (MB/s)"),
-            lines: per_op("bandwidth_bytes_per_s", 1e-6),
+            y,
+            lines,
             legend: Legend::UpperRight,
         },
     );
+    let lines = per_op("iops", 1.0);
+    let y = value_axis("requests/s", &lines);
     plots.xy(
         "iops-over-time",
         "series.ops.<op>.iops",
         XyChart {
             title: "Requests per second over time".into(),
             x: Axis::linear(&t.title),
-            y: Axis::linear("requests/s"),
-            lines: per_op("iops", 1.0),
+            y,
+            lines,
             legend: Legend::UpperRight,
         },
     );
@@ -527,13 +531,14 @@ fn ssd(plots: &mut Plots, dev: &Device, p: &str) {
                     .then(|| line(*label, points, i, Style::Solid))
             })
             .collect();
+        let y = value_axis("page programs/s", &lines);
         plots.xy(
             &name("gc-traffic-over-time"),
             &format!("series.device.{p}flash_programs_<cause>, per window"),
             XyChart {
                 title: format!("Flash programs by cause over time{unit}"),
                 x: Axis::linear(&t.title),
-                y: Axis::linear("page programs/s"),
+                y,
                 lines,
                 legend: Legend::UpperLeft,
             },
