@@ -446,8 +446,9 @@ const VIRIDIS: [(u8, u8, u8); 5] = [
     (0xFD, 0xE7, 0x25),
 ];
 
+/// The colour of `t` in 0..1, in 64 steps (finer steps no reader tells apart).
 fn viridis(t: f64) -> RGBColor {
-    let t = t.clamp(0.0, 1.0) * (VIRIDIS.len() - 1) as f64;
+    let t = (t.clamp(0.0, 1.0) * 64.0).round() / 64.0 * (VIRIDIS.len() - 1) as f64;
     let i = (t.floor() as usize).min(VIRIDIS.len() - 2);
     let f = t - i as f64;
     let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
@@ -480,16 +481,29 @@ pub(crate) fn heat(chart: &Heat) -> String {
             .y_labels(rows.min(16))
             .draw()
             .map_err(|e| e.to_string())?;
-        let cells = chart.rows.iter().enumerate().flat_map(|(r, row)| {
-            row.iter().enumerate().filter_map(move |(c, v)| {
-                let v = (*v)?;
-                let (a, b) = (chart.x_edges[c], chart.x_edges[c + 1]);
-                Some(Rectangle::new(
+        // Neighbouring cells of a row with the same colour are drawn as one rectangle: a busy
+        // die is one bar rather than a hundred, which keeps the page light.
+        let mut cells = Vec::new();
+        for (r, row) in chart.rows.iter().enumerate() {
+            let mut c = 0;
+            while c < row.len() {
+                let Some(v) = row[c] else {
+                    c += 1;
+                    continue;
+                };
+                let colour = viridis(v);
+                let mut end = c + 1;
+                while end < row.len() && row[end].map(viridis) == Some(colour) {
+                    end += 1;
+                }
+                let (a, b) = (chart.x_edges[c], chart.x_edges[end]);
+                cells.push(Rectangle::new(
                     [(a, r as f64), (b, r as f64 + 1.0)],
-                    viridis(v).filled(),
-                ))
-            })
-        });
+                    colour.filled(),
+                ));
+                c = end;
+            }
+        }
         ctx.draw_series(cells).map_err(|e| e.to_string())?;
         // The colour bar: 0 at the bottom, 1 at the top.
         let (top, bottom, steps) = (60, SIZE.1 as i32 - 70, 40);

@@ -34,7 +34,7 @@ figcaption{font-size:.8em;color:#555;max-width:760px}code{font-size:.95em}\
 .up{color:#b35900}.down{color:#0a6ebd}";
 
 /// A run's one-line description for headers and table columns.
-fn run_name(run: &Run) -> String {
+pub(crate) fn run_name(run: &Run) -> String {
     let device = run
         .doc
         .get("device")
@@ -170,9 +170,17 @@ pub(crate) fn cell(value: Option<f64>, first: Option<f64>) -> String {
     let shown = format_number(v);
     let diff = match first {
         Some(f) if f != 0.0 && f != v => {
-            let pct = 100.0 * (v - f) / f.abs();
-            let class = if pct > 0.0 { "up" } else { "down" };
-            format!(" <span class=\"{class}\">({pct:+.1} %)</span>")
+            let class = if v > f { "up" } else { "down" };
+            // A ratio reads better than a percentage once the runs differ tenfold.
+            let ratio = v / f;
+            let diff = if ratio >= 10.0 {
+                format!("×{ratio:.0}")
+            } else if ratio > 0.0 && ratio <= 0.1 {
+                format!("×{ratio:.2e}")
+            } else {
+                format!("{:+.1} %", 100.0 * (v - f) / f.abs())
+            };
+            format!(" <span class=\"{class}\">({diff})</span>")
         }
         Some(f) if f == 0.0 && v != 0.0 => {
             format!(" <span class=\"up\">(+{})</span>", format_number(v))
@@ -193,7 +201,8 @@ fn format_number(v: f64) -> String {
 }
 
 /// The compare table: every summary figure (and every device counter the runs share) side by
-/// side, with each run's difference to the first.
+/// side, with each run's difference to the first; figures that are zero in every run are left
+/// out.
 pub(crate) fn compare_table(runs: &[Run]) -> String {
     let mut columns: Vec<Vec<(String, f64)>> = Vec::new();
     for run in runs {
@@ -220,8 +229,14 @@ pub(crate) fn compare_table(runs: &[Run]) -> String {
             }
         }
     }
+    let value = |c: &Vec<(String, f64)>, k: &str| c.iter().find(|(n, _)| n == k).map(|p| p.1);
     rows.retain(|k| {
-        k.starts_with("summary.") || columns.iter().all(|c| c.iter().any(|(n, _)| n == k))
+        let shared = k.starts_with("summary.") || columns.iter().all(|c| value(c, k).is_some());
+        // A figure that is zero in every run (an operation none of them had) says nothing.
+        shared
+            && columns
+                .iter()
+                .any(|c| value(c, k).is_some_and(|v| v != 0.0))
     });
     let mut out = String::from("<table id=\"compare-table\"><tr><th>figure</th>");
     for (i, run) in runs.iter().enumerate() {
@@ -242,7 +257,8 @@ pub(crate) fn compare_table(runs: &[Run]) -> String {
 }
 
 /// The data embedded for re-plotting. Arrays of per-block erase counts beyond this length are
-/// replaced by their frequencies (lossless for any wear histogram) to keep the page light.
+/// replaced by their frequencies (lossless for any wear histogram) to keep the page light, and
+/// the series' fractions are rounded ([`round_floats`]).
 const EMBED_BLOCKS_MAX: usize = 4096;
 
 fn embedded(run: &Run) -> Value {
@@ -269,7 +285,37 @@ fn embedded(run: &Run) -> Value {
             }
         }
     }
+    if let Some(series) = doc.get_mut("series") {
+        round_floats(series);
+    }
     serde_json::json!({"file": run.file, "kind": run.kind.name(), "document": doc})
+}
+
+/// Rounds every fraction in `v` to six significant digits: a run's series holds every device
+/// counter per window (a two-SSD array has 200 of them), and their full 17 digits would make
+/// up most of the page while no plot can show more than three.
+fn round_floats(v: &mut Value) {
+    match v {
+        Value::Array(items) => items.iter_mut().for_each(round_floats),
+        Value::Object(map) => map.values_mut().for_each(round_floats),
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap_or(0.0);
+            if x != 0.0 && x.is_finite() {
+                let digits = 5 - x.abs().log10().floor() as i32;
+                let rounded = if digits >= 0 {
+                    let scale = 10f64.powi(digits);
+                    (x * scale).round() / scale
+                } else {
+                    let scale = 10f64.powi(-digits);
+                    (x / scale).round() * scale
+                };
+                if let Some(r) = serde_json::Number::from_f64(rounded) {
+                    *n = r;
+                }
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The whole page.
@@ -322,8 +368,20 @@ mod tests {
         assert_eq!(cell(Some(5.0), None), "<td class=\"n\">5</td>");
         assert!(cell(Some(110.0), Some(100.0)).contains("(+10.0 %)"));
         assert!(cell(Some(50.0), Some(100.0)).contains("(-50.0 %)"));
+        assert!(cell(Some(2000.0), Some(100.0)).contains("(×20)"));
+        assert!(cell(Some(1.0), Some(1000.0)).contains("(×1.00e-3)"));
         assert!(!cell(Some(100.0), Some(100.0)).contains('%'));
         assert!(cell(None, Some(1.0)).contains('—'));
+    }
+
+    #[test]
+    fn fractions_keep_six_significant_digits() {
+        let mut v = serde_json::json!([0.9992296047450339, 123456.789, 1.0e-7 / 3.0, 5, 0.0]);
+        round_floats(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!([0.99923, 123457.0, 3.33333e-8, 5, 0.0])
+        );
     }
 
     #[test]

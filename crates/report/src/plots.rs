@@ -382,12 +382,7 @@ fn time_series(plots: &mut Plots, series: &Value, t: &Timeline) {
     .enumerate()
     {
         if let Some(v) = array(series, &["ops", "all", key]) {
-            let style = if *name == "mean" {
-                Style::Dashed
-            } else {
-                Style::Solid
-            };
-            lines.push(line(*name, t.points(&v, 1e-3), i, style));
+            lines.push(line(*name, t.points(&v, 1e-3), i, Style::Solid));
         }
     }
     let y = value_axis("latency (µs)", &lines);
@@ -1088,12 +1083,7 @@ fn lateness(plots: &mut Plots, doc: &Value, t: Option<&Timeline>) {
         .enumerate()
         .filter_map(|(i, k)| {
             let v = array(series, &["lateness_ns", k])?;
-            let style = if *k == "mean" {
-                Style::Dashed
-            } else {
-                Style::Solid
-            };
-            Some(line(*k, t.points(&v, 1e-3), i, style))
+            Some(line(*k, t.points(&v, 1e-3), i, Style::Solid))
         })
         .collect();
     let y = value_axis("lateness (µs)", &lines);
@@ -1138,7 +1128,17 @@ fn cosim_clock(plots: &mut Plots, doc: &Value) {
 /// The overlays of several runs: each run one colour, on shared axes.
 pub(crate) fn compare_plots(runs: &[Run]) -> Vec<Plot> {
     let mut plots = Plots::new("compare");
-    let label = |i: usize| format!("run {}", i + 1);
+    let label = |i: usize| {
+        let device = runs[i]
+            .doc
+            .get("device")
+            .and_then(|d| d.get("name"))
+            .and_then(Value::as_str);
+        match device {
+            Some(d) => format!("run {}: {d}", i + 1),
+            None => format!("run {}", i + 1),
+        }
+    };
     let mut cdfs = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let Some(s) = summary(run) else { continue };
