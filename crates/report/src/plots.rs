@@ -70,6 +70,19 @@ pub(crate) struct Timeline {
 
 impl Timeline {
     fn of(series: &Value) -> Option<Timeline> {
+        Timeline::in_unit(series, None)
+    }
+
+    /// The run's end in nanoseconds, for choosing a unit shared by several runs.
+    fn end_ns(series: &Value) -> Option<f64> {
+        let window = num(series, &["window_ns"])?;
+        let windows = num(series, &["windows"])?;
+        Some(num(series, &["end_ns"]).unwrap_or(window * windows))
+    }
+
+    /// The time axis in the unit of a run ending at `end_ns` (its own end when `None`), so
+    /// that overlaid runs share one axis.
+    fn in_unit(series: &Value, shared_end_ns: Option<f64>) -> Option<Timeline> {
         let window = num(series, &["window_ns"])?;
         let windows = num(series, &["windows"])? as usize;
         if window <= 0.0 || windows == 0 {
@@ -85,7 +98,11 @@ impl Timeline {
         } else {
             "simulated"
         };
-        let (unit_ns, unit) = if end >= 2e9 { (1e9, "s") } else { (1e6, "ms") };
+        let (unit_ns, unit) = if shared_end_ns.unwrap_or(end) >= 2e9 {
+            (1e9, "s")
+        } else {
+            (1e6, "ms")
+        };
         let mut ends = Vec::with_capacity(windows);
         let mut lengths_s = Vec::with_capacity(windows);
         for i in 0..windows {
@@ -350,18 +367,26 @@ fn latency_split(plots: &mut Plots, s: &Value, kind: Kind) {
             .map(|op| us(num(s, &[op, what, "mean"]).unwrap_or(0.0)))
             .collect()
     };
+    let series = vec![
+        ("queueing".to_string(), part("queueing_ns")),
+        ("service".to_string(), part("service_ns")),
+    ];
+    // A write buffer answers in a microsecond after a millisecond's wait: both must show.
+    let all = series.iter().flat_map(|s| s.1.iter().copied());
+    let y = if spans_decades(all) {
+        Axis::log("mean time (µs)")
+    } else {
+        Axis::linear("mean time (µs)")
+    };
     plots.bars(
         "service-split",
         &format!("{field}.<op>.{{queueing_ns,service_ns}}.mean"),
         Bars {
             title: "Mean latency: queueing and service".into(),
             x_title: "operation".into(),
-            y: Axis::linear("mean time (µs)"),
+            y,
             categories: ops.iter().map(|s| s.to_string()).collect(),
-            series: vec![
-                ("queueing".into(), part("queueing_ns")),
-                ("service".into(), part("service_ns")),
-            ],
+            series,
         },
     );
 }
@@ -1162,7 +1187,11 @@ pub(crate) fn compare_plots(runs: &[Run]) -> Vec<Plot> {
             legend: Legend::LowerRight,
         },
     );
-    // Time series share one time axis only if their clocks agree; each run's own time is used.
+    // Every run's time from its own start, in the unit the longest run needs.
+    let longest = runs
+        .iter()
+        .filter_map(|r| Timeline::end_ns(r.doc.get("series")?))
+        .fold(0.0, f64::max);
     let overlay = |key: &[&str], scale: f64| -> (Vec<Line>, Option<String>) {
         let mut title = None;
         let lines = runs
@@ -1170,7 +1199,7 @@ pub(crate) fn compare_plots(runs: &[Run]) -> Vec<Plot> {
             .enumerate()
             .filter_map(|(i, run)| {
                 let series = run.doc.get("series")?;
-                let t = Timeline::of(series)?;
+                let t = Timeline::in_unit(series, Some(longest))?;
                 let v = array(series, key)?;
                 title.get_or_insert(t.title.clone());
                 Some(line(label(i), t.points(&v, scale), i, Style::Solid))

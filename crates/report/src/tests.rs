@@ -271,6 +271,17 @@ fn two_runs_are_compared_with_differences_to_the_first() {
     ] {
         assert_drawn(&report, &format!("compare-{id}"));
     }
+    // A run of 3 s and one of 20 ms share an axis in seconds.
+    let mut long = ssd_doc(4, true);
+    long["series"]["window_ns"] = json!(150_000_000);
+    long["series"]["end_ns"] = json!(3_000_000_000u64);
+    let report = render(&[run(ssd_doc(4, true)), run(long)]);
+    let p99 = report
+        .plots
+        .iter()
+        .find(|p| p.id == "compare-p99-over-time")
+        .unwrap();
+    assert!(p99.svg.contains("simulated time (s)"), "{}", p99.svg);
     let mut second = ssd_doc(4, false);
     second["summary"] = summary(5500);
     second["device"]["counters"]["write_amplification"] = json!(2.6);
