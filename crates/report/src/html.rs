@@ -47,13 +47,19 @@ pub(crate) fn run_name(run: &Run) -> String {
 
 fn header(out: &mut String, run: &Run, index: usize) {
     let d = &run.doc;
-    let text = |v: Option<&Value>| -> String {
+    fn text(v: Option<&Value>) -> String {
         match v {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => String::new(),
+            // An argument list, as a command line.
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| text(Some(i)))
+                .collect::<Vec<_>>()
+                .join(" "),
             Some(other) => other.to_string(),
         }
-    };
+    }
     let mut rows: Vec<(&str, String)> =
         vec![("file", run.file.clone()), ("kind", run.kind.name().into())];
     let device = d.get("device");
@@ -82,10 +88,7 @@ fn header(out: &mut String, run: &Run, index: usize) {
         .or_else(|| d.get("plan").and_then(|p| p.get("seed")));
     rows.push(("seed", text(seed)));
     rows.push(("storsim version", text(d.get("version"))));
-    if let Some(Value::Array(args)) = d.get("command_line") {
-        let line: Vec<String> = args.iter().map(|a| text(Some(a))).collect();
-        rows.push(("command line", line.join(" ")));
-    }
+    rows.push(("command line", text(d.get("command_line"))));
     let _ = write!(
         out,
         "<h2 id=\"run{n}\">Run {n}: {}</h2>\n<table class=\"run-header\">",

@@ -65,7 +65,7 @@ pub fn plot_svg(plot: &Plot) -> String {
 }
 
 /// A plot rendered as PNG at twice its CSS size (for print), its text set in the system's
-/// fonts (sans-serif: DejaVu Sans or Liberation Sans on Debian).
+/// fonts (DejaVu Sans or Liberation Sans on Debian; without a font the text is left out).
 pub fn plot_png(plot: &Plot) -> Result<Vec<u8>, ReportError> {
     use resvg::{tiny_skia, usvg};
     let error = |message: String| ReportError::Png {
@@ -73,7 +73,21 @@ pub fn plot_png(plot: &Plot) -> Result<Vec<u8>, ReportError> {
         message,
     };
     let mut options = usvg::Options::default();
-    options.fontdb_mut().load_system_fonts();
+    let fonts = options.fontdb_mut();
+    fonts.load_system_fonts();
+    // The plots ask for the generic "sans-serif", which fontdb maps to Arial unless told
+    // otherwise; Debian has DejaVu or Liberation instead.
+    let sans = ["DejaVu Sans", "Liberation Sans", "Noto Sans", "Arial"]
+        .into_iter()
+        .find(|family| {
+            fonts
+                .faces()
+                .any(|f| f.families.iter().any(|(name, _)| name == family))
+        });
+    if let Some(family) = sans {
+        fonts.set_sans_serif_family(family);
+        options.font_family = family.to_string();
+    }
     let tree = usvg::Tree::from_str(&plot.svg, &options).map_err(|e| error(e.to_string()))?;
     let size = tree
         .size()

@@ -358,5 +358,29 @@ fn plots_render_to_png() {
     let report = render(&[run(ssd_doc(4, false))]);
     let png = plot_png(&report.plots[0]).unwrap();
     assert_eq!(&png[1..4], b"PNG");
+    // The text is drawn: without its <text> elements the picture differs.
+    let mut bare = report.plots[0].clone();
+    while let Some(start) = bare.svg.find("<text") {
+        let end = start + bare.svg[start..].find("</text>").unwrap() + "</text>".len();
+        bare.svg.replace_range(start..end, "");
+    }
+    if std::path::Path::new("/usr/share/fonts").exists() {
+        assert_ne!(png, plot_png(&bare).unwrap(), "the PNG has no text");
+    } else {
+        storsim_testenv::missing("no fonts in /usr/share/fonts (Debian fonts-dejavu-core)");
+    }
     assert!(plot_svg(&report.plots[0]).starts_with("<?xml"));
+}
+
+#[test]
+fn cosim_documents_get_their_clock() {
+    let mut doc = ssd_doc(2, true);
+    doc["program"] = json!({"argv": ["dd"]});
+    doc["kind"] = json!("cosim");
+    doc["clock_series"] = json!({"real_ns": [0, 1_000_000_000, 2_000_000_000],
+        "virtual_ns": [0, 500_000_000, 3_000_000_000u64],
+        "paused_ns": [0, 0, 0], "skipped_ns": [0, 0, 0]});
+    let report = render(&[run(doc)]);
+    assert_drawn(&report, "run1-cosim-clock");
+    assert!(report.html.contains("<th>program</th><td>dd</td>"));
 }
