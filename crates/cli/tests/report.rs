@@ -150,14 +150,10 @@ fn check(dom: &str, log: &str, runs: usize, expected: &[Expected]) {
             .find(&format!("<svg id=\"{id}\""))
             .unwrap_or_else(|| panic!("no plot {id} in the page"));
         let svg = &dom[start..start + dom[start..].find("</svg>").unwrap()];
-        let lines = svg
-            .split("<polyline")
-            .skip(1)
-            .filter(|l| l.contains("points=\"") && !l.contains("points=\"\""))
-            .count();
-        let marks = svg.matches("<circle").count() + svg.matches("<rect").count();
-        // Two rectangles are the background and the plotting area; data adds to them.
-        assert!(lines > 0 || marks > 2, "plot {id} draws no data");
+        assert!(
+            storsim_report::data_marks(svg) > 0,
+            "plot {id} draws no data"
+        );
         for axis in *axes {
             assert!(
                 svg.contains(axis),

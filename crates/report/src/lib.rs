@@ -104,5 +104,45 @@ pub fn plot_png(plot: &Plot) -> Result<Vec<u8>, ReportError> {
     pixmap.encode_png().map_err(|e| error(e.to_string()))
 }
 
+/// How many marks of data an SVG plot of this crate draws: lines, markers, and filled shapes
+/// other than the white background and legend box. Axes, ticks, grid lines and a line
+/// legend's marks are not data. For tests that check, in the
+/// page as a browser holds it, that a plot is not empty.
+pub fn data_marks(svg: &str) -> usize {
+    let lines = svg
+        .split("<polyline")
+        .skip(1)
+        .filter(|element| {
+            let element = &element[..element.find("/>").unwrap_or(element.len())];
+            // Data lines are drawn 2 px wide, axes and ticks 1 px; a legend's mark is a
+            // level line 20 px long.
+            let points: Vec<(i64, i64)> = element
+                .split("points=\"")
+                .nth(1)
+                .and_then(|p| p.split('"').next())
+                .unwrap_or("")
+                .split_whitespace()
+                .filter_map(|xy| {
+                    let (x, y) = xy.split_once(',')?;
+                    Some((x.parse().ok()?, y.parse().ok()?))
+                })
+                .collect();
+            let legend_mark =
+                points.len() == 2 && points[0].1 == points[1].1 && points[1].0 - points[0].0 == 20;
+            element.contains("stroke-width=\"2\"") && points.len() >= 2 && !legend_mark
+        })
+        .count();
+    let markers = svg.matches("<circle").count();
+    let shapes = svg
+        .split("<rect")
+        .skip(1)
+        .filter(|element| {
+            let element = &element[..element.find("/>").unwrap_or(element.len())];
+            !element.contains("fill=\"#FFFFFF\"") && !element.contains("fill=\"none\"")
+        })
+        .count();
+    lines + markers + shapes
+}
+
 #[cfg(test)]
 mod tests;

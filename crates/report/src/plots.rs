@@ -392,10 +392,14 @@ fn latency_split(plots: &mut Plots, s: &Value, kind: Kind) {
 }
 
 fn time_series(plots: &mut Plots, series: &Value, t: &Timeline) {
-    let ops: Vec<&str> = ["all", "read", "write", "trim", "flush"]
+    let mut ops: Vec<&str> = ["all", "read", "write", "trim", "flush"]
         .into_iter()
         .filter(|op| series.get("ops").and_then(|o| o.get(op)).is_some())
         .collect();
+    // With one operation only, its line is the line of all requests and would hide it.
+    if ops.len() == 2 {
+        ops.truncate(1);
+    }
     let mut lines = Vec::new();
     for (i, (key, name)) in [
         ("latency_p50_ns", "p50"),
@@ -424,10 +428,10 @@ fn time_series(plots: &mut Plots, series: &Value, t: &Timeline) {
     );
     let per_op = |key: &str, scale: f64| -> Vec<Line> {
         ops.iter()
-            .enumerate()
-            .filter_map(|(i, op)| {
+            .filter_map(|op| {
                 let v = array(series, &["ops", op, key])?;
-                let colour = if *op == "all" { 7 } else { i - 1 };
+                // Each operation keeps its colour of the latency CDF; all requests are black.
+                let colour = OPS.iter().position(|o| o == op).unwrap_or(7);
                 Some(line(*op, t.points(&v, scale), colour, Style::Solid))
             })
             .collect()

@@ -100,12 +100,11 @@ fn assert_drawn(report: &Report, id: &str) {
         report.html.contains(&format!("<svg id=\"{id}\"")),
         "{id} is not inlined"
     );
-    let data = plot.svg.matches("<polyline").count()
-        + plot.svg.matches("<circle").count()
-        + plot.svg.matches("<rect").count()
-        + plot.svg.matches("<path").count();
-    // The background and the plotting area are rectangles too; data adds more.
-    assert!(data > 2, "{id} draws no data: {}", plot.svg);
+    assert!(
+        data_marks(&plot.svg) > 0,
+        "{id} draws no data: {}",
+        plot.svg
+    );
 }
 
 #[test]
@@ -136,6 +135,13 @@ fn an_ssd_run_with_a_series_has_every_plot() {
         .find(|p| p.id == "run1-die-utilisation")
         .unwrap();
     assert!(die.svg.contains("<polyline"), "{}", die.svg);
+    // Writes alone: their throughput is that of all requests, drawn once.
+    let throughput = report
+        .plots
+        .iter()
+        .find(|p| p.id == "run1-throughput-over-time")
+        .unwrap();
+    assert_eq!(data_marks(&throughput.svg), 1, "{}", throughput.svg);
     assert!(report.html.contains("storsim simulate --device bench2g"));
     assert!(report.html.contains("<th>seed</th><td>7</td>"));
 }
@@ -351,6 +357,28 @@ fn the_page_is_self_contained_and_embeds_the_data() {
         wear["erase_count_blocks"],
         json!([[0, 3334], [1, 3333], [2, 3333]])
     );
+}
+
+#[test]
+fn data_marks_leave_out_axes_and_legends() {
+    let axis = r#"<polyline fill="none" stroke-width="1" points="78,359 83,359 90,1 "/>"#;
+    let legend = r#"<polyline fill="none" stroke-width="2" points="1,2 21,2 "/>"#;
+    let curve = r#"<polyline fill="none" stroke-width="2" points="1,2 3,4 5,6 "/>"#;
+    let level = r#"<polyline fill="none" stroke-width="2" points="1,2 300,2 "/>"#;
+    let background = r##"<rect x="0" fill="#FFFFFF" stroke="none"/>"##;
+    let bar = r##"<rect x="0" fill="#0072B2" stroke="none"/>"##;
+    assert_eq!(data_marks(&format!("{axis}{legend}{background}")), 0);
+    let all = format!("{axis}{legend}{curve}{level}{background}{bar}");
+    assert_eq!(data_marks(&all), 3);
+    // A chart drawn without data shows no marks.
+    let empty = chart::xy(&chart::XyChart {
+        title: "t".into(),
+        x: chart::Axis::linear("x"),
+        y: chart::Axis::linear("y"),
+        lines: Vec::new(),
+        legend: chart::Legend::UpperLeft,
+    });
+    assert_eq!(data_marks(&empty), 0, "{empty}");
 }
 
 #[test]
