@@ -22,7 +22,7 @@ pub fn run(args: ReportArgs) -> Result<(), CliError> {
 }
 
 /// `simulate --report`/`--plots`: the page of the document the run has just produced, named
-/// `name` in the page's header.
+/// `name` in the page's header (the JSON file it was also written to; empty for none).
 pub fn write_simulation(
     name: &Path,
     doc: Value,

@@ -168,7 +168,8 @@ fn write_reports(
         if let Some(path) = &args.json {
             report::write_json(path, &doc)?;
         }
-        let name = args.json.as_deref().unwrap_or(Path::new("this run"));
+        // Without --json the page names no file.
+        let name = args.json.as_deref().unwrap_or(Path::new(""));
         report_html::write_simulation(name, doc, args.report.as_deref(), args.plots.as_deref())?;
     }
     if !args.quiet && args.json.as_deref() != Some(Path::new("-")) {
