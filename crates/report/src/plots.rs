@@ -69,7 +69,7 @@ pub(crate) struct Timeline {
 }
 
 impl Timeline {
-    fn of(series: &Value) -> Option<Timeline> {
+    pub(crate) fn of(series: &Value) -> Option<Timeline> {
         Timeline::in_unit(series, None)
     }
 
@@ -144,15 +144,26 @@ impl Timeline {
             .collect()
     }
 
-    /// The per-window busy fraction from a utilisation since the start of the run.
-    fn window_fraction(&self, since_start: &[Option<f64>]) -> Vec<Option<f64>> {
+    /// The per-window busy fraction from a utilisation since the start of the run: a fraction
+    /// of `elapsed_ns` in each window when the model says what its fractions are over (the
+    /// SSD's `utilisation_elapsed_ns`, its last host completion), of the window's end otherwise.
+    pub(crate) fn window_fraction(
+        &self,
+        since_start: &[Option<f64>],
+        elapsed_ns: Option<&[Option<f64>]>,
+    ) -> Vec<Option<f64>> {
         let mut busy_before = 0.0;
         since_start
             .iter()
+            .enumerate()
             .zip(self.ends.iter().zip(&self.lengths_s))
-            .map(|(u, (end, len))| {
+            .map(|((i, u), (end, len))| {
                 let u = (*u)?;
-                let busy = u * end * self.unit_ns / 1e9;
+                let over_s = match elapsed_ns {
+                    Some(e) => e.get(i).copied().flatten()? / 1e9,
+                    None => end * self.unit_ns / 1e9,
+                };
+                let busy = u * over_s;
                 let f = ((busy - busy_before) / len).clamp(0.0, 1.0);
                 busy_before = busy;
                 Some(f)
@@ -639,9 +650,15 @@ fn utilisation(plots: &mut Plots, dev: &Device, p: &str, family: &str, label: &s
     let unit = unit_title(p);
     let title = format!("{label} utilisation{unit}");
     let source = format!("series.device.{p}{family}_<n>_utilisation");
+    let elapsed = dev
+        .series(&format!("{p}utilisation_elapsed_ns"))
+        .map(|s| s.0);
     let per_window: Option<Vec<Vec<Option<f64>>>> = units
         .iter()
-        .map(|(_, k)| dev.series(k).map(|(v, t)| t.window_fraction(&v)))
+        .map(|(_, k)| {
+            dev.series(k)
+                .map(|(v, t)| t.window_fraction(&v, elapsed.as_deref()))
+        })
         .collect();
     let t = dev.series.map(|s| s.1);
     match (per_window, t) {

@@ -161,6 +161,41 @@ fn many_dies_are_a_heat_map() {
 }
 
 #[test]
+fn utilisation_per_window_is_over_the_time_the_model_states() {
+    // A die busy 0.5 of 10 ms, then 0.75 of 20 ms: 5 ms busy, then 10 ms more in the next
+    // 10 ms, all of it. Its utilisation's denominator is not the window's end here.
+    let mut doc = ssd_doc(2, true);
+    let windows = 20;
+    let mut u = vec![0.75; windows];
+    u[0] = 0.5;
+    let mut elapsed = vec![20_000_000.0; windows];
+    elapsed[0] = 10_000_000.0;
+    doc["series"]["window_ns"] = json!(10_000_000);
+    doc["series"]["end_ns"] = json!(windows * 10_000_000);
+    doc["series"]["device"]["die_0_utilisation"] = json!(u);
+    doc["series"]["device"]["utilisation_elapsed_ns"] = json!(elapsed);
+    let r = run(doc);
+    let series = r.doc["series"].clone();
+    let t = plots::Timeline::of(&series).unwrap();
+    let u: Vec<Option<f64>> = series["device"]["die_0_utilisation"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::as_f64)
+        .collect();
+    let e: Vec<Option<f64>> = series["device"]["utilisation_elapsed_ns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(Value::as_f64)
+        .collect();
+    let f = t.window_fraction(&u, Some(&e));
+    for (got, want) in f.iter().zip([0.5, 1.0, 0.0]) {
+        assert!((got.unwrap() - want).abs() < 1e-9, "{f:?}");
+    }
+}
+
+#[test]
 fn without_a_series_there_are_no_time_plots_but_the_rest_stays() {
     let report = render(&[run(ssd_doc(4, false))]);
     let ids = ids(&report);
