@@ -327,12 +327,15 @@ fn latency_cdf(plots: &mut Plots, s: &Value, kind: Kind) {
             continue;
         }
         let points = op_percentiles(s.get(*op).unwrap_or(&Value::Null));
-        lines.push(line(
-            format!("{op} (percentiles)"),
-            points,
-            i,
-            Style::Dashed,
-        ));
+        // Flushes that took no time have nothing a log axis can show, nor a legend entry.
+        if points.iter().any(|p| p.0 > 0.0) {
+            lines.push(line(
+                format!("{op} (percentiles)"),
+                points,
+                i,
+                Style::Dashed,
+            ));
+        }
     }
     plots.xy(
         "latency-cdf",
