@@ -1156,18 +1156,28 @@ fn cosim_clock(plots: &mut Plots, doc: &Value) {
     let (Some(real), Some(virt)) = (array(c, &["real_ns"]), array(c, &["virtual_ns"])) else {
         return;
     };
+    // Seconds for a run of seconds, milliseconds for a shorter one, each axis on its own.
+    let unit = |values: &[Option<f64>]| {
+        let last = values.iter().flatten().fold(0.0, |a: f64, b| a.max(*b));
+        if last >= 2e9 {
+            (1e9, "s")
+        } else {
+            (1e6, "ms")
+        }
+    };
+    let ((real_scale, real_unit), (virt_scale, virt_unit)) = (unit(&real), unit(&virt));
     let points: Vec<(f64, f64)> = real
         .iter()
         .zip(&virt)
-        .filter_map(|(r, v)| Some(((*r)? / 1e9, (*v)? / 1e9)))
+        .filter_map(|(r, v)| Some(((*r)? / real_scale, (*v)? / virt_scale)))
         .collect();
     plots.xy(
         "cosim-clock",
         "clock_series.{real_ns,virtual_ns}",
         XyChart {
             title: "Virtual time against real time".into(),
-            x: Axis::linear("real time (s)"),
-            y: Axis::linear("virtual time (s)"),
+            x: Axis::linear(format!("real time ({real_unit})")),
+            y: Axis::linear(format!("virtual time ({virt_unit})")),
             lines: vec![line("virtual clock", points, 0, Style::Solid)],
             legend: Legend::UpperLeft,
         },
