@@ -37,6 +37,9 @@ pub enum Command {
     /// --dir (or on --image) takes the model's time, its clocks and sleeps are virtual, and
     /// time it only waits is skipped.
     Cosim(CosimArgs),
+    /// Draw run documents (the JSON of simulate, cosim, emulate and calibrate) as one
+    /// self-contained HTML page of plots; several runs are compared.
+    Report(ReportArgs),
     /// List the built-in devices.
     Presets,
 }
@@ -179,9 +182,29 @@ pub struct SimulateArgs {
     /// Write one CSV line per request (arrival, service start, finish, ...) to this file.
     #[arg(long, value_name = "OUT")]
     pub requests_csv: Option<PathBuf>,
+    /// Write the results as a self-contained HTML page of plots (as `storsim report` draws).
+    #[arg(long, value_name = "OUT.html")]
+    pub report: Option<PathBuf>,
+    /// Also write each plot as SVG and PNG into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
     /// Print nothing but errors on the terminal.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+#[derive(Args)]
+pub struct ReportArgs {
+    /// Run documents: `simulate --json`, `cosim --report`, `emulate --json` or `calibrate
+    /// --report`. The first is the reference the others are compared with.
+    #[arg(required = true, value_name = "RUN.json")]
+    pub runs: Vec<PathBuf>,
+    /// Where to write the page (`-` for standard output).
+    #[arg(long, short, value_name = "OUT.html")]
+    pub out: PathBuf,
+    /// Also write each plot as SVG and PNG into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
 }
 
 #[derive(Args)]

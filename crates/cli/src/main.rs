@@ -10,6 +10,7 @@ mod inspect;
 mod interrupt;
 mod progress;
 mod report;
+mod report_html;
 mod simulate;
 mod stdout;
 mod validate;
@@ -83,6 +84,7 @@ fn main() -> ExitCode {
         args::Command::Validate(args::ValidateCommand::Disksim(a)) => validate::disksim(a),
         args::Command::Calibrate(a) => calibrate::run(a),
         args::Command::Cosim(a) => cosim::run(a),
+        args::Command::Report(a) => report_html::run(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
                 crate::stdout::sayln!("{:<18} {:<8} {}", p.name, p.model(), p.summary);

@@ -63,10 +63,9 @@ fn op_json(s: &OpSummary) -> Value {
     })
 }
 
-/// The version of the shape of every JSON document storsim writes (docs/json.md): one number
-/// for the whole family, raised when a field of any of them changes meaning or goes away, not
-/// when one is added.
-pub const SCHEMA: u32 = 1;
+/// The version of the shape of every JSON document storsim writes (docs/json.md); defined
+/// beside the reader that refuses newer documents (`storsim report`), so that there is one.
+pub use storsim_report::SCHEMA;
 
 /// The `device` object of `simulate` and `cosim` documents.
 fn device_json(name: &str, device: &dyn Device) -> Value {

@@ -5,7 +5,7 @@
 use crate::args::{RefusedArg, ReplayArg, SimulateArgs};
 use crate::progress::Progress;
 use crate::report::{self, RequestsCsv};
-use crate::{interrupt, workload_arg, CliError};
+use crate::{interrupt, report_html, workload_arg, CliError};
 use std::path::Path;
 use std::time::Duration;
 use storsim_core::Completion;
@@ -163,8 +163,14 @@ fn write_reports(
     wall: Duration,
     cpu: Option<Duration>,
 ) -> Result<(), CliError> {
-    if let Some(path) = &args.json {
-        report::write_json(path, &report::simulation_json(results))?;
+    if args.json.is_some() || args.report.is_some() || args.plots.is_some() {
+        let doc = report::simulation_json(results);
+        if let Some(path) = &args.json {
+            report::write_json(path, &doc)?;
+        }
+        // Without --json the page names no file.
+        let name = args.json.as_deref().unwrap_or(Path::new(""));
+        report_html::write_simulation(name, doc, args.report.as_deref(), args.plots.as_deref())?;
     }
     if !args.quiet && args.json.as_deref() != Some(Path::new("-")) {
         crate::stdout::say!("{}", report::simulation_text(results));

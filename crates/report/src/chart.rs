@@ -1,0 +1,576 @@
+//! The chart shapes the report uses, drawn with plotters' SVG backend: line charts (with
+//! optional log axes), grouped bars, histograms and heat maps. Every chart has a title, axis
+//! titles with units and, with more than one series, a legend; colours come from the
+//! Okabe–Ito palette, which stays distinguishable with the common colour-vision deficiencies.
+
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+/// Okabe & Ito's eight colours, in the order series take them (yellow, hard to see on white,
+/// last but one).
+pub(crate) const PALETTE: [RGBColor; 8] = [
+    RGBColor(0x00, 0x72, 0xB2), // blue
+    RGBColor(0xE6, 0x9F, 0x00), // orange
+    RGBColor(0x00, 0x9E, 0x73), // bluish green
+    RGBColor(0xD5, 0x5E, 0x00), // vermillion
+    RGBColor(0xCC, 0x79, 0xA7), // reddish purple
+    RGBColor(0x56, 0xB4, 0xE9), // sky blue
+    RGBColor(0xF0, 0xE4, 0x42), // yellow
+    RGBColor(0x00, 0x00, 0x00), // black
+];
+
+/// The size of every chart, in CSS pixels.
+pub(crate) const SIZE: (u32, u32) = (760, 420);
+
+fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// One axis: its title (with the unit) and whether it is logarithmic.
+pub(crate) struct Axis {
+    pub title: String,
+    pub log: bool,
+}
+
+impl Axis {
+    pub fn linear(title: impl Into<String>) -> Axis {
+        Axis {
+            title: title.into(),
+            log: false,
+        }
+    }
+    pub fn log(title: impl Into<String>) -> Axis {
+        Axis {
+            title: title.into(),
+            log: true,
+        }
+    }
+}
+
+/// How a series is drawn.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Style {
+    Solid,
+    Dashed,
+    /// Points only: measurements rather than a curve.
+    Markers,
+    /// Hollow points: measurements set apart (held out of a fit).
+    HollowMarkers,
+}
+
+/// One series of a line chart.
+pub(crate) struct Line {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub colour: usize,
+    pub style: Style,
+}
+
+/// Where the legend goes, out of the data's way.
+#[derive(Clone, Copy)]
+pub(crate) enum Legend {
+    UpperLeft,
+    UpperRight,
+    LowerRight,
+}
+
+/// A chart of lines and points over two numeric axes.
+pub(crate) struct XyChart {
+    pub title: String,
+    pub x: Axis,
+    pub y: Axis,
+    pub lines: Vec<Line>,
+    pub legend: Legend,
+}
+
+/// A bar chart: one group of bars per category, one bar per series in each.
+pub(crate) struct Bars {
+    pub title: String,
+    pub x_title: String,
+    pub y: Axis,
+    pub categories: Vec<String>,
+    /// Each series' name and its value per category.
+    pub series: Vec<(String, Vec<f64>)>,
+}
+
+/// A histogram over a numeric axis: bins of `[lo, hi)` with a count each.
+pub(crate) struct Histogram {
+    pub title: String,
+    pub x_title: String,
+    pub y_title: String,
+    pub bins: Vec<(f64, f64, f64)>,
+    pub colour: usize,
+}
+
+/// A heat map: rows (dies, channels) over columns (time windows), each cell a fraction 0..1.
+pub(crate) struct Heat {
+    pub title: String,
+    pub x_title: String,
+    pub y_title: String,
+    /// The columns' edges on the x axis: one more than columns.
+    pub x_edges: Vec<f64>,
+    /// `rows[r][c]`: the value of row `r` in column `c`, `None` where unknown.
+    pub rows: Vec<Vec<Option<f64>>>,
+    /// What the colour means, with its unit.
+    pub value_title: String,
+}
+
+/// A tick label: short, without trailing zeros, with k/M/G for large values.
+pub(crate) fn tick(v: f64) -> String {
+    let a = v.abs();
+    let (scaled, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let digits = if scaled.abs() >= 100.0 || scaled == scaled.round() {
+        0
+    } else if scaled.abs() >= 10.0 {
+        1
+    } else if scaled.abs() >= 0.1 {
+        2
+    } else {
+        4
+    };
+    let mut s = format!("{scaled:.digits$}");
+    if s.contains('.') {
+        s = s.trim_end_matches('0').trim_end_matches('.').to_string();
+    }
+    format!("{s}{suffix}")
+}
+
+type Root<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+/// Renders `draw` into an SVG string of [`SIZE`].
+fn svg(draw: impl FnOnce(&Root) -> Result<(), String>) -> String {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, SIZE).into_drawing_area();
+        // The SVG backend writes to a String, which cannot fail; a drawing error is a bug here.
+        root.fill(&WHITE).expect("drawing into a string");
+        draw(&root).expect("drawing into a string");
+        root.present().expect("drawing into a string");
+    }
+    out
+}
+
+fn title_font() -> TextStyle<'static> {
+    ("sans-serif", 20).into_font().into()
+}
+
+/// A range that shows every value with a little room, and is never empty.
+fn padded(lo: f64, hi: f64, log: bool) -> (f64, f64) {
+    if log {
+        // Whole decades, so that the axis always has labelled powers of ten.
+        let lo = 10f64.powf(lo.log10().floor());
+        let hi = 10f64.powf(hi.log10().ceil());
+        if hi <= lo {
+            (lo, lo * 10.0)
+        } else {
+            (lo, hi)
+        }
+    } else if hi <= lo && lo >= 0.0 {
+        (0.0, lo + 1.0)
+    } else if hi <= lo {
+        (lo - 1.0, hi + 1.0)
+    } else {
+        let pad = (hi - lo) * 0.05;
+        (
+            if lo >= 0.0 && lo - pad < 0.0 {
+                0.0
+            } else {
+                lo - pad
+            },
+            hi + pad,
+        )
+    }
+}
+
+fn bounds<'a>(values: impl Iterator<Item = &'a f64>, log: bool) -> (f64, f64) {
+    let (lo, hi) = values
+        .filter(|v| v.is_finite() && (!log || **v > 0.0))
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(*v), hi.max(*v))
+        });
+    if lo > hi {
+        return if log { (1.0, 10.0) } else { (0.0, 1.0) };
+    }
+    padded(lo, hi, log)
+}
+
+/// Draws an [`XyChart`]. Points a log axis cannot show (zero or below) are left out.
+pub(crate) fn xy(chart: &XyChart) -> String {
+    let keep = |(x, y): &(f64, f64)| {
+        x.is_finite() && y.is_finite() && (!chart.x.log || *x > 0.0) && (!chart.y.log || *y > 0.0)
+    };
+    let xs: Vec<f64> = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().filter(|p| keep(p)).map(|p| p.0))
+        .collect();
+    let ys: Vec<f64> = chart
+        .lines
+        .iter()
+        .flat_map(|l| l.points.iter().filter(|p| keep(p)).map(|p| p.1))
+        .collect();
+    let (x0, x1) = bounds(xs.iter(), chart.x.log);
+    let (y0, y1) = bounds(ys.iter(), chart.y.log);
+    svg(|root| match (chart.x.log, chart.y.log) {
+        (false, false) => xy_in(root, chart, x0..x1, y0..y1, keep),
+        (true, false) => xy_in(root, chart, (x0..x1).log_scale(), y0..y1, keep),
+        (false, true) => xy_in(root, chart, x0..x1, (y0..y1).log_scale(), keep),
+        (true, true) => xy_in(
+            root,
+            chart,
+            (x0..x1).log_scale(),
+            (y0..y1).log_scale(),
+            keep,
+        ),
+    })
+}
+
+fn xy_in<X, Y>(
+    root: &Root,
+    chart: &XyChart,
+    x: X,
+    y: Y,
+    keep: impl Fn(&(f64, f64)) -> bool,
+) -> Result<(), String>
+where
+    X: AsRangedCoord<Value = f64>,
+    Y: AsRangedCoord<Value = f64>,
+    X::CoordDescType: ValueFormatter<f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let mut ctx = ChartBuilder::on(root)
+        .caption(&chart.title, title_font())
+        .margin(12)
+        .margin_right(28)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(x, y)
+        .map_err(|e| e.to_string())?;
+    ctx.configure_mesh()
+        .x_desc(&chart.x.title)
+        .y_desc(&chart.y.title)
+        .axis_desc_style(("sans-serif", 15))
+        .label_style(("sans-serif", 13))
+        .x_label_formatter(&|v| tick(*v))
+        .y_label_formatter(&|v| tick(*v))
+        .light_line_style(RGBColor(0, 0, 0).mix(0.04))
+        .bold_line_style(RGBColor(0, 0, 0).mix(0.12))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for line in &chart.lines {
+        let c = colour(line.colour);
+        let points: Vec<(f64, f64)> = line.points.iter().copied().filter(&keep).collect();
+        let drawn = match line.style {
+            Style::Solid => ctx.draw_series(LineSeries::new(points, c.stroke_width(2))),
+            Style::Dashed => {
+                ctx.draw_series(DashedLineSeries::new(points, 8, 5, c.stroke_width(2)))
+            }
+            Style::Markers => {
+                ctx.draw_series(points.into_iter().map(|p| Circle::new(p, 4, c.filled())))
+            }
+            Style::HollowMarkers => ctx.draw_series(
+                points
+                    .into_iter()
+                    .map(|p| Circle::new(p, 5, c.stroke_width(2))),
+            ),
+        }
+        .map_err(|e| e.to_string())?;
+        // A series without a name stays out of the legend (one legend entry can stand for
+        // several series, as "held out" for every pattern's hollow points).
+        if line.name.is_empty() {
+            continue;
+        }
+        let style = line.style;
+        drawn
+            .label(&line.name)
+            .legend(move |(lx, ly)| -> DynElement<_, _> {
+                match style {
+                    Style::Markers => Circle::new((lx + 10, ly), 4, c.filled()).into_dyn(),
+                    Style::HollowMarkers => {
+                        Circle::new((lx + 10, ly), 5, c.stroke_width(2)).into_dyn()
+                    }
+                    _ => PathElement::new(vec![(lx, ly), (lx + 20, ly)], c.stroke_width(2))
+                        .into_dyn(),
+                }
+            });
+    }
+    if chart.lines.iter().filter(|l| !l.name.is_empty()).count() > 1 {
+        let position = match chart.legend {
+            Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
+            Legend::UpperRight => SeriesLabelPosition::UpperRight,
+            Legend::LowerRight => SeriesLabelPosition::LowerRight,
+        };
+        ctx.configure_series_labels()
+            .position(position)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(0, 0, 0).mix(0.3))
+            .label_font(("sans-serif", 13))
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Draws [`Bars`]: the categories along x, a group of bars in each.
+pub(crate) fn bars(chart: &Bars) -> String {
+    let values: Vec<f64> = chart.series.iter().flat_map(|s| s.1.clone()).collect();
+    let (mut y0, y1) = bounds(values.iter(), chart.y.log);
+    if !chart.y.log {
+        y0 = y0.min(0.0);
+    }
+    svg(|root| {
+        if chart.y.log {
+            bars_in(root, chart, (y0..y1).log_scale(), y0)
+        } else {
+            bars_in(root, chart, y0..y1, 0.0)
+        }
+    })
+}
+
+fn bars_in<Y>(root: &Root, chart: &Bars, y: Y, base: f64) -> Result<(), String>
+where
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    // Category i is centred on x = i; the ticks fall on whole numbers, which name categories.
+    let n = chart.categories.len();
+    let mut ctx = ChartBuilder::on(root)
+        .caption(&chart.title, title_font())
+        .margin(12)
+        .margin_right(28)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(-0.5..n as f64 - 0.5, y)
+        .map_err(|e| e.to_string())?;
+    let names = &chart.categories;
+    ctx.configure_mesh()
+        .disable_x_mesh()
+        .x_desc(&chart.x_title)
+        .y_desc(&chart.y.title)
+        .axis_desc_style(("sans-serif", 15))
+        .label_style(("sans-serif", 13))
+        .x_labels(n)
+        .x_label_formatter(&|v| {
+            let i = v.round();
+            if (v - i).abs() < 1e-6 && i >= 0.0 {
+                names.get(i as usize).cloned().unwrap_or_default()
+            } else {
+                String::new()
+            }
+        })
+        .y_label_formatter(&|v| tick(*v))
+        .bold_line_style(RGBColor(0, 0, 0).mix(0.12))
+        .light_line_style(RGBColor(0, 0, 0).mix(0.04))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    let groups = chart.series.len().max(1) as f64;
+    let width = 0.8 / groups;
+    for (s, (name, values)) in chart.series.iter().enumerate() {
+        let c = colour(s);
+        let rects = values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_finite() && **v > base)
+            .map(|(i, v)| {
+                let x0 = i as f64 - 0.4 + width * s as f64;
+                Rectangle::new([(x0, base), (x0 + width, *v)], c.filled())
+            });
+        ctx.draw_series(rects)
+            .map_err(|e| e.to_string())?
+            .label(name)
+            .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
+    }
+    if chart.series.len() > 1 {
+        ctx.configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(0, 0, 0).mix(0.3))
+            .label_font(("sans-serif", 13))
+            .draw()
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Draws a [`Histogram`].
+pub(crate) fn histogram(chart: &Histogram) -> String {
+    let lo = chart.bins.first().map_or(0.0, |b| b.0);
+    let hi = chart.bins.last().map_or(1.0, |b| b.1).max(lo + 10.0);
+    let top = chart.bins.iter().map(|b| b.2).fold(0.0, f64::max).max(1.0) * 1.08;
+    let c = colour(chart.colour);
+    svg(|root| {
+        let mut ctx = ChartBuilder::on(root)
+            .caption(&chart.title, title_font())
+            .margin(12)
+            .margin_right(28)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(lo..hi, 0.0..top)
+            .map_err(|e| e.to_string())?;
+        ctx.configure_mesh()
+            .disable_x_mesh()
+            .x_desc(&chart.x_title)
+            .y_desc(&chart.y_title)
+            .axis_desc_style(("sans-serif", 15))
+            .label_style(("sans-serif", 13))
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| tick(*v))
+            .bold_line_style(RGBColor(0, 0, 0).mix(0.12))
+            .light_line_style(RGBColor(0, 0, 0).mix(0.04))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        ctx.draw_series(
+            chart
+                .bins
+                .iter()
+                .filter(|b| b.2 > 0.0)
+                .map(|&(a, b, n)| Rectangle::new([(a, 0.0), (b, n)], c.filled())),
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}
+
+/// Viridis, sampled: a sequential scale readable in grey and by colour-blind readers.
+const VIRIDIS: [(u8, u8, u8); 5] = [
+    (0x44, 0x01, 0x54),
+    (0x3B, 0x52, 0x8B),
+    (0x21, 0x90, 0x8C),
+    (0x5D, 0xC8, 0x63),
+    (0xFD, 0xE7, 0x25),
+];
+
+/// The colour of `t` in 0..1, in 64 steps (finer steps no reader tells apart).
+fn viridis(t: f64) -> RGBColor {
+    let t = (t.clamp(0.0, 1.0) * 64.0).round() / 64.0 * (VIRIDIS.len() - 1) as f64;
+    let i = (t.floor() as usize).min(VIRIDIS.len() - 2);
+    let f = t - i as f64;
+    let mix = |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * f).round() as u8;
+    let (a, b) = (VIRIDIS[i], VIRIDIS[i + 1]);
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// Draws a [`Heat`] map, with a colour bar on the right.
+pub(crate) fn heat(chart: &Heat) -> String {
+    let x0 = chart.x_edges.first().copied().unwrap_or(0.0);
+    let x1 = chart.x_edges.last().copied().unwrap_or(1.0).max(x0 + 1.0);
+    let rows = chart.rows.len().max(1);
+    svg(|root| {
+        let (plot, bar) = root.split_horizontally(SIZE.0 - 90);
+        let mut ctx = ChartBuilder::on(&plot)
+            .caption(&chart.title, title_font())
+            .margin(12)
+            .margin_right(28)
+            .x_label_area_size(48)
+            .y_label_area_size(72)
+            .build_cartesian_2d(x0..x1, 0.0..rows as f64)
+            .map_err(|e| e.to_string())?;
+        ctx.configure_mesh()
+            .disable_mesh()
+            .x_desc(&chart.x_title)
+            .y_desc(&chart.y_title)
+            .axis_desc_style(("sans-serif", 15))
+            .label_style(("sans-serif", 13))
+            .x_label_formatter(&|v| tick(*v))
+            .y_label_formatter(&|v| format!("{}", v.floor()))
+            .y_labels(rows.min(16))
+            .draw()
+            .map_err(|e| e.to_string())?;
+        // Neighbouring cells of a row with the same colour are drawn as one rectangle: a busy
+        // die is one bar rather than a hundred, which keeps the page light.
+        let mut cells = Vec::new();
+        for (r, row) in chart.rows.iter().enumerate() {
+            let mut c = 0;
+            while c < row.len() {
+                let Some(v) = row[c] else {
+                    c += 1;
+                    continue;
+                };
+                let colour = viridis(v);
+                let mut end = c + 1;
+                while end < row.len() && row[end].map(viridis) == Some(colour) {
+                    end += 1;
+                }
+                let (a, b) = (chart.x_edges[c], chart.x_edges[end]);
+                cells.push(Rectangle::new(
+                    [(a, r as f64), (b, r as f64 + 1.0)],
+                    colour.filled(),
+                ));
+                c = end;
+            }
+        }
+        ctx.draw_series(cells).map_err(|e| e.to_string())?;
+        // The colour bar: 0 at the bottom, 1 at the top.
+        let (top, bottom, steps) = (60, SIZE.1 as i32 - 70, 40);
+        for i in 0..steps {
+            let t = i as f64 / f64::from(steps - 1);
+            let y = bottom - ((bottom - top) * i) / steps;
+            let h = (bottom - top) / steps + 1;
+            bar.draw(&Rectangle::new([(10, y - h), (30, y)], viridis(t).filled()))
+                .map_err(|e| e.to_string())?;
+        }
+        for (label, y) in [("1", top), ("0.5", (top + bottom) / 2), ("0", bottom)] {
+            bar.draw(&Text::new(label, (34, y - 8), ("sans-serif", 13)))
+                .map_err(|e| e.to_string())?;
+        }
+        bar.draw(&Text::new(
+            chart.value_title.clone(),
+            (4, top - 30),
+            ("sans-serif", 13),
+        ))
+        .map_err(|e| e.to_string())?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_short() {
+        assert_eq!(tick(0.0), "0");
+        assert_eq!(tick(1.5), "1.5");
+        assert_eq!(tick(250.0), "250");
+        assert_eq!(tick(12_000.0), "12k");
+        assert_eq!(tick(2_500_000.0), "2.5M");
+        assert_eq!(tick(0.001), "0.001");
+    }
+
+    #[test]
+    fn a_line_chart_has_its_title_axes_and_a_path_per_series() {
+        let s = xy(&XyChart {
+            title: "T".into(),
+            x: Axis::log("latency (µs)"),
+            y: Axis::linear("fraction"),
+            lines: vec![
+                Line {
+                    name: "a".into(),
+                    points: vec![(0.0, 0.0), (1.0, 0.5), (10.0, 1.0)],
+                    colour: 0,
+                    style: Style::Solid,
+                },
+                Line {
+                    name: "b".into(),
+                    points: vec![(2.0, 0.5), (20.0, 1.0)],
+                    colour: 1,
+                    style: Style::Markers,
+                },
+            ],
+            legend: Legend::LowerRight,
+        });
+        assert!(s.starts_with("<svg"), "{s}");
+        assert!(s.contains("latency (µs)") && s.contains("fraction"));
+        assert!(s.contains("<polyline"), "{s}");
+        assert!(s.contains("<circle"), "{s}");
+    }
+}

@@ -1,0 +1,397 @@
+//! The page: a header per run, its plots inlined as SVG, the compare table, and the data.
+
+use crate::input::{Kind, Run};
+use crate::plots::Plot;
+use serde_json::Value;
+use std::fmt::Write;
+
+/// Escapes text for HTML content and attribute values.
+pub(crate) fn escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+const STYLE: &str =
+    "body{font-family:sans-serif;margin:1.5em auto;max-width:1600px;padding:0 1em;color:#222}\
+h1{font-size:1.6em}h2{font-size:1.3em;margin-top:2em;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;font-size:.9em;margin:.5em 0}\
+td,th{border:1px solid #ddd;padding:.2em .6em;text-align:left;vertical-align:top}\
+td.n{text-align:right;font-variant-numeric:tabular-nums}th{background:#f4f4f4}\
+.plots{display:flex;flex-wrap:wrap;gap:1em}\
+figure{margin:0;border:1px solid #e4e4e4;padding:.4em;background:#fff}\
+figure svg{max-width:100%;height:auto;display:block}\
+figcaption{font-size:.8em;color:#555;max-width:760px}code{font-size:.95em}\
+.up{color:#b35900}.down{color:#0a6ebd}";
+
+/// A run's one-line description for headers and table columns.
+pub(crate) fn run_name(run: &Run) -> String {
+    let device = run
+        .doc
+        .get("device")
+        .and_then(|d| d.get("name"))
+        .or_else(|| run.doc.get("target").and_then(|t| t.get("name")))
+        .and_then(Value::as_str)
+        .unwrap_or("?");
+    format!("{} on {device}", run.kind.name())
+}
+
+fn header(out: &mut String, run: &Run, index: usize) {
+    let d = &run.doc;
+    fn text(v: Option<&Value>) -> String {
+        match v {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            // An argument list, as a command line.
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|i| text(Some(i)))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Some(other) => other.to_string(),
+        }
+    }
+    let mut rows: Vec<(&str, String)> =
+        vec![("file", run.file.clone()), ("kind", run.kind.name().into())];
+    let device = d.get("device");
+    if let Some(dev) = device {
+        rows.push(("device", text(dev.get("name"))));
+        rows.push(("model", text(dev.get("model"))));
+    }
+    if let Some(target) = d.get("target") {
+        rows.push((
+            "target",
+            format!(
+                "{} ({})",
+                text(target.get("name")),
+                text(target.get("kind"))
+            ),
+        ));
+    }
+    if let Some(w) = d.get("workload") {
+        rows.push(("workload", text(w.get("name"))));
+    }
+    if let Some(p) = d.get("program") {
+        rows.push(("program", text(p.get("argv"))));
+    }
+    let seed = d
+        .get("seed")
+        .or_else(|| d.get("plan").and_then(|p| p.get("seed")));
+    rows.push(("seed", text(seed)));
+    rows.push(("storsim version", text(d.get("version"))));
+    rows.push(("command line", text(d.get("command_line"))));
+    let _ = write!(
+        out,
+        "<h2 id=\"run{n}\">Run {n}: {}</h2>\n<table class=\"run-header\">",
+        escape(&run_name(run)),
+        n = index + 1
+    );
+    for (k, v) in rows.iter().filter(|(_, v)| !v.is_empty()) {
+        let v = if *k == "command line" {
+            format!("<code>{}</code>", escape(v))
+        } else {
+            escape(v)
+        };
+        let _ = write!(out, "<tr><th>{k}</th><td>{v}</td></tr>");
+    }
+    out.push_str("</table>\n");
+}
+
+/// Inlines `plots` as figures.
+fn figures(out: &mut String, plots: &[Plot]) {
+    if plots.is_empty() {
+        out.push_str("<p>No data to plot in this document.</p>\n");
+        return;
+    }
+    out.push_str("<div class=\"plots\">\n");
+    for p in plots {
+        let _ = writeln!(
+            out,
+            "<figure id=\"fig-{id}\">{svg}<figcaption>{title}. From <code>{src}</code>.</figcaption></figure>",
+            id = p.id,
+            svg = inline_svg(p),
+            title = escape(&p.title),
+            src = escape(&p.source),
+        );
+    }
+    out.push_str("</div>\n");
+}
+
+/// The plot's SVG with its id and an accessible name, ready to inline.
+pub(crate) fn inline_svg(p: &Plot) -> String {
+    let svg = p
+        .svg
+        .trim_start_matches("<?xml version=\"1.0\" encoding=\"UTF-8\"?>")
+        .trim();
+    svg.replacen(
+        "<svg ",
+        &format!(
+            "<svg id=\"{}\" class=\"plot\" role=\"img\" aria-label=\"{}\" ",
+            p.id,
+            escape(&p.title)
+        ),
+        1,
+    )
+}
+
+/// Every number in `v`, by its path, leaving out the CDF (drawn, not tabulated).
+fn flatten(prefix: &str, v: &Value, out: &mut Vec<(String, f64)>) {
+    match v {
+        Value::Object(m) => {
+            for (k, v) in m {
+                if k == "latency_cdf" {
+                    continue;
+                }
+                let path = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&path, v, out);
+            }
+        }
+        Value::Number(n) => out.push((prefix.to_string(), n.as_f64().unwrap_or(0.0))),
+        _ => {}
+    }
+}
+
+/// A figure of the compare table: each run's value, and after the first its difference to the
+/// first run.
+pub(crate) fn cell(value: Option<f64>, first: Option<f64>) -> String {
+    let Some(v) = value else {
+        return "<td class=\"n\">—</td>".into();
+    };
+    let shown = format_number(v);
+    let diff = match first {
+        Some(f) if f != 0.0 && f != v => {
+            let class = if v > f { "up" } else { "down" };
+            // A ratio reads better than a percentage once the runs differ tenfold.
+            let ratio = v / f;
+            let diff = if ratio >= 10.0 {
+                format!("×{ratio:.0}")
+            } else if ratio > 0.0 && ratio <= 0.1 {
+                format!("×{ratio:.2e}")
+            } else {
+                format!("{:+.1} %", 100.0 * (v - f) / f.abs())
+            };
+            format!(" <span class=\"{class}\">({diff})</span>")
+        }
+        Some(f) if f == 0.0 && v != 0.0 => {
+            format!(" <span class=\"up\">(+{})</span>", format_number(v))
+        }
+        _ => String::new(),
+    };
+    format!("<td class=\"n\">{shown}{diff}</td>")
+}
+
+fn format_number(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{}", v as i64)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+/// The compare table: every summary figure (and every device counter the runs share) side by
+/// side, with each run's difference to the first; figures that are zero in every run are left
+/// out.
+pub(crate) fn compare_table(runs: &[Run]) -> String {
+    let mut columns: Vec<Vec<(String, f64)>> = Vec::new();
+    for run in runs {
+        let mut figures = Vec::new();
+        let summary = match run.kind {
+            Kind::Emulate => run.doc.get("model"),
+            _ => run.doc.get("summary"),
+        };
+        if let Some(s) = summary {
+            flatten("summary", s, &mut figures);
+        }
+        if let Some(c) = run.doc.get("device").and_then(|d| d.get("counters")) {
+            flatten("device.counters", c, &mut figures);
+        }
+        columns.push(figures);
+    }
+    // Rows in the first run's order, then any the others add; counters only when every run
+    // has them (runs of different models share few), summary figures always.
+    let mut rows: Vec<String> = Vec::new();
+    for col in &columns {
+        for (k, _) in col {
+            if !rows.contains(k) {
+                rows.push(k.clone());
+            }
+        }
+    }
+    let value = |c: &Vec<(String, f64)>, k: &str| c.iter().find(|(n, _)| n == k).map(|p| p.1);
+    rows.retain(|k| {
+        let shared = k.starts_with("summary.") || columns.iter().all(|c| value(c, k).is_some());
+        // A figure that is zero in every run (an operation none of them had) says nothing.
+        shared
+            && columns
+                .iter()
+                .any(|c| value(c, k).is_some_and(|v| v != 0.0))
+    });
+    let mut out = String::from("<table id=\"compare-table\"><tr><th>figure</th>");
+    for (i, run) in runs.iter().enumerate() {
+        let _ = write!(out, "<th>run {}: {}</th>", i + 1, escape(&run_name(run)));
+    }
+    out.push_str("</tr>\n");
+    for row in &rows {
+        let get = |c: &Vec<(String, f64)>| c.iter().find(|(n, _)| n == row).map(|p| p.1);
+        let first = columns.first().and_then(get);
+        let _ = write!(out, "<tr><td><code>{}</code></td>", escape(row));
+        for (i, c) in columns.iter().enumerate() {
+            out.push_str(&cell(get(c), if i == 0 { None } else { first }));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// The data embedded for re-plotting. Arrays of per-block erase counts beyond this length are
+/// replaced by their frequencies (lossless for any wear histogram) to keep the page light, and
+/// the series' fractions are rounded ([`round_floats`]).
+const EMBED_BLOCKS_MAX: usize = 4096;
+
+fn embedded(run: &Run) -> Value {
+    let mut doc = run.doc.clone();
+    if let Some(Value::Array(wear)) = doc.pointer_mut("/device/block_wear") {
+        for w in wear {
+            let Some(Value::Array(counts)) = w.get("erase_counts_per_block") else {
+                continue;
+            };
+            if counts.len() <= EMBED_BLOCKS_MAX {
+                continue;
+            }
+            let mut freq = std::collections::BTreeMap::<u64, u64>::new();
+            for c in counts {
+                *freq.entry(c.as_u64().unwrap_or(0)).or_default() += 1;
+            }
+            let pairs: Vec<Value> = freq
+                .into_iter()
+                .map(|(e, n)| serde_json::json!([e, n]))
+                .collect();
+            if let Some(obj) = w.as_object_mut() {
+                obj.remove("erase_counts_per_block");
+                obj.insert("erase_count_blocks".into(), Value::Array(pairs));
+            }
+        }
+    }
+    if let Some(series) = doc.get_mut("series") {
+        round_floats(series);
+    }
+    serde_json::json!({"file": run.file, "kind": run.kind.name(), "document": doc})
+}
+
+/// Rounds every fraction in `v` to six significant digits: a run's series holds every device
+/// counter per window (a two-SSD array has 200 of them), and their full 17 digits would make
+/// up most of the page while no plot can show more than three.
+fn round_floats(v: &mut Value) {
+    match v {
+        Value::Array(items) => items.iter_mut().for_each(round_floats),
+        Value::Object(map) => map.values_mut().for_each(round_floats),
+        Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap_or(0.0);
+            if x != 0.0 && x.is_finite() {
+                let digits = 5 - x.abs().log10().floor() as i32;
+                let rounded = if digits >= 0 {
+                    let scale = 10f64.powi(digits);
+                    (x * scale).round() / scale
+                } else {
+                    let scale = 10f64.powi(-digits);
+                    (x / scale).round() * scale
+                };
+                if let Some(r) = serde_json::Number::from_f64(rounded) {
+                    *n = r;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The whole page.
+pub(crate) fn page(runs: &[Run], per_run: &[Vec<Plot>], compare: &[Plot]) -> String {
+    let mut out = String::with_capacity(1 << 16);
+    let title = if runs.len() == 1 {
+        format!("storsim report: {}", run_name(&runs[0]))
+    } else {
+        format!("storsim report: {} runs compared", runs.len())
+    };
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{t}</title><style>{STYLE}</style></head>\n<body>\n<h1>{t}</h1>\n",
+        t = escape(&title)
+    );
+    if runs.len() > 1 {
+        out.push_str("<h2 id=\"compare\">Compared</h2>\n<p>Run 1 is the reference: each other run's figure shows its difference to run 1 in brackets.</p>\n");
+        figures(&mut out, compare);
+        out.push_str(&compare_table(runs));
+    }
+    for (i, (run, plots)) in runs.iter().zip(per_run).enumerate() {
+        header(&mut out, run, i);
+        figures(&mut out, plots);
+    }
+    let data: Vec<Value> = runs.iter().map(embedded).collect();
+    // A "<" in a string could end the script element early ("</script>") or open a comment;
+    // JSON's "\u003c" means the same character and cannot.
+    let json = serde_json::to_string(&data)
+        .unwrap_or_default()
+        .replace('<', "\\u003c");
+    let _ = write!(
+        out,
+        "<p>The documents drawn here are embedded in this page as JSON \
+         (<code>script#storsim-data</code>): <code>JSON.parse(document.getElementById('storsim-data').textContent)</code>.</p>\n\
+         <script type=\"application/json\" id=\"storsim-data\">{json}</script>\n\
+         <script>document.body.dataset.runs = JSON.parse(document.getElementById('storsim-data').textContent).length;</script>\n\
+         </body></html>\n"
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_show_the_difference_to_the_first_run() {
+        assert_eq!(cell(Some(5.0), None), "<td class=\"n\">5</td>");
+        assert!(cell(Some(110.0), Some(100.0)).contains("(+10.0 %)"));
+        assert!(cell(Some(50.0), Some(100.0)).contains("(-50.0 %)"));
+        assert!(cell(Some(2000.0), Some(100.0)).contains("(×20)"));
+        assert!(cell(Some(1.0), Some(1000.0)).contains("(×1.00e-3)"));
+        assert!(!cell(Some(100.0), Some(100.0)).contains('%'));
+        assert!(cell(None, Some(1.0)).contains('—'));
+    }
+
+    #[test]
+    fn fractions_keep_six_significant_digits() {
+        let mut v = serde_json::json!([0.9992296047450339, 123456.789, 1.0e-7 / 3.0, 5, 0.0]);
+        round_floats(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!([0.99923, 123457.0, 3.33333e-8, 5, 0.0])
+        );
+    }
+
+    #[test]
+    fn escaping_covers_markup() {
+        assert_eq!(
+            escape("<a href=\"x\">&'"),
+            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
+        );
+    }
+}
