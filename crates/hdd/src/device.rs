@@ -16,7 +16,7 @@
 //! the scheduler when it frees.
 
 use crate::layout::Pbn;
-use crate::mech::{Cursor, Mech};
+use crate::mech::{seek_bucket, Cursor, Mech, SEEK_BUCKETS};
 use crate::params::SchedulerKind;
 use crate::params::{HddParams, Overheads, ReadAhead, WriteBack};
 use crate::power::PowerTracker;
@@ -111,7 +111,27 @@ struct Stats {
     write_buffer_waits: u64,
     seeks: u64,
     seek_cylinders: u64,
+    seek_histogram: [u64; SEEK_BUCKETS],
     media_sectors: u64,
+    /// The media time split: repositioning, waiting for sectors to come round, sectors
+    /// passing under the heads.
+    seek_ns: f64,
+    rotation_ns: f64,
+    transfer_ns: f64,
+}
+
+impl Stats {
+    /// Adds what a cursor did on the media.
+    fn add_cursor(&mut self, c: &Cursor) {
+        self.seeks += c.seeks;
+        self.seek_cylinders += c.seek_cylinders;
+        for (total, &n) in self.seek_histogram.iter_mut().zip(&c.seek_histogram) {
+            *total += u64::from(n);
+        }
+        self.seek_ns += c.seek_ns;
+        self.transfer_ns += c.transfer_ns;
+        self.rotation_ns += (c.t_ns - c.started_ns - c.seek_ns - c.transfer_ns).max(0.0);
+    }
 }
 
 /// Which of its paths a read takes through the segmented cache.
@@ -772,8 +792,7 @@ impl HddDevice {
             self.segs[seg].start = self.segs[seg].end - size;
         }
         self.stats.media_sectors += r.end - media_from;
-        self.stats.seeks += c.seeks;
-        self.stats.seek_cylinders += c.seek_cylinders;
+        self.stats.add_cursor(&c);
         self.head = c.position();
         self.hda_free_ns = c.t_ns;
         let connect = if partial.is_some() {
@@ -961,8 +980,7 @@ impl HddDevice {
             i += 1 + more;
         }
         self.stats.media_sectors += w.n;
-        self.stats.seeks += c.seeks;
-        self.stats.seek_cylinders += c.seek_cylinders;
+        self.stats.add_cursor(&c);
         self.head = c.position();
         self.hda_free_ns = self.hda_free_ns.max(c.t_ns);
         c
@@ -1183,7 +1201,7 @@ impl Device for HddDevice {
         } else {
             s.seek_cylinders as f64 / s.seeks as f64
         };
-        vec![
+        let mut counters = vec![
             DeviceCounter::new("reads", s.reads as f64),
             DeviceCounter::new("writes", s.writes as f64),
             DeviceCounter::new("cache_read_hits", s.read_hits as f64),
@@ -1194,6 +1212,9 @@ impl Device for HddDevice {
             DeviceCounter::new("write_buffer_waits", s.write_buffer_waits as f64),
             DeviceCounter::new("seeks", s.seeks as f64),
             DeviceCounter::new("mean_seek_cylinders", mean_seek),
+            DeviceCounter::new("seek_ns", s.seek_ns.round()),
+            DeviceCounter::new("rotation_ns", s.rotation_ns.round()),
+            DeviceCounter::new("transfer_ns", s.transfer_ns.round()),
             DeviceCounter::new("media_sectors", s.media_sectors as f64),
             DeviceCounter::new("busy_ns", self.power.active_ns),
             DeviceCounter::new("idle_ns", self.power.idle_ns),
@@ -1204,7 +1225,22 @@ impl Device for HddDevice {
             DeviceCounter::new("energy_standby_mj", es),
             DeviceCounter::new("energy_spin_up_mj", eu),
             DeviceCounter::new("energy_total_mj", ea + ei + es + eu),
-        ]
+        ];
+        // Seeks by distance, up to the drive's longest: the same list for the whole run.
+        let longest = seek_bucket(self.p.geometry.cylinders.saturating_sub(1));
+        for (i, &n) in s.seek_histogram.iter().enumerate().take(longest + 1) {
+            let name = match i {
+                0 => "seek_cylinders_hist_1".to_string(),
+                _ if i == SEEK_BUCKETS - 1 => format!("seek_cylinders_hist_{}_up", 1u64 << i),
+                _ => format!(
+                    "seek_cylinders_hist_{}_{}",
+                    1u64 << i,
+                    (1u64 << (i + 1)) - 1
+                ),
+            };
+            counters.push(DeviceCounter::new(name, n as f64));
+        }
+        counters
     }
 }
 

@@ -149,6 +149,25 @@ pub struct Cursor {
     /// Seeks with a non-zero distance this cursor made.
     pub seeks: u64,
     pub seek_cylinders: u64,
+    /// Those seeks by distance in cylinders, in powers of two ([`seek_bucket`]).
+    pub seek_histogram: [u32; SEEK_BUCKETS],
+    /// Where the cursor started, for the time split: everything after it is repositioning
+    /// (`seek_ns`), sectors passing under the heads (`transfer_ns`), or waiting for a sector
+    /// to come round (the rest: rotation).
+    pub started_ns: f64,
+    /// Time spent seeking and switching heads.
+    pub seek_ns: f64,
+    /// Time sectors took to pass under the heads.
+    pub transfer_ns: f64,
+}
+
+/// Buckets of the seek-distance histogram: distance 1, 2-3, 4-7, ..., and 2^(SEEK_BUCKETS-1)
+/// cylinders or more in the last.
+pub const SEEK_BUCKETS: usize = 20;
+
+/// The bucket of a seek of `cylinders` (at least 1) in [`Cursor::seek_histogram`].
+pub fn seek_bucket(cylinders: u32) -> usize {
+    ((31 - cylinders.max(1).leading_zeros()) as usize).min(SEEK_BUCKETS - 1)
 }
 
 impl Cursor {
@@ -161,6 +180,10 @@ impl Cursor {
             last_sector_ns: 0.0,
             seeks: 0,
             seek_cylinders: 0,
+            seek_histogram: [0; SEEK_BUCKETS],
+            started_ns: t_ns,
+            seek_ns: 0.0,
+            transfer_ns: 0.0,
         }
     }
 
@@ -186,6 +209,7 @@ impl Cursor {
             self.t_ns += self.last_sector_ns;
             done.push(self.t_ns);
         }
+        self.transfer_ns += count as f64 * self.last_sector_ns;
         self.last = Some(Pbn {
             sector: l.sector + count as u32,
             ..l
@@ -208,6 +232,7 @@ impl Cursor {
             }
             self.t_ns += self.last_sector_ns;
         }
+        self.transfer_ns += count as f64 * self.last_sector_ns;
         self.last = Some(Pbn {
             sector: l.sector + count as u32,
             ..l
@@ -232,6 +257,7 @@ impl Cursor {
             self.t_ns = t;
             n += 1;
         }
+        self.transfer_ns += n as f64 * self.last_sector_ns;
         self.last = Some(Pbn {
             sector: l.sector + n as u32,
             ..l
@@ -255,6 +281,7 @@ impl Cursor {
             // The common case, kept small enough to inline: the next sector of the track, its
             // data (for a write) already in the buffer. It starts as the previous one ends.
             self.t_ns += self.last_sector_ns;
+            self.transfer_ns += self.last_sector_ns;
             self.last = Some(p);
             return self.t_ns;
         }
@@ -291,6 +318,7 @@ impl Cursor {
             self.t_ns += turns * mech.period_ns;
         }
         self.t_ns += self.last_sector_ns;
+        self.transfer_ns += self.last_sector_ns;
         self.last = Some(p);
         self.t_ns
     }
@@ -309,6 +337,7 @@ impl Cursor {
         }
         let arrival = self.t_ns;
         let sector_ns = mech.sector_ns(first.cylinder);
+        self.transfer_ns += sectors.len() as f64 * sector_ns;
         for &p in sectors {
             let d = arrival + mech.latency_ns(arrival, p) + sector_ns;
             done.push(d);
@@ -328,9 +357,12 @@ impl Cursor {
             move_ns = min_seek_ns;
         }
         if self.cylinder != p.cylinder {
+            let distance = self.cylinder.abs_diff(p.cylinder);
             self.seeks += 1;
-            self.seek_cylinders += u64::from(self.cylinder.abs_diff(p.cylinder));
+            self.seek_cylinders += u64::from(distance);
+            self.seek_histogram[seek_bucket(distance)] += 1;
         }
+        self.seek_ns += move_ns;
         self.t_ns += move_ns;
         self.cylinder = p.cylinder;
         self.head = p.head;

@@ -385,3 +385,51 @@ fn a_read_hit_during_a_destage_waits_for_the_mechanism() {
     assert_eq!(idle, 20_000 + 4 * 10_000);
     assert!(busy >= idle + 300_000 - 20_000 + 70_000);
 }
+
+#[test]
+fn media_time_splits_into_seek_rotation_and_transfer() {
+    let mut p = params();
+    // Every read goes to the media: no cache, no read-ahead.
+    p.cache.enabled = false;
+    let mut d = HddDevice::new(p).unwrap();
+    let seed = 0x5ee4_0002;
+    let mut rng = storsim_core::Prng::new(seed);
+    let blocks = d.capacity_bytes() / 512;
+    let reads: Vec<(Op, u64, u64)> = (0..400)
+        .map(|_| (Op::Read, rng.below(blocks) * 512, 512))
+        .collect();
+    conformance::drive_one_at_a_time(&mut d, &reads).unwrap();
+    let c = d.counters();
+    let get = |n: &str| c.iter().find(|x| x.name == n).unwrap().value;
+    let histogram: f64 = c
+        .iter()
+        .filter(|x| x.name.starts_with("seek_cylinders_hist_"))
+        .map(|x| x.value)
+        .sum();
+    assert_eq!(histogram, get("seeks"), "seed {seed:#x}");
+    // 20 cylinders: distances 1 to 19, buckets 1, 2-3, 4-7, 8-15, 16-31.
+    assert!(c.iter().any(|x| x.name == "seek_cylinders_hist_16_31"));
+    assert!(!c.iter().any(|x| x.name == "seek_cylinders_hist_32_63"));
+    // A sector passes in a tenth or an eighth of a 10 ms revolution, by zone.
+    let sectors = get("media_sectors");
+    let transfer = get("transfer_ns");
+    assert!(
+        (sectors * 1e6 - 1.0..=sectors * 1.25e6 + 1.0).contains(&transfer),
+        "{transfer} ns for {sectors} sectors"
+    );
+    // Every seek takes at least the curve's 1 ms.
+    assert!(get("seek_ns") >= get("seeks") * 1e6);
+    // Random blocks wait half a revolution on average for their sector.
+    let rotation_per_read = get("rotation_ns") / 400.0;
+    assert!(
+        (3.5e6..6.5e6).contains(&rotation_per_read),
+        "seed {seed:#x}: {rotation_per_read} ns"
+    );
+    // The three are the media's share of the busy time.
+    let media = get("seek_ns") + get("rotation_ns") + transfer;
+    assert!(
+        media <= get("busy_ns") + 3.0,
+        "{media} > {}",
+        get("busy_ns")
+    );
+}

@@ -170,7 +170,9 @@ fn padded(lo: f64, hi: f64, log: bool) -> (f64, f64) {
         let lo = 10f64.powf(lo.log10().floor());
         let hi = 10f64.powf(hi.log10().ceil());
         if hi <= lo {
-            (lo, lo * 10.0)
+            // Every value is the same power of ten: a decade on each side, so that the line
+            // is in the middle rather than on the frame.
+            (lo / 10.0, lo * 10.0)
         } else {
             (lo, hi)
         }

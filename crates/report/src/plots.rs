@@ -800,6 +800,60 @@ fn hdd(plots: &mut Plots, dev: &Device, p: &str) {
             },
         );
     }
+    // The seek-distance histogram's buckets are named by their bounds
+    // (`seek_cylinders_hist_4_7`, `..._524288_up`); the JSON sorts them as text.
+    let head = format!("{p}seek_cylinders_hist_");
+    let mut buckets: Vec<(u64, String, f64)> = dev
+        .counters
+        .iter()
+        .filter_map(|(k, v)| {
+            let bounds = k.strip_prefix(&head)?;
+            let low: u64 = bounds.split('_').next()?.parse().ok()?;
+            let label = bounds.replace("_up", "+").replace('_', "-");
+            Some((low, label, v.as_f64()?))
+        })
+        .collect();
+    buckets.sort_by_key(|b| b.0);
+    if !buckets.is_empty() {
+        plots.bars(
+            &name("hdd-seek-distance"),
+            &format!("device.counters.{p}seek_cylinders_hist_*"),
+            Bars {
+                title: format!("Seek distances{unit}"),
+                x_title: "distance (cylinders)".into(),
+                y: Axis::linear("seeks"),
+                categories: buckets.iter().map(|b| b.1.clone()).collect(),
+                series: vec![("seeks".into(), buckets.iter().map(|b| b.2).collect())],
+            },
+        );
+    }
+    let media = [
+        ("seek_ns", "seek"),
+        ("rotation_ns", "rotation"),
+        ("transfer_ns", "transfer"),
+    ];
+    if media
+        .iter()
+        .any(|(k, _)| dev.counters.contains_key(&format!("{p}{k}")))
+    {
+        plots.bars(
+            &name("hdd-service-split"),
+            &format!("device.counters.{p}{{seek_ns,rotation_ns,transfer_ns}}"),
+            Bars {
+                title: format!("Disk media time: seek, rotation, transfer{unit}"),
+                x_title: "part of the media time".into(),
+                y: Axis::linear("time (s)"),
+                categories: media.iter().map(|m| m.1.to_string()).collect(),
+                series: vec![(
+                    "time".into(),
+                    media
+                        .iter()
+                        .map(|(k, _)| dev.counter(&format!("{p}{k}")) / 1e9)
+                        .collect(),
+                )],
+            },
+        );
+    }
     let states = [
         ("busy_ns", "busy"),
         ("idle_ns", "idle"),

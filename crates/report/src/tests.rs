@@ -228,7 +228,10 @@ fn hdd_and_hybrid_counters_get_their_plots() {
             "host_reads_disk": 4, "host_reads_split": 0, "host_writes_split": 1,
             "flush_on_demand_bytes": 1048576, "flush_idle_bytes": 0,
             "disk_mean_seek_cylinders": 100.0, "disk_cache_read_hits": 4,
-            "disk_cache_read_misses": 6, "disk_busy_ns": 1e9, "disk_idle_ns": 2e9}},
+            "disk_cache_read_misses": 6, "disk_busy_ns": 1e9, "disk_idle_ns": 2e9,
+            "disk_seek_ns": 3e8, "disk_rotation_ns": 2e8, "disk_transfer_ns": 1e8,
+            "disk_seek_cylinders_hist_1": 3, "disk_seek_cylinders_hist_2_3": 0,
+            "disk_seek_cylinders_hist_16_31": 5, "disk_seek_cylinders_hist_4_7": 2}},
         "workload": {"name": "w"}, "summary": summary(5000)});
     let report = render(&[run(doc)]);
     for id in [
@@ -236,6 +239,8 @@ fn hdd_and_hybrid_counters_get_their_plots() {
         "hybrid-flush",
         "hdd-cache-disk",
         "hdd-time-split-disk",
+        "hdd-seek-distance-disk",
+        "hdd-service-split-disk",
     ] {
         assert_drawn(&report, &format!("run1-{id}"));
     }
