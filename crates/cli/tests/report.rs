@@ -212,7 +212,7 @@ fn every_kind_of_run_renders_in_chromium() {
                 CDF,
                 ("run1-hdd-cache", &["outcome", "reads"]),
                 ("run1-hdd-time-split", &["state", "time (s)"]),
-                ("run1-hdd-seek-distance", &["distance (cylinders)", "seeks"]),
+                ("run1-hdd-seek-distance", &["distance (cylinders", "seeks"]),
                 (
                     "run1-hdd-service-split",
                     &["part of the media time", "time (s)"],

@@ -809,7 +809,17 @@ fn hdd(plots: &mut Plots, dev: &Device, p: &str) {
         .filter_map(|(k, v)| {
             let bounds = k.strip_prefix(&head)?;
             let low: u64 = bounds.split('_').next()?.parse().ok()?;
-            let label = bounds.replace("_up", "+").replace('_', "-");
+            // Each bucket by its lower bound, short enough for twenty of them side by side.
+            let label = if low >= 1024 {
+                format!("{}k", low / 1024)
+            } else {
+                low.to_string()
+            };
+            let label = if bounds.ends_with("_up") {
+                format!("{label}+")
+            } else {
+                label
+            };
             Some((low, label, v.as_f64()?))
         })
         .collect();
@@ -820,7 +830,7 @@ fn hdd(plots: &mut Plots, dev: &Device, p: &str) {
             &format!("device.counters.{p}seek_cylinders_hist_*"),
             Bars {
                 title: format!("Seek distances{unit}"),
-                x_title: "distance (cylinders)".into(),
+                x_title: "distance (cylinders, each bucket from its lower bound; k = 1024)".into(),
                 y: Axis::linear("seeks"),
                 categories: buckets.iter().map(|b| b.1.clone()).collect(),
                 series: vec![("seeks".into(), buckets.iter().map(|b| b.2).collect())],
