@@ -70,14 +70,17 @@ pub struct Completion {
 
 impl Completion {
     /// Response time: completion minus arrival.
+    #[inline]
     pub fn latency(&self) -> SimDuration {
         self.finish.since(self.request.arrival)
     }
     /// Time spent waiting before service began.
+    #[inline]
     pub fn queueing(&self) -> SimDuration {
         self.service_start.since(self.request.arrival)
     }
     /// Time from the start of service to completion.
+    #[inline]
     pub fn service(&self) -> SimDuration {
         self.finish.since(self.service_start)
     }

@@ -320,4 +320,11 @@ pub trait Ftl: Send {
     /// FTL-specific counters (GC invocations, merges by kind, mapping-cache hits, ...), with
     /// units in their names, in a fixed order.
     fn counters(&self) -> Vec<DeviceCounter>;
+
+    /// Appends the values of [`Ftl::counters`], in the same order, to `values`: what the SSD's
+    /// `Device::counter_values` reads at the end of every window of a time series. The default
+    /// takes them from `counters()`.
+    fn counter_values(&self, values: &mut Vec<f64>) {
+        values.extend(self.counters().into_iter().map(|c| c.value));
+    }
 }

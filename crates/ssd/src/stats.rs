@@ -153,8 +153,13 @@ fn list(d: &SsdDevice, out: &mut List) {
     for (i, x) in utilisation.die.iter().enumerate() {
         out.push(format_args!("die_{i}_utilisation"), *x);
     }
-    for fc in d.ftl.counters() {
-        out.push(format_args!("ftl_{}", fc.name), fc.value);
+    match out {
+        List::Named(_) => {
+            for fc in d.ftl.counters() {
+                out.push(format_args!("ftl_{}", fc.name), fc.value);
+            }
+        }
+        List::Values(values) => d.ftl.counter_values(values),
     }
 }
 

@@ -1011,6 +1011,15 @@ impl Core {
 
     /// The core's counters, appended in a fixed order.
     pub(crate) fn push_counters(&self, out: &mut Vec<DeviceCounter>) {
+        self.each_counter(|name, value| out.push(DeviceCounter::new(name, value)));
+    }
+
+    /// The values of [`Core::push_counters`] alone, in its order.
+    pub(crate) fn push_counter_values(&self, values: &mut Vec<f64>) {
+        self.each_counter(|_, value| values.push(value));
+    }
+
+    fn each_counter(&self, mut f: impl FnMut(&'static str, f64)) {
         let c = &self.counters;
         let free: usize = self.plane.iter().map(|p| p.free.len()).sum();
         for (name, value) in [
@@ -1030,7 +1039,7 @@ impl Core {
             ("valid_data_pages", self.data_valid as f64),
             ("worn_out", self.worn_out as u8 as f64),
         ] {
-            out.push(DeviceCounter::new(name, value));
+            f(name, value);
         }
     }
 }

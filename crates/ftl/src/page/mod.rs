@@ -236,4 +236,8 @@ impl Ftl for PageFtl {
         self.core.push_counters(&mut out);
         out
     }
+
+    fn counter_values(&self, values: &mut Vec<f64>) {
+        self.core.push_counter_values(values);
+    }
 }
