@@ -156,19 +156,37 @@ impl Session {
         cancel: Option<CancelToken>,
     ) -> Result<Outcome, SimError> {
         let mut collector = Collector::new();
-        let mut collect = |c: &Completion| {
-            collector.record(c);
-            if let Some(sink) = sink.as_mut() {
-                sink.completed(c);
-            }
-        };
         let mut recorder = self.window.map(SeriesRecorder::new);
         let workload = &mut self.workload;
         let info = match recorder.as_mut() {
             Some(recorder) => {
-                let mut observed = Observed::new(self.device.as_mut(), recorder);
+                // The series and the summary in one pass over the completions; the engine's
+                // sink is then only the caller's.
+                let mut observed =
+                    Observed::new(self.device.as_mut(), recorder).collecting(&mut collector);
+                let mut forward = |c: &Completion| {
+                    if let Some(sink) = sink.as_mut() {
+                        sink.completed(c);
+                    }
+                };
                 run_on(
                     &mut observed,
+                    workload,
+                    options,
+                    &mut forward,
+                    progress,
+                    cancel,
+                )
+            }
+            None => {
+                let mut collect = |c: &Completion| {
+                    collector.record(c);
+                    if let Some(sink) = sink.as_mut() {
+                        sink.completed(c);
+                    }
+                };
+                run_on(
+                    self.device.as_mut(),
                     workload,
                     options,
                     &mut collect,
@@ -176,14 +194,6 @@ impl Session {
                     cancel,
                 )
             }
-            None => run_on(
-                self.device.as_mut(),
-                workload,
-                options,
-                &mut collect,
-                progress,
-                cancel,
-            ),
         }?;
         let series = recorder.map(|r| r.finish(SimTime(info.end_ns), self.device.counters()));
         Ok(Outcome {
