@@ -23,12 +23,12 @@ pub fn write(args: fmt::Arguments) {
     }
 }
 
-/// `print!` that survives a reader closing the pipe ([`write`]).
+/// `print!` that survives a reader closing the pipe ([`write()`]).
 macro_rules! say {
     ($($arg:tt)*) => { $crate::stdout::write(format_args!($($arg)*)) };
 }
 
-/// `println!` that survives a reader closing the pipe ([`write`]).
+/// `println!` that survives a reader closing the pipe ([`write()`]).
 macro_rules! sayln {
     ($($arg:tt)*) => { $crate::stdout::write(format_args!("{}\n", format_args!($($arg)*))) };
 }

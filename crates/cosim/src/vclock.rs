@@ -53,7 +53,8 @@ pub struct ClockSample {
     pub skipped_virtual_ns: u64,
 }
 
-/// The most readings [`ClockSamples`] keeps: enough points for a plot of any run.
+/// The most clock readings a run keeps (`CosimReport::clock_series`): enough points for a
+/// plot of any run.
 pub const CLOCK_SAMPLES_MAX: usize = 1024;
 /// The real time between two kept readings at first: 100 µs, doubled at every decimation.
 const FIRST_SAMPLE_GAP_NS: u64 = 100_000;

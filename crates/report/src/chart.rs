@@ -311,15 +311,23 @@ where
             Legend::UpperRight => SeriesLabelPosition::UpperRight,
             Legend::LowerRight => SeriesLabelPosition::LowerRight,
         };
-        ctx.configure_series_labels()
-            .position(position)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(0, 0, 0).mix(0.3))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        draw_legend(&mut ctx, position)?;
     }
     Ok(())
+}
+
+/// The legend box of the labelled series, the same in every chart.
+fn draw_legend<'a, CT: CoordTranslate>(
+    ctx: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    ctx.configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(RGBColor(0, 0, 0).mix(0.3))
+        .label_font(("sans-serif", 13))
+        .draw()
+        .map_err(|e| e.to_string())
 }
 
 /// Draws [`Bars`]: the categories along x, a group of bars in each.
@@ -392,13 +400,7 @@ where
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
     }
     if chart.series.len() > 1 {
-        ctx.configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(RGBColor(0, 0, 0).mix(0.3))
-            .label_font(("sans-serif", 13))
-            .draw()
-            .map_err(|e| e.to_string())?;
+        draw_legend(&mut ctx, SeriesLabelPosition::UpperRight)?;
     }
     Ok(())
 }

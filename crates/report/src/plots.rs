@@ -201,6 +201,16 @@ fn line(name: impl Into<String>, points: Vec<(f64, f64)>, colour: usize, style: 
 }
 
 /// Collects the plots of a page, giving each its id.
+/// What [`Plots::counter_bars`] draws.
+struct CounterBars<'l> {
+    title: String,
+    x_title: &'static str,
+    y: Axis,
+    series: &'static str,
+    per_unit: f64,
+    bars: Vec<(String, &'l str)>,
+}
+
 pub(crate) struct Plots {
     pub list: Vec<Plot>,
     prefix: String,
@@ -237,6 +247,28 @@ impl Plots {
         }
         let svg = chart::bars(&chart);
         self.push(name, &chart.title, source, svg);
+    }
+
+    /// A bar for each of `c.bars` (a counter's full name and its category label), one
+    /// series named `c.series`, each value divided by `c.per_unit`.
+    fn counter_bars(&mut self, name: &str, source: &str, dev: &Device, c: CounterBars) {
+        self.bars(
+            name,
+            source,
+            Bars {
+                title: c.title,
+                x_title: c.x_title.into(),
+                y: c.y,
+                categories: c.bars.iter().map(|b| b.1.to_string()).collect(),
+                series: vec![(
+                    c.series.into(),
+                    c.bars
+                        .iter()
+                        .map(|(k, _)| dev.counter(k) / c.per_unit)
+                        .collect(),
+                )],
+            },
+        );
     }
 }
 
@@ -614,21 +646,20 @@ fn ssd(plots: &mut Plots, dev: &Device, p: &str) {
     // Energy by cause.
     let mut causes: Vec<(&str, &str)> = CAUSES.to_vec();
     causes.push(("idle", "idle"));
-    plots.bars(
+    plots.counter_bars(
         &name("energy-by-cause"),
         &format!("device.counters.{p}energy_<cause>_uj"),
-        Bars {
+        dev,
+        CounterBars {
             title: format!("Flash energy by cause{unit}"),
-            x_title: "cause".into(),
+            x_title: "cause",
             y: Axis::linear("energy (mJ)"),
-            categories: causes.iter().map(|c| c.1.to_string()).collect(),
-            series: vec![(
-                "energy".into(),
-                causes
-                    .iter()
-                    .map(|(c, _)| dev.counter(&format!("{p}energy_{c}_uj")) / 1e3)
-                    .collect(),
-            )],
+            series: "energy",
+            per_unit: 1e3,
+            bars: causes
+                .iter()
+                .map(|(c, l)| (format!("{p}energy_{c}_uj"), *l))
+                .collect(),
         },
     );
     for (family, label) in [("die", "Die"), ("channel", "Channel")] {
@@ -745,18 +776,17 @@ fn hdd(plots: &mut Plots, dev: &Device, p: &str) {
         ("read_ahead_hits", "read-ahead hit"),
         ("cache_read_misses", "miss"),
     ];
-    plots.bars(
+    plots.counter_bars(
         &name("hdd-cache"),
         &format!("device.counters.{p}{{cache_read_hits,cache_read_partial_hits,read_ahead_hits,cache_read_misses}}"),
-        Bars {
+        dev,
+        CounterBars {
             title: format!("Disk cache: reads by outcome{unit}"),
-            x_title: "outcome".into(),
+            x_title: "outcome",
             y: Axis::linear("reads"),
-            categories: outcomes.iter().map(|o| o.1.to_string()).collect(),
-            series: vec![(
-                "reads".into(),
-                outcomes.iter().map(|(k, _)| dev.counter(&format!("{p}{k}"))).collect(),
-            )],
+            series: "reads",
+            per_unit: 1.0,
+            bars: outcomes.iter().map(|(k, l)| (format!("{p}{k}"), *l)).collect(),
         },
     );
     if let Some((hits, t)) = dev.series(&format!("{p}cache_read_hits")) {
@@ -846,21 +876,17 @@ fn hdd(plots: &mut Plots, dev: &Device, p: &str) {
         .iter()
         .any(|(k, _)| dev.counters.contains_key(&format!("{p}{k}")))
     {
-        plots.bars(
+        plots.counter_bars(
             &name("hdd-service-split"),
             &format!("device.counters.{p}{{seek_ns,rotation_ns,transfer_ns}}"),
-            Bars {
+            dev,
+            CounterBars {
                 title: format!("Disk media time: seek, rotation, transfer{unit}"),
-                x_title: "part of the media time".into(),
+                x_title: "part of the media time",
                 y: Axis::linear("time (s)"),
-                categories: media.iter().map(|m| m.1.to_string()).collect(),
-                series: vec![(
-                    "time".into(),
-                    media
-                        .iter()
-                        .map(|(k, _)| dev.counter(&format!("{p}{k}")) / 1e9)
-                        .collect(),
-                )],
+                series: "time",
+                per_unit: 1e9,
+                bars: media.iter().map(|(k, l)| (format!("{p}{k}"), *l)).collect(),
             },
         );
     }
@@ -869,21 +895,20 @@ fn hdd(plots: &mut Plots, dev: &Device, p: &str) {
         ("idle_ns", "idle"),
         ("standby_ns", "standby"),
     ];
-    plots.bars(
+    plots.counter_bars(
         &name("hdd-time-split"),
         &format!("device.counters.{p}{{busy_ns,idle_ns,standby_ns}}"),
-        Bars {
+        dev,
+        CounterBars {
             title: format!("Disk time by state{unit}"),
-            x_title: "state".into(),
+            x_title: "state",
             y: Axis::linear("time (s)"),
-            categories: states.iter().map(|s| s.1.to_string()).collect(),
-            series: vec![(
-                "time".into(),
-                states
-                    .iter()
-                    .map(|(k, _)| dev.counter(&format!("{p}{k}")) / 1e9)
-                    .collect(),
-            )],
+            series: "time",
+            per_unit: 1e9,
+            bars: states
+                .iter()
+                .map(|(k, l)| (format!("{p}{k}"), *l))
+                .collect(),
         },
     );
 }
@@ -947,21 +972,20 @@ fn hybrid(plots: &mut Plots, dev: &Device, p: &str) {
             return;
         }
     }
-    plots.bars(
+    plots.counter_bars(
         "hybrid-flush",
         &format!("device.counters.{p}flush_<trigger>_bytes"),
-        Bars {
+        dev,
+        CounterBars {
             title: format!("Hybrid: bytes flushed to disk by trigger{unit}"),
-            x_title: "trigger".into(),
+            x_title: "trigger",
             y: Axis::linear("flushed (MiB)"),
-            categories: triggers.iter().map(|t| t.1.to_string()).collect(),
-            series: vec![(
-                "flushed".into(),
-                triggers
-                    .iter()
-                    .map(|(k, _)| dev.counter(&format!("{p}flush_{k}_bytes")) / 1048576.0)
-                    .collect(),
-            )],
+            series: "flushed",
+            per_unit: 1048576.0,
+            bars: triggers
+                .iter()
+                .map(|(k, l)| (format!("{p}flush_{k}_bytes"), *l))
+                .collect(),
         },
     );
 }
