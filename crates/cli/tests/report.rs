@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::system::{have, run_ok, Emulator};
 use common::{stderr, storsim, temp_dir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,49 +38,41 @@ fn report(runs: &[&Path], out: &Path) {
     ok(&args);
 }
 
-/// An emulate document of the shape the emulator writes with its series (docs/json.md), made
-/// by hand so that the test needs no NBD client.
-fn emulate_document() -> String {
-    let windows = 30;
-    let ramp = |base: f64| -> Vec<f64> {
-        (0..windows)
-            .map(|i| base * (1.0 + (i % 7) as f64))
-            .collect()
-    };
-    let dist = serde_json::json!({"mean": 2000.0, "min": 100, "p50": 1500, "p90": 3000,
-        "p99": 9000, "p999": 15000, "max": 20000});
-    let op = serde_json::json!({"requests": 100, "bytes": 409600, "iops": 1000.0,
-        "bandwidth_bytes_per_s": 4.0e6, "latency_ns": dist, "queueing_ns": dist, "service_ns": dist});
-    let series_op = serde_json::json!({"requests": vec![10; windows], "bytes": vec![40960; windows],
-        "iops": ramp(1000.0), "bandwidth_bytes_per_s": ramp(4.0e6),
-        "latency_mean_ns": ramp(2000.0), "latency_p50_ns": ramp(1500.0),
-        "latency_p99_ns": ramp(9000.0), "latency_p999_ns": ramp(15000.0),
-        "latency_max_ns": ramp(20000.0)});
-    serde_json::json!({
-        "schema": 1, "kind": "emulate", "version": "0.1.0",
-        "command_line": ["storsim", "emulate", "--device", "bench2g", "--nbd", "127.0.0.1:10809"],
-        "device": {"name": "bench2g", "counters": {"flash_programs_host": 100}, "switches": []},
-        "model": {"requests": 100, "bytes": 409600, "elapsed_ns": 1000000, "iops": 1000.0,
-            "bandwidth_bytes_per_s": 4.0e6, "latency_ns": dist, "queueing_ns": dist,
-            "service_ns": dist, "read": op, "write": op, "trim": op, "flush": op,
-            "latency_cdf": [{"fraction": 0.0, "latency_ns": 100}, {"fraction": 0.5, "latency_ns": 1500},
-                {"fraction": 0.99, "latency_ns": 9000}, {"fraction": 1.0, "latency_ns": 20000}]},
-        "lateness": {"threshold_ns": 100000, "late": 0, "overran": 0,
-            "lateness_ns": {"mean": 2000.0, "min": 10, "p50": 1500, "p90": 3000, "p99": 9000,
-                "p999": 15000, "max": 20000},
-            "cdf": [{"lateness_ns": 10, "fraction": 0.0}, {"lateness_ns": 1500, "fraction": 0.5},
-                {"lateness_ns": 9000, "fraction": 0.99}, {"lateness_ns": 20000, "fraction": 1.0}],
-            "relative_percent": {"mean": 1.0, "p50": 0.8, "p90": 2.0, "p99": 5.0, "max": 9.0},
-            "relative_cdf": [{"percent": 0.1, "fraction": 0.0}, {"percent": 0.8, "fraction": 0.5},
-                {"percent": 9.0, "fraction": 1.0}]},
-        "series": {"clock": "wall", "window_ns": 100_000_000, "windows": windows,
-            "end_ns": windows * 100_000_000, "ops": {"all": series_op.clone(), "write": series_op},
-            "queue_depth": {"host_mean": ramp(0.5), "device_mean": ramp(1.0)},
-            "lateness_ns": {"mean": ramp(2000.0), "p50": ramp(1500.0), "p99": ramp(9000.0),
-                "max": ramp(20000.0)},
-            "device": {}}
-    })
-    .to_string()
+/// A real emulator's report: the stec-zeus model served over NBD on a Unix socket, driven by
+/// qemu-io with writes, reads, a discard and a flush, the document written at its exit. `None`
+/// after reporting qemu-io missing.
+fn emulate_document(dir: &Path) -> Option<PathBuf> {
+    if !have("qemu-io") {
+        storsim_testenv::missing("qemu-io not found: the emulate report needs an NBD client");
+        return None;
+    }
+    let socket = dir.join("nbd.sock");
+    let out = dir.join("emulate.json");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "16m",
+        "--nbd-unix",
+        socket.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    let mut commands = Vec::new();
+    for i in 0..64 {
+        commands.push(format!("write -P 0x5a {}k 64k", i * 64));
+        commands.push(format!("read -P 0x5a {}k 64k", i * 64));
+    }
+    commands.push("discard 0 1m".into());
+    commands.push("flush".into());
+    let mut args = vec!["-f", "raw", emu.nbd()];
+    for c in &commands {
+        args.extend(["-c", c.as_str()]);
+    }
+    run_ok("qemu-io", &args);
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    Some(out)
 }
 
 /// The Chromium binary, or `None` after reporting it missing.
@@ -332,9 +325,10 @@ fn every_kind_of_run_renders_in_chromium() {
         ],
     );
 
-    // An emulator's report with its lateness.
-    let emulate = d.join("emulate.json");
-    std::fs::write(&emulate, emulate_document()).unwrap();
+    // A real emulator's report with its lateness.
+    let Some(emulate) = emulate_document(d) else {
+        return;
+    };
     let page = d.join("emulate.html");
     report(&[&emulate], &page);
     let (dom, log) = render(browser, &page);
