@@ -193,23 +193,40 @@ fn padded(lo: f64, hi: f64, log: bool) -> (f64, f64) {
     }
 }
 
+/// The most decades a log axis spans: enough for any latency or size storsim reports (1 ns to
+/// hours in µs is 13), and a bound on the tick marks a hostile document could ask for.
+const LOG_DECADES_MAX: f64 = 15.0;
+
+/// The largest magnitude an axis shows: far beyond any real figure, and small enough that
+/// the axis' arithmetic (padding, tick steps) stays finite.
+const MAGNITUDE_MAX: f64 = 1e100;
+
 fn bounds<'a>(values: impl Iterator<Item = &'a f64>, log: bool) -> (f64, f64) {
-    let (lo, hi) = values
-        .filter(|v| v.is_finite() && (!log || **v > 0.0))
+    let (lo, mut hi) = values
+        .filter(|v| {
+            v.is_finite() && v.abs() <= MAGNITUDE_MAX && (!log || **v >= 1.0 / MAGNITUDE_MAX)
+        })
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(*v), hi.max(*v))
         });
     if lo > hi {
         return if log { (1.0, 10.0) } else { (0.0, 1.0) };
     }
+    let mut lo = lo;
+    if log {
+        // Values more than LOG_DECADES_MAX below the largest fall off the axis's bottom.
+        lo = lo.max(hi / 10f64.powf(LOG_DECADES_MAX));
+        hi = hi.max(lo);
+    }
     padded(lo, hi, log)
 }
 
 /// Draws an [`XyChart`]. Points a log axis cannot show (zero or below) are left out.
 pub(crate) fn xy(chart: &XyChart) -> String {
-    let keep = |(x, y): &(f64, f64)| {
-        x.is_finite() && y.is_finite() && (!chart.x.log || *x > 0.0) && (!chart.y.log || *y > 0.0)
+    let shown = |v: f64, log: bool| {
+        v.is_finite() && v.abs() <= MAGNITUDE_MAX && (!log || v >= 1.0 / MAGNITUDE_MAX)
     };
+    let keep = |(x, y): &(f64, f64)| shown(*x, chart.x.log) && shown(*y, chart.y.log);
     let xs: Vec<f64> = chart
         .lines
         .iter()
@@ -407,9 +424,10 @@ where
 
 /// Draws a [`Histogram`].
 pub(crate) fn histogram(chart: &Histogram) -> String {
-    let lo = chart.bins.first().map_or(0.0, |b| b.0);
-    let hi = chart.bins.last().map_or(1.0, |b| b.1).max(lo + 10.0);
-    let top = chart.bins.iter().map(|b| b.2).fold(0.0, f64::max).max(1.0) * 1.08;
+    let finite = |v: f64, default: f64| if v.is_finite() { v } else { default };
+    let lo = finite(chart.bins.first().map_or(0.0, |b| b.0), 0.0);
+    let hi = finite(chart.bins.last().map_or(1.0, |b| b.1), lo + 10.0).max(lo + 10.0);
+    let top = finite(chart.bins.iter().map(|b| b.2).fold(0.0, f64::max), 1.0).max(1.0) * 1.08;
     let c = colour(chart.colour);
     svg(|root| {
         let mut ctx = ChartBuilder::on(root)

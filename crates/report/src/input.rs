@@ -132,12 +132,51 @@ impl Run {
             }
             None => infer_kind(object).map_err(not_a_run)?,
         };
+        if let Some(series) = object.get("series").filter(|s| !s.is_null()) {
+            check_series(series).map_err(|what| not_a_run(&what))?;
+        }
         Ok(Run {
             file: file.to_string(),
             kind,
             doc,
         })
     }
+}
+
+/// The most windows a series may have: storsim writes at most 8,192; more would only make the
+/// page (and its drawing) as large as the document asks.
+const SERIES_WINDOWS_MAX: u64 = 1 << 20;
+
+/// A `series` is drawn only if it is what storsim writes: a positive window width, a sane
+/// number of windows, and every array in it one entry per window.
+fn check_series(series: &Value) -> Result<(), String> {
+    let windows = series
+        .get("windows")
+        .and_then(Value::as_u64)
+        .filter(|&n| n <= SERIES_WINDOWS_MAX)
+        .ok_or_else(|| {
+            format!("series.windows is not a number of windows up to {SERIES_WINDOWS_MAX}")
+        })?;
+    if !series
+        .get("window_ns")
+        .and_then(Value::as_u64)
+        .is_some_and(|w| w > 0)
+    {
+        return Err("series.window_ns is not a positive whole number of nanoseconds".into());
+    }
+    fn arrays(v: &Value, path: &str, windows: u64) -> Result<(), String> {
+        match v {
+            Value::Array(a) if a.len() as u64 != windows => Err(format!(
+                "{path} has {} entries for {windows} windows",
+                a.len()
+            )),
+            Value::Object(o) => o
+                .iter()
+                .try_for_each(|(k, v)| arrays(v, &format!("{path}.{k}"), windows)),
+            _ => Ok(()),
+        }
+    }
+    arrays(series, "series", windows)
 }
 
 /// A document written before `kind` existed: its kind from the keys only it has.
@@ -238,5 +277,29 @@ mod tests {
                 .starts_with("/nonexistent/h.json: cannot read"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_series_not_of_storsim_shape_is_refused_naming_the_field() {
+        let doc = |series: Value| {
+            json!({"schema": 1, "kind": "simulate", "summary": {}, "device": {},
+                "workload": {}, "series": series})
+        };
+        let good = json!({"windows": 2, "window_ns": 10, "ops": {"all": {"iops": [1.0, 2.0]}}});
+        assert!(Run::from_value("ok.json", doc(good)).is_ok());
+        assert!(Run::from_value("off.json", doc(Value::Null)).is_ok());
+        for (series, fault) in [
+            (
+                json!({"windows": 2, "window_ns": 10, "ops": {"all": {"iops": [1.0]}}}),
+                "series.ops.all.iops has 1 entries for 2 windows",
+            ),
+            (json!({"windows": 1e12, "window_ns": 10}), "series.windows"),
+            (json!({"windows": 2, "window_ns": 0}), "series.window_ns"),
+            (json!({"window_ns": 10}), "series.windows"),
+        ] {
+            let e = Run::from_value("s.json", doc(series)).unwrap_err();
+            assert!(e.to_string().starts_with("s.json: "), "{e}");
+            assert!(e.to_string().contains(fault), "{e}");
+        }
     }
 }

@@ -998,7 +998,13 @@ fn block_wear(plots: &mut Plots, wear: &Value) {
         let Some(counts) = w.get("erase_counts_per_block").and_then(Value::as_array) else {
             continue;
         };
-        let mut counts: Vec<f64> = counts.iter().filter_map(Value::as_f64).collect();
+        // Erase counts are u32 in every document storsim writes; anything else is not drawn.
+        let mut counts: Vec<f64> = counts
+            .iter()
+            .filter_map(Value::as_u64)
+            .filter(|&c| c <= u64::from(u32::MAX))
+            .map(|c| c as f64)
+            .collect();
         if counts.is_empty() {
             continue;
         }
