@@ -157,10 +157,10 @@ fn check_series(series: &Value) -> Result<(), String> {
         .ok_or_else(|| {
             format!("series.windows is not a number of windows up to {SERIES_WINDOWS_MAX}")
         })?;
-    if !series
+    if series
         .get("window_ns")
         .and_then(Value::as_u64)
-        .is_some_and(|w| w > 0)
+        .is_none_or(|w| w == 0)
     {
         return Err("series.window_ns is not a positive whole number of nanoseconds".into());
     }
