@@ -452,3 +452,71 @@ fn cosim_documents_get_their_clock() {
     assert_drawn(&report, "run1-cosim-clock");
     assert!(report.html.contains("<th>program</th><td>dd</td>"));
 }
+
+/// Every number of `v` replaced, with probability `p`, by an extreme or wrong-typed value.
+fn spoil(v: &Value, rng: &mut storsim_core::Prng, p: u64) -> Value {
+    let extremes = [
+        json!(0),
+        json!(-1),
+        json!(1e308),
+        json!(-1e308),
+        json!(5e-324),
+        json!(u64::MAX),
+        json!(i64::MIN),
+        json!(null),
+        json!("x"),
+        json!([]),
+        json!({}),
+        json!(true),
+    ];
+    match v {
+        // The shape's own numbers stay, so that most spoiled documents pass the input checks
+        // and reach the plots.
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| match k.as_str() {
+                    "schema" | "windows" | "window_ns" => (k.clone(), v.clone()),
+                    _ => (k.clone(), spoil(v, rng, p)),
+                })
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(|v| spoil(v, rng, p)).collect()),
+        Value::Number(_) if rng.below(100) < p => {
+            extremes[rng.below(extremes.len() as u64) as usize].clone()
+        }
+        other => other.clone(),
+    }
+}
+
+#[test]
+fn spoiled_documents_are_refused_or_drawn_never_a_panic() {
+    // Each kind of document, its numbers replaced at random by extremes (1e308, -1, huge
+    // integers, strings, nulls): the report either refuses it with an error or draws it;
+    // a panic, or a loop in the plotting library's tick marks, fails the test.
+    let seed = 23;
+    let mut rng = storsim_core::Prng::new(seed);
+    let mut hdd = ssd_doc(4, true);
+    hdd["device"]["counters"] = json!({"seeks": 10, "mean_seek_cylinders": 300.0,
+        "seek_cylinders_hist_1": 3, "seek_cylinders_hist_2_3": 7, "busy_ns": 1e9,
+        "cache_read_hits": 2, "cache_read_misses": 8, "seek_ns": 1e8, "rotation_ns": 2e8,
+        "transfer_ns": 3e7});
+    let docs = [ssd_doc(4, true), ssd_doc(32, true), hdd];
+    let mut drawn = 0;
+    for round in 0..200 {
+        let doc = &docs[round % docs.len()];
+        let p = [1, 5, 20, 60][round % 4];
+        let spoiled = spoil(doc, &mut rng, p);
+        if let Ok(run) = Run::from_value("spoiled.json", spoiled) {
+            let report = render(&[run, Run::from_value("good.json", doc.clone()).unwrap()]);
+            assert!(
+                report.html.contains("</html>"),
+                "seed {seed}, round {round}"
+            );
+            drawn += 1;
+        }
+    }
+    assert!(
+        drawn > 10,
+        "seed {seed}: only {drawn} spoiled documents were drawn"
+    );
+}
