@@ -45,6 +45,34 @@ fn quick_start_runs_the_bundled_example() {
 }
 
 #[test]
+fn quick_start_report_of_the_bundled_example() {
+    // The README's second command: the same run, as a page of plots.
+    let dir = temp_dir("quick-start-report");
+    let page = dir.path().join("report.html");
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        "examples/oltp-sample.msr.csv",
+        "--report",
+        page.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(&page).unwrap();
+    for id in [
+        "run1-latency-cdf",
+        "run1-latency-over-time",
+        "run1-throughput-over-time",
+    ] {
+        assert!(
+            html.contains(&format!("id=\"{id}\"")),
+            "{id} missing from the page"
+        );
+    }
+}
+
+#[test]
 fn same_command_gives_byte_identical_json() {
     for workload in [
         "examples/oltp-sample.msr.csv",
