@@ -229,6 +229,10 @@ pub struct EmulateArgs {
     /// is the default.
     #[arg(long)]
     pub size: Option<String>,
+    /// The windows of the report's time series (`series`), in wall-clock time: `auto` (a few
+    /// hundred over the run) or a width such as `100ms`.
+    #[arg(long, default_value = "auto", value_name = "auto|DURATION", value_parser = parse_window_width)]
+    pub window: storsim_stats::WindowWidth,
     /// Serve NBD over TCP on ADDR:PORT (port 0 picks a free one; the address is printed).
     #[arg(long, value_name = "ADDR:PORT")]
     pub nbd: Option<String>,
@@ -409,6 +413,10 @@ pub struct CosimArgs {
     /// from the model table.
     #[arg(long, help = device_help())]
     pub device: String,
+    /// The windows of the report's time series (`series`), in the model's virtual time:
+    /// `auto` (a few hundred over the run) or a width such as `10ms`.
+    #[arg(long, default_value = "auto", value_name = "auto|DURATION", value_parser = parse_window_width)]
+    pub window: storsim_stats::WindowWidth,
     /// Files under this directory are on the simulated device.
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
@@ -469,14 +477,23 @@ fn device_help() -> String {
 pub struct Window(pub Option<storsim_stats::WindowWidth>);
 
 fn parse_window(text: &str) -> Result<Window, String> {
+    match text {
+        "off" => Ok(Window(None)),
+        _ => parse_window_width(text)
+            .map(|w| Window(Some(w)))
+            .map_err(|e| format!("off, {e}")),
+    }
+}
+
+/// `--window` of `emulate` and `cosim`, whose reports always hold a series.
+fn parse_window_width(text: &str) -> Result<storsim_stats::WindowWidth, String> {
     use storsim_stats::WindowWidth;
     match text {
-        "auto" => Ok(Window(Some(WindowWidth::Auto))),
-        "off" => Ok(Window(None)),
+        "auto" => Ok(WindowWidth::Auto),
         _ => match storsim_workload::synthetic::parse_duration(text) {
             Ok(0) => Err("a window must be longer than 0".into()),
-            Ok(width_ns) => Ok(Window(Some(WindowWidth::Fixed { width_ns }))),
-            Err(e) => Err(format!("auto, off, or {e}")),
+            Ok(width_ns) => Ok(WindowWidth::Fixed { width_ns }),
+            Err(e) => Err(format!("auto, or {e}")),
         },
     }
 }

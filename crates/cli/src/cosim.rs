@@ -140,6 +140,7 @@ pub fn run(args: CosimArgs) -> Result<(), CliError> {
         work_dir: work.0.clone(),
         shim_library,
         record,
+        window: args.window,
     };
     let (cosim, device) =
         storsim_cosim::run(device, &args.program, options).map_err(|e| match e {

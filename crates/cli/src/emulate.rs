@@ -158,6 +158,7 @@ fn start_emulator(
         late_threshold_ns: checked.late_threshold_ns,
         spin_margin_ns: checked.spin_margin_ns,
         pacing_cpu: args.pacing_cpu,
+        window: args.window,
         ..EmulatorOptions::new(export_bytes)
     };
     let emulator = Arc::new(

@@ -80,3 +80,82 @@ fn a_window_that_makes_no_sense_is_refused_naming_the_option() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+#[test]
+fn cosim_takes_a_fixed_window_in_virtual_time() {
+    let dir = temp_dir("series-cosim");
+    let dev = dir.path().join("dev");
+    std::fs::create_dir_all(&dev).unwrap();
+    let out = dir.path().join("report.json");
+    let script = format!(
+        "dd if=/dev/zero of={}/f bs=64k count=64 oflag=direct 2>/dev/null",
+        dev.display()
+    );
+    let o = storsim(&[
+        "cosim",
+        "--device",
+        "flashsim-2009",
+        "--window",
+        "1ms",
+        "--dir",
+        dev.to_str().unwrap(),
+        "--quiet",
+        "--cpu-speed",
+        "inf",
+        "--report",
+        out.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(run["series"]["window_ns"], 1_000_000, "{}", run["series"]);
+    let end_ns = run["series"]["end_ns"].as_u64().unwrap();
+    assert_eq!(
+        run["series"]["windows"].as_u64(),
+        Some(end_ns.div_ceil(1_000_000))
+    );
+}
+
+#[test]
+fn emulate_takes_a_fixed_window_in_wall_clock_time() {
+    use common::system::{have, run_ok, Emulator};
+    if !have("qemu-io") {
+        storsim_testenv::missing("qemu-io not found: the emulate series needs an NBD client");
+        return;
+    }
+    let dir = temp_dir("series-emulate");
+    let socket = dir.path().join("nbd.sock");
+    let out = dir.path().join("report.json");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "16m",
+        "--window",
+        "20ms",
+        "--nbd-unix",
+        socket.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+    ]);
+    run_ok(
+        "qemu-io",
+        &[
+            "-f",
+            "raw",
+            emu.nbd(),
+            "-c",
+            "write 0 1m",
+            "-c",
+            "read 0 1m",
+        ],
+    );
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    let run: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(run["series"]["clock"], "wall");
+    assert_eq!(run["series"]["window_ns"], 20_000_000, "{}", run["series"]);
+}

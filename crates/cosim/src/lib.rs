@@ -19,7 +19,7 @@ pub use session::run;
 use std::fmt;
 use std::io::Write;
 use std::path::PathBuf;
-use storsim_stats::{Series, Summary};
+use storsim_stats::{Series, Summary, WindowWidth};
 pub use vclock::{ClockSample, CLOCK_SAMPLES_MAX};
 
 /// What a cosim run is asked to do, besides the device and the program.
@@ -42,6 +42,8 @@ pub struct Options {
     pub shim_library: PathBuf,
     /// Where to write the device requests as a `storsim-record` trace.
     pub record: Option<RecordTarget>,
+    /// The windows of the report's time series, in the model's virtual time.
+    pub window: WindowWidth,
 }
 
 /// A record's destination and the `key=value` pairs of its header line.

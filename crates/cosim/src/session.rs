@@ -201,6 +201,7 @@ pub fn run(
         None => None,
     };
     let mut ctl = Controller::new(device, layout, clock, recorder);
+    ctl.series = SeriesRecorder::new(options.window);
     let mut cmd = program_command(program, &options, &socket_path, &dir, &image);
 
     let started_r = mono_ns();

@@ -264,6 +264,8 @@ pub struct EmulatorOptions {
     /// The processor the pacing thread is restricted to, if any. Keeping the emulator's other
     /// threads off it is the caller's part (see [`cpus`]): they are the caller's threads.
     pub pacing_cpu: Option<usize>,
+    /// The windows of the report's time series, in wall-clock time since the start.
+    pub window: WindowWidth,
 }
 
 impl EmulatorOptions {
@@ -275,6 +277,7 @@ impl EmulatorOptions {
             late_threshold_ns: 20_000,
             inbox_capacity: 4096,
             pacing_cpu: None,
+            window: WindowWidth::Auto,
         }
     }
 }

@@ -200,7 +200,7 @@ impl Pacer {
             }),
             None => None,
         };
-        let mut series = SeriesRecorder::new(WindowWidth::Auto);
+        let mut series = SeriesRecorder::new(shared.options.window);
         let lateness_channel = series.add_channel(LATENESS_CHANNEL);
         Ok(Pacer {
             clock: shared.clock,
