@@ -150,10 +150,32 @@ impl Default for EngineOptions {
     }
 }
 
-/// Receives every completion, in completion order.
+/// Receives every completion, in completion order, and, if it asks, what a time series needs
+/// besides: host waits and the device's counters as time passes given instants.
 pub trait CompletionSink {
     /// Called once for each completed request, as the engine collects it from the device.
     fn completed(&mut self, completion: &Completion);
+
+    /// A request that arrived at `arrival` waited at the host until `now`, when the device
+    /// took it. Called only for requests that waited.
+    fn waited(&mut self, _arrival: SimTime, _now: SimTime) {}
+
+    /// The instant after which the sink next wants the device's counters; `SimTime::MAX`, the
+    /// default, never.
+    fn counters_due_after(&self) -> SimTime {
+        SimTime::MAX
+    }
+
+    /// The device's counters before anything happens at `now`, the first event after
+    /// [`CompletionSink::counters_due_after`]: `values` appends
+    /// [`Device::counter_values`], `named` returns [`Device::counters`].
+    fn counters(
+        &mut self,
+        _now: SimTime,
+        _values: &mut dyn FnMut(&mut Vec<f64>),
+        _named: &dyn Fn() -> Vec<storsim_core::DeviceCounter>,
+    ) {
+    }
 }
 
 impl<F: FnMut(&Completion)> CompletionSink for F {

@@ -63,6 +63,8 @@ pub(crate) struct Run<'r, D: Device + ?Sized> {
     admit_base: SimTime,
     /// The completions of one `advance`, reused so that no event allocates.
     done: Vec<Completion>,
+    /// The sink wants the device's counters at the first event after this instant.
+    counters_due_after: SimTime,
 }
 
 impl<'r, D: Device + ?Sized> Run<'r, D> {
@@ -99,6 +101,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
         };
         let device_depth = device.queue_depth().max(1);
         let capacity_bytes = device.capacity_bytes();
+        let counters_due_after = sink.counters_due_after();
         let origin = workload.origin;
         Ok(Run {
             device,
@@ -125,6 +128,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
             now: SimTime::ZERO,
             admit_base: SimTime::ZERO,
             done: Vec::with_capacity(device_depth),
+            counters_due_after,
         })
     }
 
@@ -272,11 +276,15 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
             && self.ready.peek_time().is_some_and(|t| t <= self.now)
         {
             let (_, (request, record_origin)) = self.ready.pop().expect("peeked");
+            let arrival = request.arrival;
             match self.device.submit(self.now, request) {
                 Ok(()) => {
                     self.outstanding += 1;
                     self.info.requests_issued += 1;
                     submitted_any = true;
+                    if arrival < self.now {
+                        self.sink.waited(arrival, self.now);
+                    }
                 }
                 Err(DeviceError::QueueFull { .. }) => {
                     // The device has a tighter limit than it advertised; wait for it to change
@@ -364,6 +372,9 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
     /// Moves the device to `next` and delivers what it completed by then.
     #[inline]
     fn complete(&mut self, next: SimTime) -> Result<(), EngineError> {
+        if next > self.counters_due_after {
+            self.read_counters(next);
+        }
         self.now = next;
         self.device.advance(self.now, &mut self.done);
         let mut done = std::mem::take(&mut self.done);
@@ -396,6 +407,17 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
         self.admit_base = self.now;
         self.device_full = false;
         Ok(())
+    }
+
+    /// The device's counters for the sink, before anything happens at `next`.
+    #[cold]
+    fn read_counters(&mut self, next: SimTime) {
+        let device = &*self.device;
+        self.sink
+            .counters(next, &mut |values| device.counter_values(values), &|| {
+                device.counters()
+            });
+        self.counters_due_after = self.sink.counters_due_after();
     }
 
     /// Every [`CHECK_INTERVAL`] completions: the progress callback and the cancel token.

@@ -149,6 +149,71 @@ fn host_waits_when_the_device_queue_is_full_and_nothing_is_lost() {
     assert_eq!(last.queueing().0, 900);
 }
 
+/// A sink that notes the engine's hooks for a time series: each host wait, and each reading
+/// of the device's counters with the instant it was asked for.
+#[derive(Default)]
+struct Hooks {
+    completions: Vec<Completion>,
+    waits: Vec<(SimTime, SimTime)>,
+    readings: Vec<(SimTime, Vec<f64>, Vec<f64>)>,
+    next_reading_after: u64,
+}
+
+impl storsim_engine::CompletionSink for Hooks {
+    fn completed(&mut self, c: &Completion) {
+        self.completions.push(*c);
+    }
+    fn waited(&mut self, arrival: SimTime, now: SimTime) {
+        self.waits.push((arrival, now));
+    }
+    fn counters_due_after(&self) -> SimTime {
+        SimTime(self.next_reading_after)
+    }
+    fn counters(
+        &mut self,
+        now: SimTime,
+        values: &mut dyn FnMut(&mut Vec<f64>),
+        named: &dyn Fn() -> Vec<DeviceCounter>,
+    ) {
+        let mut read = Vec::new();
+        values(&mut read);
+        let named: Vec<f64> = named().iter().map(|c| c.value).collect();
+        self.readings.push((now, read, named));
+        self.next_reading_after = now.as_ns() + 250;
+    }
+}
+
+#[test]
+fn the_sink_hears_of_host_waits_and_reads_the_counters_when_it_asks() {
+    // Ten requests at instant 0 on one 100 ns server holding two: the first two go in at
+    // once, each later one waits at the host until a completion makes room.
+    let mut d = flat_device(100, 1, 2);
+    let recs: Vec<Record> = (0..10).map(|i| record(0, i * 8192, i + 1)).collect();
+    let mut w = workload(recs, Pacing::Open);
+    let mut hooks = Hooks {
+        next_reading_after: 150,
+        ..Hooks::default()
+    };
+    Simulation::new(&mut d, &mut w, open(1.0))
+        .sink(&mut hooks)
+        .run()
+        .unwrap();
+    // Requests 2..9 waited: request k entered when request k-2 completed, at (k-1)·100.
+    let expected: Vec<(SimTime, SimTime)> = (2..10)
+        .map(|k| (SimTime(0), SimTime((k - 1) * 100)))
+        .collect();
+    assert_eq!(hooks.waits, expected);
+    // Readings at the first event after 150, then after each reading + 250.
+    let instants: Vec<u64> = hooks.readings.iter().map(|r| r.0.as_ns()).collect();
+    assert_eq!(instants, [200, 500, 800]);
+    for (now, values, named) in &hooks.readings {
+        // The values alone are the named counters' values.
+        assert_eq!(values, named, "at {now}");
+    }
+    // And they moved between readings: the device had taken requests in between.
+    assert_ne!(hooks.readings[0].1, hooks.readings[2].1);
+}
+
 #[test]
 fn closed_loop_issues_the_next_request_on_each_completion() {
     let mut d = flat_device(100, 2, 32);

@@ -13,7 +13,6 @@
 //! holds exactly what its two halves held, so totals never change.
 
 use crate::histogram::{bucket_middle, bucket_of, buckets};
-use crate::Collector;
 use storsim_core::{
     BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
 };
@@ -480,10 +479,24 @@ impl SeriesRecorder {
     /// [`SeriesRecorder::sample`] read from `device`: the values alone once the names are
     /// known, and the names again when the number of values changes.
     pub fn sample_device<D: Device + ?Sized>(&mut self, now: SimTime, device: &D) {
+        self.sample_with(now, &mut |v| device.counter_values(v), &|| {
+            device.counters()
+        });
+    }
+
+    /// [`SeriesRecorder::sample_device`] for a driver that holds the device where a closure
+    /// can reach it: `values` appends what [`Device::counter_values`] would, `named` returns
+    /// what [`Device::counters`] would.
+    pub fn sample_with(
+        &mut self,
+        now: SimTime,
+        values: &mut dyn FnMut(&mut Vec<f64>),
+        named: &dyn Fn() -> Vec<DeviceCounter>,
+    ) {
         if let Some(order) = &self.device_order {
             let mut read = std::mem::take(&mut self.scratch);
             read.clear();
-            device.counter_values(&mut read);
+            values(&mut read);
             // The same number of counters as when their names were read: the same counters
             // (a device that adds one, such as a new erase-count bucket, adds to the number).
             if read.len() == order.len() {
@@ -497,7 +510,12 @@ impl SeriesRecorder {
             }
             self.scratch = read;
         }
-        self.sample(now, device.counters());
+        self.sample(now, named());
+    }
+
+    /// The instant after which the counters are next due ([`SeriesRecorder::counters_due`]).
+    pub fn counters_due_after(&self) -> SimTime {
+        SimTime(self.sample_after_ns)
     }
 
     /// The device was replaced by another (the emulator can switch models while it runs): its
@@ -793,25 +811,12 @@ impl Series {
 pub struct Observed<'a, D: Device + ?Sized> {
     device: &'a mut D,
     recorder: &'a mut SeriesRecorder,
-    collector: Option<&'a mut Collector>,
 }
 
 impl<'a, D: Device + ?Sized> Observed<'a, D> {
     /// `device`, recording into `recorder`.
     pub fn new(device: &'a mut D, recorder: &'a mut SeriesRecorder) -> Self {
-        Observed {
-            device,
-            recorder,
-            collector: None,
-        }
-    }
-
-    /// Every completion also goes to `collector`, in the same pass over the completions: a
-    /// driver that collects the run's summary anyway saves going over them twice, which on the
-    /// fastest models is a measurable part of a run.
-    pub fn collecting(mut self, collector: &'a mut Collector) -> Self {
-        self.collector = Some(collector);
-        self
+        Observed { device, recorder }
     }
 
     #[inline]
@@ -850,9 +855,6 @@ impl<D: Device + ?Sized> Device for Observed<'_, D> {
         self.device.advance(now, done);
         for c in &done[before..] {
             self.recorder.completed(c);
-            if let Some(collector) = self.collector.as_deref_mut() {
-                collector.record(c);
-            }
         }
     }
     fn counters(&self) -> Vec<DeviceCounter> {
