@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::system::{have, run_ok, Emulator};
+use common::system::{emulate_with_qemu_io, have};
 use common::{repo_root, storsim, temp_dir};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -486,37 +486,17 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
         return;
     }
     let tmp = temp_dir("schema-emulate");
-    let socket = tmp.path().join("nbd.sock");
-    let out = tmp.path().join("report.json");
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
-        "16m",
-        "--nbd-unix",
-        socket.to_str().unwrap(),
-        "--json",
-        out.to_str().unwrap(),
-    ]);
     // Every operation once, so that each has its replies and the latency CDF has points.
-    run_ok(
-        "qemu-io",
+    let out = emulate_with_qemu_io(
+        tmp.path(),
+        &[],
         &[
-            "-f",
-            "raw",
-            emu.nbd(),
-            "-c",
             "write -P 0xa5 0 64k",
-            "-c",
             "read -P 0xa5 0 64k",
-            "-c",
             "discard 64k 64k",
-            "-c",
             "flush",
         ],
     );
-    let (status, _, err) = emu.stop();
-    assert!(status.success(), "{err}");
     let run: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     for op in ["read", "write", "trim", "flush"] {
         assert!(run["requests"][op].as_u64().unwrap() > 0, "{op}: {run}");

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::system::{have, run_ok, Emulator};
+use common::system::{emulate_with_qemu_io, have};
 use common::{stderr, storsim, temp_dir};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -46,18 +46,6 @@ fn emulate_document(dir: &Path) -> Option<PathBuf> {
         storsim_testenv::missing("qemu-io not found: the emulate report needs an NBD client");
         return None;
     }
-    let socket = dir.join("nbd.sock");
-    let out = dir.join("emulate.json");
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
-        "16m",
-        "--nbd-unix",
-        socket.to_str().unwrap(),
-        "--json",
-        out.to_str().unwrap(),
-    ]);
     let mut commands = Vec::new();
     for i in 0..64 {
         commands.push(format!("write -P 0x5a {}k 64k", i * 64));
@@ -65,14 +53,8 @@ fn emulate_document(dir: &Path) -> Option<PathBuf> {
     }
     commands.push("discard 0 1m".into());
     commands.push("flush".into());
-    let mut args = vec!["-f", "raw", emu.nbd()];
-    for c in &commands {
-        args.extend(["-c", c.as_str()]);
-    }
-    run_ok("qemu-io", &args);
-    let (status, _, err) = emu.stop();
-    assert!(status.success(), "{err}");
-    Some(out)
+    let commands: Vec<&str> = commands.iter().map(String::as_str).collect();
+    Some(emulate_with_qemu_io(dir, &[], &commands))
 }
 
 /// The Chromium binary, or `None` after reporting it missing.

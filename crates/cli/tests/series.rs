@@ -121,40 +121,17 @@ fn cosim_takes_a_fixed_window_in_virtual_time() {
 
 #[test]
 fn emulate_takes_a_fixed_window_in_wall_clock_time() {
-    use common::system::{have, run_ok, Emulator};
+    use common::system::{emulate_with_qemu_io, have};
     if !have("qemu-io") {
         storsim_testenv::missing("qemu-io not found: the emulate series needs an NBD client");
         return;
     }
     let dir = temp_dir("series-emulate");
-    let socket = dir.path().join("nbd.sock");
-    let out = dir.path().join("report.json");
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
-        "16m",
-        "--window",
-        "20ms",
-        "--nbd-unix",
-        socket.to_str().unwrap(),
-        "--json",
-        out.to_str().unwrap(),
-    ]);
-    run_ok(
-        "qemu-io",
-        &[
-            "-f",
-            "raw",
-            emu.nbd(),
-            "-c",
-            "write 0 1m",
-            "-c",
-            "read 0 1m",
-        ],
+    let out = emulate_with_qemu_io(
+        dir.path(),
+        &["--window", "20ms"],
+        &["write 0 1m", "read 0 1m"],
     );
-    let (status, _, err) = emu.stop();
-    assert!(status.success(), "{err}");
     let run: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(run["series"]["clock"], "wall");
     assert_eq!(run["series"]["window_ns"], 20_000_000, "{}", run["series"]);

@@ -47,6 +47,27 @@ pub fn run_ok(program: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Serves the `stec-zeus` model as a 16 MiB disk over NBD on a Unix socket in `dir`, with
+/// `extra` emulate options, runs qemu-io's `commands` against it, stops it, and returns where
+/// it wrote its final JSON report. The caller checks first that qemu-io is there.
+pub fn emulate_with_qemu_io(dir: &Path, extra: &[&str], commands: &[&str]) -> PathBuf {
+    let socket = dir.join("nbd.sock");
+    let out = dir.join("emulate.json");
+    let mut args = vec!["--device", "stec-zeus", "--size", "16m"];
+    args.extend_from_slice(extra);
+    args.extend(["--nbd-unix", socket.to_str().unwrap()]);
+    args.extend(["--json", out.to_str().unwrap()]);
+    let emu = Emulator::start(&args);
+    let mut io = vec!["-f", "raw", emu.nbd()];
+    for c in commands {
+        io.extend(["-c", c]);
+    }
+    run_ok("qemu-io", &io);
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    out
+}
+
 /// A running `storsim emulate`, stopped with SIGTERM when dropped.
 pub struct Emulator {
     child: Option<Child>,
