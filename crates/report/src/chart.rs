@@ -3,6 +3,7 @@
 //! titles with units and, with more than one series, a legend; colours come from the
 //! Okabe–Ito palette, which stays distinguishable with the common colour-vision deficiencies.
 
+use plotters::chart::MeshStyle;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -274,15 +275,10 @@ where
         .y_label_area_size(72)
         .build_cartesian_2d(x, y)
         .map_err(|e| e.to_string())?;
-    ctx.configure_mesh()
-        .x_desc(&chart.x.title)
-        .y_desc(&chart.y.title)
-        .axis_desc_style(("sans-serif", 15))
-        .label_style(("sans-serif", 13))
-        .x_label_formatter(&|v| tick(*v))
+    let mut mesh = ctx.configure_mesh();
+    common_mesh(&mut mesh, &chart.x.title, &chart.y.title);
+    mesh.x_label_formatter(&|v| tick(*v))
         .y_label_formatter(&|v| tick(*v))
-        .light_line_style(RGBColor(0, 0, 0).mix(0.04))
-        .bold_line_style(RGBColor(0, 0, 0).mix(0.12))
         .draw()
         .map_err(|e| e.to_string())?;
     for line in &chart.lines {
@@ -333,6 +329,21 @@ where
     Ok(())
 }
 
+/// What every chart's axes share: their titles, the fonts, and faint grid lines. The caller
+/// adds its label formatters (and what it leaves out) and draws.
+fn common_mesh<X: Ranged, Y: Ranged>(
+    mesh: &mut MeshStyle<'_, '_, X, Y, SVGBackend<'_>>,
+    x_title: &str,
+    y_title: &str,
+) {
+    mesh.x_desc(x_title)
+        .y_desc(y_title)
+        .axis_desc_style(("sans-serif", 15))
+        .label_style(("sans-serif", 13))
+        .light_line_style(RGBColor(0, 0, 0).mix(0.04))
+        .bold_line_style(RGBColor(0, 0, 0).mix(0.12));
+}
+
 /// The legend box of the labelled series, the same in every chart.
 fn draw_legend<'a, CT: CoordTranslate>(
     ctx: &mut ChartContext<'a, SVGBackend<'a>, CT>,
@@ -379,12 +390,9 @@ where
         .build_cartesian_2d(-0.5..n as f64 - 0.5, y)
         .map_err(|e| e.to_string())?;
     let names = &chart.categories;
-    ctx.configure_mesh()
-        .disable_x_mesh()
-        .x_desc(&chart.x_title)
-        .y_desc(&chart.y.title)
-        .axis_desc_style(("sans-serif", 15))
-        .label_style(("sans-serif", 13))
+    let mut mesh = ctx.configure_mesh();
+    common_mesh(&mut mesh, &chart.x_title, &chart.y.title);
+    mesh.disable_x_mesh()
         .x_labels(n)
         .x_label_formatter(&|v| {
             let i = v.round();
@@ -395,8 +403,6 @@ where
             }
         })
         .y_label_formatter(&|v| tick(*v))
-        .bold_line_style(RGBColor(0, 0, 0).mix(0.12))
-        .light_line_style(RGBColor(0, 0, 0).mix(0.04))
         .draw()
         .map_err(|e| e.to_string())?;
     let groups = chart.series.len().max(1) as f64;
@@ -438,16 +444,11 @@ pub(crate) fn histogram(chart: &Histogram) -> String {
             .y_label_area_size(72)
             .build_cartesian_2d(lo..hi, 0.0..top)
             .map_err(|e| e.to_string())?;
-        ctx.configure_mesh()
-            .disable_x_mesh()
-            .x_desc(&chart.x_title)
-            .y_desc(&chart.y_title)
-            .axis_desc_style(("sans-serif", 15))
-            .label_style(("sans-serif", 13))
+        let mut mesh = ctx.configure_mesh();
+        common_mesh(&mut mesh, &chart.x_title, &chart.y_title);
+        mesh.disable_x_mesh()
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
-            .bold_line_style(RGBColor(0, 0, 0).mix(0.12))
-            .light_line_style(RGBColor(0, 0, 0).mix(0.04))
             .draw()
             .map_err(|e| e.to_string())?;
         ctx.draw_series(
@@ -496,12 +497,9 @@ pub(crate) fn heat(chart: &Heat) -> String {
             .y_label_area_size(72)
             .build_cartesian_2d(x0..x1, 0.0..rows as f64)
             .map_err(|e| e.to_string())?;
-        ctx.configure_mesh()
-            .disable_mesh()
-            .x_desc(&chart.x_title)
-            .y_desc(&chart.y_title)
-            .axis_desc_style(("sans-serif", 15))
-            .label_style(("sans-serif", 13))
+        let mut mesh = ctx.configure_mesh();
+        common_mesh(&mut mesh, &chart.x_title, &chart.y_title);
+        mesh.disable_mesh()
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| format!("{}", v.floor()))
             .y_labels(rows.min(16))
