@@ -87,7 +87,7 @@ impl fmt::Display for EraseBucketLabel {
 /// their values alone. A name is anything that formats (a `format_args!`), so that the values
 /// alone, read at the end of every window of a time series, cost no formatting or allocation.
 enum List<'v> {
-    Named(Vec<DeviceCounter>),
+    Named(&'v mut Vec<DeviceCounter>),
     Values(&'v mut Vec<f64>),
 }
 
@@ -109,12 +109,9 @@ struct Totals {
 
 /// The SSD's counters, section by section.
 pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
-    let mut out = List::Named(Vec::new());
-    list(d, &mut out);
-    match out {
-        List::Named(counters) => counters,
-        List::Values(_) => unreachable!("the list was made with names"),
-    }
+    let mut counters = Vec::new();
+    list(d, &mut List::Named(&mut counters));
+    counters
 }
 
 /// The values of [`counters`], in their order, appended to `values`.
