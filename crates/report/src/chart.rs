@@ -58,6 +58,9 @@ pub(crate) enum Style {
     Markers,
     /// Hollow points: measurements set apart (held out of a fit).
     HollowMarkers,
+    /// A line through measured points, each point marked: a figure measured at a few
+    /// settings (a sweep's), where the line only guides the eye.
+    SolidMarkers,
 }
 
 /// One series of a line chart.
@@ -66,6 +69,9 @@ pub(crate) struct Line {
     pub points: Vec<(f64, f64)>,
     pub colour: usize,
     pub style: Style,
+    /// Error bars in the line's colour, each `(x, low, high)`: the spread of replicates
+    /// whose mean is the point at `x`.
+    pub ranges: Vec<(f64, f64, f64)>,
 }
 
 /// Where the legend goes, out of the data's way.
@@ -93,6 +99,9 @@ pub(crate) struct Bars {
     pub categories: Vec<String>,
     /// Each series' name and its value per category.
     pub series: Vec<(String, Vec<f64>)>,
+    /// Error bars: per series, per category, the `(low, high)` spread of the replicates the
+    /// bar is the mean of. Empty, or shorter than `series`, where there are none.
+    pub ranges: Vec<Vec<Option<(f64, f64)>>>,
 }
 
 /// A histogram over a numeric axis: bins of `[lo, hi)` with a count each.
@@ -202,11 +211,14 @@ const LOG_DECADES_MAX: f64 = 15.0;
 /// the axis' arithmetic (padding, tick steps) stays finite.
 const MAGNITUDE_MAX: f64 = 1e100;
 
+/// Whether an axis shows `v`: a finite value of a sane magnitude, above zero on a log axis.
+fn shown(v: f64, log: bool) -> bool {
+    v.is_finite() && v.abs() <= MAGNITUDE_MAX && (!log || v >= 1.0 / MAGNITUDE_MAX)
+}
+
 fn bounds<'a>(values: impl Iterator<Item = &'a f64>, log: bool) -> (f64, f64) {
     let (lo, mut hi) = values
-        .filter(|v| {
-            v.is_finite() && v.abs() <= MAGNITUDE_MAX && (!log || **v >= 1.0 / MAGNITUDE_MAX)
-        })
+        .filter(|v| shown(**v, log))
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(*v), hi.max(*v))
         });
@@ -224,20 +236,18 @@ fn bounds<'a>(values: impl Iterator<Item = &'a f64>, log: bool) -> (f64, f64) {
 
 /// Draws an [`XyChart`]. Points a log axis cannot show (zero or below) are left out.
 pub(crate) fn xy(chart: &XyChart) -> String {
-    let shown = |v: f64, log: bool| {
-        v.is_finite() && v.abs() <= MAGNITUDE_MAX && (!log || v >= 1.0 / MAGNITUDE_MAX)
-    };
     let keep = |(x, y): &(f64, f64)| shown(*x, chart.x.log) && shown(*y, chart.y.log);
-    let xs: Vec<f64> = chart
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().filter(|p| keep(p)).map(|p| p.0))
-        .collect();
-    let ys: Vec<f64> = chart
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().filter(|p| keep(p)).map(|p| p.1))
-        .collect();
+    // The error bars' ends are points the axes must show too.
+    let all_points = || {
+        chart.lines.iter().flat_map(|l| {
+            l.points
+                .iter()
+                .copied()
+                .chain(l.ranges.iter().flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]))
+        })
+    };
+    let xs: Vec<f64> = all_points().filter(|p| keep(p)).map(|p| p.0).collect();
+    let ys: Vec<f64> = all_points().filter(|p| keep(p)).map(|p| p.1).collect();
     let (x0, x1) = bounds(xs.iter(), chart.x.log);
     let (y0, y1) = bounds(ys.iter(), chart.y.log);
     svg(|root| match (chart.x.log, chart.y.log) {
@@ -284,6 +294,12 @@ where
     for line in &chart.lines {
         let c = colour(line.colour);
         let points: Vec<(f64, f64)> = line.points.iter().copied().filter(&keep).collect();
+        let whiskers = line
+            .ranges
+            .iter()
+            .filter(|&&(x, lo, hi)| keep(&(x, lo)) && keep(&(x, hi)))
+            .copied();
+        draw_error_bars(&mut ctx, whiskers, c)?;
         let drawn = match line.style {
             Style::Solid => ctx.draw_series(LineSeries::new(points, c.stroke_width(2))),
             Style::Dashed => {
@@ -297,6 +313,11 @@ where
                     .into_iter()
                     .map(|p| Circle::new(p, 5, c.stroke_width(2))),
             ),
+            Style::SolidMarkers => {
+                ctx.draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
+                    .map_err(|e| e.to_string())?;
+                ctx.draw_series(points.into_iter().map(|p| Circle::new(p, 4, c.filled())))
+            }
         }
         .map_err(|e| e.to_string())?;
         // A series without a name stays out of the legend (one legend entry can stand for
@@ -344,6 +365,30 @@ fn common_mesh<X: Ranged, Y: Ranged>(
         .bold_line_style(RGBColor(0, 0, 0).mix(0.12));
 }
 
+/// Draws error bars in colour `c`, each `(x, low, high)`: a vertical line with a cap at
+/// either end.
+fn draw_error_bars<'a, CT>(
+    ctx: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    bars: impl Iterator<Item = (f64, f64, f64)> + Clone,
+    c: RGBColor,
+) -> Result<(), String>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let style = c.stroke_width(2);
+    ctx.draw_series(
+        bars.clone()
+            .map(|(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], style)),
+    )
+    .map_err(|e| e.to_string())?;
+    // The caps are 10 px wide whatever the axis' scale: an offset from the bar's end.
+    let cap =
+        |at: (f64, f64)| EmptyElement::at(at) + PathElement::new(vec![(-5, 0), (5, 0)], style);
+    ctx.draw_series(bars.flat_map(|(x, lo, hi)| [cap((x, lo)), cap((x, hi))]))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// The legend box of the labelled series, the same in every chart.
 fn draw_legend<'a, CT: CoordTranslate>(
     ctx: &mut ChartContext<'a, SVGBackend<'a>, CT>,
@@ -360,7 +405,19 @@ fn draw_legend<'a, CT: CoordTranslate>(
 
 /// Draws [`Bars`]: the categories along x, a group of bars in each.
 pub(crate) fn bars(chart: &Bars) -> String {
-    let values: Vec<f64> = chart.series.iter().flat_map(|s| s.1.clone()).collect();
+    let values: Vec<f64> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.1.iter().copied())
+        .chain(
+            chart
+                .ranges
+                .iter()
+                .flatten()
+                .flatten()
+                .flat_map(|r| [r.0, r.1]),
+        )
+        .collect();
     let (mut y0, y1) = bounds(values.iter(), chart.y.log);
     if !chart.y.log {
         y0 = y0.min(0.0);
@@ -412,7 +469,10 @@ where
         let rects = values
             .iter()
             .enumerate()
-            .filter(|(_, v)| v.is_finite() && **v > base)
+            // A log axis has no room below its base; a linear one draws negative bars down.
+            .filter(|(_, v)| {
+                shown(**v, chart.y.log) && if chart.y.log { **v > base } else { **v != base }
+            })
             .map(|(i, v)| {
                 let x0 = i as f64 - 0.4 + width * s as f64;
                 Rectangle::new([(x0, base), (x0 + width, *v)], c.filled())
@@ -422,6 +482,21 @@ where
             .label(name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
     }
+    // Error bars over the bars, in black: a bar's own colour would vanish against it.
+    let whiskers: Vec<(f64, f64, f64)> = chart
+        .ranges
+        .iter()
+        .enumerate()
+        .flat_map(|(s, per_category)| {
+            per_category.iter().enumerate().filter_map(move |(i, r)| {
+                let (lo, hi) = (*r)?;
+                let centre = i as f64 - 0.4 + width * (s as f64 + 0.5);
+                let drawn = |v: f64| shown(v, chart.y.log) && (!chart.y.log || v > base);
+                (drawn(lo) && drawn(hi)).then_some((centre, lo, hi))
+            })
+        })
+        .collect();
+    draw_error_bars(&mut ctx, whiskers.into_iter(), PALETTE[7])?;
     if chart.series.len() > 1 {
         draw_legend(&mut ctx, SeriesLabelPosition::UpperRight)?;
     }
@@ -578,12 +653,14 @@ mod tests {
                     points: vec![(0.0, 0.0), (1.0, 0.5), (10.0, 1.0)],
                     colour: 0,
                     style: Style::Solid,
+                    ranges: Vec::new(),
                 },
                 Line {
                     name: "b".into(),
                     points: vec![(2.0, 0.5), (20.0, 1.0)],
                     colour: 1,
                     style: Style::Markers,
+                    ranges: Vec::new(),
                 },
             ],
             legend: Legend::LowerRight,
