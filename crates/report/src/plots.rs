@@ -1065,11 +1065,17 @@ impl BlockWear {
         }
     }
 
-    /// The histogram of the erase counts, titled `title`: one bin per erase count when few,
-    /// otherwise 50 equal bins.
-    pub(crate) fn histogram(&self, title: String) -> Histogram {
+    /// The least and greatest erase count.
+    pub(crate) fn span(&self) -> (f64, f64) {
+        (self.counts[0], self.counts[self.counts.len() - 1])
+    }
+
+    /// The histogram of the erase counts, titled `title`, over `span` (the unit's own
+    /// [`BlockWear::span`], or one holding it that histograms to be compared share): one
+    /// bin per erase count when few, otherwise 50 equal bins.
+    pub(crate) fn histogram(&self, title: String, span: (f64, f64)) -> Histogram {
         let counts = &self.counts;
-        let (lo, hi) = (counts[0], counts[counts.len() - 1]);
+        let (lo, hi) = span;
         // Bins centred on the counts they hold, so that a bar stands over its count.
         let width = if hi - lo < 60.0 {
             1.0
@@ -1105,7 +1111,7 @@ fn block_wear(plots: &mut Plots, wear: &Value) {
     for w in BlockWear::of(wear) {
         let (tag, title_unit) = (w.tag(), w.title_unit());
         let title = format!("Erase counts per block{title_unit}");
-        let svg = chart::histogram(&w.histogram(title.clone()));
+        let svg = chart::histogram(&w.histogram(title.clone(), w.span()));
         plots.push(
             &format!("erase-histogram{tag}"),
             &title,

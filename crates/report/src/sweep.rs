@@ -447,7 +447,7 @@ fn metric(table: &Table, m: &MetricSpec) -> Drawn {
             },
             y: y_axis,
             lines,
-            legend: Legend::UpperRight,
+            legend: Legend::Auto,
         })
     } else {
         let mut categories = Vec::new();
@@ -694,7 +694,7 @@ fn cdf(table: &Table, c: &CdfSpec, point: &dyn Fn(usize) -> Option<Run>) -> Draw
         x: Axis::log("latency (µs)"),
         y: Axis::linear("fraction of requests"),
         lines,
-        legend: Legend::LowerRight,
+        legend: Legend::Auto,
     });
     Drawn::Plots {
         plots: vec![Plot {
@@ -753,15 +753,24 @@ fn wear(
             rows.len()
         ));
     }
+    // One erase-count axis for all, so that the points' histograms compare at a glance.
+    let wear: Vec<Vec<BlockWear>> = selected.points.iter().map(|p| block_wear(&p.2)).collect();
+    let span = wear
+        .iter()
+        .flatten()
+        .map(BlockWear::span)
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (a, b)| {
+            (lo.min(a), hi.max(b))
+        });
     let mut plots = Vec::new();
-    for (k, (_, label, run)) in selected.points.iter().enumerate() {
-        for w in block_wear(run) {
+    for (k, ((_, label, _), units)) in selected.points.iter().zip(wear).enumerate() {
+        for w in units {
             let plot_title = format!(
                 "{title}: {}{}",
                 clip(label, LABEL_CHARS_MAX),
                 w.title_unit()
             );
-            let svg = chart::histogram(&w.histogram(plot_title.clone()));
+            let svg = chart::histogram(&w.histogram(plot_title.clone(), span));
             plots.push(Plot {
                 id: format!("sweep-{n}-wear-{}{}", k + 1, w.tag()),
                 title: plot_title,
@@ -782,6 +791,7 @@ const STYLE: &str = ".description{max-width:60em}\
 figure.no-data{max-width:760px;padding:.8em 1em;color:#555}\
 .results{overflow:auto;max-height:85vh;border:1px solid #ddd}\
 .results table{margin:0;border-collapse:separate;border-spacing:0}\
+.results td,.results th{border-width:0 1px 1px 0}\
 .results th{position:sticky;top:0;z-index:1;cursor:pointer;min-width:5em;max-width:14em;\
 vertical-align:bottom;font-weight:normal;font-size:.85em}\
 .results td{white-space:nowrap}\
