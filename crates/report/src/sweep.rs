@@ -116,6 +116,8 @@ const LABEL_CHARS_MAX: usize = 60;
 /// [`TOOLTIP_CHARS_MAX`].
 const CELL_CHARS_MAX: usize = 120;
 const TOOLTIP_CHARS_MAX: usize = 4000;
+/// The longest caption source (columns and filter values) or note shown, in characters.
+const SOURCE_CHARS_MAX: usize = 1000;
 
 impl Cell {
     /// The value as a finite number, if it is one.
@@ -305,6 +307,7 @@ enum XValue {
     Text(String),
 }
 
+/// A [`SweepPlot::Metric`]'s fields, and its place `n` in the spec.
 struct MetricSpec<'a> {
     n: usize,
     x: &'a str,
@@ -525,23 +528,25 @@ fn metric(table: &Table, m: &MetricSpec) -> Drawn {
     }
 }
 
-/// What CDF and wear plots share: the selected rows' documents, at most `max` of them.
-struct Selected {
-    /// The row, its label and its document.
-    points: Vec<(usize, String, Run)>,
-    /// Selected rows without a document (the sweep returned none).
+/// What CDF and wear plots draw of the selected rows' documents, at most `max` of them.
+struct Selected<T> {
+    /// Each drawn point's label and what was taken from its document.
+    points: Vec<(String, T)>,
+    /// Selected rows without a document (the sweep returned none) or without the data.
     missing: usize,
     /// Selected rows left out beyond `max`.
     beyond: usize,
 }
 
-fn documents(
+/// Takes from each of `rows`' documents what `extract` finds in it, up to `max` of them.
+/// Only that is kept, not the document: a point's document may be megabytes.
+fn from_documents<T>(
     rows: &[usize],
     max: usize,
     label: impl Fn(usize) -> String,
     point: &dyn Fn(usize) -> Option<Run>,
-    usable: impl Fn(&Run) -> bool,
-) -> Selected {
+    extract: impl Fn(&Run) -> Option<T>,
+) -> Selected<T> {
     let mut selected = Selected {
         points: Vec::new(),
         missing: 0,
@@ -549,19 +554,19 @@ fn documents(
     };
     for &r in rows {
         if selected.points.len() == max {
-            // Not read at all: each document may be megabytes.
+            // Not read at all.
             selected.beyond += 1;
             continue;
         }
-        match point(r) {
-            Some(run) if usable(&run) => selected.points.push((r, label(r), run)),
-            _ => selected.missing += 1,
+        match point(r).as_ref().and_then(&extract) {
+            Some(data) => selected.points.push((label(r), data)),
+            None => selected.missing += 1,
         }
     }
     selected
 }
 
-impl Selected {
+impl<T> Selected<T> {
     /// The caption's remark on what was left out.
     fn note(&self, what: &str) -> String {
         let mut notes = Vec::new();
@@ -601,6 +606,7 @@ fn op_cdf(run: &Run, op: CdfOp) -> Option<Vec<(f64, f64)>> {
         .then_some(points)
 }
 
+/// A [`SweepPlot::Cdf`]'s fields, and its place `n` in the spec.
 struct CdfSpec<'a> {
     n: usize,
     op: CdfOp,
@@ -662,9 +668,7 @@ fn cdf(table: &Table, c: &CdfSpec, point: &dyn Fn(usize) -> Option<Run>) -> Draw
             parts.join(", ")
         }
     };
-    let selected = documents(&rows, CDF_LINES_MAX, label, point, |run| {
-        op_cdf(run, c.op).is_some()
-    });
+    let selected = from_documents(&rows, CDF_LINES_MAX, label, point, |run| op_cdf(run, c.op));
     if selected.points.is_empty() {
         return nothing(format!(
             "none of the {} selected points has a latency CDF of {} requests",
@@ -676,9 +680,9 @@ fn cdf(table: &Table, c: &CdfSpec, point: &dyn Fn(usize) -> Option<Run>) -> Draw
         .points
         .iter()
         .enumerate()
-        .map(|(i, (_, label, run))| Line {
+        .map(|(i, (label, points))| Line {
             name: clip(label, LABEL_CHARS_MAX),
-            points: op_cdf(run, c.op).unwrap_or_default(),
+            points: points.clone(),
             colour: i,
             // Past the palette's eight colours, dashes tell the lines apart.
             style: if i < chart::PALETTE.len() {
@@ -740,12 +744,12 @@ fn wear(
         Ok(rows) => rows,
         Err(why) => return nothing(why),
     };
-    let selected = documents(
+    let selected = from_documents(
         &rows,
         WEAR_POINTS_MAX,
         |r| table.label(r),
         point,
-        |run| !block_wear(run).is_empty(),
+        |run| Some(block_wear(run)).filter(|w| !w.is_empty()),
     );
     if selected.points.is_empty() {
         return nothing(format!(
@@ -754,16 +758,16 @@ fn wear(
         ));
     }
     // One erase-count axis for all, so that the points' histograms compare at a glance.
-    let wear: Vec<Vec<BlockWear>> = selected.points.iter().map(|p| block_wear(&p.2)).collect();
-    let span = wear
+    let span = selected
+        .points
         .iter()
-        .flatten()
+        .flat_map(|p| &p.1)
         .map(BlockWear::span)
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), (a, b)| {
             (lo.min(a), hi.max(b))
         });
     let mut plots = Vec::new();
-    for (k, ((_, label, _), units)) in selected.points.iter().zip(wear).enumerate() {
+    for (k, (label, units)) in selected.points.iter().enumerate() {
         for w in units {
             let plot_title = format!(
                 "{title}: {}{}",
@@ -973,8 +977,10 @@ pub fn render_sweep(
                     } else {
                         format!(" Drawn: {}.", escape(&note))
                     };
-                    let caption =
-                        format!("Plot {n}, from <code>{}</code>.{note}", escape(&p.source));
+                    let caption = format!(
+                        "Plot {n}, from <code>{}</code>.{note}",
+                        escape(&clip(&p.source, SOURCE_CHARS_MAX))
+                    );
                     html::figure(&mut out, p, &caption);
                 }
                 all.extend(plots);
@@ -986,8 +992,8 @@ pub fn render_sweep(
                      <b>{}</b>: no rows match ({}).</p><figcaption>From <code>{}</code>.\
                      </figcaption></figure>",
                     escape(&title),
-                    escape(&why),
-                    escape(&source)
+                    escape(&clip(&why, SOURCE_CHARS_MAX)),
+                    escape(&clip(&source, SOURCE_CHARS_MAX))
                 );
             }
         }

@@ -622,11 +622,27 @@ fn hostile_tables_never_panic() {
     let huge = text(&"<x>".repeat(1_000_000));
     let t = Table {
         columns: vec!["x".into(), "y".into(), "s".into(), "label".into()],
-        rows: vec![vec![huge.clone(), Cell::Number(1.0), huge.clone(), huge]],
+        rows: vec![vec![
+            huge.clone(),
+            Cell::Number(1.0),
+            huge.clone(),
+            huge.clone(),
+        ]],
     };
-    let report = render_sweep("t", "d", &t, &specs("x", "y"), &wild_doc);
+    let mut spec = specs("x", "y");
+    spec.push(metric(
+        "x",
+        "y",
+        Some("s"),
+        vec![("x".into(), huge.clone())],
+    ));
+    let report = render_sweep("t", "d", &t, &spec, &wild_doc);
     let svg = &plot(&report, "sweep-1-metric").svg;
     assert!(svg.len() < 100_000, "a label drawn in full");
+    // The filter matched the huge cell; the caption names it, cut short.
+    let figure = &report.html[report.html.find("id=\"fig-sweep-5-metric\"").unwrap()..];
+    let caption = &figure[figure.find("<figcaption>").unwrap()..figure.find("</figure>").unwrap()];
+    assert!(caption.len() < 10_000, "a filter value shown in full");
     // Columns named like markup are escaped.
     let t = Table {
         columns: vec!["<script>".into(), "y".into()],
