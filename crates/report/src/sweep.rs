@@ -130,7 +130,7 @@ impl Cell {
 
     /// Whether this cell of the table equals `wanted`, a filter's value: numbers compare as
     /// `f64`, also with a text that reads as one (a CSV cell read back, a filter written as a
-    /// string).
+    /// string), and a flag with the text `true` or `false`.
     fn matches(&self, wanted: &Cell) -> bool {
         let parse = |t: &str| t.trim().parse::<f64>().ok();
         match (self, wanted) {
@@ -140,6 +140,9 @@ impl Cell {
             }
             (Cell::Text(a), Cell::Text(b)) => a == b,
             (Cell::Bool(a), Cell::Bool(b)) => a == b,
+            (Cell::Bool(b), Cell::Text(t)) | (Cell::Text(t), Cell::Bool(b)) => {
+                t.trim() == b.to_string()
+            }
             (Cell::Empty, Cell::Empty) => true,
             _ => false,
         }
@@ -778,7 +781,11 @@ fn wear(
             plots.push(Plot {
                 id: format!("sweep-{n}-wear-{}{}", k + 1, w.tag()),
                 title: plot_title,
-                source: source.clone(),
+                // The whole label here: the title has room for its start only.
+                source: format!(
+                    "device.block_wear[].erase_counts_per_block of {label}{}",
+                    filter_text(filter)
+                ),
                 svg,
             });
         }

@@ -319,6 +319,8 @@ fn the_filter_keeps_only_matching_rows_numbers_compared_as_numbers() {
     assert_eq!(filtered(vec![("seed".into(), Cell::Number(1.0))]), Some(3));
     assert_eq!(filtered(vec![("seed".into(), text("1"))]), Some(3));
     assert_eq!(filtered(vec![("seed".into(), Cell::Number(2.0))]), None);
+    assert!(Cell::Bool(true).matches(&text("true")) && text("false").matches(&Cell::Bool(false)));
+    assert!(!Cell::Bool(true).matches(&text("1")) && !Cell::Empty.matches(&text("")));
     // Without a filter the failed row (p99 = 1e9) is still left out: the axis stays small.
     let report = render_sweep("s", "", &t, &[metric("seed", y, None, vec![])], &no_points);
     assert!(!plot(&report, "sweep-1-metric").svg.contains("\n1G\n"));
@@ -426,6 +428,11 @@ fn a_wear_plot_draws_a_histogram_per_point_titled_by_its_label() {
             p.title
         );
         assert!(p.svg.contains("erases of the block"));
+        assert!(
+            p.source.contains(&format!(" of {ftl} op=0.28 bs=4k;")),
+            "{}",
+            p.source
+        );
     }
     // The points' wear differs: page's counts are 0..2, fast's 0..12.
     assert!(
