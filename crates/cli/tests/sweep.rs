@@ -27,6 +27,20 @@ workload = "synthetic:rw=randread,bs=4k,requests=300"
 label = "plain disk"
 seed = 5
 
+[[plot]]
+kind = "metric"
+x = "ssd.ftl"
+y = "device.counters.flash_erases"
+
+[[plot]]
+kind = "cdf"
+series = ["ssd.ftl"]
+where = { seed = 1 }
+
+[[plot]]
+kind = "wear"
+where = { "ssd.ftl" = "dftl" }
+
 [size.tiny]
 seeds = [7]
 "#;
@@ -108,8 +122,39 @@ fn a_sweep_runs_every_point_and_each_document_is_its_simulate_commands() {
     let tmp = temp_dir("sweep-grid");
     let spec = write_spec(tmp.path(), SPEC);
     let out = tmp.path().join("out");
-    let o = sweep(&spec, &out, &["--parquet"]);
+    let figures = tmp.path().join("figures");
+    let o = sweep(
+        &spec,
+        &out,
+        &["--parquet", "--plots", figures.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
+
+    // The report draws the spec's plots: bars per FTL, a CDF per FTL of seed 1, a wear
+    // histogram per DFTL point; each also as SVG and PNG.
+    let page = read(&out.join("report.html"));
+    for id in [
+        "sweep-1-metric",
+        "sweep-2-cdf",
+        "sweep-3-wear-1",
+        "sweep-3-wear-2",
+    ] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "{id} missing");
+        assert!(figures.join(format!("{id}.svg")).exists(), "{id}.svg");
+        assert!(figures.join(format!("{id}.png")).exists(), "{id}.png");
+    }
+    assert!(
+        !page.contains("sweep-3-wear-3"),
+        "only the DFTL points' wear"
+    );
+    let cdf = read(&figures.join("sweep-2-cdf.svg"));
+    for ftl in ["page", "dftl", "fast"] {
+        assert!(
+            // plotters writes a text element's content on a line of its own.
+            cdf.contains(&format!("\n{ftl}\n</text>")),
+            "the CDF's legend names {ftl}"
+        );
+    }
 
     let (header, rows) = results(&out);
     assert_eq!(rows.len(), 3 * 2 + 1);

@@ -25,7 +25,7 @@ mod sweep;
 
 pub use input::{Kind, ReportError, Run};
 pub use plots::Plot;
-pub use sweep::{render_sweep, CdfOp, Cell, SweepPlot, Table};
+pub use sweep::render_sweep;
 
 /// The version of the shape of every JSON document storsim writes (docs/json.md): one number
 /// for the whole family, raised when a field of any of them changes meaning or goes away, not

@@ -11,94 +11,15 @@ use crate::plots::{self, BlockWear, Plot};
 use crate::Report;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::fmt::{self, Write};
+use std::fmt::Write;
+use storsim_sweep::{CdfOp, Cell, PlotSpec, Table};
 
-/// The results table as the sweep writes it: column names, and per row one cell per column.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Table {
-    /// The column names, in the CSV's order (`point`, `label`, `status`, `error`, the
-    /// parameters, then every figure of the points' documents).
-    pub columns: Vec<String>,
-    /// One row per point, one cell per column. A row shorter than `columns` is read as
-    /// empty in the columns it lacks.
-    pub rows: Vec<Vec<Cell>>,
-}
-
-/// One value of the results table.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Cell {
-    /// The point has no value in this column (it failed, or its document lacks the figure).
-    Empty,
-    /// A number (every JSON number is read as `f64`).
-    Number(f64),
-    /// A string.
-    Text(String),
-    /// A boolean.
-    Bool(bool),
-}
-
-/// One `[[plot]]` of the spec, checked by the sweep crate against the table's columns.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SweepPlot {
-    /// Column `y` against column `x`, one line (numeric `x`) or one bar of each group (text
-    /// `x`) per value of column `series`; replicates (rows sharing `x` and `series`) are drawn
-    /// as their mean with their min..max as error bars.
-    Metric {
-        /// The column along the x axis.
-        x: String,
-        /// The column along the y axis: numeric.
-        y: String,
-        /// The column whose values make the lines (or the bars of each group).
-        series: Option<String>,
-        /// Only rows whose column equals the cell are drawn.
-        filter: Vec<(String, Cell)>,
-        /// The plot's title (default: "`y` vs `x`").
-        title: Option<String>,
-        /// A logarithmic x axis (numeric `x` only).
-        log_x: bool,
-        /// A logarithmic y axis.
-        log_y: bool,
-    },
-    /// The latency CDFs of the selected points, overlaid.
-    Cdf {
-        /// Which requests' CDF.
-        op: CdfOp,
-        /// The columns whose values, joined, label each line (default: the `label` column,
-        /// else the point id).
-        series: Vec<String>,
-        /// Only rows whose column equals the cell are drawn.
-        filter: Vec<(String, Cell)>,
-        /// The plot's title (default: "Latency CDF, `op` requests").
-        title: Option<String>,
-    },
-    /// One erase-count histogram per selected point, from its `device.block_wear`.
-    Wear {
-        /// Only rows whose column equals the cell are drawn.
-        filter: Vec<(String, Cell)>,
-        /// The plots' title, followed by each point's label (default: "Erase counts per
-        /// block").
-        title: Option<String>,
-    },
-}
-
-/// Which requests a CDF plot draws.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CdfOp {
-    /// Every request: the summary's `latency_cdf`.
-    All,
-    /// Reads: `summary.read`'s CDF, or its percentiles.
-    Read,
-    /// Writes: `summary.write`'s CDF, or its percentiles.
-    Write,
-}
-
-impl CdfOp {
-    fn name(self) -> &'static str {
-        match self {
-            CdfOp::All => "all",
-            CdfOp::Read => "read",
-            CdfOp::Write => "write",
-        }
+/// An operation's name, as the spec and the documents write it.
+fn op_name(op: CdfOp) -> &'static str {
+    match op {
+        CdfOp::All => "all",
+        CdfOp::Read => "read",
+        CdfOp::Write => "write",
     }
 }
 
@@ -119,7 +40,18 @@ const TOOLTIP_CHARS_MAX: usize = 4000;
 /// The longest caption source (columns and filter values) or note shown, in characters.
 const SOURCE_CHARS_MAX: usize = 1000;
 
-impl Cell {
+/// What the page asks of a cell of the results table.
+trait CellView {
+    /// The value as a finite number, if it is one.
+    fn number(&self) -> Option<f64>;
+    /// Whether this cell of the table equals `wanted`, a filter's value.
+    fn matches(&self, wanted: &Cell) -> bool;
+    /// As the page shows it: whole numbers in full, others to six significant digits, empty
+    /// cells as nothing.
+    fn shown(&self) -> String;
+}
+
+impl CellView for Cell {
     /// The value as a finite number, if it is one.
     fn number(&self) -> Option<f64> {
         match self {
@@ -148,26 +80,12 @@ impl Cell {
         }
     }
 
-    /// The value in JSON, for the embedded table (a number JSON cannot hold is `null`).
-    fn json(&self) -> Value {
+    fn shown(&self) -> String {
         match self {
-            Cell::Empty => Value::Null,
-            Cell::Number(v) => Value::from(*v),
-            Cell::Text(t) => Value::from(t.as_str()),
-            Cell::Bool(b) => Value::from(*b),
-        }
-    }
-}
-
-impl fmt::Display for Cell {
-    /// As the page shows it: whole numbers in full, others to six significant digits, empty
-    /// cells as nothing.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Cell::Empty => Ok(()),
-            Cell::Number(v) => f.write_str(&number_text(*v)),
-            Cell::Text(t) => f.write_str(t),
-            Cell::Bool(b) => write!(f, "{b}"),
+            Cell::Empty => String::new(),
+            Cell::Number(v) => number_text(*v),
+            Cell::Text(t) => t.clone(),
+            Cell::Bool(b) => b.to_string(),
         }
     }
 }
@@ -211,11 +129,19 @@ fn clip(s: &str, max: usize) -> String {
     }
 }
 
-impl Table {
-    fn column(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c == name)
-    }
+/// What the page asks of the results table.
+trait TableView {
+    /// The cell of `row` in column `col`: empty where the row is short.
+    fn cell(&self, row: usize, col: usize) -> &Cell;
+    /// Whether `row` holds a result.
+    fn ok(&self, row: usize) -> bool;
+    /// The rows a plot draws.
+    fn select(&self, filter: &[(String, Cell)]) -> Result<Vec<usize>, String>;
+    /// A point's name in plots.
+    fn label(&self, row: usize) -> String;
+}
 
+impl TableView for Table {
     /// The cell of `row` in column `col`: empty where the row is short.
     fn cell(&self, row: usize, col: usize) -> &Cell {
         self.rows
@@ -254,7 +180,7 @@ impl Table {
         ["label", "point"]
             .iter()
             .filter_map(|name| self.column(name))
-            .map(|c| self.cell(row, c).to_string())
+            .map(|c| self.cell(row, c).shown())
             .find(|s| !s.is_empty())
             .unwrap_or_else(|| format!("row {}", row + 1))
     }
@@ -267,7 +193,7 @@ fn filter_text(filter: &[(String, Cell)]) -> String {
     }
     let terms: Vec<String> = filter
         .iter()
-        .map(|(name, value)| format!("{name} = {value}"))
+        .map(|(name, value)| format!("{name} = {}", value.shown()))
         .collect();
     format!("; where {}", terms.join(", "))
 }
@@ -310,7 +236,7 @@ enum XValue {
     Text(String),
 }
 
-/// A [`SweepPlot::Metric`]'s fields, and its place `n` in the spec.
+/// A [`PlotSpec::Metric`]'s fields, and its place `n` in the spec.
 struct MetricSpec<'a> {
     n: usize,
     x: &'a str,
@@ -366,9 +292,9 @@ fn metric(table: &Table, m: &MetricSpec) -> Drawn {
             Cell::Empty => continue,
             Cell::Number(v) if !v.is_finite() => continue,
             Cell::Number(v) => XValue::Number(*v),
-            other => XValue::Text(other.to_string()),
+            other => XValue::Text(other.shown()),
         };
-        let name = series_col.map_or(String::new(), |c| table.cell(r, c).to_string());
+        let name = series_col.map_or(String::new(), |c| table.cell(r, c).shown());
         let s = index_of(&mut series_names, &mut series_index, name);
         samples.push((s, x, y));
     }
@@ -594,7 +520,7 @@ fn op_cdf(run: &Run, op: CdfOp) -> Option<Vec<(f64, f64)>> {
     let s = match op {
         CdfOp::All => s,
         CdfOp::Read | CdfOp::Write => {
-            let o = s.get(op.name())?;
+            let o = s.get(op_name(op))?;
             if o.get("requests").and_then(Value::as_f64).unwrap_or(0.0) <= 0.0 {
                 return None;
             }
@@ -609,7 +535,7 @@ fn op_cdf(run: &Run, op: CdfOp) -> Option<Vec<(f64, f64)>> {
         .then_some(points)
 }
 
-/// A [`SweepPlot::Cdf`]'s fields, and its place `n` in the spec.
+/// A [`PlotSpec::Cdf`]'s fields, and its place `n` in the spec.
 struct CdfSpec<'a> {
     n: usize,
     op: CdfOp,
@@ -621,14 +547,14 @@ struct CdfSpec<'a> {
 fn cdf(table: &Table, c: &CdfSpec, point: &dyn Fn(usize) -> Option<Run>) -> Drawn {
     let title = clip(
         &c.title.map_or_else(
-            || format!("Latency CDF, {} requests", c.op.name()),
+            || format!("Latency CDF, {} requests", op_name(c.op)),
             str::to_string,
         ),
         LABEL_CHARS_MAX * 2,
     );
     let field = match c.op {
         CdfOp::All => "summary.latency_cdf".to_string(),
-        op => format!("summary.{}.latency_cdf (or its percentiles)", op.name()),
+        op => format!("summary.{}.latency_cdf (or its percentiles)", op_name(op)),
     };
     let labels = if c.series.is_empty() {
         "label".to_string()
@@ -666,7 +592,7 @@ fn cdf(table: &Table, c: &CdfSpec, point: &dyn Fn(usize) -> Option<Run>) -> Draw
         } else {
             let parts: Vec<String> = series_cols
                 .iter()
-                .map(|&col| table.cell(r, col).to_string())
+                .map(|&col| table.cell(r, col).shown())
                 .collect();
             parts.join(", ")
         }
@@ -676,7 +602,7 @@ fn cdf(table: &Table, c: &CdfSpec, point: &dyn Fn(usize) -> Option<Run>) -> Draw
         return nothing(format!(
             "none of the {} selected points has a latency CDF of {} requests",
             rows.len(),
-            c.op.name()
+            op_name(c.op)
         ));
     }
     let lines = selected
@@ -865,7 +791,7 @@ fn results_table(out: &mut String, table: &Table) {
                 }
                 Cell::Empty => out.push_str("<td></td>"),
                 cell => {
-                    let text = cell.to_string();
+                    let text = cell.shown();
                     let shown = clip(&text, CELL_CHARS_MAX);
                     if shown.len() < text.len() {
                         let _ = write!(
@@ -896,7 +822,7 @@ pub fn render_sweep(
     title: &str,
     description: &str,
     table: &Table,
-    plots: &[SweepPlot],
+    plots: &[PlotSpec],
     point: &dyn Fn(usize) -> Option<Run>,
 ) -> Report {
     let mut out = String::with_capacity(1 << 16);
@@ -929,7 +855,7 @@ pub fn render_sweep(
     for (i, spec) in plots.iter().enumerate() {
         let n = i + 1;
         let (drawn, kind) = match spec {
-            SweepPlot::Metric {
+            PlotSpec::Metric {
                 x,
                 y,
                 series,
@@ -953,7 +879,7 @@ pub fn render_sweep(
                 ),
                 "metric",
             ),
-            SweepPlot::Cdf {
+            PlotSpec::Cdf {
                 op,
                 series,
                 filter,
@@ -972,7 +898,7 @@ pub fn render_sweep(
                 ),
                 "cdf",
             ),
-            SweepPlot::Wear { filter, title } => {
+            PlotSpec::Wear { filter, title } => {
                 (wear(table, n, filter, title.as_deref(), point), "wear")
             }
         };

@@ -104,8 +104,8 @@ fn points(table: &Table) -> impl Fn(usize) -> Option<Run> + '_ {
     }
 }
 
-fn metric(x: &str, y: &str, series: Option<&str>, filter: Vec<(String, Cell)>) -> SweepPlot {
-    SweepPlot::Metric {
+fn metric(x: &str, y: &str, series: Option<&str>, filter: Vec<(String, Cell)>) -> PlotSpec {
+    PlotSpec::Metric {
         x: x.into(),
         y: y.into(),
         series: series.map(str::to_string),
@@ -333,13 +333,13 @@ fn plots_without_data_are_a_note() {
         metric("seed", "summary.all.latency_ns.p99", None, bs("1m")),
         metric("seed", "no.such.column", None, vec![]),
         metric("seed", "workload", None, vec![]),
-        SweepPlot::Cdf {
+        PlotSpec::Cdf {
             op: CdfOp::Read,
             series: vec![],
             filter: vec![],
             title: None,
         },
-        SweepPlot::Wear {
+        PlotSpec::Wear {
             filter: vec![("ssd.ftl".into(), text("none"))],
             title: None,
         },
@@ -370,7 +370,7 @@ fn plots_without_data_are_a_note() {
 #[test]
 fn a_cdf_plot_draws_one_line_per_selected_point() {
     let t = table(2);
-    let spec = [SweepPlot::Cdf {
+    let spec = [PlotSpec::Cdf {
         op: CdfOp::All,
         series: vec!["ssd.ftl".into(), "workload.bs".into()],
         filter: vec![
@@ -389,7 +389,7 @@ fn a_cdf_plot_draws_one_line_per_selected_point() {
     );
     assert!(p.svg.contains("latency (µs)"));
     // Writes: from the percentiles, one line per point all the same.
-    let spec = [SweepPlot::Cdf {
+    let spec = [PlotSpec::Cdf {
         op: CdfOp::Write,
         series: vec![],
         filter: bs("4k"),
@@ -410,7 +410,7 @@ fn a_cdf_plot_draws_one_line_per_selected_point() {
 #[test]
 fn a_wear_plot_draws_a_histogram_per_point_titled_by_its_label() {
     let t = table(1);
-    let spec = [SweepPlot::Wear {
+    let spec = [PlotSpec::Wear {
         filter: vec![
             ("ssd.page.overprovisioning".into(), Cell::Number(0.28)),
             ("workload.bs".into(), text("4k")),
@@ -450,14 +450,14 @@ fn ids_are_unique_and_numbered_in_spec_order() {
             Some("ssd.ftl"),
             vec![],
         ),
-        SweepPlot::Wear {
+        PlotSpec::Wear {
             filter: vec![
                 ("seed".into(), Cell::Number(1.0)),
                 ("workload.bs".into(), text("4k")),
             ],
             title: Some("Wear".into()),
         },
-        SweepPlot::Cdf {
+        PlotSpec::Cdf {
             op: CdfOp::All,
             series: vec![],
             filter: vec![("seed".into(), Cell::Number(2.0))],
@@ -546,7 +546,7 @@ fn hostile_tables_never_panic() {
     let specs = |x: &str, y: &str| {
         vec![
             metric(x, y, Some("s"), vec![]),
-            SweepPlot::Metric {
+            PlotSpec::Metric {
                 x: x.into(),
                 y: y.into(),
                 series: Some("s".into()),
@@ -555,13 +555,13 @@ fn hostile_tables_never_panic() {
                 log_x: true,
                 log_y: true,
             },
-            SweepPlot::Cdf {
+            PlotSpec::Cdf {
                 op: CdfOp::All,
                 series: vec!["s".into()],
                 filter: vec![],
                 title: None,
             },
-            SweepPlot::Wear {
+            PlotSpec::Wear {
                 filter: vec![],
                 title: None,
             },

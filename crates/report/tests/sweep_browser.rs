@@ -4,7 +4,8 @@
 //! scratch folder).
 
 use serde_json::json;
-use storsim_report::{data_marks, render_sweep, CdfOp, Cell, Run, SweepPlot, Table};
+use storsim_report::{data_marks, render_sweep, Run};
+use storsim_sweep::{CdfOp, Cell, PlotSpec, Table};
 
 fn text(s: &str) -> Cell {
     Cell::Text(s.to_string())
@@ -86,7 +87,7 @@ fn a_sweep_page_renders_in_chromium() {
     let t = table();
     let seed_1 = vec![("seed".to_string(), Cell::Number(1.0))];
     let plots = [
-        SweepPlot::Metric {
+        PlotSpec::Metric {
             x: "ssd.page.overprovisioning".into(),
             y: "summary.all.latency_ns.p99".into(),
             series: Some("ssd.ftl".into()),
@@ -95,7 +96,7 @@ fn a_sweep_page_renders_in_chromium() {
             log_x: false,
             log_y: true,
         },
-        SweepPlot::Metric {
+        PlotSpec::Metric {
             x: "ssd.ftl".into(),
             y: "summary.all.latency_ns.p99".into(),
             series: Some("ssd.page.overprovisioning".into()),
@@ -104,20 +105,20 @@ fn a_sweep_page_renders_in_chromium() {
             log_x: false,
             log_y: false,
         },
-        SweepPlot::Cdf {
+        PlotSpec::Cdf {
             op: CdfOp::All,
             series: vec!["ssd.ftl".into(), "ssd.page.overprovisioning".into()],
             filter: seed_1.clone(),
             title: None,
         },
-        SweepPlot::Wear {
+        PlotSpec::Wear {
             filter: vec![
                 ("seed".to_string(), Cell::Number(1.0)),
                 ("ssd.page.overprovisioning".to_string(), Cell::Number(0.15)),
             ],
             title: None,
         },
-        SweepPlot::Cdf {
+        PlotSpec::Cdf {
             op: CdfOp::Write,
             series: vec![],
             filter: seed_1,
