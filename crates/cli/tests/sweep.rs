@@ -419,9 +419,8 @@ fn ctrl_c_keeps_the_finished_points_and_leaves_no_partial_document() {
     );
     let out = tmp.path().join("out");
     // Two documents mean the slow point is running: no sleep a slow machine could outlast.
-    let child = start_until_documents(&spec, &out, &["--jobs", "1"], 2);
-    assert!(child.is_some(), "the sweep ended before it was interrupted");
-    let child = child.unwrap();
+    let child = start_until_documents(&spec, &out, &["--jobs", "1"], 2)
+        .expect("the sweep ended before it was interrupted");
     kill_process(Pid::from_child(&child), Signal::INT).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
