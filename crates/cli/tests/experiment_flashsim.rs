@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{stderr, storsim, temp_dir};
+use common::{counter, stderr, storsim, temp_dir};
 use serde_json::Value;
 
 /// The Financial1 excerpt the specs replay, under `../shared`.
@@ -56,12 +56,6 @@ fn point<'a>(points: &'a [Value], key: &str, value: &Value) -> &'a Value {
         .unwrap_or_else(|| panic!("no point with {key} = {value}"));
     assert!(found.next().is_none(), "two points with {key} = {value}");
     p
-}
-
-fn counter(p: &Value, name: &str) -> f64 {
-    p["device"]["counters"][name]
-        .as_f64()
-        .unwrap_or_else(|| panic!("no counter {name}"))
 }
 
 fn mean_latency_ns(p: &Value) -> f64 {
