@@ -497,6 +497,32 @@ fn inspect_reports_skipped_records() {
 }
 
 #[test]
+fn inspect_reports_the_fraction_of_random_writes() {
+    // MQSim: time_ns dev sector sectors type(0 = write, 1 = read). Four writes: the first
+    // (random: it continues nothing), one that continues it across a read elsewhere, one that
+    // jumps (random), one that continues that.
+    let tmp = temp_dir("inspect-random-writes");
+    let trace = tmp.path().join("writes.mqsim");
+    std::fs::write(
+        &trace,
+        "0 0 0 8 0\n1 0 900 8 1\n2 0 8 8 0\n3 0 64 8 0\n4 0 72 8 0\n",
+    )
+    .unwrap();
+    let json = tmp.path().join("c.json");
+    let trace = trace.to_str().unwrap();
+    let o = storsim(&["inspect", trace, "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["random_write_fraction"], 0.5);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("random writes"))
+        .unwrap_or_else(|| panic!("no random-write line in {text}"));
+    assert!(line.contains("50.00 % of writes"), "{line}");
+}
+
+#[test]
 fn closed_loop_replay_of_a_trace_overrides_its_timestamps() {
     let (v, _) = simulate_json(
         "stec-zeus",
