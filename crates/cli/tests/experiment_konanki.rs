@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{repo_root, stderr, storsim, temp_dir};
+use common::{fraction_within, repo_root, stderr, storsim, temp_dir};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use storsim_workload::{synthetic, trace};
@@ -148,17 +148,6 @@ fn fig_5_8_rewrites_wear_the_page_level_ftl_most_unevenly() {
             );
         }
     }
-}
-
-/// The fraction of requests that completed within `limit_ns`, read off the point's CDF.
-fn fraction_within(point: &Value, limit_ns: u64) -> f64 {
-    point["summary"]["latency_cdf"]
-        .as_array()
-        .expect("a latency CDF")
-        .iter()
-        .filter(|p| p["latency_ns"].as_u64().unwrap() <= limit_ns)
-        .map(|p| p["fraction"].as_f64().unwrap())
-        .fold(0.0, f64::max)
 }
 
 fn latency_ms(point: &Value, statistic: &str) -> f64 {
