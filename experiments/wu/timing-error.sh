@@ -32,6 +32,8 @@ full)
     exit 2
     ;;
 esac
+# PROFILE_SECONDS shortens or lengthens every profile (the full set at 5 s takes 90 s).
+seconds=${PROFILE_SECONDS:-$seconds}
 # The thesis' disk, an IBM 08K0383 under the Vesper model, has no preset; the IBM Ultrastar
 # 18ES with DiskSim's validated parameters is a SCSI disk of the same maker and years.
 device=${DEVICE:-disksim-ibm18es}
