@@ -40,6 +40,9 @@ pub enum Command {
     /// Draw run documents (the JSON of simulate, cosim, emulate and calibrate) as one
     /// self-contained HTML page of plots; several runs are compared.
     Report(ReportArgs),
+    /// Run a sweep: every point of a spec's grid of devices, device-file overrides, workloads
+    /// and seeds, in parallel, into one results table and a report (docs/sweep.md).
+    Sweep(SweepArgs),
     /// List the built-in devices.
     Presets,
 }
@@ -143,6 +146,10 @@ pub struct SimulateArgs {
     /// from the model table.
     #[arg(long, help = device_help())]
     pub device: String,
+    /// Set a device-file key on top of the device, as a device file starting from it would
+    /// (`--set ssd.ftl=dftl --set ssd.page.overprovisioning=0.15`); repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`.
     #[arg(long)]
     pub workload: String,
@@ -205,6 +212,32 @@ pub struct ReportArgs {
     /// Also write each plot as SVG and PNG into this directory.
     #[arg(long, value_name = "DIR")]
     pub plots: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// The sweep spec (TOML; docs/sweep.md).
+    #[arg(value_name = "SPEC.toml")]
+    pub spec: PathBuf,
+    /// The output folder: each point's JSON in `points/`, `results.csv`, `report.html`. A
+    /// point whose JSON is already there is not run again.
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Points run at once (default: one per processor).
+    #[arg(long, short)]
+    pub jobs: Option<usize>,
+    /// Lay the spec's `[size.NAME]` table over it first (the experiments' `quick` and `full`).
+    #[arg(long, value_name = "NAME")]
+    pub size: Option<String>,
+    /// Stop at the first point that fails (by default the others run on).
+    #[arg(long)]
+    pub fail_fast: bool,
+    /// Also write the results table as `results.parquet`.
+    #[arg(long)]
+    pub parquet: bool,
+    /// Print nothing but errors on the terminal.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Args)]

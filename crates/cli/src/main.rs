@@ -13,6 +13,7 @@ mod report;
 mod report_html;
 mod simulate;
 mod stdout;
+mod sweep;
 mod validate;
 mod workload_arg;
 
@@ -85,6 +86,7 @@ fn main() -> ExitCode {
         args::Command::Calibrate(a) => calibrate::run(a),
         args::Command::Cosim(a) => cosim::run(a),
         args::Command::Report(a) => report_html::run(a),
+        args::Command::Sweep(a) => sweep::run(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
                 crate::stdout::sayln!("{:<18} {:<8} {}", p.name, p.model(), p.summary);

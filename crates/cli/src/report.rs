@@ -16,6 +16,8 @@ use storsim_workload::Workload;
 
 pub struct SimulationResults<'a> {
     pub seed: u64,
+    /// The document's `command_line`: [`command_line`] for a command, a sweep point's own.
+    pub command_line: Vec<String>,
     pub device_name: &'a str,
     pub device: &'a dyn Device,
     pub workload: &'a Workload,
@@ -156,7 +158,7 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
     json!({
         "schema": SCHEMA,
         "kind": "simulate",
-        "command_line": command_line(),
+        "command_line": r.command_line,
         "version": env!("CARGO_PKG_VERSION"),
         "seed": r.seed,
         "device": device_json(r.device_name, r.device),
@@ -227,15 +229,22 @@ fn without_outputs(args: impl Iterator<Item = String>) -> Vec<String> {
 
 /// Writes `value` to `path`, or to standard output for `-`.
 pub fn write_json(path: &Path, value: &Value) -> Result<(), CliError> {
-    let mut text =
-        inline_number_arrays(&serde_json::to_string_pretty(value).map_err(CliError::failure)?);
-    text.push('\n');
+    let text = json_text(value)?;
     if path == Path::new("-") {
         crate::stdout::say!("{text}");
         return Ok(());
     }
     std::fs::write(path, text)
         .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))
+}
+
+/// A document's text as every command writes it: pretty-printed, arrays of numbers on one
+/// line, and a final newline.
+pub fn json_text(value: &Value) -> Result<String, CliError> {
+    let mut text =
+        inline_number_arrays(&serde_json::to_string_pretty(value).map_err(CliError::failure)?);
+    text.push('\n');
+    Ok(text)
 }
 
 /// Pretty-printed JSON with every array of numbers on one line: a device's per-block erase

@@ -13,51 +13,17 @@ use storsim_engine::{CancelToken, CompletionSink, EngineOptions, OutOfRange, Ref
 use storsim_sim::Session;
 use storsim_workload::{Pacing, Workload};
 
-/// Runs `storsim simulate`: the session, the engine's options, the run with its progress
-/// line and CSV, the reports, and the exit status of a device that failed mid-run or of a run
-/// stopped with Ctrl-C (the reports then hold the requests that completed).
+/// Runs `storsim simulate`: the run ([`execute`]), the reports, and the exit status of a
+/// device that failed mid-run or of a run stopped with Ctrl-C (the reports then hold the
+/// requests that completed).
 pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     // First, so that Ctrl-C during a long preconditioning or trace scan still ends the
     // process at once (the engine only looks at the token once the run has started).
     let stop = CancelToken::from_flag(interrupt::stop_flag()?);
-    let source = workload_arg::source(&args.workload, &args.trace)?;
-    let mut session = Session::open(&args.device, &source, args.seed)
-        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
-    let options = engine_options(&args, &session.workload)?;
-    session.window = args.window.0;
-    let mut csv = match &args.requests_csv {
-        Some(path) => Some(CsvSink::create(path)?),
-        None => None,
-    };
-    // Without a CSV to write, no sink: the statistics are collected in any case.
-    let sink = csv.as_mut().map(|c| c as &mut dyn CompletionSink);
-    let mut progress = Progress::new(args.quiet, args.max_requests);
-    let outcome = session
-        .run(
-            &options,
-            sink,
-            &mut |n, t| progress.update(n, t),
-            Some(stop),
-        )
-        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
-    let info = outcome.info;
-    let wall = progress.finish();
-    let cpu = progress.cpu_time();
-    if let Some(csv) = csv {
-        csv.finish()?;
-    }
-
-    let results = report::SimulationResults {
-        seed: args.seed,
-        device_name: &session.device_name,
-        device: session.device.as_ref(),
-        workload: &session.workload,
-        replay: options.replay,
-        info: &info,
-        summary: outcome.summary,
-        series: outcome.series,
-    };
-    write_reports(&args, &results, wall, cpu)?;
+    let done = execute(&args, stop, !args.quiet)?;
+    let info = &done.outcome.info;
+    let results = done.results(&args, report::command_line());
+    write_reports(&args, &results, done.wall, done.cpu)?;
     if let Some(failure) = &info.device_failed {
         return Err(CliError {
             message: format!("{failure} (the results up to it were reported)"),
@@ -74,6 +40,73 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
         });
     }
     Ok(())
+}
+
+/// A finished simulate run before its reports: the session (whose device holds the counters),
+/// the options it ran with, what it gave, and its wall and CPU time.
+pub(crate) struct Done {
+    session: Session,
+    replay: Replay,
+    pub outcome: storsim_sim::Outcome,
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
+impl Done {
+    /// The results to report, for a document whose `command_line` is `command_line`.
+    pub fn results(
+        &self,
+        args: &SimulateArgs,
+        command_line: Vec<String>,
+    ) -> report::SimulationResults<'_> {
+        report::SimulationResults {
+            seed: args.seed,
+            command_line,
+            device_name: &self.session.device_name,
+            device: self.session.device.as_ref(),
+            workload: &self.session.workload,
+            replay: self.replay,
+            info: &self.outcome.info,
+            summary: self.outcome.summary.clone(),
+            series: self.outcome.series.clone(),
+        }
+    }
+}
+
+/// Loads the device (with `--set`'s keys), opens the workload and runs it, with the requests
+/// CSV if asked and the progress line if `progress`; `stop` ends the run early.
+pub(crate) fn execute(
+    args: &SimulateArgs,
+    stop: CancelToken,
+    progress: bool,
+) -> Result<Done, CliError> {
+    let source = workload_arg::source(&args.workload, &args.trace)?;
+    let mut session = Session::open_with(&args.device, &args.set, &source, args.seed)
+        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
+    let options = engine_options(args, &session.workload)?;
+    session.window = args.window.0;
+    let mut csv = match &args.requests_csv {
+        Some(path) => Some(CsvSink::create(path)?),
+        None => None,
+    };
+    // Without a CSV to write, no sink: the statistics are collected in any case.
+    let sink = csv.as_mut().map(|c| c as &mut dyn CompletionSink);
+    let mut line = Progress::new(!progress, args.max_requests);
+    let outcome = session
+        .run(&options, sink, &mut |n, t| line.update(n, t), Some(stop))
+        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
+    let wall = line.finish();
+    let cpu = line.cpu_time();
+    if let Some(csv) = csv {
+        csv.finish()?;
+    }
+    Ok(Done {
+        session,
+        replay: options.replay,
+        outcome,
+        wall,
+        cpu,
+    })
 }
 
 /// The engine's options from the command line and the workload's pacing and duration.

@@ -71,9 +71,16 @@ fn expand(path: &str) -> Vec<String> {
     }
 }
 
-/// Whether documented `pattern` names JSON `path`: segment by segment, `<name>` matching any.
+/// Whether documented `pattern` names JSON `path`: segment by segment, `<name>` matching any;
+/// a `<name>` that ends the pattern matches the rest of the path, dots and all (a sweep
+/// point's parameters are device-file keys such as `ssd.ftl`).
 fn names(pattern: &str, path: &str) -> bool {
-    let (p, q): (Vec<&str>, Vec<&str>) = (pattern.split('.').collect(), path.split('.').collect());
+    let (p, mut q): (Vec<&str>, Vec<&str>) =
+        (pattern.split('.').collect(), path.split('.').collect());
+    let placeholder = |s: &str| s.starts_with('<') && s.ends_with('>');
+    if p.last().is_some_and(|last| placeholder(last)) && q.len() > p.len() {
+        q.truncate(p.len());
+    }
     p.len() == q.len()
         && p.iter()
             .zip(&q)
@@ -304,6 +311,48 @@ fn assert_series_matches(run: &Value, summary: &Value) {
             "series.device.{name} ends as the counter"
         );
     }
+}
+
+#[test]
+fn a_sweep_points_document_is_a_simulate_document_with_its_point_documented() {
+    let dir = temp_dir("json-sweep");
+    let spec = dir.path().join("spec.toml");
+    std::fs::write(
+        &spec,
+        "devices = [\"stec-zeus\"]\nworkloads = [\"synthetic:rw=randrw,requests=200\"]\n\
+         [workload_grid]\nbs = [\"4k\", \"8k\"]\n[grid]\n\"linear.servers\" = [1]\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let o = storsim(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let runs: Vec<Value> = std::fs::read_dir(out.join("points"))
+        .unwrap()
+        .map(|e| {
+            serde_json::from_str(&std::fs::read_to_string(e.unwrap().path()).unwrap()).unwrap()
+        })
+        .collect();
+    assert_eq!(runs.len(), 2);
+    let point = documented_paths("## A sweep point's document");
+    let mut documented = documented_paths("## The simulate document");
+    documented.extend(point.iter().cloned());
+    let written = |path: &str| runs.iter().any(|r| r.pointer(path).is_some());
+    assert!(
+        written("/point/parameters/linear.servers") && written("/point/parameters/workload.bs")
+    );
+    // Only the point's own paths must all be written here: the simulate test covers the rest.
+    let simulate_paths: Vec<&str> = documented
+        .iter()
+        .filter(|p| !point.contains(p))
+        .map(String::as_str)
+        .collect();
+    assert_documented_paths("sweep point", &documented, &runs, &simulate_paths);
 }
 
 #[test]

@@ -117,8 +117,24 @@ impl Session {
     /// Loads the device `device_arg` (a preset name or a device file) and opens `workload` for
     /// it; `seed` seeds a synthetic workload that names no seed of its own.
     pub fn open(device_arg: &str, workload: &WorkloadSource, seed: u64) -> Result<Self, SimError> {
-        let device =
-            storsim_config::load_device(device_arg).map_err(|e| SimError::Device(e.to_string()))?;
+        Session::open_with(device_arg, &[], workload, seed)
+    }
+
+    /// As [`Session::open`], with device-file keys set on top of the device
+    /// (`ssd.ftl=dftl`, as `storsim_config::load_device_with` reads them). The device's name
+    /// then lists them after the base's, so that runs of one base with different overrides
+    /// tell apart in results and reports.
+    pub fn open_with(
+        device_arg: &str,
+        overrides: &[String],
+        workload: &WorkloadSource,
+        seed: u64,
+    ) -> Result<Self, SimError> {
+        let mut device = storsim_config::load_device_with(device_arg, overrides)
+            .map_err(|e| SimError::Device(e.to_string()))?;
+        if !overrides.is_empty() {
+            device.name = format!("{device_arg} [{}]", overrides.join(", "));
+        }
         Session::new(device, workload, seed)
     }
 

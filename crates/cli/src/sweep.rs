@@ -1,0 +1,237 @@
+//! `storsim sweep`: the command line around `storsim_sweep`. Each point runs as the
+//! `storsim simulate` command it stands for (parsed by the same argument definitions, run by
+//! the same code), so a point's document is what that command writes; here are also the
+//! progress line, the output files and the exit status.
+
+use crate::args::{Cli, Command, SimulateArgs, SweepArgs};
+use crate::progress::Progress;
+use crate::{interrupt, report, simulate, workload_arg, CliError};
+use clap::Parser;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use storsim_engine::CancelToken;
+use storsim_sweep::{Observer, Point, PointRunner, RunOptions, Spec, Status};
+
+/// Runs `storsim sweep SPEC --out DIR`.
+pub fn run(args: SweepArgs) -> Result<(), CliError> {
+    let stop = CancelToken::from_flag(interrupt::stop_flag()?);
+    let spec = Spec::load(&args.spec, args.size.as_deref()).map_err(CliError::input)?;
+    let points = storsim_sweep::expand(&spec).map_err(CliError::input)?;
+    let runner = SimulateRunner {
+        dir: spec.dir().to_path_buf(),
+    };
+    storsim_sweep::check(&points, &runner)
+        .map_err(|e| CliError::input(format!("{}: {e} (nothing was run)", args.spec.display())))?;
+    let jobs = match args.jobs {
+        Some(0) => return Err(CliError::input("--jobs: at least 1")),
+        Some(jobs) => jobs,
+        None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    if !args.quiet {
+        eprintln!(
+            "storsim: sweep {}: {} points on {jobs} threads into {}",
+            spec.name,
+            points.len(),
+            args.out.display()
+        );
+    }
+    let mut observer = Line::new(&points, args.quiet);
+    let outcome = storsim_sweep::run(
+        &points,
+        &args.out,
+        &runner,
+        &RunOptions {
+            jobs,
+            fail_fast: args.fail_fast,
+        },
+        &stop,
+        &mut observer,
+    )
+    .map_err(CliError::failure)?;
+    observer.progress.finish();
+
+    let mut csv = Vec::new();
+    outcome
+        .table
+        .write_csv(&mut csv)
+        .map_err(|e| CliError::failure(format!("writing the results: {e}")))?;
+    storsim_sweep::write_whole(&args.out.join("results.csv"), &csv).map_err(CliError::failure)?;
+    if args.parquet {
+        let bytes = outcome
+            .table
+            .parquet()
+            .map_err(|e| CliError::failure(format!("writing results.parquet: {e}")))?;
+        storsim_sweep::write_whole(&args.out.join("results.parquet"), &bytes)
+            .map_err(CliError::failure)?;
+    }
+
+    let count = |wanted: fn(&Status) -> bool| outcome.statuses.iter().filter(|s| wanted(s)).count();
+    let ran = count(|s| *s == Status::Ran);
+    let reused = count(|s| *s == Status::Reused);
+    let failed = count(|s| matches!(s, Status::Failed(_)));
+    let pending = count(|s| *s == Status::Pending);
+    if !args.quiet {
+        eprintln!(
+            "storsim: sweep: {ran} points ran, {reused} found from an earlier run, {failed} \
+             failed, {pending} not run; results in {}",
+            args.out.join("results.csv").display()
+        );
+    }
+    if stop.is_cancelled() {
+        return Err(CliError {
+            message: format!(
+                "interrupted: {pending} points not run; run the sweep again to finish it"
+            ),
+            status: interrupt::EXIT_INTERRUPTED,
+        });
+    }
+    if failed > 0 {
+        return Err(CliError::failure(format!(
+            "{failed} of {} points failed (their errors are in results.csv's `error` column)",
+            points.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Runs points as `storsim simulate` commands.
+struct SimulateRunner {
+    /// The spec's directory, which relative paths in it start from.
+    dir: PathBuf,
+}
+
+impl SimulateRunner {
+    /// The point's `storsim simulate` arguments, parsed as that command parses them.
+    fn arguments(&self, point: &Point) -> Result<(Vec<String>, SimulateArgs), String> {
+        let mut line = vec!["storsim".to_string()];
+        line.extend(point.simulate_args(&self.dir));
+        let parsed = Cli::try_parse_from(&line).map_err(|e| {
+            // clap's message starts with "error: " and ends with a usage hint for a terminal.
+            let message = e.to_string();
+            let first = message.lines().next().unwrap_or_default();
+            first.trim_start_matches("error: ").to_string()
+        })?;
+        match parsed.command {
+            Command::Simulate(args) => Ok((line, args)),
+            _ => unreachable!("the line starts with `simulate`"),
+        }
+    }
+}
+
+impl PointRunner for SimulateRunner {
+    fn check(&self, point: &Point) -> Result<(), String> {
+        let (_, args) = self.arguments(point)?;
+        storsim_config::load_device_with(&args.device, &args.set).map_err(|e| e.to_string())?;
+        let source = workload_arg::source(&args.workload, &args.trace).map_err(|e| e.message)?;
+        match source {
+            storsim_sim::WorkloadSource::Synthetic(text) if text.starts_with("synthetic:") => {
+                storsim_workload::synthetic::parse(&text).map_err(|e| e.to_string())?;
+            }
+            storsim_sim::WorkloadSource::Trace { path, .. } => {
+                std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            storsim_sim::WorkloadSource::Synthetic(_) => {}
+        }
+        Ok(())
+    }
+
+    fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {
+        let (line, args) = self.arguments(point)?;
+        let done = simulate::execute(&args, cancel.clone(), false).map_err(|e| e.message)?;
+        if done.outcome.info.cancelled {
+            return Ok(None);
+        }
+        let mut doc = report::simulation_json(&done.results(&args, line));
+        doc["point"] = point.json();
+        report::json_text(&doc).map(Some).map_err(|e| e.message)
+    }
+}
+
+/// The progress line: points done of all, the time left at the rate so far, and the point
+/// that has been running longest.
+struct Line<'a> {
+    points: &'a [Point],
+    progress: Progress,
+    started: Instant,
+    running: Vec<(usize, Instant)>,
+    /// Points to run (those not found from an earlier run), and those of them ended.
+    to_run: usize,
+    ended: usize,
+}
+
+impl<'a> Line<'a> {
+    fn new(points: &'a [Point], quiet: bool) -> Self {
+        Line {
+            points,
+            progress: Progress::new(quiet, None),
+            started: Instant::now(),
+            running: Vec::new(),
+            to_run: points.len(),
+            ended: 0,
+        }
+    }
+
+    fn draw(&mut self) {
+        let total = self.to_run;
+        let ended = self.ended;
+        let elapsed = self.started.elapsed();
+        let slowest = self
+            .running
+            .iter()
+            .min_by_key(|(_, since)| *since)
+            .map(|&(i, since)| {
+                format!(
+                    ", slowest running: {} ({:.0} s)",
+                    self.points[i].label,
+                    since.elapsed().as_secs_f64()
+                )
+            })
+            .unwrap_or_default();
+        self.progress.draw(|_| {
+            let left = if ended == 0 {
+                "?".to_string()
+            } else {
+                let seconds = elapsed.as_secs_f64() / ended as f64 * (total - ended) as f64;
+                human_duration(Duration::from_secs_f64(seconds))
+            };
+            format!("{ended}/{total} points, {left} left{slowest}")
+        });
+    }
+}
+
+impl Observer for Line<'_> {
+    fn planned(&mut self, to_run: usize) {
+        self.to_run = to_run;
+    }
+
+    fn started(&mut self, index: usize) {
+        self.running.push((index, Instant::now()));
+        self.draw();
+    }
+
+    fn finished(&mut self, index: usize, status: &Status) {
+        self.running.retain(|&(i, _)| i != index);
+        self.ended += 1;
+        if let Status::Failed(message) = status {
+            let point = &self.points[index];
+            eprintln!(
+                "\rstorsim: point {} ({}) failed: {message}",
+                point.id, point.label
+            );
+        }
+        self.draw();
+    }
+
+    fn tick(&mut self) {
+        self.draw();
+    }
+}
+
+fn human_duration(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
