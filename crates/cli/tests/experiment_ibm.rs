@@ -3,9 +3,9 @@
 
 mod common;
 
-use common::{repo_root, temp_dir};
+use common::experiment::{run_script, run_sweep};
+use common::temp_dir;
 use std::path::Path;
-use std::process::Command;
 
 /// The seed's "Linear Regression Fit Results" for the STEC Zeus, which the `stec-zeus` preset
 /// holds: (pattern, A µs, B µs/KiB). The calibration must give these back.
@@ -16,20 +16,12 @@ const ZEUS: [(&str, f64, f64); 4] = [
     ("rw", 770.0, 5.382),
 ];
 
-/// Runs an experiment script at the quick size into `out` with the debug binary.
-fn run_script(script: &str, out: &Path) {
-    let o = Command::new("bash")
-        .arg(repo_root().join(script))
-        .arg("quick")
-        .arg(out)
-        .env("STORSIM", env!("CARGO_BIN_EXE_storsim"))
-        .output()
-        .expect("bash runs");
-    assert!(
-        o.status.success(),
-        "{script} failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+/// The model's service time in ns for `n` bytes at (A µs, B µs/KiB): A + n·B, with B held as
+/// whole picoseconds per KiB and the product rounded half up to whole nanoseconds.
+fn service_ns(a_us: f64, b_us_per_kib: f64, n: u64) -> u64 {
+    let a_ns = (a_us * 1000.0).round() as u64;
+    let b_ps_per_kib = (b_us_per_kib * 1e6).round() as u64;
+    a_ns + (n * b_ps_per_kib + 512_000) / 1_024_000
 }
 
 fn json(path: &Path) -> serde_json::Value {
@@ -54,13 +46,10 @@ fn calibration_recovers_the_zeus_fit_table_and_scores_a_detailed_ssd() {
     let zeus = json(&dir.path().join("zeus.json"));
     for (name, a_us, b_us_per_kib) in ZEUS {
         let p = pattern(&zeus, name);
-        // Every latency measured is the model's A + n·B, which the model computes in whole
-        // nanoseconds (B in picoseconds per KiB, the product rounded half up).
-        let a_ns = (a_us * 1000.0).round() as u64;
-        let b_ps_per_kib = (b_us_per_kib * 1e6).round() as u64;
+        // Every latency measured is the model's A + n·B to the nanosecond.
         for point in p["points"].as_array().unwrap() {
             let n = point["size_bytes"].as_u64().unwrap();
-            let expected_ns = a_ns + (n * b_ps_per_kib + 512_000) / 1_024_000;
+            let expected_ns = service_ns(a_us, b_us_per_kib, n);
             for stat in ["min_us", "median_us", "p90_us"] {
                 let got_ns = (point[stat].as_f64().unwrap() * 1000.0).round() as u64;
                 assert_eq!(got_ns, expected_ns, "{name} {n} bytes {stat}");
@@ -115,4 +104,49 @@ fn calibration_recovers_the_zeus_fit_table_and_scores_a_detailed_ssd() {
     };
     assert!(ab("sw").0 > ab("sr").0 && ab("sw").1 > ab("sr").1);
     assert!(ab("rw").0 > ab("rr").0 && ab("rw").1 > ab("rr").1);
+}
+
+#[test]
+fn throughput_against_block_size_is_n_over_a_plus_n_b() {
+    let dir = temp_dir("ibm-throughput");
+    let results = run_sweep("experiments/ibm/throughput.toml", dir.path());
+    assert_eq!(results.rows.len(), 4 * 12);
+    let mut bandwidth = std::collections::BTreeMap::new();
+    for row in 0..results.rows.len() {
+        let n = results.number(row, "workload.bs") as u64;
+        let requests = results.number(row, "workload.requests") as u64;
+        // One request at a time, so the run lasts exactly the sum of the service times: each
+        // pattern's count (the device's counters) times its A + n·B.
+        let mut expected_ns = 0;
+        let mut counted = 0;
+        for (name, a_us, b_us_per_kib) in ZEUS {
+            let count = results.number(row, &format!("device.counters.{name}_requests")) as u64;
+            expected_ns += count * service_ns(a_us, b_us_per_kib, n);
+            counted += count;
+        }
+        assert_eq!(counted, requests, "row {row}");
+        let end_ns = results.number(row, "run.end_ns") as u64;
+        assert_eq!(end_ns, expected_ns, "row {row}");
+        let bw = results.number(row, "summary.bandwidth_bytes_per_s");
+        let exact = (requests * n) as f64 / (end_ns as f64 / 1e9);
+        assert!(
+            (bw / exact - 1.0).abs() < 1e-9,
+            "row {row}: {bw} against {exact}"
+        );
+        bandwidth.insert((results.text(row, "workload.rw").to_string(), n), bw);
+    }
+    // The paper's curves: throughput rises with block size for every pattern, towards 1/B.
+    for rw in ["read", "randread", "write", "randwrite"] {
+        let curve: Vec<f64> = bandwidth
+            .iter()
+            .filter(|((r, _), _)| r == rw)
+            .map(|(_, &bw)| bw)
+            .collect();
+        assert!(curve.windows(2).all(|w| w[1] > w[0]), "{rw}: {curve:?}");
+    }
+    // What the fit table implies at 4 KiB: sequential reads beat random ones (A_SR < A_RR),
+    // and random writes beat sequential ones (the table's A_SW is almost three times A_RW).
+    let at_4k = |rw: &str| bandwidth[&(rw.to_string(), 4096)];
+    assert!(at_4k("read") > at_4k("randread"));
+    assert!(at_4k("randwrite") > at_4k("write"));
 }

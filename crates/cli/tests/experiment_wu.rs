@@ -1,12 +1,13 @@
-//! The Wu experiments (seed 003, `experiments/wu/`) at their quick size: the CPU-speed study
-//! of Table 4.10 under `cosim`, and the emulator's timing-error distribution of Figs 4.6-4.7.
+//! The Wu experiments (seed 003, `experiments/wu/`) at their quick size: the ChN-xS devices of
+//! Table 5.3 (a sweep), the CPU-speed study of Table 4.10 under `cosim`, and the emulator's
+//! timing-error distribution of Figs 4.6-4.7.
 
 mod common;
 
+use common::experiment::{run_script, run_sweep};
 use common::system::have;
-use common::{repo_root, temp_dir};
+use common::temp_dir;
 use std::path::Path;
-use std::process::Command;
 use std::sync::Mutex;
 
 /// The CPU-speed study turns real computation into virtual time and the timing-error run
@@ -16,23 +17,6 @@ static BUSY: Mutex<()> = Mutex::new(());
 
 fn busy() -> std::sync::MutexGuard<'static, ()> {
     BUSY.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// Runs an experiment script at the quick size into `out` with the debug binary.
-fn run_script(script: &str, out: &Path) {
-    let o = Command::new("bash")
-        .arg(repo_root().join(script))
-        .arg("quick")
-        .arg(out)
-        .env("STORSIM", env!("CARGO_BIN_EXE_storsim"))
-        .output()
-        .expect("bash runs");
-    assert!(
-        o.status.success(),
-        "{script} failed: {}\n{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
 }
 
 fn json(path: &Path) -> serde_json::Value {
@@ -47,6 +31,70 @@ fn csv_rows(path: &Path) -> Vec<Vec<f64>> {
         .skip(1)
         .map(|l| l.split(',').map(|c| c.parse().unwrap()).collect())
         .collect()
+}
+
+/// Table 5.3's baseline times in ns for the two workloads of the sweep: a random 4 KiB read,
+/// and a random and a sequential 64 KiB read (the sequential run's first request is random).
+const RR_4K_NS: u64 = 5_700;
+const RR_64K_NS: u64 = 15_100;
+const SR_64K_NS: u64 = 13_900;
+
+/// The model's service time at speedup S: the baseline time over S, rounded half up to whole
+/// nanoseconds (docs/models/table.md).
+fn sped_up(ns: u64, speedup: u64) -> u64 {
+    (2 * ns + speedup) / (2 * speedup)
+}
+
+#[test]
+fn n_channels_and_speedup_s_give_exactly_n_times_s_the_baseline() {
+    let dir = temp_dir("wu-chn-xs");
+    let results = run_sweep("experiments/wu/chn-xs.toml", dir.path());
+    assert_eq!(results.rows.len(), 16 * 2);
+    let random = "synthetic:rw=randread,bs=4k,align=8k,iodepth=4,requests=1200000";
+    let sequential = "synthetic:rw=read,bs=64k,iodepth=4,requests=1200000";
+    let cell = |workload: &str, n: u64, s: u64| {
+        let rows = results.select(&[
+            ("workload", workload),
+            ("table.channels", &n.to_string()),
+            ("table.speedup", &s.to_string()),
+        ]);
+        assert_eq!(rows.len(), 1, "{workload} Ch{n}-x{s}");
+        rows[0]
+    };
+    let base_iops = results.number(cell(random, 1, 1), "summary.iops");
+    let base_bandwidth = results.number(cell(sequential, 1, 1), "summary.bandwidth_bytes_per_s");
+    for n in 1..=4 {
+        for s in 1..=4 {
+            // Random reads: four outstanding keep all N channels busy, so R requests take
+            // R / N service times (R = 1200 is a multiple of every N), and the rate is exactly
+            // N·S times the baseline's (5.7 µs divides by 1, 2, 3 and 4).
+            let row = cell(random, n, s);
+            let requests = results.number(row, "run.requests_completed") as u64;
+            assert_eq!(requests, 1200);
+            let end_ns = results.number(row, "run.end_ns") as u64;
+            assert_eq!(end_ns, requests / n * sped_up(RR_4K_NS, s), "Ch{n}-x{s}");
+            let iops = results.number(row, "summary.iops");
+            let ratio = iops / base_iops;
+            assert!((ratio - (n * s) as f64).abs() < 1e-9, "Ch{n}-x{s}: {ratio}");
+
+            // Sequential reads: the channels' busy time is exactly the first (random) read and
+            // the rest sequential, each sped up by S; N channels share it, so the bandwidth is
+            // N·S times the baseline's up to that one random read and the rounding.
+            let row = cell(sequential, n, s);
+            let busy_ns = results.number(row, "device.counters.busy_ns") as u64;
+            let expected = sped_up(RR_64K_NS, s) + (requests - 1) * sped_up(SR_64K_NS, s);
+            assert_eq!(busy_ns, expected, "Ch{n}-x{s}");
+            let end_ns = results.number(row, "run.end_ns") as u64;
+            assert!(end_ns >= busy_ns.div_ceil(n), "Ch{n}-x{s}");
+            assert!(end_ns <= busy_ns / n + sped_up(RR_64K_NS, s), "Ch{n}-x{s}");
+            let bandwidth = results.number(row, "summary.bandwidth_bytes_per_s");
+            let ratio = bandwidth / base_bandwidth;
+            assert!(
+                (ratio / (n * s) as f64 - 1.0).abs() < 1e-3,
+                "Ch{n}-x{s}: {ratio}"
+            );
+        }
+    }
 }
 
 #[test]
