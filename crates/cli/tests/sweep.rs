@@ -357,3 +357,51 @@ fn ctrl_c_keeps_the_finished_points_and_leaves_no_partial_document() {
         assert_eq!(doc["run"]["cancelled"], false);
     }
 }
+
+#[test]
+fn a_sweep_killed_outright_resumes_to_the_table_of_an_uninterrupted_one() {
+    use rustix::process::{kill_process, Pid, Signal};
+    let tmp = temp_dir("sweep-kill");
+    let spec = write_spec(
+        tmp.path(),
+        r#"
+        devices = ["flashsim-2009"]
+        workloads = ["synthetic:rw=randwrite,span=16m,iodepth=4"]
+        seeds = [1, 2, 3]
+        [workload_grid]
+        requests = [2000, 20000]
+        [options]
+        window = "off"
+        "#,
+    );
+    let (clean, killed) = (tmp.path().join("clean"), tmp.path().join("killed"));
+    let o = sweep(&spec, &clean, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(["sweep", spec.to_str().unwrap(), "--quiet", "--out"])
+        .arg(&killed)
+        .spawn()
+        .unwrap();
+    while std::fs::read_dir(killed.join("points")).map_or(0, |d| d.count()) < 2 {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SIGKILL: no handler runs, whatever was being written stays as it was.
+    let _ = kill_process(Pid::from_child(&child), Signal::KILL);
+    let _ = child.wait();
+    let o = sweep(&spec, &killed, &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        read(&killed.join("results.csv")),
+        read(&clean.join("results.csv"))
+    );
+    let names: Vec<PathBuf> = points(&killed);
+    assert_eq!(
+        names.len(),
+        6,
+        "only the documents, no partial file: {names:?}"
+    );
+}

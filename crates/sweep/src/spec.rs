@@ -2,6 +2,7 @@
 //! the checked [`Spec`] the points are expanded from (docs/sweep.md).
 
 use crate::options::{self, OptionValue};
+use crate::table::Cell;
 use crate::SweepError;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -136,7 +137,7 @@ pub enum PlotSpec {
         /// The column whose values make the lines.
         series: Option<String>,
         /// Rows kept: each column equal to its value.
-        filter: Vec<(String, toml::Value)>,
+        filter: Vec<(String, Cell)>,
         /// The plot's title, if the spec gives one.
         title: Option<String>,
         /// A logarithmic horizontal axis.
@@ -151,14 +152,14 @@ pub enum PlotSpec {
         /// The columns whose values name each line (the point's label when empty).
         series: Vec<String>,
         /// Rows kept: each column equal to its value.
-        filter: Vec<(String, toml::Value)>,
+        filter: Vec<(String, Cell)>,
         /// The plot's title, if the spec gives one.
         title: Option<String>,
     },
     /// One block-wear histogram per point kept.
     Wear {
         /// Rows kept: each column equal to its value.
-        filter: Vec<(String, toml::Value)>,
+        filter: Vec<(String, Cell)>,
         /// The plot's title, if the spec gives one.
         title: Option<String>,
     },
@@ -449,7 +450,12 @@ fn check_plot(p: PlotFile) -> Result<PlotSpec, (String, String)> {
     if kind != PlotKind::Cdf && p.op.is_some() {
         return refuse("op", "only a cdf plot has it");
     }
-    let filter = p.filter.0;
+    let filter: Vec<(String, Cell)> = p
+        .filter
+        .0
+        .iter()
+        .map(|(column, value)| (column.clone(), Cell::from_toml(value)))
+        .collect();
     Ok(match kind {
         PlotKind::Metric => {
             let series = match p.series {

@@ -259,31 +259,21 @@ impl Table {
                 .collect();
             match writer.untyped() {
                 ColumnWriter::DoubleColumnWriter(w) => {
-                    let values: Vec<f64> = cells
-                        .iter()
-                        .filter_map(|c| match c {
-                            Cell::Number(v) => Some(*v),
-                            _ => None,
-                        })
-                        .collect();
+                    let values = present(&cells, |c| match c {
+                        Cell::Number(v) => Some(*v),
+                        _ => None,
+                    });
                     w.write_batch(&values, Some(&levels), None)?;
                 }
                 ColumnWriter::BoolColumnWriter(w) => {
-                    let values: Vec<bool> = cells
-                        .iter()
-                        .filter_map(|c| match c {
-                            Cell::Bool(b) => Some(*b),
-                            _ => None,
-                        })
-                        .collect();
+                    let values = present(&cells, |c| match c {
+                        Cell::Bool(b) => Some(*b),
+                        _ => None,
+                    });
                     w.write_batch(&values, Some(&levels), None)?;
                 }
                 ColumnWriter::ByteArrayColumnWriter(w) => {
-                    let values: Vec<ByteArray> = cells
-                        .iter()
-                        .filter(|c| ***c != Cell::Empty)
-                        .map(|c| ByteArray::from(c.text().as_str()))
-                        .collect();
+                    let values = present(&cells, |c| Some(ByteArray::from(c.text().as_str())));
                     w.write_batch(&values, Some(&levels), None)?;
                 }
                 _ => unreachable!("the schema has doubles, booleans and byte arrays only"),
@@ -295,6 +285,15 @@ impl Table {
         writer.close()?;
         Ok(out)
     }
+}
+
+/// The values of a column's non-empty cells, which Parquet stores apart from the nulls.
+fn present<T>(cells: &[&Cell], value: impl Fn(&Cell) -> Option<T>) -> Vec<T> {
+    cells
+        .iter()
+        .filter(|c| ***c != Cell::Empty)
+        .filter_map(|c| value(c))
+        .collect()
 }
 
 #[cfg(test)]
