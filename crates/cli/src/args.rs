@@ -235,6 +235,9 @@ pub struct SweepArgs {
     /// Also write the results table as `results.parquet`.
     #[arg(long)]
     pub parquet: bool,
+    /// Also write each plot of `report.html` as SVG and PNG into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
     /// Print nothing but errors on the terminal.
     #[arg(long, short)]
     pub quiet: bool,

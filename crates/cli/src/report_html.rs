@@ -42,6 +42,27 @@ fn written(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
     move |e| CliError::failure(format!("writing {}: {e}", path.display()))
 }
 
+/// `storsim sweep`'s page: the spec's plots from the results table and the points'
+/// documents in `dir` (the output folder), written to `dir/report.html`, and each plot into
+/// `plots` if given.
+pub fn write_sweep(
+    spec: &storsim_sweep::Spec,
+    points: &[storsim_sweep::Point],
+    table: &storsim_sweep::Table,
+    dir: &Path,
+    plots: Option<&Path>,
+) -> Result<(), CliError> {
+    // A document the sweep has just written or read back; one that no longer reads is left
+    // out of the plots that need it rather than failing the page.
+    let point = |row: usize| {
+        let path = storsim_sweep::point_file(dir, points.get(row)?);
+        Run::read(&path).ok()
+    };
+    let report =
+        storsim_report::render_sweep(&spec.name, &spec.description, table, &spec.plots, &point);
+    write(&report, Some(&dir.join("report.html")), plots)
+}
+
 fn write(report: &Report, out: Option<&Path>, plots: Option<&Path>) -> Result<(), CliError> {
     match out {
         Some(path) if path == Path::new("-") => print!("{}", report.html),

@@ -5,7 +5,7 @@
 
 use crate::args::{Cli, Command, SimulateArgs, SweepArgs};
 use crate::progress::Progress;
-use crate::{interrupt, report, simulate, workload_arg, CliError};
+use crate::{interrupt, report, report_html, simulate, workload_arg, CliError};
 use clap::Parser;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -64,6 +64,14 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         storsim_sweep::write_whole(&args.out.join("results.parquet"), &bytes)
             .map_err(CliError::failure)?;
     }
+
+    report_html::write_sweep(
+        &spec,
+        &points,
+        &outcome.table,
+        &args.out,
+        args.plots.as_deref(),
+    )?;
 
     let count = |wanted: fn(&Status) -> bool| outcome.statuses.iter().filter(|s| wanted(s)).count();
     let ran = count(|s| *s == Status::Ran);

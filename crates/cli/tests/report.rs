@@ -8,7 +8,6 @@ mod common;
 use common::system::{emulate_with_qemu_io, have};
 use common::{stderr, storsim, temp_dir};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn ok(args: &[&str]) {
     let o = storsim(args);
@@ -57,57 +56,11 @@ fn emulate_document(dir: &Path) -> Option<PathBuf> {
     Some(emulate_with_qemu_io(dir, &[], &commands))
 }
 
-/// The Chromium binary, or `None` after reporting it missing.
-fn chromium() -> Option<&'static str> {
-    for name in ["chromium", "chromium-browser"] {
-        if Command::new(name)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return Some(name);
-        }
-    }
-    storsim_testenv::missing("chromium is not installed (Debian package `chromium`)");
-    None
-}
-
 /// Renders `page` in headless Chromium: returns the DOM after the scripts ran and Chromium's
 /// log, and writes a screenshot beside the page.
 fn render(browser: &str, page: &Path) -> (String, String) {
-    let url = format!("file://{}", page.display());
-    let profile = temp_dir("chromium-profile");
-    let run = |extra: &[String]| {
-        let o = Command::new(browser)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--no-first-run",
-                "--hide-scrollbars",
-                "--enable-logging=stderr",
-                "--v=0",
-                "--window-size=1600,2400",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .args(extra)
-            .arg(&url)
-            .output()
-            .expect("chromium runs");
-        assert!(o.status.success(), "chromium on {url}: {}", stderr(&o));
-        o
-    };
-    let dom = run(&["--dump-dom".to_string()]);
-    let shot = page.with_extension("png");
-    let screenshot = run(&[format!("--screenshot={}", shot.display())]);
-    let png = std::fs::read(&shot).expect("chromium wrote the screenshot");
-    assert_eq!(&png[1..4], b"PNG");
-    assert!(
-        png.len() > 10_000,
-        "the screenshot of {url} is nearly empty"
-    );
-    let log = format!("{}{}", stderr(&dom), stderr(&screenshot));
-    (String::from_utf8_lossy(&dom.stdout).into_owned(), log)
+    let rendered = storsim_testenv::chromium::render(browser, page, (1600, 2400));
+    (rendered.dom, rendered.log)
 }
 
 /// Checks what a reader sees in `dom`: no console message at all (the page logs nothing, so
@@ -148,7 +101,9 @@ const CDF: Expected = (
 
 #[test]
 fn every_kind_of_run_renders_in_chromium() {
-    let Some(browser) = chromium() else { return };
+    let Some(browser) = storsim_testenv::chromium::browser() else {
+        return;
+    };
     let dir = temp_dir("report-chromium");
     let d = dir.path();
     const TIME: &str = "simulated time";

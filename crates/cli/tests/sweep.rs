@@ -28,6 +28,20 @@ workload = "synthetic:rw=randread,bs=4k,requests=300"
 label = "plain disk"
 seed = 5
 
+[[plot]]
+kind = "metric"
+x = "ssd.ftl"
+y = "device.counters.flash_erases"
+
+[[plot]]
+kind = "cdf"
+series = ["ssd.ftl"]
+where = { seed = 1 }
+
+[[plot]]
+kind = "wear"
+where = { "ssd.ftl" = "dftl" }
+
 [size.tiny]
 seeds = [7]
 "#;
@@ -70,6 +84,30 @@ fn column<'a>(header: &[String], row: &'a [String], name: &str) -> &'a str {
     &row[i]
 }
 
+/// Starts `storsim sweep SPEC --out OUT EXTRA` and returns it once `documents` point
+/// documents are written, or `None` if it ended first (its standard error piped).
+fn start_until_documents(
+    spec: &Path,
+    out: &Path,
+    extra: &[&str],
+    documents: usize,
+) -> Option<std::process::Child> {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(["sweep", spec.to_str().unwrap(), "--quiet", "--out"])
+        .arg(out)
+        .args(extra)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while std::fs::read_dir(out.join("points")).map_or(0, |d| d.count()) < documents {
+        if child.try_wait().unwrap().is_some() {
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    Some(child)
+}
+
 fn points(out: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(out.join("points"))
         .unwrap()
@@ -84,8 +122,39 @@ fn a_sweep_runs_every_point_and_each_document_is_its_simulate_commands() {
     let tmp = temp_dir("sweep-grid");
     let spec = write_spec(tmp.path(), SPEC);
     let out = tmp.path().join("out");
-    let o = sweep(&spec, &out, &["--parquet"]);
+    let figures = tmp.path().join("figures");
+    let o = sweep(
+        &spec,
+        &out,
+        &["--parquet", "--plots", figures.to_str().unwrap()],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
+
+    // The report draws the spec's plots: bars per FTL, a CDF per FTL of seed 1, a wear
+    // histogram per DFTL point; each also as SVG and PNG.
+    let page = read(&out.join("report.html"));
+    for id in [
+        "sweep-1-metric",
+        "sweep-2-cdf",
+        "sweep-3-wear-1",
+        "sweep-3-wear-2",
+    ] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "{id} missing");
+        assert!(figures.join(format!("{id}.svg")).exists(), "{id}.svg");
+        assert!(figures.join(format!("{id}.png")).exists(), "{id}.png");
+    }
+    assert!(
+        !page.contains("sweep-3-wear-3"),
+        "only the DFTL points' wear"
+    );
+    let cdf = read(&figures.join("sweep-2-cdf.svg"));
+    for ftl in ["page", "dftl", "fast"] {
+        assert!(
+            // plotters writes a text element's content on a line of its own.
+            cdf.contains(&format!("\n{ftl}\n</text>")),
+            "the CDF's legend names {ftl}"
+        );
+    }
 
     let (header, rows) = results(&out);
     assert_eq!(rows.len(), 3 * 2 + 1);
@@ -325,24 +394,9 @@ fn ctrl_c_keeps_the_finished_points_and_leaves_no_partial_document() {
         "#,
     );
     let out = tmp.path().join("out");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_storsim"))
-        .args([
-            "sweep",
-            spec.to_str().unwrap(),
-            "--jobs",
-            "1",
-            "--quiet",
-            "--out",
-        ])
-        .arg(&out)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // Two documents mean the slow point is running: no sleep a slow machine could outlast.
-    while std::fs::read_dir(out.join("points")).map_or(0, |d| d.count()) < 2 {
-        assert!(child.try_wait().unwrap().is_none(), "the sweep ended first");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    let child = start_until_documents(&spec, &out, &["--jobs", "1"], 2)
+        .expect("the sweep ended before it was interrupted");
     kill_process(Pid::from_child(&child), Signal::INT).unwrap();
     let o = child.wait_with_output().unwrap();
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
@@ -378,20 +432,12 @@ fn a_sweep_killed_outright_resumes_to_the_table_of_an_uninterrupted_one() {
     let o = sweep(&spec, &clean, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
 
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_storsim"))
-        .args(["sweep", spec.to_str().unwrap(), "--quiet", "--out"])
-        .arg(&killed)
-        .spawn()
-        .unwrap();
-    while std::fs::read_dir(killed.join("points")).map_or(0, |d| d.count()) < 2 {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
-    }
+    let child = start_until_documents(&spec, &killed, &[], 2);
     // SIGKILL: no handler runs, whatever was being written stays as it was.
-    let _ = kill_process(Pid::from_child(&child), Signal::KILL);
-    let _ = child.wait();
+    if let Some(mut child) = child {
+        kill_process(Pid::from_child(&child), Signal::KILL).unwrap();
+        child.wait().unwrap();
+    }
     let o = sweep(&spec, &killed, &[]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(

@@ -58,6 +58,9 @@ pub(crate) enum Style {
     Markers,
     /// Hollow points: measurements set apart (held out of a fit).
     HollowMarkers,
+    /// A line through measured points, each point marked: a figure measured at a few
+    /// settings (a sweep's), where the line only guides the eye.
+    SolidMarkers,
 }
 
 /// One series of a line chart.
@@ -66,14 +69,127 @@ pub(crate) struct Line {
     pub points: Vec<(f64, f64)>,
     pub colour: usize,
     pub style: Style,
+    /// Error bars in the line's colour, each `(x, low, high)`: the spread of replicates
+    /// whose mean is the point at `x`.
+    pub ranges: Vec<(f64, f64, f64)>,
 }
 
 /// Where the legend goes, out of the data's way.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Legend {
     UpperLeft,
     UpperRight,
     LowerRight,
+    LowerLeft,
+    /// The corner where the legend covers the least data: for charts whose data's shape
+    /// is not known in advance (a sweep's).
+    Auto,
+}
+
+impl Legend {
+    fn position(self) -> SeriesLabelPosition {
+        match self {
+            Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
+            Legend::UpperRight | Legend::Auto => SeriesLabelPosition::UpperRight,
+            Legend::LowerRight => SeriesLabelPosition::LowerRight,
+            Legend::LowerLeft => SeriesLabelPosition::LowerLeft,
+        }
+    }
+}
+
+/// The size of a legend box of `names` as fractions of the plotting area's width and height
+/// (about 650 × 310 px in a chart of [`SIZE`]): each entry 17 px high, the box 45 px plus
+/// 7 px a character wide, in 13 px sans-serif.
+fn legend_box<'a>(names: impl Iterator<Item = &'a str>) -> (f64, f64) {
+    let (entries, longest) = names.fold((0usize, 0usize), |(n, w), name| {
+        (n + 1, w.max(name.chars().count()))
+    });
+    (
+        ((longest * 7 + 45) as f64 / 650.0).min(1.0),
+        ((entries * 17 + 14) as f64 / 310.0).min(1.0),
+    )
+}
+
+/// Where `v` falls along an axis from `lo` to `hi`, 0 to 1.
+fn fraction(v: f64, (lo, hi): (f64, f64), log: bool) -> f64 {
+    if log {
+        (v.log10() - lo.log10()) / (hi.log10() - lo.log10())
+    } else {
+        (v - lo) / (hi - lo)
+    }
+}
+
+/// The end of an axis from `lo` to `hi` stretched so that `hi` falls at `1 - by` of it.
+fn stretch((lo, hi): (f64, f64), by: f64, log: bool) -> f64 {
+    let keep = (1.0 - by).max(0.2);
+    if log {
+        10f64.powf(lo.log10() + (hi.log10() - lo.log10()) / keep)
+    } else {
+        lo + (hi - lo) / keep
+    }
+}
+
+/// Where an [`Legend::Auto`] legend goes on a line chart with axes `x` and `y`, and the
+/// axes' ends that make room for it: a corner whose legend box would cover no data (the
+/// points, and the lines between them sampled along their length), in the order upper
+/// right, upper left, lower right, lower left; else the upper right, the axis that needs
+/// the least stretching (x to the right, or y upwards) stretched until the data ends clear
+/// of the box.
+fn free_corner(
+    chart: &XyChart,
+    x: (f64, f64),
+    y: (f64, f64),
+    keep: impl Fn(&(f64, f64)) -> bool,
+) -> (Legend, f64, f64) {
+    let (w, h) = legend_box(
+        chart
+            .lines
+            .iter()
+            .filter(|l| !l.name.is_empty())
+            .map(|l| l.name.as_str()),
+    );
+    let at = |p: &(f64, f64)| (fraction(p.0, x, chart.x.log), fraction(p.1, y, chart.y.log));
+    let mut samples = Vec::new();
+    for line in &chart.lines {
+        let points: Vec<(f64, f64)> = line.points.iter().filter(|p| keep(p)).map(at).collect();
+        samples.extend(points.iter().copied());
+        if matches!(line.style, Style::Markers | Style::HollowMarkers) {
+            continue;
+        }
+        const STEPS: usize = 16;
+        for pair in points.windows(2) {
+            let ((x0, y0), (x1, y1)) = (pair[0], pair[1]);
+            samples.extend((1..STEPS).map(|k| {
+                let t = k as f64 / STEPS as f64;
+                (x0 + (x1 - x0) * t, y0 + (y1 - y0) * t)
+            }));
+        }
+        for &(rx, lo, hi) in &line.ranges {
+            if keep(&(rx, lo)) && keep(&(rx, hi)) {
+                samples.extend([at(&(rx, lo)), at(&(rx, hi))]);
+            }
+        }
+    }
+    let corners = [
+        (Legend::UpperRight, (1.0 - w, 1.0), (1.0 - h, 1.0)),
+        (Legend::UpperLeft, (0.0, w), (1.0 - h, 1.0)),
+        (Legend::LowerRight, (1.0 - w, 1.0), (0.0, h)),
+        (Legend::LowerLeft, (0.0, w), (0.0, h)),
+    ];
+    let covered = |(xs, ys): ((f64, f64), (f64, f64))| {
+        samples
+            .iter()
+            .filter(|(px, py)| (xs.0..=xs.1).contains(px) && (ys.0..=ys.1).contains(py))
+            .count()
+    };
+    if let Some(corner) = corners.iter().find(|(_, xs, ys)| covered((*xs, *ys)) == 0) {
+        return (corner.0, x.1, y.1);
+    }
+    if w <= h {
+        (Legend::UpperRight, stretch(x, w, chart.x.log), y.1)
+    } else {
+        (Legend::UpperRight, x.1, stretch(y, h, chart.y.log))
+    }
 }
 
 /// A chart of lines and points over two numeric axes.
@@ -93,6 +209,9 @@ pub(crate) struct Bars {
     pub categories: Vec<String>,
     /// Each series' name and its value per category.
     pub series: Vec<(String, Vec<f64>)>,
+    /// Error bars: per series, per category, the `(low, high)` spread of the replicates the
+    /// bar is the mean of. Empty, or shorter than `series`, where there are none.
+    pub ranges: Vec<Vec<Option<(f64, f64)>>>,
 }
 
 /// A histogram over a numeric axis: bins of `[lo, hi)` with a count each.
@@ -202,11 +321,14 @@ const LOG_DECADES_MAX: f64 = 15.0;
 /// the axis' arithmetic (padding, tick steps) stays finite.
 const MAGNITUDE_MAX: f64 = 1e100;
 
+/// Whether an axis shows `v`: a finite value of a sane magnitude, above zero on a log axis.
+fn shown(v: f64, log: bool) -> bool {
+    v.is_finite() && v.abs() <= MAGNITUDE_MAX && (!log || v >= 1.0 / MAGNITUDE_MAX)
+}
+
 fn bounds<'a>(values: impl Iterator<Item = &'a f64>, log: bool) -> (f64, f64) {
     let (lo, mut hi) = values
-        .filter(|v| {
-            v.is_finite() && v.abs() <= MAGNITUDE_MAX && (!log || **v >= 1.0 / MAGNITUDE_MAX)
-        })
+        .filter(|v| shown(**v, log))
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
             (lo.min(*v), hi.max(*v))
         });
@@ -224,32 +346,36 @@ fn bounds<'a>(values: impl Iterator<Item = &'a f64>, log: bool) -> (f64, f64) {
 
 /// Draws an [`XyChart`]. Points a log axis cannot show (zero or below) are left out.
 pub(crate) fn xy(chart: &XyChart) -> String {
-    let shown = |v: f64, log: bool| {
-        v.is_finite() && v.abs() <= MAGNITUDE_MAX && (!log || v >= 1.0 / MAGNITUDE_MAX)
-    };
     let keep = |(x, y): &(f64, f64)| shown(*x, chart.x.log) && shown(*y, chart.y.log);
-    let xs: Vec<f64> = chart
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().filter(|p| keep(p)).map(|p| p.0))
-        .collect();
-    let ys: Vec<f64> = chart
-        .lines
-        .iter()
-        .flat_map(|l| l.points.iter().filter(|p| keep(p)).map(|p| p.1))
-        .collect();
+    // The error bars' ends are points the axes must show too.
+    let all_points = || {
+        chart.lines.iter().flat_map(|l| {
+            l.points
+                .iter()
+                .copied()
+                .chain(l.ranges.iter().flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]))
+        })
+    };
+    let xs: Vec<f64> = all_points().filter(|p| keep(p)).map(|p| p.0).collect();
+    let ys: Vec<f64> = all_points().filter(|p| keep(p)).map(|p| p.1).collect();
     let (x0, x1) = bounds(xs.iter(), chart.x.log);
     let (y0, y1) = bounds(ys.iter(), chart.y.log);
+    let named = chart.lines.iter().filter(|l| !l.name.is_empty()).count();
+    let (legend, x1, y1) = match chart.legend {
+        Legend::Auto if named > 1 => free_corner(chart, (x0, x1), (y0, y1), keep),
+        fixed => (fixed, x1, y1),
+    };
     svg(|root| match (chart.x.log, chart.y.log) {
-        (false, false) => xy_in(root, chart, x0..x1, y0..y1, keep),
-        (true, false) => xy_in(root, chart, (x0..x1).log_scale(), y0..y1, keep),
-        (false, true) => xy_in(root, chart, x0..x1, (y0..y1).log_scale(), keep),
+        (false, false) => xy_in(root, chart, x0..x1, y0..y1, keep, legend),
+        (true, false) => xy_in(root, chart, (x0..x1).log_scale(), y0..y1, keep, legend),
+        (false, true) => xy_in(root, chart, x0..x1, (y0..y1).log_scale(), keep, legend),
         (true, true) => xy_in(
             root,
             chart,
             (x0..x1).log_scale(),
             (y0..y1).log_scale(),
             keep,
+            legend,
         ),
     })
 }
@@ -260,6 +386,7 @@ fn xy_in<X, Y>(
     x: X,
     y: Y,
     keep: impl Fn(&(f64, f64)) -> bool,
+    legend: Legend,
 ) -> Result<(), String>
 where
     X: AsRangedCoord<Value = f64>,
@@ -284,6 +411,12 @@ where
     for line in &chart.lines {
         let c = colour(line.colour);
         let points: Vec<(f64, f64)> = line.points.iter().copied().filter(&keep).collect();
+        let whiskers = line
+            .ranges
+            .iter()
+            .filter(|&&(x, lo, hi)| keep(&(x, lo)) && keep(&(x, hi)))
+            .copied();
+        draw_error_bars(&mut ctx, whiskers, c)?;
         let drawn = match line.style {
             Style::Solid => ctx.draw_series(LineSeries::new(points, c.stroke_width(2))),
             Style::Dashed => {
@@ -297,6 +430,11 @@ where
                     .into_iter()
                     .map(|p| Circle::new(p, 5, c.stroke_width(2))),
             ),
+            Style::SolidMarkers => {
+                ctx.draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
+                    .map_err(|e| e.to_string())?;
+                ctx.draw_series(points.into_iter().map(|p| Circle::new(p, 4, c.filled())))
+            }
         }
         .map_err(|e| e.to_string())?;
         // A series without a name stays out of the legend (one legend entry can stand for
@@ -319,12 +457,7 @@ where
             });
     }
     if chart.lines.iter().filter(|l| !l.name.is_empty()).count() > 1 {
-        let position = match chart.legend {
-            Legend::UpperLeft => SeriesLabelPosition::UpperLeft,
-            Legend::UpperRight => SeriesLabelPosition::UpperRight,
-            Legend::LowerRight => SeriesLabelPosition::LowerRight,
-        };
-        draw_legend(&mut ctx, position)?;
+        draw_legend(&mut ctx, legend.position())?;
     }
     Ok(())
 }
@@ -344,6 +477,30 @@ fn common_mesh<X: Ranged, Y: Ranged>(
         .bold_line_style(RGBColor(0, 0, 0).mix(0.12));
 }
 
+/// Draws error bars in colour `c`, each `(x, low, high)`: a vertical line with a cap at
+/// either end.
+fn draw_error_bars<'a, CT>(
+    ctx: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    bars: impl Iterator<Item = (f64, f64, f64)> + Clone,
+    c: RGBColor,
+) -> Result<(), String>
+where
+    CT: CoordTranslate<From = (f64, f64)>,
+{
+    let style = c.stroke_width(2);
+    ctx.draw_series(
+        bars.clone()
+            .map(|(x, lo, hi)| PathElement::new(vec![(x, lo), (x, hi)], style)),
+    )
+    .map_err(|e| e.to_string())?;
+    // The caps are 10 px wide whatever the axis' scale: an offset from the bar's end.
+    let cap =
+        |at: (f64, f64)| EmptyElement::at(at) + PathElement::new(vec![(-5, 0), (5, 0)], style);
+    ctx.draw_series(bars.flat_map(|(x, lo, hi)| [cap((x, lo)), cap((x, hi))]))
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// The legend box of the labelled series, the same in every chart.
 fn draw_legend<'a, CT: CoordTranslate>(
     ctx: &mut ChartContext<'a, SVGBackend<'a>, CT>,
@@ -360,21 +517,79 @@ fn draw_legend<'a, CT: CoordTranslate>(
 
 /// Draws [`Bars`]: the categories along x, a group of bars in each.
 pub(crate) fn bars(chart: &Bars) -> String {
-    let values: Vec<f64> = chart.series.iter().flat_map(|s| s.1.clone()).collect();
-    let (mut y0, y1) = bounds(values.iter(), chart.y.log);
+    let values: Vec<f64> = chart
+        .series
+        .iter()
+        .flat_map(|s| s.1.iter().copied())
+        .chain(
+            chart
+                .ranges
+                .iter()
+                .flatten()
+                .flatten()
+                .flat_map(|r| [r.0, r.1]),
+        )
+        .collect();
+    let (mut y0, mut y1) = bounds(values.iter(), chart.y.log);
     if !chart.y.log {
         y0 = y0.min(0.0);
     }
+    let legend = if chart.series.len() > 1 {
+        let (legend, top) = bars_legend(chart, (y0, y1));
+        y1 = top;
+        legend
+    } else {
+        Legend::UpperRight
+    };
     svg(|root| {
         if chart.y.log {
-            bars_in(root, chart, (y0..y1).log_scale(), y0)
+            bars_in(root, chart, (y0..y1).log_scale(), y0, legend)
         } else {
-            bars_in(root, chart, y0..y1, 0.0)
+            bars_in(root, chart, y0..y1, 0.0, legend)
         }
     })
 }
 
-fn bars_in<Y>(root: &Root, chart: &Bars, y: Y, base: f64) -> Result<(), String>
+/// Where a bar chart's legend goes, and the y axis' top that leaves room for it: an upper
+/// corner no bar (or error bar) reaches into, else the upper right over an axis raised until
+/// the bars end below the legend.
+fn bars_legend(chart: &Bars, (y0, y1): (f64, f64)) -> (Legend, f64) {
+    let (w, h) = legend_box(chart.series.iter().map(|s| s.0.as_str()));
+    let n = chart.categories.len().max(1) as f64;
+    let width = 0.8 / chart.series.len().max(1) as f64;
+    // Each bar's extent across the axis (0 to 1) and its top (0 to 1, and beyond for a
+    // value the axis would not show).
+    let mut tops = Vec::new();
+    for (s, (_, values)) in chart.series.iter().enumerate() {
+        for (i, v) in values.iter().enumerate() {
+            let range_top = chart
+                .ranges
+                .get(s)
+                .and_then(|r| r.get(i).copied().flatten())
+                .map_or(f64::NEG_INFINITY, |r| r.1);
+            let top = v.max(range_top);
+            if !shown(top, chart.y.log) {
+                continue;
+            }
+            let left = (i as f64 - 0.4 + width * s as f64 + 0.5) / n;
+            tops.push((left, left + width / n, fraction(top, (y0, y1), chart.y.log)));
+        }
+    }
+    let free = |(from, to): (f64, f64)| {
+        !tops
+            .iter()
+            .any(|&(l, r, t)| l < to && r > from && t > 1.0 - h)
+    };
+    if free((1.0 - w, 1.0)) {
+        return (Legend::UpperRight, y1);
+    }
+    if free((0.0, w)) {
+        return (Legend::UpperLeft, y1);
+    }
+    (Legend::UpperRight, stretch((y0, y1), h, chart.y.log))
+}
+
+fn bars_in<Y>(root: &Root, chart: &Bars, y: Y, base: f64, legend: Legend) -> Result<(), String>
 where
     Y: AsRangedCoord<Value = f64>,
     Y::CoordDescType: ValueFormatter<f64>,
@@ -412,7 +627,10 @@ where
         let rects = values
             .iter()
             .enumerate()
-            .filter(|(_, v)| v.is_finite() && **v > base)
+            // A log axis has no room below its base; a linear one draws negative bars down.
+            .filter(|(_, v)| {
+                shown(**v, chart.y.log) && if chart.y.log { **v > base } else { **v != base }
+            })
             .map(|(i, v)| {
                 let x0 = i as f64 - 0.4 + width * s as f64;
                 Rectangle::new([(x0, base), (x0 + width, *v)], c.filled())
@@ -422,8 +640,23 @@ where
             .label(name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], c.filled()));
     }
+    // Error bars over the bars, in black: a bar's own colour would vanish against it.
+    let whiskers: Vec<(f64, f64, f64)> = chart
+        .ranges
+        .iter()
+        .enumerate()
+        .flat_map(|(s, per_category)| {
+            per_category.iter().enumerate().filter_map(move |(i, r)| {
+                let (lo, hi) = (*r)?;
+                let centre = i as f64 - 0.4 + width * (s as f64 + 0.5);
+                let drawn = |v: f64| shown(v, chart.y.log) && (!chart.y.log || v > base);
+                (drawn(lo) && drawn(hi)).then_some((centre, lo, hi))
+            })
+        })
+        .collect();
+    draw_error_bars(&mut ctx, whiskers.into_iter(), PALETTE[7])?;
     if chart.series.len() > 1 {
-        draw_legend(&mut ctx, SeriesLabelPosition::UpperRight)?;
+        draw_legend(&mut ctx, legend.position())?;
     }
     Ok(())
 }
@@ -567,6 +800,73 @@ mod tests {
     }
 
     #[test]
+    fn an_auto_legend_finds_a_free_corner_or_makes_room() {
+        let chart = |lines: [Vec<(f64, f64)>; 2]| XyChart {
+            title: "T".into(),
+            x: Axis::linear("x"),
+            y: Axis::linear("y"),
+            lines: lines
+                .into_iter()
+                .zip(["a", "b"])
+                .map(|(points, name)| Line {
+                    name: name.into(),
+                    points,
+                    colour: 0,
+                    style: Style::Solid,
+                    ranges: Vec::new(),
+                })
+                .collect(),
+            legend: Legend::Auto,
+        };
+        let keep = |_: &(f64, f64)| true;
+        let axes = ((0.0, 10.0), (0.0, 10.0));
+        // Rising lines cover the upper right and the lower left.
+        let rising = chart([
+            vec![(0.0, 0.0), (10.0, 10.0)],
+            vec![(0.0, 1.0), (10.0, 9.0)],
+        ]);
+        assert_eq!(
+            free_corner(&rising, axes.0, axes.1, keep),
+            (Legend::UpperLeft, 10.0, 10.0)
+        );
+        // Lines along the top and the bottom cover every corner: the x axis (the legend is
+        // narrower than tall) grows to the right, the legend beyond the data.
+        let flat = chart([
+            vec![(0.0, 10.0), (10.0, 10.0)],
+            vec![(0.0, 0.0), (10.0, 0.0)],
+        ]);
+        let (legend, x1, y1) = free_corner(&flat, axes.0, axes.1, keep);
+        assert_eq!((legend, y1), (Legend::UpperRight, 10.0));
+        assert!(x1 > 10.5, "{x1}");
+        let svg = xy(&flat);
+        assert!(svg.contains("<polyline"), "{svg}");
+    }
+
+    #[test]
+    fn a_bar_charts_legend_goes_where_the_bars_are_low() {
+        let chart = |values: [f64; 2]| Bars {
+            title: "T".into(),
+            x_title: "x".into(),
+            y: Axis::linear("y"),
+            categories: vec!["a".into(), "b".into()],
+            series: vec![("s".into(), values.to_vec()), ("t".into(), values.to_vec())],
+            ranges: Vec::new(),
+        };
+        assert_eq!(
+            bars_legend(&chart([1.0, 10.0]), (0.0, 10.0)),
+            (Legend::UpperLeft, 10.0)
+        );
+        assert_eq!(
+            bars_legend(&chart([10.0, 1.0]), (0.0, 10.0)),
+            (Legend::UpperRight, 10.0)
+        );
+        // Tall on both sides: the axis grows until the bars end below the legend.
+        let (legend, top) = bars_legend(&chart([10.0, 10.0]), (0.0, 10.0));
+        assert_eq!(legend, Legend::UpperRight);
+        assert!(top > 11.0, "{top}");
+    }
+
+    #[test]
     fn a_line_chart_has_its_title_axes_and_a_path_per_series() {
         let s = xy(&XyChart {
             title: "T".into(),
@@ -578,12 +878,14 @@ mod tests {
                     points: vec![(0.0, 0.0), (1.0, 0.5), (10.0, 1.0)],
                     colour: 0,
                     style: Style::Solid,
+                    ranges: Vec::new(),
                 },
                 Line {
                     name: "b".into(),
                     points: vec![(2.0, 0.5), (20.0, 1.0)],
                     colour: 1,
                     style: Style::Markers,
+                    ranges: Vec::new(),
                 },
             ],
             legend: Legend::LowerRight,

@@ -114,16 +114,40 @@ fn figures(out: &mut String, plots: &[Plot]) {
     }
     out.push_str("<div class=\"plots\">\n");
     for p in plots {
-        let _ = writeln!(
-            out,
-            "<figure id=\"fig-{id}\">{svg}<figcaption>{title}. From <code>{src}</code>.</figcaption></figure>",
-            id = p.id,
-            svg = inline_svg(p),
-            title = escape(&p.title),
-            src = escape(&p.source),
-        );
+        figure(out, p, &format!("From <code>{}</code>.", escape(&p.source)));
     }
     out.push_str("</div>\n");
+}
+
+/// One plot as a figure, its caption the plot's title and then `caption_html` (markup).
+pub(crate) fn figure(out: &mut String, p: &Plot, caption_html: &str) {
+    let _ = writeln!(
+        out,
+        "<figure id=\"fig-{id}\">{svg}<figcaption>{title}. {caption_html}</figcaption></figure>",
+        id = p.id,
+        svg = inline_svg(p),
+        title = escape(&p.title),
+    );
+}
+
+/// The start of a page, up to and including its `<h1>`: the title, the shared styles and
+/// `extra_style` (CSS of the page's own elements).
+pub(crate) fn head(out: &mut String, title: &str, extra_style: &str) {
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{t}</title><style>{STYLE}{extra_style}</style></head>\n<body>\n<h1>{t}</h1>\n",
+        t = escape(title)
+    );
+}
+
+/// JSON to embed in a `<script>` element: a "<" in a string could end the element early
+/// ("</script>") or open a comment; JSON's "\u003c" means the same character and cannot.
+pub(crate) fn script_json(v: &Value) -> String {
+    serde_json::to_string(v)
+        .unwrap_or_default()
+        .replace('<', "\\u003c")
 }
 
 /// The plot's SVG with its id and an accessible name, ready to inline.
@@ -329,13 +353,7 @@ pub(crate) fn page(runs: &[Run], per_run: &[Vec<Plot>], compare: &[Plot]) -> Str
     } else {
         format!("storsim report: {} runs compared", runs.len())
     };
-    let _ = write!(
-        out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-         <title>{t}</title><style>{STYLE}</style></head>\n<body>\n<h1>{t}</h1>\n",
-        t = escape(&title)
-    );
+    head(&mut out, &title, "");
     if runs.len() > 1 {
         out.push_str("<h2 id=\"compare\">Compared</h2>\n<p>Run 1 is the reference: each other run's figure shows its difference to run 1 in brackets.</p>\n");
         figures(&mut out, compare);
@@ -346,11 +364,7 @@ pub(crate) fn page(runs: &[Run], per_run: &[Vec<Plot>], compare: &[Plot]) -> Str
         figures(&mut out, plots);
     }
     let data: Vec<Value> = runs.iter().map(embedded).collect();
-    // A "<" in a string could end the script element early ("</script>") or open a comment;
-    // JSON's "\u003c" means the same character and cannot.
-    let json = serde_json::to_string(&data)
-        .unwrap_or_default()
-        .replace('<', "\\u003c");
+    let json = script_json(&Value::Array(data));
     let _ = write!(
         out,
         "<p>The documents drawn here are embedded in this page as JSON \

@@ -4,7 +4,9 @@
 //! The page needs nothing but itself: plots are inlined SVG drawn with plotters, the styles
 //! are inline, and the documents are embedded as JSON for re-plotting. Several runs get a
 //! compare view: overlaid CDFs and time series, and a table of every summary figure with its
-//! difference to the first run.
+//! difference to the first run. [`render_sweep`] draws a sweep's page (`storsim sweep`): its
+//! metric, CDF and wear plots from the results table and the points' documents, then the
+//! table.
 //!
 //! ```
 //! let doc = r#"{"schema": 1, "device": {"name": "d", "counters": {}}, "workload": {},
@@ -19,9 +21,11 @@ mod chart;
 mod html;
 mod input;
 mod plots;
+mod sweep;
 
 pub use input::{Kind, ReportError, Run};
 pub use plots::Plot;
+pub use sweep::render_sweep;
 
 /// The version of the shape of every JSON document storsim writes (docs/json.md): one number
 /// for the whole family, raised when a field of any of them changes meaning or goes away, not

@@ -44,7 +44,7 @@ fn array(v: &Value, path: &[&str]) -> Option<Vec<Option<f64>>> {
 }
 
 /// The object holding a run's request figures: `summary`, or an emulator's `model`.
-fn summary(run: &Run) -> Option<&Value> {
+pub(crate) fn summary(run: &Run) -> Option<&Value> {
     match run.kind {
         Kind::Emulate => run.doc.get("model"),
         _ => run.doc.get("summary"),
@@ -197,6 +197,7 @@ fn line(name: impl Into<String>, points: Vec<(f64, f64)>, colour: usize, style: 
         points,
         colour,
         style,
+        ranges: Vec::new(),
     }
 }
 
@@ -267,6 +268,7 @@ impl Plots {
                         .map(|(k, _)| dev.counter(k) / c.per_unit)
                         .collect(),
                 )],
+                ranges: Vec::new(),
             },
         );
     }
@@ -348,11 +350,7 @@ fn latency_cdf(plots: &mut Plots, s: &Value, kind: Kind) {
     };
     let mut lines = Vec::new();
     if let Some(cdf) = s.get("latency_cdf").and_then(Value::as_array) {
-        let points = cdf
-            .iter()
-            .filter_map(|p| Some((us(num(p, &["latency_ns"])?), num(p, &["fraction"])?)))
-            .collect();
-        lines.push(line("all", points, 7, Style::Solid));
+        lines.push(line("all", cdf_points(cdf), 7, Style::Solid));
     }
     for (i, op) in OPS.iter().enumerate() {
         if num(s, &[op, "requests"]).unwrap_or(0.0) == 0.0 {
@@ -380,6 +378,22 @@ fn latency_cdf(plots: &mut Plots, s: &Value, kind: Kind) {
             legend: Legend::LowerRight,
         },
     );
+}
+
+/// The points of a `latency_cdf` (`[{fraction, latency_ns}]`), latency in µs.
+fn cdf_points(cdf: &[Value]) -> Vec<(f64, f64)> {
+    cdf.iter()
+        .filter_map(|p| Some((us(num(p, &["latency_ns"])?), num(p, &["fraction"])?)))
+        .collect()
+}
+
+/// The latency CDF of a summary (or of one operation in it), latency in µs: its
+/// `latency_cdf` when it has one, otherwise through its percentiles.
+pub(crate) fn latency_cdf_points(s: &Value) -> Vec<(f64, f64)> {
+    match s.get("latency_cdf").and_then(Value::as_array) {
+        Some(cdf) => cdf_points(cdf),
+        None => op_percentiles(s),
+    }
 }
 
 /// An operation's CDF from the percentiles its summary gives: min, p50, p90, p99, p99.9, max.
@@ -433,6 +447,7 @@ fn latency_split(plots: &mut Plots, s: &Value, kind: Kind) {
             y,
             categories: ops.iter().map(|s| s.to_string()).collect(),
             series,
+            ranges: Vec::new(),
         },
     );
 }
@@ -641,6 +656,7 @@ fn ssd(plots: &mut Plots, dev: &Device, p: &str) {
             },
             categories: CAUSES.iter().map(|c| c.1.to_string()).collect(),
             series,
+            ranges: Vec::new(),
         },
     );
     // Energy by cause.
@@ -755,6 +771,7 @@ fn utilisation(plots: &mut Plots, dev: &Device, p: &str, family: &str, label: &s
                     "utilisation".into(),
                     units.iter().map(|(_, k)| dev.counter(k)).collect(),
                 )],
+                ranges: Vec::new(),
             },
         ),
     }
@@ -864,6 +881,7 @@ fn hdd(plots: &mut Plots, dev: &Device, p: &str) {
                 y: Axis::linear("seeks"),
                 categories: buckets.iter().map(|b| b.1.clone()).collect(),
                 series: vec![("seeks".into(), buckets.iter().map(|b| b.2).collect())],
+                ranges: Vec::new(),
             },
         );
     }
@@ -940,6 +958,7 @@ fn hybrid(plots: &mut Plots, dev: &Device, p: &str) {
                     )
                 })
                 .collect(),
+            ranges: Vec::new(),
         },
     );
     let triggers = [
@@ -990,33 +1009,73 @@ fn hybrid(plots: &mut Plots, dev: &Device, p: &str) {
     );
 }
 
-fn block_wear(plots: &mut Plots, wear: &Value) {
-    let Some(arrays) = wear.as_array() else {
-        return;
-    };
-    for w in arrays {
-        let Some(counts) = w.get("erase_counts_per_block").and_then(Value::as_array) else {
-            continue;
+/// One flash unit's wear from `device.block_wear[]`: its name (empty for the device itself)
+/// and every block's erase count, least erased first.
+pub(crate) struct BlockWear {
+    pub unit: String,
+    pub counts: Vec<f64>,
+}
+
+impl BlockWear {
+    /// Every unit of a `device.block_wear` array that has erase counts to draw.
+    pub(crate) fn of(wear: &Value) -> Vec<BlockWear> {
+        let Some(arrays) = wear.as_array() else {
+            return Vec::new();
         };
-        // Erase counts are u32 in every document storsim writes; anything else is not drawn.
-        let mut counts: Vec<f64> = counts
+        arrays
             .iter()
-            .filter_map(Value::as_u64)
-            .filter(|&c| c <= u64::from(u32::MAX))
-            .map(|c| c as f64)
-            .collect();
-        if counts.is_empty() {
-            continue;
-        }
-        let unit = w.get("unit").and_then(Value::as_str).unwrap_or("");
-        let (tag, title_unit) = if unit.is_empty() {
-            (String::new(), String::new())
+            .filter_map(|w| {
+                let counts = w.get("erase_counts_per_block")?.as_array()?;
+                // Erase counts are u32 in every document storsim writes; anything else is
+                // not drawn.
+                let mut counts: Vec<f64> = counts
+                    .iter()
+                    .filter_map(Value::as_u64)
+                    .filter(|&c| c <= u64::from(u32::MAX))
+                    .map(|c| c as f64)
+                    .collect();
+                if counts.is_empty() {
+                    return None;
+                }
+                counts.sort_by(f64::total_cmp);
+                let unit = w.get("unit").and_then(Value::as_str).unwrap_or("");
+                Some(BlockWear {
+                    unit: unit.to_string(),
+                    counts,
+                })
+            })
+            .collect()
+    }
+
+    /// The unit's part of a plot id: `-<unit>` with dots as dashes, nothing for the device.
+    pub(crate) fn tag(&self) -> String {
+        if self.unit.is_empty() {
+            String::new()
         } else {
-            (format!("-{}", unit.replace('.', "-")), format!(" ({unit})"))
-        };
-        counts.sort_by(f64::total_cmp);
-        let (lo, hi) = (counts[0], counts[counts.len() - 1]);
-        // One bin per erase count when few; otherwise 50 equal bins.
+            format!("-{}", self.unit.replace('.', "-"))
+        }
+    }
+
+    /// The unit's part of a plot title: ` (<unit>)`, nothing for the device.
+    pub(crate) fn title_unit(&self) -> String {
+        if self.unit.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", self.unit)
+        }
+    }
+
+    /// The least and greatest erase count.
+    pub(crate) fn span(&self) -> (f64, f64) {
+        (self.counts[0], self.counts[self.counts.len() - 1])
+    }
+
+    /// The histogram of the erase counts, titled `title`, over `span` (the unit's own
+    /// [`BlockWear::span`], or one holding it that histograms to be compared share): one
+    /// bin per erase count when few, otherwise 50 equal bins.
+    pub(crate) fn histogram(&self, title: String, span: (f64, f64)) -> Histogram {
+        let counts = &self.counts;
+        let (lo, hi) = span;
         // Bins centred on the counts they hold, so that a bar stands over its count.
         let width = if hi - lo < 60.0 {
             1.0
@@ -1034,18 +1093,25 @@ fn block_wear(plots: &mut Plots, wear: &Value) {
                 )
             })
             .collect();
-        for c in &counts {
+        for c in counts {
             let i = (((c - lo) / width).floor() as usize).min(bins_n - 1);
             bins[i].2 += 1.0;
         }
-        let svg = chart::histogram(&Histogram {
-            title: format!("Erase counts per block{title_unit}"),
+        Histogram {
+            title,
             x_title: "erases of the block".into(),
             y_title: "blocks".into(),
             bins,
             colour: 0,
-        });
+        }
+    }
+}
+
+fn block_wear(plots: &mut Plots, wear: &Value) {
+    for w in BlockWear::of(wear) {
+        let (tag, title_unit) = (w.tag(), w.title_unit());
         let title = format!("Erase counts per block{title_unit}");
+        let svg = chart::histogram(&w.histogram(title.clone(), w.span()));
         plots.push(
             &format!("erase-histogram{tag}"),
             &title,
@@ -1053,7 +1119,9 @@ fn block_wear(plots: &mut Plots, wear: &Value) {
             svg,
         );
         // The wear spread: blocks sorted by erase count, at most 400 points.
+        let counts = &w.counts;
         let n = counts.len();
+        let hi = counts[n - 1];
         let step = n.div_ceil(400).max(1);
         let mut points: Vec<(f64, f64)> = (0..n)
             .step_by(step)
@@ -1295,14 +1363,7 @@ pub(crate) fn compare_plots(runs: &[Run]) -> Vec<Plot> {
     let mut cdfs = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let Some(s) = summary(run) else { continue };
-        let points: Vec<(f64, f64)> = match s.get("latency_cdf").and_then(Value::as_array) {
-            Some(cdf) => cdf
-                .iter()
-                .filter_map(|p| Some((us(num(p, &["latency_ns"])?), num(p, &["fraction"])?)))
-                .collect(),
-            None => op_percentiles(s),
-        };
-        cdfs.push(line(label(i), points, i, Style::Solid));
+        cdfs.push(line(label(i), latency_cdf_points(s), i, Style::Solid));
     }
     plots.xy(
         "latency-cdf",

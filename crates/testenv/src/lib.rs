@@ -22,6 +22,8 @@
 //! }
 //! ```
 
+pub mod chromium;
+
 /// The environment variable `.ci/run` sets (to `1`) to make [`missing`] fail instead of skip.
 pub const REQUIRE_ALL_VAR: &str = "STORSIM_TEST_REQUIRE_ALL";
 
