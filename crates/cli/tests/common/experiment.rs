@@ -25,7 +25,8 @@ pub fn run_script(script: &str, out: &Path) {
 }
 
 /// Runs a sweep spec (a path from the repository root) at the quick size into `out` and
-/// returns its results table; every point must have succeeded.
+/// returns its results table; every point must have succeeded and the report page (the spec's
+/// plots) must be there.
 pub fn run_sweep(spec: &str, out: &Path) -> Results {
     let o = storsim(&[
         "sweep",
@@ -37,6 +38,7 @@ pub fn run_sweep(spec: &str, out: &Path) -> Results {
         "--quiet",
     ]);
     assert!(o.status.success(), "sweep {spec} failed: {}", stderr(&o));
+    assert!(out.join("report.html").is_file(), "{spec}: no report.html");
     let text = std::fs::read_to_string(out.join("results.csv")).unwrap();
     let mut rows = csv_rows(&text);
     let header = rows.remove(0);
