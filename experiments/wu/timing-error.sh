@@ -38,6 +38,11 @@ seconds=${PROFILE_SECONDS:-$seconds}
 # 18ES with DiskSim's validated parameters is a SCSI disk of the same maker and years.
 device=${DEVICE:-disksim-ibm18es}
 
+if ! fio --enghelp 2>/dev/null | grep -qw nbd; then
+    echo "timing-error.sh: needs fio with its nbd engine (Debian's fio package has it)" >&2
+    exit 1
+fi
+
 mkdir -p "$out"
 rm -f "$out/emulate.json" "$out/emulate.out" "$out/nbd.sock"
 
