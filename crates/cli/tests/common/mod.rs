@@ -3,7 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-// Not every test binary drives external tools; those that do not leave these unused.
+// Not every test binary drives external tools or runs experiments; those that do not leave
+// these unused.
+#[allow(dead_code)]
+pub mod experiment;
 #[allow(dead_code)]
 pub mod system;
 use std::process::{Command, Output};
