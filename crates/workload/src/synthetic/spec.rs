@@ -75,7 +75,7 @@ pub enum BlockSize {
         min_bytes: u64,
         max_bytes: u64,
     },
-    /// fio's `bssplit`: every request's size is drawn from one discrete distribution.
+    /// fio's `bssplit`: every request's size is drawn from `shares`, in their order.
     Split {
         shares: Vec<SizeShare>,
     },
@@ -90,6 +90,7 @@ pub enum BlockSize {
 /// One size of a `bssplit` and how often it is drawn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SizeShare {
+    /// The request size.
     pub bytes: u64,
     /// The percentage of requests of this size; `None` means an equal part of what the
     /// entries with a percentage leave over (fio's `4k/50:8k/:16k/`: 25 % each for 8k and 16k).
