@@ -245,7 +245,7 @@ pub struct SweepArgs {
 
 #[derive(Args)]
 pub struct InspectArgs {
-    /// The trace file.
+    /// The trace file, or a `synthetic:` spec that gives `span` (the requests it generates).
     pub trace: PathBuf,
     #[command(flatten)]
     pub options: TraceArgs,

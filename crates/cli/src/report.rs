@@ -838,6 +838,7 @@ pub fn inspect_json(name: &str, c: &Characterisation) -> Value {
             "requests": n,
         })).collect::<Vec<_>>(),
         "sequential_fraction": c.sequential_fraction,
+        "random_write_fraction": c.random_write_fraction,
         "mean_interarrival_ns": c.mean_interarrival_ns,
         "span_ns": c.span_ns,
         "address_range_bytes": c.address_range.map(|(lo, hi)| json!({"min_offset": lo, "max_end": hi})),
@@ -884,6 +885,10 @@ pub fn inspect_text(name: &str, c: &Characterisation) -> String {
     out += &format!(
         "sequential     {} (starts where the same device's previous request ended)\n",
         opt(c.sequential_fraction, 100.0, " %")
+    );
+    out += &format!(
+        "random writes  {} of writes (do not start where the same device's previous write ended)\n",
+        opt(c.random_write_fraction, 100.0, " %")
     );
     out += &format!(
         "inter-arrival  {} mean\n",

@@ -497,6 +497,78 @@ fn inspect_reports_skipped_records() {
 }
 
 #[test]
+fn inspect_reports_the_fraction_of_random_writes() {
+    // MQSim: time_ns dev sector sectors type(0 = write, 1 = read). Four writes: the first
+    // (random: it continues nothing), one that continues it across a read elsewhere, one that
+    // jumps (random), one that continues that.
+    let tmp = temp_dir("inspect-random-writes");
+    let trace = tmp.path().join("writes.mqsim");
+    std::fs::write(
+        &trace,
+        "0 0 0 8 0\n1 0 900 8 1\n2 0 8 8 0\n3 0 64 8 0\n4 0 72 8 0\n",
+    )
+    .unwrap();
+    let json = tmp.path().join("c.json");
+    let trace = trace.to_str().unwrap();
+    let o = storsim(&["inspect", trace, "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["random_write_fraction"], 0.5);
+    let text = String::from_utf8_lossy(&o.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("random writes"))
+        .unwrap_or_else(|| panic!("no random-write line in {text}"));
+    assert!(line.contains("50.00 % of writes"), "{line}");
+}
+
+/// A synthetic spec with a span is inspected as the requests it generates: a bssplit's sizes
+/// and percentage_random's random writes show in the characterisation.
+#[test]
+fn inspect_characterises_the_requests_of_a_synthetic_spec() {
+    let tmp = temp_dir("inspect-synthetic");
+    let json = tmp.path().join("c.json");
+    let spec = "synthetic:rw=randwrite,bssplit=4k/30:64k/70,percentage_random=40,span=1g,\
+                requests=20000,seed=5";
+    let o = storsim(&["inspect", spec, "--json", json.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["requests"], 20000);
+    assert!(v["trace"]
+        .as_str()
+        .unwrap()
+        .contains("bssplit=4k/30:64k/70"));
+    let bucket = |bytes: u64| {
+        v["size_histogram"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["upper_bound_bytes"] == bytes)
+            .unwrap()["requests"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(bucket(4096) + bucket(65536), 20000);
+    // Binomial counts of 20000 draws: standard errors 0.0032 and 0.0035; 0.02 is about six.
+    let small = bucket(4096) as f64 / 20000.0;
+    assert!((small - 0.3).abs() < 0.02, "4 KiB share {small}");
+    let random = v["random_write_fraction"].as_f64().unwrap();
+    assert!((random - 0.4).abs() < 0.02, "random writes {random}");
+
+    // Without a span there is nothing for the requests to fill; a closed loop with a duration
+    // has no end without a device.
+    for (spec, key) in [
+        ("synthetic:rw=randwrite,requests=10", "span"),
+        ("synthetic:rw=randwrite,span=1g,duration=1s", "requests"),
+        ("vdbench:random-read-small", "span"),
+    ] {
+        let o = storsim(&["inspect", spec]);
+        assert_eq!(o.status.code(), Some(2), "{spec}: {}", stderr(&o));
+        assert!(stderr(&o).contains(key), "{spec}: {}", stderr(&o));
+    }
+}
+
+#[test]
 fn closed_loop_replay_of_a_trace_overrides_its_timestamps() {
     let (v, _) = simulate_json(
         "stec-zeus",

@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::{counter, simulate_json, stderr, storsim, temp_dir};
-use serde_json::Value;
+use common::{counter, fraction_within, simulate_json, stderr, storsim, temp_dir};
 
 #[test]
 fn the_example_controller_drive_offloads_small_writes() {
@@ -66,18 +65,6 @@ fn a_bad_hybrid_file_exits_2_naming_the_key() {
         err.contains("bad-hybrid.toml") && err.contains("hybrid.disk"),
         "{err}"
     );
-}
-
-/// The fraction of requests that completed within `limit_ns`, read off the run's response-time
-/// CDF (steps of 0.01): the largest fraction whose latency is at most the limit.
-fn fraction_within(v: &Value, limit_ns: u64) -> f64 {
-    v["summary"]["latency_cdf"]
-        .as_array()
-        .expect("a latency CDF")
-        .iter()
-        .filter(|p| p["latency_ns"].as_u64().unwrap() <= limit_ns)
-        .map(|p| p["fraction"].as_f64().unwrap())
-        .fold(0.0, f64::max)
 }
 
 /// The thesis' Fig. 5.9 finding on the 2007 preset: on small random writes (with some reads)

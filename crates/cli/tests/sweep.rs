@@ -4,6 +4,7 @@
 
 mod common;
 
+use common::experiment::csv_rows;
 use common::{stderr, storsim, temp_dir};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -73,31 +74,6 @@ fn results(out: &Path) -> (Vec<String>, Vec<Vec<String>>) {
     let mut reader = csv_rows(&text);
     let header = reader.remove(0);
     (header, reader)
-}
-
-/// CSV rows, with quoted fields (the error column's messages hold commas).
-fn csv_rows(text: &str) -> Vec<Vec<String>> {
-    let mut rows = Vec::new();
-    let mut row = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            ('"', _) => quoted = !quoted,
-            (',', false) => row.push(std::mem::take(&mut field)),
-            ('\n', false) => {
-                row.push(std::mem::take(&mut field));
-                rows.push(std::mem::take(&mut row));
-            }
-            (c, _) => field.push(c),
-        }
-    }
-    rows
 }
 
 fn column<'a>(header: &[String], row: &'a [String], name: &str) -> &'a str {

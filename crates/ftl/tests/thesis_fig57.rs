@@ -25,6 +25,11 @@
 //! sequential requests, only a request's first page can be one the previous request wrote. A
 //! control run writes the same 85 MiB in aligned 128 KiB requests: then even the page-level FTL
 //! erases nothing.
+//!
+//! The figure itself, for all four of the thesis' FTLs and through the whole SSD model, is the
+//! sweep `experiments/konanki/fig5-7-wear.toml` (docs/experiments/konanki.md), which draws the
+//! request sizes from the thesis' Table 5.1 instead of an ext2 layout; this test keeps the
+//! FTL-level reconstruction.
 
 use storsim_flash::{BlockId, FlashOpKind, Geometry};
 use storsim_ftl::{Ftl, FtlConfig};

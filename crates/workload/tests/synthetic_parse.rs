@@ -3,7 +3,8 @@
 
 use storsim_core::Prng;
 use storsim_workload::synthetic::{
-    self, AccessPattern, AddressDist, Arrival, BlockSize, Limit, Load, OpMix, SyntheticSpec,
+    self, AccessPattern, AddressDist, Arrival, BlockSize, Limit, Load, OpMix, SizeShare,
+    SyntheticSpec,
 };
 use storsim_workload::{Pacing, Record, WorkloadError};
 
@@ -162,6 +163,50 @@ fn block_size_ranges() {
     );
 }
 
+fn shares(entries: &[(u64, Option<u8>)]) -> Vec<SizeShare> {
+    entries
+        .iter()
+        .map(|&(bytes, percent)| SizeShare { bytes, percent })
+        .collect()
+}
+
+#[test]
+fn bssplit_lists_sizes_with_percentages() {
+    assert_eq!(
+        parse_ok("bssplit=4k/10:64k/50:32k/40").block_size,
+        BlockSize::Split {
+            shares: shares(&[
+                (4 * KIB, Some(10)),
+                (64 * KIB, Some(50)),
+                (32 * KIB, Some(40))
+            ])
+        }
+    );
+    // A size without a percentage (with or without the slash) gets an equal part of the rest.
+    assert_eq!(
+        parse_ok("BSSPLIT = 4k/50:8k/:16K").block_size,
+        BlockSize::Split {
+            shares: shares(&[(4 * KIB, Some(50)), (8 * KIB, None), (16 * KIB, None)])
+        }
+    );
+    assert_eq!(
+        parse_ok("bssplit=1m").block_size,
+        BlockSize::Split {
+            shares: shares(&[(MIB, None)])
+        }
+    );
+    assert_eq!(
+        parse_ok("rw=randrw,bssplit=4k/50:8k/50;64k/100").block_size,
+        BlockSize::SplitPerOp {
+            read: shares(&[(4 * KIB, Some(50)), (8 * KIB, Some(50))]),
+            write: shares(&[(64 * KIB, Some(100))]),
+        }
+    );
+    let spec = parse_ok("bssplit=512/25:128k/75");
+    assert_eq!(spec.block_size.min_bytes(), 512);
+    assert_eq!(spec.block_size.max_bytes(), 128 * KIB);
+}
+
 #[test]
 fn align_and_dist() {
     let spec = parse_ok("rw=randread,align=512,dist=zipf:1.2");
@@ -292,6 +337,16 @@ fn canonical_name_resolves_every_default() {
             "synthetic:rw=randread,percentage_random=100,bs=4k,align=512,dist=zipf:1.2,\
              iodepth=32,thinktime=0ns,requests=100000,span=8m,offset=0,seed=42",
         ),
+        (
+            "rw=randwrite,bssplit=64k/50:4k:8k/",
+            "synthetic:rw=randwrite,percentage_random=100,bssplit=64k/50:4k/:8k/,align=4k,\
+             dist=uniform,iodepth=1,thinktime=0ns,requests=100000,span=1g,offset=0,seed=42",
+        ),
+        (
+            "rw=rw,bssplit=4k/100;1m/100",
+            "synthetic:rw=rw,rwmixread=50,bssplit=4k/100;1m/100,iodepth=1,thinktime=0ns,\
+             requests=100000,span=1g,offset=0,seed=42",
+        ),
     ];
     for (text, expected) in cases {
         let workload = synthetic::build(&parse_ok(text), GIB, 42).expect("build");
@@ -307,6 +362,7 @@ fn canonical_name_round_trips_to_the_same_records() {
         "rw=rw,bs=8k,thinktime=10us,duration=3s",
         "vdbench:mixed-rw-uniform,iodepth=3",
         "vdbench:random-write-large,requests=1000",
+        "rw=randrw,bssplit=4k/62:16k/:64k/;128k/30:512k/70,iops=300",
     ];
     for text in specs {
         let first = synthetic::build(&parse_ok(text), 4 * GIB, 11).expect("build");
@@ -333,6 +389,8 @@ fn display_round_trips_unresolved_specs() {
         "rw=randread,dist=hotcold:0.25:0.75,align=8k",
         "vdbench:random-rw-small",
         "vdbench:mixed-read-large,iodepth=1,requests=5,seed=9",
+        "rw=write,bssplit=8k/39:16k/24:32k/20:64k/10:128k/4:256k/3",
+        "rw=randrw,bssplit=4k/:8k;16k/0:32k/",
     ] {
         let spec = parse_ok(text);
         assert_eq!(parse_ok(&spec.to_string()), spec, "`{text}` -> `{spec}`");
@@ -450,6 +508,47 @@ fn bad_specs_name_the_key_and_value() {
         ("bs=4k,", &["empty item"]),
         (",bs=4k", &["empty item"]),
         ("bs=4k,bs=8k", &["bs", "twice"]),
+        (
+            "bssplit=4k/50:8k/40",
+            &["bssplit=4k/50:8k/40", "sum to 100", "sum to 90"],
+        ),
+        (
+            "bssplit=4k/60:8k/50",
+            &["bssplit=4k/60:8k/50", "sum to 100", "sum to 110"],
+        ),
+        (
+            "bssplit=4k/100:8k/",
+            &["bssplit=4k/100:8k/", "less than 100"],
+        ),
+        (
+            "bssplit=4k/50:4k/50",
+            &["bssplit=4k/50:4k/50", "4k is listed twice"],
+        ),
+        ("bssplit=4k/101", &["bssplit=4k/101", "SIZE/PERCENT"]),
+        (
+            "bssplit=4k/50.5:8k/49.5",
+            &["bssplit=4k/50.5:8k/49.5", "SIZE/PERCENT"],
+        ),
+        ("bssplit=0/100", &["bssplit=0/100", "SIZE/PERCENT"]),
+        ("bssplit=4q/100", &["bssplit=4q/100", "SIZE/PERCENT"]),
+        ("bssplit=", &["bssplit=", "SIZE/PERCENT"]),
+        (
+            "bssplit=4k/50::8k/50",
+            &["bssplit=4k/50::8k/50", "SIZE/PERCENT"],
+        ),
+        ("bssplit=4k;8k;16k", &["bssplit=4k;8k;16k", "READ;WRITE"]),
+        (
+            "rw=randrw,bssplit=4k/50:8k/50;16k/90",
+            &["bssplit=4k/50:8k/50;16k/90", "sum to 90"],
+        ),
+        (
+            "rw=randwrite,bssplit=4k/100;8k/100",
+            &["bssplit=4k/100;8k/100", "mixed"],
+        ),
+        (
+            "bs=4k,bssplit=4k/50:8k/50",
+            &["bs=4k", "bssplit=4k/50:8k/50", "exclude each other"],
+        ),
         ("rw=read,readwrite=write", &["rw", "twice"]),
         (
             "vdbench:random-read-tiny",
@@ -502,6 +601,11 @@ fn device_dependent_errors_name_the_key() {
         ),
         ("bs=8m,span=4m", GIB, &["bs=8m", "span", "4m"]),
         ("rw=randrw,bs=4k-2m", MIB, &["bs=4k-2m", "span", "1m"]),
+        (
+            "rw=randrw,bssplit=4k/50:2m/50",
+            MIB,
+            &["bssplit=4k/50:2m/50", "span", "1m"],
+        ),
         ("rw=read", 0, &["capacity", "0 bytes"]),
     ];
     for (text, capacity, fragments) in cases {
@@ -519,39 +623,55 @@ fn device_dependent_errors_name_the_key() {
 #[test]
 fn hand_built_invalid_specs_are_refused_by_build() {
     let valid = parse_ok("rw=randrw");
-    let mut zero_bs = valid;
+    let mut zero_bs = valid.clone();
     zero_bs.block_size = BlockSize::Fixed { bytes: 0 };
-    let mut bad_range = valid;
+    let mut bad_range = valid.clone();
     bad_range.block_size = BlockSize::Range {
         min_bytes: 3000,
         max_bytes: 4096,
     };
-    let mut bad_percent = valid;
+    let mut bad_percent = valid.clone();
     bad_percent.ops = OpMix::Mixed { read_percent: 200 };
-    let mut bad_theta = valid;
+    let mut bad_theta = valid.clone();
     bad_theta.pattern = AccessPattern::Random {
         random_percent: 100,
         dist: AddressDist::Zipf { theta: -2.0 },
         align_bytes: None,
     };
-    let mut zero_align = valid;
+    let mut zero_align = valid.clone();
     zero_align.pattern = AccessPattern::Random {
         random_percent: 100,
         dist: AddressDist::Uniform,
         align_bytes: Some(0),
     };
-    let mut zero_depth = valid;
+    let mut zero_depth = valid.clone();
     zero_depth.load = Load::Closed {
         iodepth: 0,
         think_ns: 0,
     };
-    let mut zero_iops = valid;
+    let mut zero_iops = valid.clone();
     zero_iops.load = Load::Open {
         iops: 0,
         arrival: Arrival::Fixed,
     };
-    let mut zero_span = valid;
+    let mut zero_span = valid.clone();
     zero_span.span_bytes = Some(0);
+    let share = |bytes: u64, percent: Option<u8>| SizeShare { bytes, percent };
+    let mut short_split = valid.clone();
+    short_split.block_size = BlockSize::Split {
+        shares: vec![share(4096, Some(50)), share(8192, Some(40))],
+    };
+    let mut empty_split = valid.clone();
+    empty_split.block_size = BlockSize::Split { shares: vec![] };
+    let mut zero_split = valid.clone();
+    zero_split.block_size = BlockSize::Split {
+        shares: vec![share(0, Some(100))],
+    };
+    let mut write_only_per_op = parse_ok("rw=randwrite");
+    write_only_per_op.block_size = BlockSize::SplitPerOp {
+        read: vec![share(4096, Some(100))],
+        write: vec![share(8192, Some(100))],
+    };
     let cases = [
         (zero_bs, "bs=0"),
         (bad_range, "bs="),
@@ -561,6 +681,10 @@ fn hand_built_invalid_specs_are_refused_by_build() {
         (zero_depth, "iodepth=0"),
         (zero_iops, "iops=0"),
         (zero_span, "span=0"),
+        (short_split, "bssplit=4k/50:8k/40"),
+        (empty_split, "bssplit="),
+        (zero_split, "bssplit=0/100"),
+        (write_only_per_op, "bssplit=4k/100;8k/100"),
     ];
     for (spec, fragment) in cases {
         let message = spec_error(synthetic::build(&spec, GIB, 1).map(|w| w.name), fragment);
@@ -575,7 +699,7 @@ fn hand_built_invalid_specs_are_refused_by_build() {
 /// whatever builds must generate records inside the device.
 #[test]
 fn no_spec_string_panics() {
-    const PIECES: [&str; 40] = [
+    const PIECES: [&str; 44] = [
         "rw=",
         "randrw",
         "read",
@@ -616,6 +740,10 @@ fn no_spec_string_panics() {
         "µ",
         "vdbench:",
         "mixed-rw-uniform",
+        "bssplit=",
+        "/",
+        ";",
+        "4k/50",
     ];
     let seed = 2024;
     let mut rng = Prng::new(seed);
@@ -646,4 +774,26 @@ fn no_spec_string_panics() {
         built > 100,
         "only {built} random specs built; the fuzzer is not exercising build"
     );
+}
+
+/// The examples of docs/workloads/synthetic.md are specs that parse, so the page cannot drift
+/// from the parser.
+#[test]
+fn the_documented_examples_parse() {
+    let page = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/workloads/synthetic.md"
+    );
+    let text = std::fs::read_to_string(page).expect("docs/workloads/synthetic.md");
+    let examples: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.starts_with("synthetic:"))
+        .collect();
+    assert!(examples.len() >= 8, "found only {examples:?}");
+    for example in examples {
+        let spec = parse_ok(example);
+        synthetic::build(&spec, 64 * GIB, 1)
+            .unwrap_or_else(|e| panic!("documented example `{example}` does not build: {e}"));
+    }
 }

@@ -428,3 +428,108 @@ fn bounded_workloads_report_their_length() {
     let workload = build("rw=randread,requests=1234", GIB, 1);
     assert_eq!(workload.records.size_hint(), (1234, Some(1234)));
 }
+
+/// Counts the requests of each size in `sizes` (bytes), failing on a size outside it.
+fn size_counts(records: &[&Record], sizes: &[u64], what: &str) -> Vec<u64> {
+    let mut counts = vec![0u64; sizes.len()];
+    for r in records {
+        let i = sizes
+            .iter()
+            .position(|&s| s == r.len_bytes)
+            .unwrap_or_else(|| panic!("{what}: {r:?} has a size outside the split"));
+        counts[i] += 1;
+    }
+    counts
+}
+
+/// Asserts that each size's observed frequency is within five standard errors of its expected
+/// fraction: a binomial count of `n` draws with probability `p` has standard error
+/// `sqrt(p (1 - p) / n)`, so a correct generator leaves that band with probability below 1e-6
+/// per size, while a share off by a whole percentage point is caught at the sample sizes used.
+fn assert_mix(counts: &[u64], expected: &[f64], what: &str) {
+    let n: u64 = counts.iter().sum();
+    assert!(n > 0, "{what}: no requests");
+    for (i, (&count, &p)) in counts.iter().zip(expected).enumerate() {
+        let observed = count as f64 / n as f64;
+        let bound = 5.0 * (p * (1.0 - p) / n as f64).sqrt();
+        assert!(
+            (observed - p).abs() <= bound,
+            "{what}: size #{i} drawn with frequency {observed:.5}, expected {p} ± {bound:.5}"
+        );
+    }
+}
+
+#[test]
+fn bssplit_sizes_follow_their_percentages() {
+    let seed = 57;
+    let text = "rw=randwrite,bssplit=4k/10:64k/50:32k/40,requests=200000";
+    let records = generate(text, GIB, seed);
+    let all: Vec<&Record> = records.iter().collect();
+    let what = format!("`{text}` seed {seed}");
+    let counts = size_counts(&all, &[4 * KIB, 64 * KIB, 32 * KIB], &what);
+    assert_mix(&counts, &[0.10, 0.50, 0.40], &what);
+    // Random offsets are aligned to the smallest size and leave room for the largest.
+    assert!(all
+        .iter()
+        .all(|r| r.offset_bytes % (4 * KIB) == 0 && r.offset_bytes + r.len_bytes <= GIB));
+
+    // The thesis' Table 5.3 Firefox column, in 512-byte sectors: sizes from 0.5 % to 62 %.
+    let text = "rw=write,bssplit=8k/62:16k/10:32k/10:64k/12:128k/4:256k/1:512k/1,requests=400000";
+    let records = generate(text, GIB, seed);
+    let all: Vec<&Record> = records.iter().collect();
+    let what = format!("`{text}` seed {seed}");
+    let sizes = [8, 16, 32, 64, 128, 256, 512].map(|k| k * KIB);
+    let counts = size_counts(&all, &sizes, &what);
+    assert_mix(&counts, &[0.62, 0.10, 0.10, 0.12, 0.04, 0.01, 0.01], &what);
+}
+
+#[test]
+fn bssplit_sizes_without_a_percentage_share_the_rest_equally() {
+    let seed = 3;
+    let text = "rw=randread,bssplit=4k/40:8k/:16k:32k/0:64k/,requests=300000";
+    let records = generate(text, GIB, seed);
+    let all: Vec<&Record> = records.iter().collect();
+    let what = format!("`{text}` seed {seed}");
+    let counts = size_counts(
+        &all,
+        &[4 * KIB, 8 * KIB, 16 * KIB, 32 * KIB, 64 * KIB],
+        &what,
+    );
+    assert_eq!(counts[3], 0, "{what}: a size with 0 % was drawn");
+    assert_mix(&counts, &[0.40, 0.20, 0.20, 0.0, 0.20], &what);
+}
+
+#[test]
+fn bssplit_per_operation_draws_reads_and_writes_from_their_own_parts() {
+    let seed = 12;
+    let text = "rw=randrw,rwmixread=30,bssplit=4k/50:8k/50;64k/20:128k/80,requests=300000";
+    let records = generate(text, GIB, seed);
+    let what = format!("`{text}` seed {seed}");
+    let reads: Vec<&Record> = records.iter().filter(|r| r.op == Op::Read).collect();
+    let writes: Vec<&Record> = records.iter().filter(|r| r.op == Op::Write).collect();
+    let counts = size_counts(&reads, &[4 * KIB, 8 * KIB], &format!("{what}, reads"));
+    assert_mix(&counts, &[0.5, 0.5], &format!("{what}, reads"));
+    let counts = size_counts(&writes, &[64 * KIB, 128 * KIB], &format!("{what}, writes"));
+    assert_mix(&counts, &[0.2, 0.8], &format!("{what}, writes"));
+}
+
+#[test]
+fn bssplit_is_deterministic_and_draws_from_the_size_stream_only() {
+    let text = "rw=randrw,bssplit=4k/70:16k/20:1m/10,requests=20000";
+    let a = generate(text, GIB, 7);
+    assert_eq!(a, generate(text, GIB, 7), "`{text}` seed 7 twice");
+    assert_ne!(a, generate(text, GIB, 8), "`{text}` seeds 7 and 8");
+    // Another split changes the sizes (and, through the largest size, the slots random offsets
+    // fall in), but not which requests are reads: operations draw from their own stream.
+    let other = generate("rw=randrw,bssplit=8k/50:32k/50,requests=20000", GIB, 7);
+    let ops = |records: &[Record]| records.iter().map(|r| r.op).collect::<Vec<_>>();
+    assert_eq!(ops(&a), ops(&other), "the split changed the operations");
+    // And the read mix does not change the sizes of a split shared by reads and writes.
+    let more_reads = generate(
+        "rw=randrw,rwmixread=90,bssplit=4k/70:16k/20:1m/10,requests=20000",
+        GIB,
+        7,
+    );
+    let sizes = |records: &[Record]| records.iter().map(|r| r.len_bytes).collect::<Vec<_>>();
+    assert_eq!(sizes(&a), sizes(&more_reads), "rwmixread changed the sizes");
+}

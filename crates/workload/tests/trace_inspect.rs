@@ -35,6 +35,9 @@ fn small_trace_is_characterised_exactly() {
     // Per device: the second request on device 0 follows the first, the second on device 1
     // follows its first; the third on device 0 does not. Three requests have a predecessor.
     assert_eq!(c.sequential_fraction, Some(2.0 / 3.0));
+    // Both writes are on device 0: the first continues no earlier write, and the second does
+    // not continue the first.
+    assert_eq!(c.random_write_fraction, Some(1.0));
     assert_eq!(c.mean_interarrival_ns, Some(2500.0));
     assert_eq!(c.span_ns, 10_000);
     assert_eq!(c.address_range, Some((0, 8192 + 2 * 1024 * 1024)));
@@ -71,9 +74,10 @@ fn an_empty_trace_has_no_means() {
         (
             c.read_percent,
             c.sequential_fraction,
+            c.random_write_fraction,
             c.mean_interarrival_ns
         ),
-        (None, None, None)
+        (None, None, None, None)
     );
     assert_eq!((c.span_ns, c.address_range), (0, None));
 }
@@ -99,4 +103,50 @@ fn too_many_devices_to_count_is_an_error() {
         err.contains("line 65537: device 65536 is more than the 65536 devices"),
         "{err}"
     );
+}
+
+#[test]
+fn random_writes_are_those_that_do_not_continue_the_previous_write() {
+    // MQSim: time_ns dev sector sectors type(1 = read, 0 = write). Ten writes, five random:
+    let text = "\
+0 0 0 8 0
+1 0 8 8 0
+2 0 5000 8 1
+3 0 16 16 0
+4 1 32 8 0
+5 0 32 8 0
+6 1 40 8 0
+7 0 48 8 0
+8 0 48 8 0
+9 0 1000 8 0
+10 0 1008 8 0
+";
+    // 0: device 0's first write: random (it continues nothing). 1: continues it. 2: a read elsewhere, which does not
+    // break the run of writes, so 3 continues write 1. 4: device 1's first write: random.
+    // 5: continues write 3 on device 0, though device 1 wrote in between. 6: continues 4 on
+    // device 1. 7: skips sectors 40-47: random. 8: rewrites 7's place: random. 9: random.
+    // 10: continues 9.
+    let path = temp_path("inspect-random-writes", "");
+    std::fs::write(&path, text).unwrap();
+    let opts = TraceOptions {
+        devices: DeviceSelection::Overlay,
+        ..TraceOptions::default()
+    };
+    let c = inspect(open(&path, &opts).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(c.count(Op::Write), 10);
+    assert_eq!(c.random_write_fraction, Some(0.5));
+    // The request-level figure counts the read, which breaks device 0's run there: of the nine
+    // requests with a predecessor on their device, 1, 5, 6 and 10 continue it.
+    assert_eq!(c.sequential_fraction, Some(4.0 / 9.0));
+}
+
+#[test]
+fn a_trace_without_writes_has_no_random_write_fraction() {
+    let path = temp_path("inspect-reads", "");
+    std::fs::write(&path, "0 0 0 8 1\n1 0 800 8 1\n").unwrap();
+    let c = inspect(open(&path, &TraceOptions::default()).unwrap()).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(c.random_write_fraction, None);
+    assert_eq!(c.sequential_fraction, Some(0.0));
 }

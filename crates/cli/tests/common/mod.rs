@@ -3,7 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-// Not every test binary drives external tools; those that do not leave these unused.
+// Not every test binary drives external tools or runs experiments; those that do not leave
+// these unused.
+#[allow(dead_code)]
+pub mod experiment;
 #[allow(dead_code)]
 pub mod system;
 use std::process::{Command, Output};
@@ -67,4 +70,17 @@ pub fn counter(v: &serde_json::Value, name: &str) -> f64 {
     v["device"]["counters"][name]
         .as_f64()
         .unwrap_or_else(|| panic!("no counter {name} in {}", v["device"]["counters"]))
+}
+
+/// The fraction of requests that completed within `limit_ns`, read off a run's response-time
+/// CDF (steps of 0.01): the largest fraction whose latency is at most the limit.
+#[allow(dead_code)]
+pub fn fraction_within(v: &serde_json::Value, limit_ns: u64) -> f64 {
+    v["summary"]["latency_cdf"]
+        .as_array()
+        .expect("a latency CDF")
+        .iter()
+        .filter(|p| p["latency_ns"].as_u64().unwrap() <= limit_ns)
+        .map(|p| p["fraction"].as_f64().unwrap())
+        .fold(0.0, f64::max)
 }

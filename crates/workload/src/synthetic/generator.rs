@@ -7,8 +7,8 @@
 
 use super::address::Positions;
 use super::spec::{
-    format_block_size, format_size, spec_error, AccessPattern, Arrival, BlockSize, Limit, Load,
-    OpMix, SyntheticSpec,
+    block_size_key, format_block_size, format_size, spec_error, split_fractions, AccessPattern,
+    Arrival, BlockSize, Limit, Load, OpMix, SizeShare, SyntheticSpec,
 };
 use crate::{Origin, Pacing, Record, Workload, WorkloadError};
 use std::cell::Cell;
@@ -102,9 +102,10 @@ impl Layout {
         let max_block_bytes = spec.block_size.max_bytes();
         if max_block_bytes > span_bytes {
             return Err(spec_error(format!(
-                "{label}: bs={}: expected requests no larger than the span ({span_bytes} bytes \
+                "{label}: {}={}: expected requests no larger than the span ({span_bytes} bytes \
                  = {})",
-                format_block_size(spec.block_size),
+                block_size_key(&spec.block_size),
+                format_block_size(&spec.block_size),
                 format_size(span_bytes)
             )));
         }
@@ -128,7 +129,7 @@ impl Layout {
 /// The spec with every default resolved, as text. An unmodified vdbench profile keeps its short
 /// form, which implies the whole device and the profile's alignment.
 fn canonical_name(spec: &SyntheticSpec, layout: &Layout, seed: u64) -> String {
-    let mut named = *spec;
+    let mut named = spec.clone();
     named.seed = Some(seed);
     let short = named.to_string();
     if short.starts_with("vdbench:") {
@@ -157,6 +158,61 @@ enum SizeChooser {
         min_bytes: u64,
         steps: u64,
     },
+    /// A `bssplit`: one table for every request.
+    Table(SizeTable),
+    /// A `bssplit` with a read part and a write part.
+    TablePerOp {
+        read: SizeTable,
+        write: SizeTable,
+    },
+}
+
+/// A `bssplit` part ready to draw from: the size whose cumulative threshold a raw 64-bit draw
+/// first falls below, as [`percent_threshold`] does for one probability.
+struct SizeTable {
+    /// `(threshold, bytes)` for every size with a share except the last, thresholds rising:
+    /// the cumulative share up to and including that size, times 2^64.
+    below: Vec<(u64, u64)>,
+    /// The last size with a share, drawn when the draw passes every threshold.
+    last_bytes: u64,
+}
+
+impl SizeTable {
+    fn new(shares: &[SizeShare]) -> SizeTable {
+        let (numerators, denominator) = split_fractions(shares);
+        // Sizes with no share are never drawn; leaving them out keeps the scan short and
+        // makes the last size one that has a share.
+        let drawn: Vec<(u64, u64)> = shares
+            .iter()
+            .zip(numerators)
+            .filter(|(_, numerator)| *numerator > 0)
+            .map(|(share, numerator)| (share.bytes, numerator))
+            .collect();
+        let (&(last_bytes, _), rest) = drawn
+            .split_last()
+            .expect("a checked split has a size with a share");
+        let mut cumulative = 0u64;
+        let below = rest
+            .iter()
+            .map(|&(bytes, numerator)| {
+                cumulative += numerator;
+                // Below the denominator, because the last size's share is still to come, so
+                // the threshold fits in 64 bits.
+                let threshold = ((u128::from(cumulative) << 64) / u128::from(denominator)) as u64;
+                (threshold, bytes)
+            })
+            .collect();
+        SizeTable { below, last_bytes }
+    }
+
+    #[inline]
+    fn draw(&self, rng: &mut Prng) -> u64 {
+        let draw = rng.next_u64();
+        self.below
+            .iter()
+            .find(|(threshold, _)| draw < *threshold)
+            .map_or(self.last_bytes, |(_, bytes)| *bytes)
+    }
 }
 
 enum Placement {
@@ -220,14 +276,19 @@ impl Generator {
                 read_below: percent_threshold(read_percent),
             },
         };
-        let sizes = match spec.block_size {
-            BlockSize::Fixed { bytes } => SizeChooser::Fixed(bytes),
-            BlockSize::Range {
+        let sizes = match &spec.block_size {
+            &BlockSize::Fixed { bytes } => SizeChooser::Fixed(bytes),
+            &BlockSize::Range {
                 min_bytes,
                 max_bytes,
             } => SizeChooser::Steps {
                 min_bytes,
                 steps: max_bytes / min_bytes,
+            },
+            BlockSize::Split { shares } => SizeChooser::Table(SizeTable::new(shares)),
+            BlockSize::SplitPerOp { read, write } => SizeChooser::TablePerOp {
+                read: SizeTable::new(read),
+                write: SizeTable::new(write),
             },
         };
         let placement = match spec.pattern {
@@ -351,9 +412,17 @@ impl Iterator for Generator {
                 }
             }
         };
-        let len_bytes = match self.sizes {
-            SizeChooser::Fixed(bytes) => bytes,
-            SizeChooser::Steps { min_bytes, steps } => min_bytes * (1 + self.size_rng.below(steps)),
+        let len_bytes = match &self.sizes {
+            SizeChooser::Fixed(bytes) => *bytes,
+            SizeChooser::Steps { min_bytes, steps } => {
+                min_bytes * (1 + self.size_rng.below(*steps))
+            }
+            SizeChooser::Table(table) => table.draw(&mut self.size_rng),
+            // Synthetic workloads issue no trims or flushes; they would count as reads.
+            SizeChooser::TablePerOp { read, write } => match op {
+                Op::Write => write.draw(&mut self.size_rng),
+                Op::Read | Op::Trim | Op::Flush => read.draw(&mut self.size_rng),
+            },
         };
         let offset_bytes = match &self.placement {
             Placement::Sequential => self.sequential_start(len_bytes),

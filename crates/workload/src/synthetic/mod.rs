@@ -28,7 +28,9 @@ mod vdbench;
 
 pub use generator::build;
 pub use parse::{parse, parse_duration, parse_size};
-pub use spec::{AccessPattern, AddressDist, Arrival, BlockSize, Limit, Load, OpMix, SyntheticSpec};
+pub use spec::{
+    AccessPattern, AddressDist, Arrival, BlockSize, Limit, Load, OpMix, SizeShare, SyntheticSpec,
+};
 pub use vdbench::{vdbench_profiles, VdbenchProfile};
 
 /// The key reference, for the command line's help text.
@@ -46,8 +48,12 @@ Synthetic workloads: synthetic:key=value,key=value,...  (the prefix is optional)
                      continue where the previous request ended. Default 100.
   bs=SIZE|LOW-HIGH   request size, or sizes drawn uniformly from the multiples of LOW in
                      [LOW, HIGH] (HIGH a multiple of LOW). Default 4k.
+  bssplit=SPLIT      instead of bs: sizes drawn with the given percentages, fio's syntax
+                     SIZE/PCT:SIZE/PCT..., e.g. 4k/60:64k/40 (they sum to 100; a PCT left out,
+                     as in 4k/50:8k/:16k/, is an equal part of the rest). Mixed workloads may
+                     give a read part and a write part: READ_SPLIT;WRITE_SPLIT (fio's comma).
   align=SIZE         random modes only: random offsets are offset + a multiple of this.
-                     Default bs (the lower bound of a range).
+                     Default bs (the lower bound of a range, the smallest size of a split).
   dist=DIST          random modes only: uniform | zipf:THETA (popularity of rank k is
                      proportional to k^-THETA; ranks scattered over the span by a seeded
                      permutation) | hotcold:HOT_SPAN:HOT_ACCESSES (the first HOT_SPAN fraction of

@@ -4,8 +4,9 @@
 //! says what was expected, because the user typed the spec by hand and needs to find the typo.
 
 use super::spec::{
-    check_dist, format_dist, format_duration, format_size, spec_error, AccessPattern, AddressDist,
-    Arrival, BlockSize, Limit, Load, OpMix, SyntheticSpec, DEFAULT_BLOCK_BYTES, DEFAULT_REQUESTS,
+    check_dist, format_block_size, format_dist, format_duration, format_size, spec_error,
+    AccessPattern, AddressDist, Arrival, BlockSize, Limit, Load, OpMix, SizeShare, SyntheticSpec,
+    DEFAULT_BLOCK_BYTES, DEFAULT_REQUESTS,
 };
 use super::vdbench::VdbenchProfile;
 use crate::WorkloadError;
@@ -18,6 +19,7 @@ enum Key {
     RwMixRead,
     PercentageRandom,
     Bs,
+    BsSplit,
     Align,
     Dist,
     IoDepth,
@@ -31,11 +33,12 @@ enum Key {
     Seed,
 }
 
-const KEYS: [(Key, &str); 15] = [
+const KEYS: [(Key, &str); 16] = [
     (Key::Rw, "rw"),
     (Key::RwMixRead, "rwmixread"),
     (Key::PercentageRandom, "percentage_random"),
     (Key::Bs, "bs"),
+    (Key::BsSplit, "bssplit"),
     (Key::Align, "align"),
     (Key::Dist, "dist"),
     (Key::IoDepth, "iodepth"),
@@ -107,6 +110,7 @@ struct Given {
     rwmixread: Option<u8>,
     percentage_random: Option<u8>,
     bs: Option<BlockSize>,
+    bssplit: Option<BlockSize>,
     align: Option<u64>,
     dist: Option<AddressDist>,
     iodepth: Option<u32>,
@@ -249,6 +253,7 @@ fn store(given: &mut Given, key: Key, value: &str) -> Result<(), String> {
         Key::RwMixRead => given.rwmixread = Some(parse_percent(value)?),
         Key::PercentageRandom => given.percentage_random = Some(parse_percent(value)?),
         Key::Bs => given.bs = Some(parse_block_size(value)?),
+        Key::BsSplit => given.bssplit = Some(parse_bssplit(value)?),
         Key::Align => given.align = Some(parse_positive_size(value)?),
         Key::Dist => given.dist = Some(parse_dist(value)?),
         Key::IoDepth => {
@@ -330,6 +335,20 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
         }
         AccessPattern::Sequential
     };
+    let block_size = match (given.bs.clone(), given.bssplit.clone()) {
+        (Some(bs), Some(split)) => {
+            return Err(spec_error(format!(
+                "{label}: bs={} and bssplit={} exclude each other: bs gives one size or a \
+                 range, bssplit a list of sizes with their percentages",
+                format_block_size(&bs),
+                format_block_size(&split)
+            )));
+        }
+        (Some(sizes), None) | (None, Some(sizes)) => sizes,
+        (None, None) => BlockSize::Fixed {
+            bytes: DEFAULT_BLOCK_BYTES,
+        },
+    };
     let load = match (given.iodepth, given.iops) {
         (Some(iodepth), Some(iops)) => {
             return Err(spec_error(format!(
@@ -365,9 +384,7 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
     let spec = SyntheticSpec {
         ops,
         pattern,
-        block_size: given.bs.unwrap_or(BlockSize::Fixed {
-            bytes: DEFAULT_BLOCK_BYTES,
-        }),
+        block_size,
         load,
         limit: limit(&given, Dialect::Synthetic)?.unwrap_or(Limit::Requests {
             count: DEFAULT_REQUESTS,
@@ -467,6 +484,44 @@ fn parse_block_size(value: &str) -> Result<BlockSize, String> {
         min_bytes,
         max_bytes,
     })
+}
+
+const BSSPLIT_EXPECTED: &str = "SIZE/PERCENT entries joined by `:`, e.g. 4k/60:64k/40 \
+     (a PERCENT left out, as in 4k/50:8k/:16k/, is an equal part of the rest), or a READ;WRITE \
+     pair of such lists";
+
+/// Parses `bssplit`: fio's `SIZE/PERCENT:SIZE/PERCENT...`, or a read part and a write part.
+/// fio separates the parts with a comma, which a spec uses between keys, so here it is `;`.
+/// The percentages' sums are checked with the rest of the spec (`SyntheticSpec::check`).
+fn parse_bssplit(value: &str) -> Result<BlockSize, String> {
+    let parts: Vec<&str> = value.split(';').collect();
+    match parts[..] {
+        [all] => Ok(BlockSize::Split {
+            shares: parse_split_part(all)?,
+        }),
+        [read, write] => Ok(BlockSize::SplitPerOp {
+            read: parse_split_part(read)?,
+            write: parse_split_part(write)?,
+        }),
+        _ => Err(BSSPLIT_EXPECTED.into()),
+    }
+}
+
+fn parse_split_part(part: &str) -> Result<Vec<SizeShare>, String> {
+    part.split(':')
+        .map(|entry| {
+            let (size, percent) = match entry.split_once('/') {
+                Some((size, percent)) => (size.trim(), percent.trim()),
+                None => (entry.trim(), ""),
+            };
+            let bytes = parse_positive_size(size).map_err(|_| BSSPLIT_EXPECTED.to_string())?;
+            let percent = match percent {
+                "" => None,
+                text => Some(parse_percent(text).map_err(|_| BSSPLIT_EXPECTED.to_string())?),
+            };
+            Ok(SizeShare { bytes, percent })
+        })
+        .collect()
 }
 
 fn parse_count(value: &str) -> Result<u64, String> {

@@ -9,14 +9,14 @@ use std::fmt;
 /// `parse` produces it from text and `build` turns it into a [`crate::Workload`]. The three
 /// `Option` fields are the only values that depend on the device or the caller: `None` means
 /// "the default", which `build` resolves from the device capacity and the caller's seed.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct SyntheticSpec {
     /// Which operations are issued (fio's `rw` and `rwmixread`).
     pub ops: OpMix,
     /// How request offsets are chosen (fio's `rw`, `percentage_random`, `random_distribution`
     /// and `blockalign`).
     pub pattern: AccessPattern,
-    /// Request sizes (fio's `bs`).
+    /// Request sizes (fio's `bs` or `bssplit`).
     pub block_size: BlockSize,
     /// Closed loop (`iodepth`, `thinktime`) or open loop (`iops`, `arrival`).
     pub load: Load,
@@ -64,7 +64,7 @@ pub enum AccessPattern {
 }
 
 /// Request sizes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BlockSize {
     Fixed {
         bytes: u64,
@@ -75,22 +75,111 @@ pub enum BlockSize {
         min_bytes: u64,
         max_bytes: u64,
     },
+    /// fio's `bssplit`: every request's size is drawn from `shares`, in their order.
+    Split {
+        shares: Vec<SizeShare>,
+    },
+    /// fio's `bssplit` with a read part and a write part: reads draw their sizes from `read`,
+    /// writes from `write`. Only mixed workloads have both kinds of request.
+    SplitPerOp {
+        read: Vec<SizeShare>,
+        write: Vec<SizeShare>,
+    },
+}
+
+/// One size of a `bssplit` and how often it is drawn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SizeShare {
+    /// The request size.
+    pub bytes: u64,
+    /// The percentage of requests of this size; `None` means an equal part of what the
+    /// entries with a percentage leave over (fio's `4k/50:8k/:16k/`: 25 % each for 8k and 16k).
+    pub percent: Option<u8>,
 }
 
 impl BlockSize {
-    pub fn min_bytes(self) -> u64 {
+    /// The smallest size a request can have.
+    pub fn min_bytes(&self) -> u64 {
         match self {
-            BlockSize::Fixed { bytes } => bytes,
-            BlockSize::Range { min_bytes, .. } => min_bytes,
+            BlockSize::Fixed { bytes } => *bytes,
+            BlockSize::Range { min_bytes, .. } => *min_bytes,
+            BlockSize::Split { shares } => smallest(shares),
+            BlockSize::SplitPerOp { read, write } => smallest(read).min(smallest(write)),
         }
     }
 
-    pub fn max_bytes(self) -> u64 {
+    /// The largest size a request can have.
+    pub fn max_bytes(&self) -> u64 {
         match self {
-            BlockSize::Fixed { bytes } => bytes,
-            BlockSize::Range { max_bytes, .. } => max_bytes,
+            BlockSize::Fixed { bytes } => *bytes,
+            BlockSize::Range { max_bytes, .. } => *max_bytes,
+            BlockSize::Split { shares } => largest(shares),
+            BlockSize::SplitPerOp { read, write } => largest(read).max(largest(write)),
         }
     }
+}
+
+// An empty split has no sizes; `check` refuses it, and these answers keep the layout's
+// arithmetic away from a division by zero until it does.
+fn smallest(shares: &[SizeShare]) -> u64 {
+    shares.iter().map(|s| s.bytes).min().unwrap_or(1)
+}
+
+fn largest(shares: &[SizeShare]) -> u64 {
+    shares.iter().map(|s| s.bytes).max().unwrap_or(1)
+}
+
+/// Each share of a split as a fraction `numerator / denominator` of the requests, in the
+/// split's order. The shares without a percentage divide what the others leave equally, so the
+/// common denominator is 100 times their number (100 when every share has one); the
+/// numerators sum to the denominator exactly, so no rounding drifts a size's frequency.
+pub(crate) fn split_fractions(shares: &[SizeShare]) -> (Vec<u64>, u64) {
+    let unstated = shares.iter().filter(|s| s.percent.is_none()).count() as u64;
+    let stated: u64 = shares.iter().filter_map(|s| s.percent).map(u64::from).sum();
+    let denominator = 100 * unstated.max(1);
+    let numerators = shares
+        .iter()
+        .map(|s| match s.percent {
+            Some(p) => u64::from(p) * unstated.max(1),
+            None => 100u64.saturating_sub(stated),
+        })
+        .collect();
+    (numerators, denominator)
+}
+
+/// Checks one part of a `bssplit`; the error is the "expected ..." part of the message.
+pub(crate) fn check_split(shares: &[SizeShare]) -> Result<(), String> {
+    if shares.is_empty() {
+        return Err("at least one SIZE/PERCENT entry, e.g. 4k/60:64k/40".into());
+    }
+    for (i, share) in shares.iter().enumerate() {
+        if share.bytes == 0 {
+            return Err("sizes of at least 1 byte".into());
+        }
+        if share.percent.is_some_and(|p| p > 100) {
+            return Err("percentages from 0 to 100".into());
+        }
+        if shares[..i].iter().any(|s| s.bytes == share.bytes) {
+            return Err(format!(
+                "each size once ({} is listed twice)",
+                format_size(share.bytes)
+            ));
+        }
+    }
+    let stated: u64 = shares.iter().filter_map(|s| s.percent).map(u64::from).sum();
+    let unstated = shares.iter().filter(|s| s.percent.is_none()).count();
+    if unstated == 0 && stated != 100 {
+        return Err(format!(
+            "percentages that sum to 100 (these sum to {stated})"
+        ));
+    }
+    if unstated > 0 && stated >= 100 {
+        return Err(format!(
+            "stated percentages that sum to less than 100, so that the sizes without one get a \
+             part of the rest (these sum to {stated})"
+        ));
+    }
+    Ok(())
 }
 
 /// Where random positions fall inside the span.
@@ -185,16 +274,16 @@ impl SyntheticSpec {
             }
             check_dist(dist)?;
         }
-        match self.block_size {
+        match &self.block_size {
             BlockSize::Fixed { bytes: 0 } => {
                 return bad("bs", "0".into(), "a size of at least 1 byte");
             }
             BlockSize::Fixed { .. } => {}
-            BlockSize::Range {
+            &BlockSize::Range {
                 min_bytes,
                 max_bytes,
             } => {
-                let value = format_block_size(self.block_size);
+                let value = format_block_size(&self.block_size);
                 if min_bytes == 0 {
                     return bad("bs", value, "a lower bound of at least 1 byte");
                 }
@@ -203,6 +292,24 @@ impl SyntheticSpec {
                         "bs",
                         value,
                         "an upper bound that is a multiple of the lower bound",
+                    );
+                }
+            }
+            BlockSize::Split { shares } => {
+                if let Err(expected) = check_split(shares) {
+                    return bad("bssplit", format_block_size(&self.block_size), &expected);
+                }
+            }
+            BlockSize::SplitPerOp { read, write } => {
+                if let Err(expected) = check_split(read).and_then(|()| check_split(write)) {
+                    return bad("bssplit", format_block_size(&self.block_size), &expected);
+                }
+                if !matches!(self.ops, OpMix::Mixed { .. }) {
+                    return bad(
+                        "bssplit",
+                        format_block_size(&self.block_size),
+                        "one part for every request: a READ;WRITE pair only applies to mixed \
+                         workloads (rw=randrw or rw=rw)",
                     );
                 }
             }
@@ -292,17 +399,41 @@ pub(crate) fn format_size(bytes: u64) -> String {
     bytes.to_string()
 }
 
-/// Writes a block size as `bs` takes it: `4k` or `4k-128k`.
-pub(crate) fn format_block_size(block_size: BlockSize) -> String {
+/// Writes a block size as its key takes it: `4k` or `4k-128k` (`bs`), `4k/60:64k/` or
+/// `4k/100;64k/100` (`bssplit`).
+pub(crate) fn format_block_size(block_size: &BlockSize) -> String {
     match block_size {
-        BlockSize::Fixed { bytes } => format_size(bytes),
+        BlockSize::Fixed { bytes } => format_size(*bytes),
         BlockSize::Range {
             min_bytes,
             max_bytes,
         } => {
-            format!("{}-{}", format_size(min_bytes), format_size(max_bytes))
+            format!("{}-{}", format_size(*min_bytes), format_size(*max_bytes))
+        }
+        BlockSize::Split { shares } => format_split(shares),
+        BlockSize::SplitPerOp { read, write } => {
+            format!("{};{}", format_split(read), format_split(write))
         }
     }
+}
+
+/// The key a block size is written with.
+pub(crate) fn block_size_key(block_size: &BlockSize) -> &'static str {
+    match block_size {
+        BlockSize::Fixed { .. } | BlockSize::Range { .. } => "bs",
+        BlockSize::Split { .. } | BlockSize::SplitPerOp { .. } => "bssplit",
+    }
+}
+
+fn format_split(shares: &[SizeShare]) -> String {
+    let entries: Vec<String> = shares
+        .iter()
+        .map(|share| match share.percent {
+            Some(percent) => format!("{}/{percent}", format_size(share.bytes)),
+            None => format!("{}/", format_size(share.bytes)),
+        })
+        .collect();
+    entries.join(":")
 }
 
 /// Writes an address distribution as `dist` takes it. Rust prints the shortest decimal that
@@ -362,7 +493,12 @@ impl fmt::Display for SyntheticSpec {
         if let AccessPattern::Random { random_percent, .. } = self.pattern {
             write!(f, ",percentage_random={random_percent}")?;
         }
-        write!(f, ",bs={}", format_block_size(self.block_size))?;
+        write!(
+            f,
+            ",{}={}",
+            block_size_key(&self.block_size),
+            format_block_size(&self.block_size)
+        )?;
         if let AccessPattern::Random {
             dist, align_bytes, ..
         } = self.pattern

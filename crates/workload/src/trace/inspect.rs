@@ -41,6 +41,13 @@ pub struct Characterisation {
     /// Tracking each device separately keeps interleaved devices from hiding each other's
     /// sequential runs. Flushes carry no range: they are neither counted nor move the end.
     pub sequential_fraction: Option<f64>,
+    /// Of the writes, the fraction that are random: that do not start where the same device's
+    /// previous write ended (the first write of a device continues nothing, so it is random).
+    /// This is the hybrid-disk thesis' rule (Konanki, §5.2: a write to page n is sequential
+    /// when the previous write went to page n - 1), at byte granularity, and the rule of the
+    /// black-box models' sequential detection with `previous-same-direction`: reads, trims and
+    /// flushes in between neither break nor continue a run of writes.
+    pub random_write_fraction: Option<f64>,
     /// Mean time between consecutive requests' timestamps: the span over one less than the
     /// number of requests.
     pub mean_interarrival_ns: Option<f64>,
@@ -76,6 +83,8 @@ pub fn inspect(mut workload: Workload) -> Result<Characterisation, WorkloadError
     let mut sequential: u64 = 0;
     let mut with_predecessor: u64 = 0;
     let mut previous_end: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut previous_write_end: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut random_writes: u64 = 0;
     let mut first_ts: Option<u64> = None;
     let mut last_ts: u64 = 0;
     let mut range: Option<(u64, u64)> = None;
@@ -109,6 +118,11 @@ pub fn inspect(mut workload: Workload) -> Result<Characterisation, WorkloadError
             continue;
         }
         let end = record.offset_bytes.saturating_add(record.len_bytes);
+        if record.op == Op::Write
+            && previous_write_end.insert(record.dev, end) != Some(record.offset_bytes)
+        {
+            random_writes += 1;
+        }
         if let Some(previous) = previous_end.insert(record.dev, end) {
             with_predecessor += 1;
             if previous == record.offset_bytes {
@@ -140,6 +154,7 @@ pub fn inspect(mut workload: Workload) -> Result<Characterisation, WorkloadError
             .collect(),
         sequential_fraction: (with_predecessor > 0)
             .then(|| sequential as f64 / with_predecessor as f64),
+        random_write_fraction: (writes > 0).then(|| random_writes as f64 / writes as f64),
         mean_interarrival_ns: (requests > 1).then(|| span_ns as f64 / (requests - 1) as f64),
         span_ns,
         address_range: range,
