@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{counter, stderr, storsim, temp_dir};
+use common::experiment::{points, run_sweep};
+use common::{counter, temp_dir};
 use serde_json::Value;
 
 /// The Financial1 excerpt the specs replay, under `../shared`.
@@ -23,26 +24,9 @@ const TABLE2_UJ: [(&str, &str, f64); 3] = [
 /// point's JSON document, or `None` (after a SKIP line) when `../shared` is missing.
 fn sweep_quick(spec: &str) -> Option<Vec<Value>> {
     storsim_testenv::shared(TRACE)?;
-    let dir = temp_dir(spec);
-    let out = dir.path().join("out");
-    let spec_path = format!("experiments/flashsim/{spec}");
-    let o = storsim(&[
-        "sweep",
-        &spec_path,
-        "--size",
-        "quick",
-        "--out",
-        out.to_str().unwrap(),
-        "--quiet",
-    ]);
-    assert!(o.status.success(), "{spec}: {}", stderr(&o));
-    let mut points = Vec::new();
-    for entry in std::fs::read_dir(out.join("points")).unwrap() {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
-        points.push(serde_json::from_str(&text).unwrap());
-    }
-    Some(points)
+    let dir = temp_dir(spec.trim_end_matches(".toml"));
+    run_sweep(&format!("experiments/flashsim/{spec}"), dir.path());
+    Some(points(dir.path()))
 }
 
 /// The point whose parameter `key` has the value `value` (a string or a number), which must be

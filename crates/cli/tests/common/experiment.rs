@@ -49,6 +49,20 @@ pub fn run_sweep(spec: &str, out: &Path) -> Results {
     results
 }
 
+/// The documents in a sweep's `out/points/` (what results.csv leaves out: CDFs, wear), in the
+/// order of their point IDs.
+pub fn points(out: &Path) -> Vec<serde_json::Value> {
+    let mut points: Vec<serde_json::Value> = std::fs::read_dir(out.join("points"))
+        .expect("the sweep wrote its points")
+        .map(|entry| {
+            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+            serde_json::from_str(&text).unwrap()
+        })
+        .collect();
+    points.sort_by_key(|p| p["point"]["id"].as_str().unwrap().to_string());
+    points
+}
+
 /// CSV rows, with quoted fields (workloads and error messages hold commas).
 pub fn csv_rows(text: &str) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
