@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The speed-up of `storsim sweep` on several processors over one: eight 1 M-request points (the
-# bench2g SSD under its w100 and r90 traces, with four GC victim policies), run with --jobs 1
-# and --jobs N in turn, ROUNDS times, into fresh folders. Prints each run's wall time and the
-# peak resident memory of the whole process (from /usr/bin/time).
+# The speed-up of `storsim sweep` on several processors over one, on two sweeps of eight
+# 1 M-request points each: the bench2g SSD under its w100 and r90 traces, and under two
+# synthetic workloads (random writes; 90 % random reads), each with four GC victim policies.
+# Each sweep runs with --jobs 1 and --jobs N in turn, ROUNDS times, into fresh folders; prints
+# each run's wall and CPU time and the peak resident memory of the whole process (from
+# /usr/bin/time). A trace point parses its trace on a second thread (--parse-thread), so with
+# --jobs 1 the traces' sweep already keeps a second processor partly busy; the synthetic one
+# does not.
 #
 #   bench/sweep.sh BINARY [JOBS] [ROUNDS]
 #
@@ -24,17 +28,29 @@ for t in w100:0:2000000:1 r90:90:25000:2; do
 done
 work=$(mktemp -d /tmp/storsim-sweep-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-cat > "$work/spec.toml" <<SPEC
-name = "bench2g sweep"
+cat > "$work/traces.toml" <<SPEC
+name = "bench2g traces"
 devices = ["bench2g"]
 workloads = ["$cache/w100_1m.trace", "$cache/r90_1m.trace"]
 [grid]
 "ssd.page.gc_policy" = ["greedy", "random", "fifo", "cost-benefit"]
 SPEC
-for round in $(seq "$rounds"); do
-  for j in 1 "$jobs"; do
-    rm -rf "$work/out"
-    /usr/bin/time -f "jobs $j round $round: %e s wall, %M KiB peak RSS" \
-      "$bin" sweep "$work/spec.toml" --out "$work/out" --jobs "$j" --quiet
+cat > "$work/synthetic.toml" <<SPEC
+name = "bench2g synthetic"
+devices = ["bench2g"]
+workloads = [
+  "synthetic:rw=randwrite,bs=4k,iodepth=32,requests=1000000,span=1300m",
+  "synthetic:rw=randrw,rwmixread=90,bs=4k,iodepth=32,requests=1000000,span=1300m",
+]
+[grid]
+"ssd.page.gc_policy" = ["greedy", "random", "fifo", "cost-benefit"]
+SPEC
+for spec in traces synthetic; do
+  for round in $(seq "$rounds"); do
+    for j in 1 "$jobs"; do
+      rm -rf "$work/out"
+      /usr/bin/time -f "$spec jobs $j round $round: %e s wall, %U s user, %M KiB peak RSS" \
+        "$bin" sweep "$work/$spec.toml" --out "$work/out" --jobs "$j" --quiet
+    done
   done
 done
