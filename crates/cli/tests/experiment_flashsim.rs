@@ -1,7 +1,7 @@
 //! FlashSim's experiments (Kim et al. 2009, seed 004) at their quick size, run as a user runs
 //! them: `storsim sweep experiments/flashsim/SPEC.toml --size quick`. Each test asserts the
 //! paper's qualitative result on the Financial1 trace, and every point's energy is checked
-//! against the paper's Table 2 exactly. docs/experiments/flashsim.md shows the numbers.
+//! against the paper's Table 2 exactly. docs/experiments.md (FlashSim) shows the numbers.
 
 mod common;
 

@@ -4,7 +4,7 @@
 //! that the synthetic workloads standing in for the thesis' traces have the size mix of its
 //! Table 5.3 and the fraction of random writes of its Table 5.4, measured as `inspect` does.
 //!
-//! docs/experiments/konanki.md sets storsim's numbers beside the thesis'; the lines each test
+//! docs/experiments.md (Konanki) sets storsim's numbers beside the thesis'; the lines each test
 //! prints are the numbers that page quotes.
 
 mod common;
@@ -213,7 +213,7 @@ fn figs_5_9_and_5_13_hybrids_answer_small_random_writes_sooner_than_the_disk() {
 /// Fig. 5.10: on Dia's light load of small writes, the FMAX hybrid does better than the plain
 /// disk. (The thesis' ANAND hybrid did worse than the disk there, through chain folds its trace
 /// set off; the synthetic Dia rewrites too little of the flash for that: see
-/// docs/experiments/konanki.md.)
+/// docs/experiments.md (Konanki).)
 #[test]
 fn fig_5_10_the_fmax_hybrid_does_better_than_the_disk_on_dia() {
     let devices = by_device("fig5-10-dia.toml");

@@ -27,7 +27,7 @@
 //! erases nothing.
 //!
 //! The figure itself, for all four of the thesis' FTLs and through the whole SSD model, is the
-//! sweep `experiments/konanki/fig5-7-wear.toml` (docs/experiments/konanki.md), which draws the
+//! sweep `experiments/konanki/fig5-7-wear.toml` (docs/experiments.md (Konanki)), which draws the
 //! request sizes from the thesis' Table 5.1 instead of an ext2 layout; this test keeps the
 //! FTL-level reconstruction.
 
