@@ -147,7 +147,7 @@ pub struct SimulateArgs {
     #[arg(long, help = device_help())]
     pub device: String,
     /// Set a device-file key on top of the device, as a device file starting from it would
-    /// (`--set ssd.ftl=dftl --set ssd.page.overprovisioning=0.15`); repeatable.
+    /// (`--set ssd.ftl=dftl --set ssd.page.over_provisioning_fraction=0.15`); repeatable.
     #[arg(long, value_name = "KEY=VALUE")]
     pub set: Vec<String>,
     /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`.

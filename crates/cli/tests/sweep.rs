@@ -451,3 +451,27 @@ fn a_sweep_killed_outright_resumes_to_the_table_of_an_uninterrupted_one() {
         "only the documents, no partial file: {names:?}"
     );
 }
+
+#[test]
+fn the_example_spec_of_docs_sweep_md_runs_as_written() {
+    let doc = read(&common::repo_root().join("docs/sweep.md"));
+    let start = doc
+        .find("```toml\n")
+        .expect("docs/sweep.md has a TOML example")
+        + 8;
+    let example = &doc[start..start + doc[start..].find("```").unwrap()];
+    let tmp = temp_dir("sweep-docs");
+    let spec = write_spec(tmp.path(), example);
+    let out = tmp.path().join("out");
+    let o = sweep(&spec, &out, &["--size", "quick"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let (header, rows) = results(&out);
+    // 3 over-provisioning levels × 2 policies × 2 sizes × 1 seed, and the disk.
+    assert_eq!(rows.len(), 13);
+    assert!(rows.iter().all(|r| column(&header, r, "status") == "ok"));
+    assert_eq!(column(&header, &rows[12], "label"), "plain disk");
+    let page = read(&out.join("report.html"));
+    for id in ["sweep-1-metric", "sweep-2-cdf"] {
+        assert!(page.contains(&format!("<svg id=\"{id}\"")), "{id} missing");
+    }
+}

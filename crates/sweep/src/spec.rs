@@ -513,7 +513,7 @@ mod tests {
         workloads = ["synthetic:rw=randwrite"]
         [grid]
         "ssd.ftl" = ["page", "dftl"]
-        "ssd.page.overprovisioning" = [0.07, 0.28]
+        "ssd.page.over_provisioning_fraction" = [0.07, 0.28]
         [options]
         max_requests = 1000000
         [size.quick]
@@ -527,7 +527,7 @@ mod tests {
     fn the_grid_keeps_the_files_order() {
         let spec = parse(BASE, None).unwrap();
         let keys: Vec<&str> = spec.grid.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["ssd.ftl", "ssd.page.overprovisioning"]);
+        assert_eq!(keys, ["ssd.ftl", "ssd.page.over_provisioning_fraction"]);
         assert_eq!(spec.seeds, [1]);
         assert_eq!(
             spec.options,
@@ -546,7 +546,7 @@ mod tests {
             [("max_requests".to_string(), OptionValue::Text("1000".into()))]
         );
         let keys: Vec<&str> = spec.grid.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys, ["ssd.ftl", "ssd.page.overprovisioning"]);
+        assert_eq!(keys, ["ssd.ftl", "ssd.page.over_provisioning_fraction"]);
         assert_eq!(spec.grid[0].1, [toml::Value::String("fast".into())]);
         assert_eq!(spec.grid[1].1.len(), 2, "keys the size does not state stay");
         let err = parse(BASE, Some("huge")).unwrap_err();
