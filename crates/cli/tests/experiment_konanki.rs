@@ -22,14 +22,7 @@ const KIB: u64 = 1024;
 fn sweep(spec: &str) -> Vec<Value> {
     let dir = temp_dir(spec.trim_end_matches(".toml"));
     run_sweep(&format!("experiments/konanki/{spec}"), dir.path());
-    let mut points: Vec<Value> = std::fs::read_dir(dir.path().join("points"))
-        .expect("the sweep wrote its points")
-        .map(|entry| {
-            let text = std::fs::read_to_string(entry.unwrap().path()).unwrap();
-            serde_json::from_str(&text).unwrap()
-        })
-        .collect();
-    points.sort_by_key(|p| p["point"]["id"].as_str().unwrap().to_string());
+    let points = common::experiment::points(dir.path());
     assert!(!points.is_empty(), "{spec}: no points");
     points
 }
