@@ -12,40 +12,28 @@ use storsim_core::Completion;
 use storsim_engine::{EngineOptions, Replay};
 use storsim_workload::trace::{self, validate_measured_access_us, TraceFormat, TraceOptions};
 
-/// What a drive's demerit must not exceed.
-#[derive(Clone, Copy)]
-enum Bar {
-    /// DiskSim's own demerit on the drive (the acceptance bar of issue 5).
-    DiskSim(f64),
-    /// runvalid's rounded "about" value (the first), which DiskSim 4.0 itself does not reach
-    /// on this trace, and the demerit of DiskSim 4.0's own output for it, scored by DiskSim's
-    /// `rms` (the second): the bar.
-    DiskSimOwn(f64, f64),
-    /// Reported only; DiskSim's value is given for the table.
-    Report(f64),
-}
-
-/// (parv and trace stem, bar). DiskSim's values are from its stock `valid/runvalid`; Cheetah
-/// 4LP's 0.318 ms only happens to look like 1/π to the linter.
-#[allow(clippy::approx_constant)]
-const DRIVES: [(&str, Bar); 10] = [
-    ("cheetah9LP", Bar::DiskSim(0.107)),
-    // storsim reaches 0.1354 ms here. DiskSim 4.0's own output for this trace (the stock
-    // `valid/ibm18es.outv`) scores 0.1359 ms by DiskSim's `rms` (0.1361 ms by this
-    // computation), so runvalid's "about 0.135" is below what DiskSim itself reaches (see
-    // docs/VALIDATION.md).
-    ("ibm18es", Bar::DiskSimOwn(0.135, 0.1359)),
-    ("hp_c2247a", Bar::DiskSim(0.090)),
-    ("atlas10k", Bar::DiskSim(0.268)),
-    ("atlas_III", Bar::Report(0.378)),
-    ("barracuda", Bar::Report(0.349)),
-    ("cheetah4LP", Bar::Report(0.318)),
-    ("hp_c3323a", Bar::Report(0.306)),
-    ("hp_c2490a", Bar::Report(0.254)),
-    // This is runvalid's value; DiskSim 4.0's own output for this trace, with its
-    // zero-latency reads, scores 0.438 ms (see docs/models/hdd.md, "Validation").
-    ("dec_rz26", Bar::Report(0.340)),
+/// DiskSim 4.0's own demerit on each drive's trace: stock CMU DiskSim 4.0, built 32-bit as its
+/// authors ran it, scored by its own `rms` tool (../shared/disksim-valid/disksim40-outv/,
+/// README.md there). Each drive's storsim demerit must not exceed it.
+const DRIVES: [(&str, f64); 10] = [
+    ("cheetah9LP", 0.106906),
+    ("ibm18es", 0.135884),
+    ("hp_c2247a", 0.089931),
+    ("atlas10k", 0.267721),
+    ("atlas_III", 0.377952),
+    ("barracuda", 0.347570),
+    ("cheetah4LP", 0.317972),
+    ("hp_c3323a", 0.305653),
+    ("hp_c2490a", 0.253762),
+    ("dec_rz26", 0.340367),
 ];
+
+/// Drives whose demerit storsim does not yet bring down to DiskSim 4.0's: reported, not
+/// asserted (docs/VALIDATION.md says what differs). Atlas III is 0.00013 ms above it, with an
+/// access-time histogram that differs from DiskSim's only where DiskSim's floating-point sums
+/// put some requests of one constant time (0.798 and 2.11 ms) one µs lower, into the bucket
+/// below.
+const NOT_YET: [&str; 1] = ["atlas_III"];
 
 /// Replays `trace` on the device file's drive through the engine; returns (simulated,
 /// measured) access times in ms, in trace order.
@@ -93,9 +81,11 @@ fn disksim_validation_drives() {
         .expect("temp dir");
     let out = tmp.path();
     let mut failures = Vec::new();
-    println!("| drive | storsim demerit ms | DiskSim ms | simulated mean ms | measured mean ms |");
+    println!(
+        "| drive | storsim demerit ms | DiskSim 4.0 ms | simulated mean ms | measured mean ms |"
+    );
     println!("|---|---|---|---|---|");
-    for (stem, bar) in DRIVES {
+    for (stem, disksim) in DRIVES {
         if only.as_deref().is_some_and(|o| o != stem) {
             continue;
         }
@@ -113,19 +103,14 @@ fn disksim_validation_drives() {
         let (sim, measured) = replay(&device, &dir.join(format!("{stem}.trace")));
         let dm = storsim_stats::disksim_demerit(&sim, &measured).expect("requests");
         let d = dm.demerit_ms;
-        let (disksim, limit) = match bar {
-            Bar::DiskSim(b) => (b, Some(b)),
-            Bar::DiskSimOwn(b, own) => (b, Some(own)),
-            Bar::Report(b) => (b, None),
-        };
         println!(
-            "| {stem} | {d:.4} | {disksim:.3} | {:.3} | {:.3} |",
+            "| {stem} | {d:.6} | {disksim:.6} | {:.3} | {:.3} |",
             dm.simulated_mean_ms, dm.measured_mean_ms
         );
-        if let Some(limit) = limit {
-            if d > limit {
-                failures.push(format!("{stem}: demerit {d:.4} ms > {limit:.4} ms"));
-            }
+        if d > disksim && !NOT_YET.contains(&stem) {
+            failures.push(format!(
+                "{stem}: demerit {d:.6} ms > DiskSim 4.0's {disksim:.6} ms"
+            ));
         }
     }
     std::fs::remove_dir_all(out).ok();

@@ -426,9 +426,17 @@ impl HddDevice {
     }
 
     /// Runs the read-ahead up to instant `t` (blocks done by then stay in the segment) and
-    /// stops it, unless the minimum read-ahead is not reached yet.
-    fn stop_prefetch(&mut self, t: f64) {
+    /// stops it, unless the minimum read-ahead is not reached yet. Returns when the heads
+    /// end their move to the read-ahead's next track, if the read-ahead had begun one.
+    ///
+    /// DiskSim moves the heads to the next track as soon as the last sector of a track is
+    /// read (`disk_buffer_sector_done` initiates the seek), so a read-ahead stopped after that
+    /// leaves its heads on the new track, or on their way there: stopping it mid-move,
+    /// `disk_buffer_stopable_access` puts the heads on the new track and records the move's
+    /// end as `disk_seek_stoptime`, before which the next request's own seek cannot start.
+    fn stop_prefetch(&mut self, t: f64) -> Option<f64> {
         self.run_prefetch(t);
+        let mut move_end_ns = None;
         if let Some(pf) = self.prefetch.take() {
             let mut pf = pf;
             let stop = pf.min_end.min(pf.limit);
@@ -441,6 +449,15 @@ impl HddDevice {
                 self.extend_segment(pf.seg, pf.next);
             }
             self.head = pf.cursor.position();
+            if pf.cursor.t_ns <= t && self.prefetch_allows(&pf, pf.next) {
+                let p = self.pbn(pf.next);
+                let next_track = (p.cylinder, p.head);
+                if next_track != self.head {
+                    let move_ns = self.mech.reposition_ns(self.head, next_track, false);
+                    move_end_ns = Some(pf.cursor.t_ns + move_ns);
+                    self.head = next_track;
+                }
+            }
             self.hda_free_ns = self
                 .hda_free_ns
                 .max(pf.cursor.t_ns.min(t.max(self.hda_free_ns)));
@@ -448,6 +465,7 @@ impl HddDevice {
                 self.hda_free_ns = self.hda_free_ns.max(pf.cursor.t_ns);
             }
         }
+        move_end_ns
     }
 
     fn extend_segment(&mut self, seg: usize, end: u64) {
@@ -753,7 +771,12 @@ impl HddDevice {
     /// request goes at once, the rest comes from the media, and the read-ahead starts after
     /// it. Returns when the drive reconnects to send the blocks.
     fn read_media(&mut self, r: &ReadRequest, avail: &mut Vec<f64>) -> f64 {
-        self.stop_prefetch(r.t0);
+        // A read waits for an interrupted move on top of its command overhead: DiskSim's
+        // `disk_check_hda` starts the seek at the read's arrival after both
+        // `overhead_done - simtime` and `disk_seek_stoptime - simtime`, added together.
+        let move_left_ns = self
+            .stop_prefetch(r.t0)
+            .map_or(0.0, |end| (end - r.t0).max(0.0));
         let cache_on = self.p.cache.enabled;
         let partial = if cache_on {
             (0..self.segs.len()).find(|&i| {
@@ -779,7 +802,7 @@ impl HddDevice {
             }
         };
         self.touch(seg);
-        let start = self.mech_ready(r.command_at_miss());
+        let start = self.mech_ready(r.command_at_miss() + move_left_ns);
         let mut c = Cursor::new(start, self.head);
         if self.p.cache.immediate_read {
             self.read_track_order(&mut c, media_from, r.end, avail);
@@ -848,7 +871,7 @@ impl HddDevice {
     /// Serves a write dispatched at `t0`; returns its finish instant.
     fn write(&mut self, t0: f64, lbn: u64, n: u64) -> f64 {
         self.stats.writes += 1;
-        self.stop_prefetch(t0);
+        let move_end_ns = self.stop_prefetch(t0);
         self.retire_destages(t0);
         // Invalidate what the cache holds of these blocks elsewhere.
         for s in &mut self.segs {
@@ -856,7 +879,15 @@ impl HddDevice {
                 s.end = s.start;
             }
         }
-        let w = self.write_request(t0, lbn, n);
+        let mut w = self.write_request(t0, lbn, n);
+        // A write's seek waits for an interrupted move only until the move ends, not on top
+        // of its command overhead as a read's does: that is what DiskSim's histograms show
+        // (added to the overhead, HP C2247A's writes drift from DiskSim's, 0.018 to 0.021 ms
+        // RMS between the two simulated CDFs; overlapping it, 0.019, while HP C3323A's reads
+        // come to 0.006 from 0.012).
+        if let Some(end) = move_end_ns {
+            w.mech_after = w.mech_after.max(end);
+        }
         let c = self.write_media(&w);
         if self.p.cache.enabled && self.p.cache.read_hits_on_write_data {
             self.keep_write_data(&w);
