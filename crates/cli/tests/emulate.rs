@@ -578,6 +578,162 @@ fn the_record_replays_in_simulate_with_the_same_response_times() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// The fields of `/sys/block/NAME/stat` this test compares (Documentation/block/stat.rst):
+/// reads, read sectors, writes, write sectors, discards, discard sectors, flushes.
+fn loop_stat(device: &str) -> [u64; 7] {
+    let name = Path::new(device).file_name().unwrap().to_str().unwrap();
+    let text = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+    let f: Vec<u64> = text
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(f.len() >= 17, "a kernel without flush counters: {text}");
+    [f[0], f[2], f[4], f[6], f[11], f[13], f[15]]
+}
+
+/// The emulator's clock now, through its control socket.
+fn emulator_now_ns(socket: &Path) -> u64 {
+    let report = control(socket, "report");
+    report["report"]["elapsed_ns"].as_u64().unwrap()
+}
+
+/// mkfs, a directory tree copied in, sqlite inserts (each transaction an fsync), a deletion,
+/// fstrim and an unmount on ext4 over FUSE and a loop device: the record of that stretch agrees
+/// with the loop device's own counters, `/sys/block/loopN/stat`, in reads, bytes read and
+/// written, trims and their bytes, and flushes. Writes agree up to the flushes: the kernel
+/// counts a flush issued alone (an fsync with nothing to write) as a write of no sectors too.
+#[test]
+fn the_record_agrees_with_the_loop_devices_own_counters() {
+    let fuse = Path::new("/dev/fuse").exists();
+    if !fuse {
+        storsim_testenv::missing("no /dev/fuse");
+    }
+    let tools = ["losetup", "mkfs.ext4", "blkdiscard", "fstrim", "sqlite3"];
+    if !(fuse && tools.iter().all(|t| have(t))) {
+        return;
+    }
+    let tmp = temp_dir("emu-loop-stat");
+    let dir = tmp.path();
+    let device = device_file(dir);
+    let mountpoint = dir.join("fuse");
+    std::fs::create_dir_all(&mountpoint).unwrap();
+    let record = dir.join("run.record");
+    let socket = dir.join("control.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        &device,
+        "--size",
+        "256m",
+        "--fuse",
+        mountpoint.to_str().unwrap(),
+        "--record",
+        record.to_str().unwrap(),
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    let disk = emu.fuse_file.clone().unwrap();
+    let Some(lo) = Loop::attach(&disk) else {
+        return;
+    };
+    // The loop device advertises write-zeroes, which the FUSE file refuses (docs/fuse.md): the
+    // kernel counts the refused request as written and then stops sending them. Have that
+    // happen here, before the measured stretch (the zeros then go as plain writes).
+    run_ok("blkdiscard", &["-z", "-l", "65536", &lo.0]);
+    let settle = || {
+        if have("udevadm") {
+            let _ = run("udevadm", &["settle"]);
+        }
+    };
+    settle();
+    let (stat_before, from_ns) = (loop_stat(&lo.0), emulator_now_ns(&socket));
+
+    run_ok("mkfs.ext4", &["-q", "-F", &lo.0]);
+    let fs = dir.join("ext4");
+    {
+        let _m = Mounted::new(&lo.0, &fs);
+        let source = repo_root().join("crates").join("workload");
+        run_ok(
+            "cp",
+            &[
+                "-a",
+                source.to_str().unwrap(),
+                fs.join("tree").to_str().unwrap(),
+            ],
+        );
+        let db = fs.join("db.sqlite");
+        run_ok(
+            "sqlite3",
+            &[db.to_str().unwrap(), "create table t(k integer, v blob);"],
+        );
+        for i in 0..20 {
+            let insert = format!("insert into t values({i}, randomblob(3000));");
+            run_ok("sqlite3", &[db.to_str().unwrap(), &insert]);
+        }
+        run_ok("sync", &[]);
+        std::fs::remove_dir_all(fs.join("tree").join("src")).unwrap();
+        run_ok("fstrim", &[fs.to_str().unwrap()]);
+    }
+    settle();
+    let (stat_after, to_ns) = (loop_stat(&lo.0), emulator_now_ns(&socket));
+    drop(lo);
+    let (status, out, err) = emu.stop();
+    assert!(status.success(), "{status}: {out}{err}");
+
+    let stat: Vec<u64> = stat_after
+        .iter()
+        .zip(stat_before)
+        .map(|(after, before)| after - before)
+        .collect();
+    let (mut reads, mut writes, mut trims, mut flushes) = ([0u64; 2], [0u64; 2], [0u64; 2], 0);
+    for row in record_rows_with_lengths(&record) {
+        let (received_ns, op, len_bytes) = row;
+        if received_ns <= from_ns || received_ns > to_ns {
+            continue;
+        }
+        let counts = match op.as_str() {
+            "R" => &mut reads,
+            "W" => &mut writes,
+            "T" => &mut trims,
+            "F" => {
+                flushes += 1;
+                continue;
+            }
+            other => panic!("op {other}"),
+        };
+        counts[0] += 1;
+        counts[1] += len_bytes / 512;
+    }
+    let seen = format!(
+        "loop stat (reads, sectors, writes, sectors, discards, sectors, flushes) {stat:?}; \
+         record reads {reads:?}, writes {writes:?}, trims {trims:?}, flushes {flushes}"
+    );
+    assert!(writes[0] > 100 && trims[0] > 0 && flushes > 20, "{seen}");
+    assert_eq!([stat[0], stat[1]], reads, "{seen}");
+    assert_eq!(stat[3], writes[1], "{seen}");
+    assert_eq!([stat[4], stat[5]], trims, "{seen}");
+    assert_eq!(stat[6], flushes, "{seen}");
+    assert!(
+        stat[2] >= writes[0] && stat[2] - writes[0] <= flushes,
+        "writes differ by more than the flushes issued alone: {seen}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A storsim-record file's rows: (received, op, length in bytes).
+fn record_rows_with_lengths(path: &Path) -> Vec<(u64, String, u64)> {
+    record_rows(path)
+        .into_iter()
+        .zip(
+            std::fs::read_to_string(path)
+                .unwrap()
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.starts_with("received_ns"))
+                .map(|l| l.split(',').nth(4).unwrap().parse::<u64>().unwrap()),
+        )
+        .map(|((received, _, op, _), len)| (received, op, len))
+        .collect()
+}
+
 fn control(socket: &Path, command: &str) -> serde_json::Value {
     let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
     stream.write_all(format!("{command}\n").as_bytes()).unwrap();
