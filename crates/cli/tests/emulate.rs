@@ -488,6 +488,13 @@ fn the_record_of_a_disk_replays_in_simulate_with_the_same_response_times() {
     record_and_replay("hdd-momentus-7200", "1m", tmp.path());
 }
 
+/// The same on an SSD with its own background work (garbage collection, destaging).
+#[test]
+fn the_record_of_an_ssd_replays_in_simulate_with_the_same_response_times() {
+    let tmp = temp_dir("emu-record-ssd");
+    record_and_replay("tlc-nvme", "4m", tmp.path());
+}
+
 /// Records fio's run on `device` (see the linear device's test) and checks its replay in
 /// `simulate`, request by request.
 fn record_and_replay(device: &str, fio_size: &str, dir: &Path) {
