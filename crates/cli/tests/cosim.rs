@@ -99,20 +99,25 @@ fn probe_calls(o: &Output) -> Vec<Call> {
         .collect()
 }
 
-/// A storsim-record file's rows: (arrival, op, offset, length, finish).
+/// A storsim-record file's rows: (arrival, op, offset, length, finish). In co-simulation a
+/// request is received and offered to the model at the same virtual instant.
 fn record_rows(path: &Path) -> Vec<(u64, String, u64, u64, u64)> {
     std::fs::read_to_string(path)
         .unwrap()
         .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
+        .filter(|l| !l.starts_with('#') && !l.starts_with("received_ns"))
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
+            assert_eq!(
+                f[0], f[1],
+                "received and offered apart in virtual time: {l}"
+            );
             (
-                f[0].parse().unwrap(),
-                f[1].to_string(),
-                f[2].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].to_string(),
                 f[3].parse().unwrap(),
                 f[4].parse().unwrap(),
+                f[5].parse().unwrap(),
             )
         })
         .collect()

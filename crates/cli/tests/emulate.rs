@@ -444,16 +444,70 @@ fn file_backing_keeps_everything_flushed_before_a_kill_9() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// A storsim-record file's rows, in file order: (received, arrival, op, intended finish).
+fn record_rows(path: &Path) -> Vec<(u64, u64, String, u64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("received_ns"))
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].to_string(),
+                f[5].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// fio over two NBD connections at queue depth 16 each, with a flush every eight writes and
+/// file backing (the flushes wait in `fdatasync` before the model sees them, so requests
+/// received after them reach the model first), on a device with two servers and room for
+/// eight requests (the order requests meet the model decides who waits, and some wait at the
+/// host): `simulate` of the record warns of nothing and gives every request the response time
+/// the model gave it in the emulator.
 #[test]
-fn the_record_replays_in_simulate_with_the_same_service_times() {
+fn the_record_replays_in_simulate_with_the_same_response_times() {
+    let tmp = temp_dir("emu-record");
+    let device = tmp.path().join("two-servers.toml");
+    let contended = FAST_LINEAR
+        .replace("servers = 8", "servers = 2")
+        .replace("queue_depth = 64", "queue_depth = 8");
+    std::fs::write(&device, contended).unwrap();
+    record_and_replay(device.to_str().unwrap(), "8m", tmp.path());
+}
+
+/// The same on a disk, whose rotational position depends on the instant itself, not only on
+/// the time between requests: the emulator starts the model's clock at the first request, as a
+/// replay does.
+#[test]
+fn the_record_of_a_disk_replays_in_simulate_with_the_same_response_times() {
+    let tmp = temp_dir("emu-record-disk");
+    record_and_replay("hdd-momentus-7200", "1m", tmp.path());
+}
+
+/// The same on an SSD with its own background work (garbage collection, destaging).
+#[test]
+fn the_record_of_an_ssd_replays_in_simulate_with_the_same_response_times() {
+    let tmp = temp_dir("emu-record-ssd");
+    record_and_replay("tlc-nvme", "4m", tmp.path());
+}
+
+/// Records fio's run on `device` (see the linear device's test) and checks its replay in
+/// `simulate`, request by request.
+fn record_and_replay(device: &str, fio_size: &str, dir: &Path) {
     if !have("fio") {
         return;
     }
-    let tmp = temp_dir("emu-record");
-    let dir = tmp.path();
-    let device = device_file(dir);
     let record = dir.join("run.record");
-    let emu = nbd_emulator(&device, "64m", &["--record", record.to_str().unwrap()]);
+    let backing = format!("file:{}", dir.join("disk.img").display());
+    let emu = nbd_emulator(
+        device,
+        "64m",
+        &["--record", record.to_str().unwrap(), "--backing", &backing],
+    );
     let uri = emu.nbd().to_string();
     run_ok(
         "fio",
@@ -462,9 +516,11 @@ fn the_record_replays_in_simulate_with_the_same_service_times() {
             "--ioengine=nbd",
             &format!("--uri={uri}"),
             "--rw=randrw",
-            "--bs=4k",
-            "--iodepth=1",
-            "--size=2m",
+            "--bsrange=4k-64k",
+            "--iodepth=16",
+            "--numjobs=2",
+            "--fsync=8",
+            &format!("--size={fio_size}"),
             "--randseed=3",
         ],
     );
@@ -472,54 +528,229 @@ fn the_record_replays_in_simulate_with_the_same_service_times() {
     assert!(status.success());
 
     let csv = dir.join("sim.csv");
+    let json = dir.join("sim.json");
     let o = common::storsim(&[
         "simulate",
         "--device",
-        &device,
+        device,
         "--workload",
         record.to_str().unwrap(),
         "--requests-csv",
         csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
         "--quiet",
     ]);
     assert!(o.status.success(), "{}", common::stderr(&o));
-    // Recorded: arrival, intended finish. Simulated: arrival, finish. Same model, same arrivals:
-    // the same response time for every request.
-    let text = std::fs::read_to_string(&record).unwrap();
-    let mut recorded: Vec<(u64, u64)> = text
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
-        .map(|l| {
-            let f: Vec<&str> = l.split(',').collect();
-            let arrival: u64 = f[0].parse().unwrap();
-            (arrival, f[4].parse::<u64>().unwrap() - arrival)
-        })
-        .collect();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(
+        doc["run"]["out_of_order_records"], 0,
+        "simulate shifted records: {}",
+        doc["run"]
+    );
+
+    let rows = record_rows(&record);
+    assert!(rows.len() >= 64, "fio's requests: {}", rows.len());
+    assert!(rows.iter().any(|r| r.2 == "F"), "fio sent no flush");
+    // Rows in the order received; each offered to the model no earlier.
+    for pair in rows.windows(2) {
+        assert!(pair[1].0 >= pair[0].0, "rows out of order: {pair:?}");
+    }
+    assert!(rows.iter().all(|r| r.1 >= r.0));
+    // The replay meets the requests in the order the model was offered them (file order on
+    // ties), which is the order of its request ids.
+    let mut by_offer: Vec<_> = rows.iter().enumerate().collect();
+    by_offer.sort_by_key(|(line, r)| (r.1, *line));
     let sim = std::fs::read_to_string(&csv).unwrap();
-    let mut simulated: Vec<(u64, u64)> = sim
+    let mut simulated: Vec<(u64, String, u64)> = sim
         .lines()
         .skip(1)
         .map(|l| {
             let f: Vec<&str> = l.split(',').collect();
-            let arrival: u64 = f[4].parse().unwrap();
-            (arrival, f[6].parse::<u64>().unwrap() - arrival)
+            (
+                f[0].parse().unwrap(),
+                f[1].to_string(),
+                f[9].parse().unwrap(),
+            )
         })
         .collect();
-    recorded.sort();
     simulated.sort();
+    assert_eq!(simulated.len(), rows.len());
+    let mut mismatched = Vec::new();
+    for ((id, op, simulated_ns), (line, row)) in simulated.iter().zip(&by_offer) {
+        let emulated_ns = row.3 - row.1;
+        if *simulated_ns != emulated_ns {
+            mismatched.push(format!(
+                "request {id} ({op}, row {line}, {} ns after the first offer): simulated \
+                 {simulated_ns} ns, emulated {emulated_ns} ns",
+                row.1 - by_offer[0].1 .1
+            ));
+        }
+    }
     assert!(
-        recorded.len() >= 512,
-        "fio's 2 MiB of 4 KiB requests: {}",
-        recorded.len()
+        mismatched.is_empty(),
+        "{} of {} response times differ between emulation and simulation:\n{}",
+        mismatched.len(),
+        rows.len(),
+        mismatched.join("\n")
     );
-    // The trace starts at the first arrival; compare response times request by request.
-    let rec: Vec<u64> = recorded.iter().map(|r| r.1).collect();
-    let simr: Vec<u64> = simulated.iter().map(|r| r.1).collect();
-    assert_eq!(
-        rec, simr,
-        "response times differ between emulation and simulation"
+}
+
+/// The fields of `/sys/block/NAME/stat` this test compares (Documentation/block/stat.rst):
+/// reads, read sectors, writes, write sectors, discards, discard sectors, flushes.
+fn loop_stat(device: &str) -> [u64; 7] {
+    let name = Path::new(device).file_name().unwrap().to_str().unwrap();
+    let text = std::fs::read_to_string(format!("/sys/block/{name}/stat")).unwrap();
+    let f: Vec<u64> = text
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(f.len() >= 17, "a kernel without flush counters: {text}");
+    [f[0], f[2], f[4], f[6], f[11], f[13], f[15]]
+}
+
+/// The emulator's clock now, through its control socket.
+fn emulator_now_ns(socket: &Path) -> u64 {
+    let report = control(socket, "report");
+    report["report"]["elapsed_ns"].as_u64().unwrap()
+}
+
+/// mkfs, a directory tree copied in, sqlite inserts (each transaction an fsync), a deletion,
+/// fstrim and an unmount on ext4 over FUSE and a loop device: the record of that stretch agrees
+/// with the loop device's own counters, `/sys/block/loopN/stat`, in reads, bytes read and
+/// written, trims and their bytes, and flushes. Writes agree up to the flushes: the kernel
+/// counts a flush issued alone (an fsync with nothing to write) as a write of no sectors too.
+#[test]
+fn the_record_agrees_with_the_loop_devices_own_counters() {
+    let fuse = Path::new("/dev/fuse").exists();
+    if !fuse {
+        storsim_testenv::missing("no /dev/fuse");
+    }
+    let tools = ["losetup", "mkfs.ext4", "blkdiscard", "fstrim", "sqlite3"];
+    if !(fuse && tools.iter().all(|t| have(t))) {
+        return;
+    }
+    let tmp = temp_dir("emu-loop-stat");
+    let dir = tmp.path();
+    let device = device_file(dir);
+    let mountpoint = dir.join("fuse");
+    std::fs::create_dir_all(&mountpoint).unwrap();
+    let record = dir.join("run.record");
+    let socket = dir.join("control.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        &device,
+        "--size",
+        "256m",
+        "--fuse",
+        mountpoint.to_str().unwrap(),
+        "--record",
+        record.to_str().unwrap(),
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    let disk = emu.fuse_file.clone().unwrap();
+    let Some(lo) = Loop::attach(&disk) else {
+        return;
+    };
+    // The loop device advertises write-zeroes, which the FUSE file refuses (docs/fuse.md): the
+    // kernel counts the refused request as written and then stops sending them. Have that
+    // happen here, before the measured stretch (the zeros then go as plain writes).
+    run_ok("blkdiscard", &["-z", "-l", "65536", &lo.0]);
+    let settle = || {
+        if have("udevadm") {
+            let _ = run("udevadm", &["settle"]);
+        }
+    };
+    settle();
+    let (stat_before, from_ns) = (loop_stat(&lo.0), emulator_now_ns(&socket));
+
+    run_ok("mkfs.ext4", &["-q", "-F", &lo.0]);
+    let fs = dir.join("ext4");
+    {
+        let _m = Mounted::new(&lo.0, &fs);
+        let source = repo_root().join("crates").join("workload");
+        run_ok(
+            "cp",
+            &[
+                "-a",
+                source.to_str().unwrap(),
+                fs.join("tree").to_str().unwrap(),
+            ],
+        );
+        let db = fs.join("db.sqlite");
+        run_ok(
+            "sqlite3",
+            &[db.to_str().unwrap(), "create table t(k integer, v blob);"],
+        );
+        for i in 0..20 {
+            let insert = format!("insert into t values({i}, randomblob(3000));");
+            run_ok("sqlite3", &[db.to_str().unwrap(), &insert]);
+        }
+        run_ok("sync", &[]);
+        std::fs::remove_dir_all(fs.join("tree").join("src")).unwrap();
+        run_ok("fstrim", &[fs.to_str().unwrap()]);
+    }
+    settle();
+    let (stat_after, to_ns) = (loop_stat(&lo.0), emulator_now_ns(&socket));
+    drop(lo);
+    let (status, out, err) = emu.stop();
+    assert!(status.success(), "{status}: {out}{err}");
+
+    let stat: Vec<u64> = stat_after
+        .iter()
+        .zip(stat_before)
+        .map(|(after, before)| after - before)
+        .collect();
+    let (mut reads, mut writes, mut trims, mut flushes) = ([0u64; 2], [0u64; 2], [0u64; 2], 0);
+    for row in record_rows_with_lengths(&record) {
+        let (received_ns, op, len_bytes) = row;
+        if received_ns <= from_ns || received_ns > to_ns {
+            continue;
+        }
+        let counts = match op.as_str() {
+            "R" => &mut reads,
+            "W" => &mut writes,
+            "T" => &mut trims,
+            "F" => {
+                flushes += 1;
+                continue;
+            }
+            other => panic!("op {other}"),
+        };
+        counts[0] += 1;
+        counts[1] += len_bytes / 512;
+    }
+    let seen = format!(
+        "loop stat (reads, sectors, writes, sectors, discards, sectors, flushes) {stat:?}; \
+         record reads {reads:?}, writes {writes:?}, trims {trims:?}, flushes {flushes}"
+    );
+    assert!(writes[0] > 100 && trims[0] > 0 && flushes > 20, "{seen}");
+    assert_eq!([stat[0], stat[1]], reads, "{seen}");
+    assert_eq!(stat[3], writes[1], "{seen}");
+    assert_eq!([stat[4], stat[5]], trims, "{seen}");
+    assert_eq!(stat[6], flushes, "{seen}");
+    assert!(
+        stat[2] >= writes[0] && stat[2] - writes[0] <= flushes,
+        "writes differ by more than the flushes issued alone: {seen}"
     );
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// A storsim-record file's rows: (received, op, length in bytes).
+fn record_rows_with_lengths(path: &Path) -> Vec<(u64, String, u64)> {
+    record_rows(path)
+        .into_iter()
+        .zip(
+            std::fs::read_to_string(path)
+                .unwrap()
+                .lines()
+                .filter(|l| !l.starts_with('#') && !l.starts_with("received_ns"))
+                .map(|l| l.split(',').nth(4).unwrap().parse::<u64>().unwrap()),
+        )
+        .map(|((received, _, op, _), len)| (received, op, len))
+        .collect()
 }
 
 fn control(socket: &Path, command: &str) -> serde_json::Value {

@@ -653,6 +653,9 @@ impl Controller {
                     r.completed(
                         c.request.id,
                         Some(RecordedIo {
+                            // The controller stamps a request in virtual time as the model
+                            // receives it: there is no intake between the two.
+                            received_ns: c.request.arrival.as_ns() + origin,
                             arrival_ns: c.request.arrival.as_ns() + origin,
                             op: c.request.op,
                             offset_bytes: c.request.offset_bytes,

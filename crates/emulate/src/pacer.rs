@@ -1,5 +1,13 @@
 //! The pacing thread: owns the device model, submits requests at the wall clock's "now",
 //! waits for the model's deadlines and replies when completions fall due.
+//!
+//! The model is driven as the simulation engine would drive it through the same requests, so
+//! that `storsim simulate` on the record reproduces every response time: its clock starts at
+//! the first request (a replay rebases its first arrival to 0), it is advanced to each of its
+//! deadlines in turn (not to the wall clock, which is a little past them by the time the pacing
+//! thread gets there), requests waiting at the host are given to it at the deadline that made
+//! room, and a new request is submitted after the model has been moved to its instant. Offers
+//! are strictly increasing, so their order is their instants' order, which a replay follows.
 
 use crate::clock::{lower_timer_slack, WallClock};
 use crate::{
@@ -76,10 +84,11 @@ enum Stage {
 struct InFlight {
     io: Submission,
     stage: Stage,
-    /// When the request was first offered to the model: its arrival as the model sees it, and
-    /// as the record gives it, so that a replay of the record meets the model as it was met
-    /// here. It is later than `received` by the front end's and the store's work (the intake).
-    offered: Option<SimTime>,
+    /// When the pacing thread took the request and offered it to the model: its arrival as the
+    /// model sees it, and as the record gives it, so that a replay of the record meets the model
+    /// as it was met here. It is later than `received` by the front end's and the store's work
+    /// (the intake). A request the model has no room for waits at the host from this instant.
+    offered: SimTime,
     /// When the model began the first stage.
     service_start: Option<SimTime>,
     /// When the model had been told of this stage: a completion due before it was computed too
@@ -95,6 +104,8 @@ struct Due {
     /// The reply itself; taken when it is sent.
     reply: Option<(Box<dyn Responder>, Outcome)>,
     seq: u64,
+    /// When the front end received the request.
+    received: SimTime,
     /// The request as the host sees it, with the model's service start and finish (the
     /// intended departure).
     host_view: Completion,
@@ -158,6 +169,13 @@ pub(crate) struct Pacer {
     host_queue: VecDeque<InFlight>,
     next_id: u64,
     last_now: SimTime,
+    /// The last offer's instant: each offer is later than the one before.
+    last_offer: Option<SimTime>,
+    /// The emulator's instant that is the models' time zero: the first offer, as a replay's
+    /// clock starts at its first request. `None` until then; the models are not moved before.
+    model_origin: Option<SimTime>,
+    /// The instant the models were last advanced to (emulator time), `None` before the first.
+    model_now: Option<SimTime>,
     done: Vec<Completion>,
     /// Replies due this round; `left` says when each one went. Both are emptied every round,
     /// so they hold at most the requests in the emulator.
@@ -214,6 +232,9 @@ impl Pacer {
             host_queue: VecDeque::new(),
             next_id: 0,
             last_now: SimTime::ZERO,
+            last_offer: None,
+            model_origin: None,
+            model_now: None,
             done: Vec::new(),
             due: Vec::new(),
             left: Vec::new(),
@@ -239,6 +260,8 @@ impl Pacer {
                 self.handle(message);
             }
             self.incoming = incoming;
+            // Replies that fell due while the models were moved to the new requests' instants.
+            self.send_due();
             self.pace();
             if self.shutting_down && self.in_flight.is_empty() && self.host_queue.is_empty() {
                 break;
@@ -270,11 +293,30 @@ impl Pacer {
             .as_ref()
     }
 
+    /// The models' next deadline, in emulator time; none before the models' clock has started.
     fn next_deadline(&self) -> Option<SimTime> {
+        self.model_origin?;
         self.slots
             .iter()
             .filter_map(|s| s.device.next_deadline())
             .min()
+            .map(|t| self.emulator_time(t))
+    }
+
+    /// An emulator instant on the models' clock.
+    fn model_time(&self, t: SimTime) -> SimTime {
+        let origin = self
+            .model_origin
+            .expect("the models are driven only once their clock has started");
+        SimTime::from_ns(t.as_ns() - origin.as_ns())
+    }
+
+    /// An instant of the models' clock in emulator time.
+    fn emulator_time(&self, t: SimTime) -> SimTime {
+        let origin = self
+            .model_origin
+            .expect("the models are driven only once their clock has started");
+        SimTime::from_ns(t.as_ns() + origin.as_ns())
     }
 
     /// Blocks until there are messages, or until a margin before the model's next deadline;
@@ -371,15 +413,27 @@ impl Pacer {
     fn handle(&mut self, message: Message) {
         match message {
             Message::Io(io) => {
-                let now = self.now();
-                self.submit(InFlight {
-                    io,
-                    stage: Stage::Main,
-                    offered: None,
-                    service_start: None,
-                    known_at: now,
-                    generation: 0,
-                })
+                let offered = self.offer_instant();
+                let intake_ns = offered.as_ns().saturating_sub(io.received.as_ns());
+                self.shared.tally().intake.record(intake_ns);
+                self.model_origin.get_or_insert(offered);
+                // As the engine does before an arrival: everything due by then, then the
+                // model moved to the instant itself.
+                self.catch_up(offered);
+                if self.model_now.is_none_or(|t| t < offered) {
+                    self.advance_models(offered);
+                }
+                self.submit(
+                    InFlight {
+                        io,
+                        stage: Stage::Main,
+                        offered,
+                        service_start: None,
+                        known_at: offered,
+                        generation: 0,
+                    },
+                    offered,
+                )
             }
             Message::Skip { seq } => self.settle_record(seq, None),
             Message::Replace { device, name, done } => {
@@ -398,7 +452,10 @@ impl Pacer {
                 drop(tally);
                 // The requester may have gone; the switch stands either way.
                 let _ = done.send(());
-                self.drain_host_queue();
+                if self.model_origin.is_some() {
+                    let now = self.now();
+                    self.drain_host_queue(now);
+                }
             }
             Message::Snapshot { reply } => {
                 let now = self.now();
@@ -430,6 +487,21 @@ impl Pacer {
     fn now(&mut self) -> SimTime {
         self.last_now = self.last_now.max(self.clock.now());
         self.last_now
+    }
+
+    /// The instant of a new offer: now, or a nanosecond after the previous offer if the clock
+    /// has not moved past it, so that a replay, which orders equal instants by file position,
+    /// cannot put two offers in another order than the model met them.
+    fn offer_instant(&mut self) -> SimTime {
+        let mut t = self.now();
+        if let Some(last) = self.last_offer {
+            if t <= last {
+                t = SimTime::from_ns(last.as_ns() + 1);
+                self.last_now = t;
+            }
+        }
+        self.last_offer = Some(t);
+        t
     }
 
     /// Sleeps off nothing: spins to the next deadline when it is within the margin (leaving
@@ -464,22 +536,41 @@ impl Pacer {
         }
     }
 
+    /// Advances the models through every deadline up to the wall clock and sends the replies.
     fn advance(&mut self) {
         let now = self.now();
-        self.sample_counters(now);
+        self.catch_up(now);
+        self.send_due();
+    }
+
+    /// Advances the models to each of their deadlines at or before `until`, one after the
+    /// other, giving the requests waiting at the host to the model at the deadline that made
+    /// room for them, as the engine does: the model meets the instants it named, however late
+    /// the pacing thread is. The replies go to `due`.
+    fn catch_up(&mut self, until: SimTime) {
+        while let Some(deadline) = self.next_deadline().filter(|&d| d <= until) {
+            self.advance_models(deadline);
+        }
+    }
+
+    /// Advances every model to `at` (emulator time), completes what finished, and then gives
+    /// the waiting requests to the current model at `at`.
+    fn advance_models(&mut self, at: SimTime) {
+        self.model_now = Some(at);
+        self.sample_counters(at);
+        let model_at = self.model_time(at);
         for index in 0..self.slots.len() {
             let mut done = std::mem::take(&mut self.done);
-            self.slots[index].device.advance(now, &mut done);
+            self.slots[index].device.advance(model_at, &mut done);
             let generation = self.slots[index].generation;
             for completion in done.drain(..) {
                 self.slots[index].outstanding -= 1;
-                self.complete(completion, generation);
+                self.complete(completion, generation, at);
             }
             self.done = done;
         }
-        self.send_due();
         self.retire_idle_devices();
-        self.drain_host_queue();
+        self.drain_host_queue(at);
     }
 
     /// Drops replaced devices that hold nothing more.
@@ -493,52 +584,50 @@ impl Pacer {
         });
     }
 
-    fn submit(&mut self, request: InFlight) {
+    /// Gives the current device a stage of a request at `now` (emulator time), or leaves it
+    /// waiting at the host behind those already waiting.
+    fn submit(&mut self, request: InFlight, now: SimTime) {
         if !self.host_queue.is_empty() {
             self.host_queue.push_back(request);
             return;
         }
-        if let Err(request) = self.try_submit(request) {
+        if let Err(request) = self.try_submit(request, now) {
             self.host_queue.push_back(*request);
         }
     }
 
-    /// Gives the current device one stage of a request. Hands the request back when the
-    /// device's queue is full; answers it at once when the device refuses it.
-    fn try_submit(&mut self, mut request: InFlight) -> Result<(), Box<InFlight>> {
+    /// Gives the current device one stage of a request at `now` (emulator time). Hands the
+    /// request back when the device's queue is full; answers it at once when the device
+    /// refuses it.
+    fn try_submit(&mut self, mut request: InFlight, now: SimTime) -> Result<(), Box<InFlight>> {
         if let Some(reason) = &self.device_failed {
             let failure = IoFailure::DeviceFailed(reason.clone());
             self.fail(request, failure);
             return Ok(());
         }
-        let now = self.now();
         self.sample_counters(now);
         let id = self.next_id;
         let (op, offset_bytes, len_bytes) = match request.stage {
             Stage::Main => (request.io.op, request.io.offset_bytes, request.io.len_bytes),
             Stage::FuaFlush => (Op::Flush, 0, 0),
         };
-        let arrival = match (request.stage, request.offered) {
-            (Stage::Main, Some(offered)) => offered,
-            (Stage::Main, None) => {
-                let intake_ns = now.as_ns().saturating_sub(request.io.received.as_ns());
-                self.shared.tally().intake.record(intake_ns);
-                *request.offered.insert(now)
-            }
-            (Stage::FuaFlush, _) => now,
+        let arrival = match request.stage {
+            Stage::Main => request.offered,
+            Stage::FuaFlush => now,
         };
+        let (model_now, model_arrival) = (self.model_time(now), self.model_time(arrival));
         let slot = self
             .slots
             .last_mut()
             .expect("there is always a current device");
         let outcome = slot.device.submit(
-            now,
+            model_now,
             Request {
                 id,
                 op,
                 offset_bytes,
                 len_bytes,
-                arrival,
+                arrival: model_arrival,
             },
         );
         match outcome {
@@ -571,9 +660,11 @@ impl Pacer {
         }
     }
 
-    fn drain_host_queue(&mut self) {
+    /// Gives the waiting requests to the current device at `now`, in arrival order, while it
+    /// has room.
+    fn drain_host_queue(&mut self, now: SimTime) {
         while let Some(request) = self.host_queue.pop_front() {
-            if let Err(request) = self.try_submit(request) {
+            if let Err(request) = self.try_submit(request, now) {
                 self.host_queue.push_front(*request);
                 break;
             }
@@ -587,7 +678,9 @@ impl Pacer {
         self.settle_record(seq, None);
     }
 
-    fn complete(&mut self, completion: Completion, generation: u64) {
+    /// Takes a completion the model gave when advanced to `now` (emulator time): the reply
+    /// falls due, or a FUA write's flush stage goes to the model.
+    fn complete(&mut self, completion: Completion, generation: u64, now: SimTime) {
         let id = completion.request.id;
         let mut request = self
             .in_flight
@@ -597,19 +690,16 @@ impl Pacer {
             request.generation, generation,
             "request {id} completed on a device it was not submitted to"
         );
-        request
-            .service_start
-            .get_or_insert(completion.service_start);
+        let service_start = self.emulator_time(completion.service_start);
+        request.service_start.get_or_insert(service_start);
         if request.stage == Stage::Main && request.io.fua && request.io.op == Op::Write {
             request.stage = Stage::FuaFlush;
-            self.submit(request);
+            self.submit(request, now);
             return;
         }
-        let intended = completion.finish;
+        let intended = self.emulator_time(completion.finish);
         let overran = intended < request.known_at;
-        let arrival = request
-            .offered
-            .expect("a request the model completed was offered to it");
+        let arrival = request.offered;
         let io = request.io;
         let outcome = match io.read_data {
             Some(data) => Outcome::Data(data),
@@ -618,6 +708,7 @@ impl Pacer {
         self.due.push(Due {
             reply: Some((io.responder, outcome)),
             seq: io.seq,
+            received: io.received,
             host_view: Completion {
                 request: Request {
                     id,
@@ -694,6 +785,7 @@ impl Pacer {
         for (reply, &left) in due.iter().zip(&left) {
             let request = &reply.host_view.request;
             let row = RecordedIo {
+                received_ns: reply.received.as_ns(),
                 arrival_ns: request.arrival.as_ns(),
                 op: request.op,
                 offset_bytes: request.offset_bytes,

@@ -15,8 +15,11 @@ const FORMAT: TraceFormat = TraceFormat::named("storsim-record");
 
 const SEED: u64 = 0x5eed_12ec;
 
-/// The three lines every recording starts with.
+/// The three lines every version 1 recording starts with.
 const PREAMBLE: &str = "# storsim-record v1\n# device=test\narrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns\n";
+
+/// The three lines every version 2 recording (the one the writer writes) starts with.
+const PREAMBLE_V2: &str = "# storsim-record v2\n# device=test\nreceived_ns,arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns\n";
 
 fn sample_records() -> Vec<Record> {
     vec![
@@ -39,19 +42,25 @@ fn as_record(io: &RecordedIo, origin: u64) -> Record {
     )
 }
 
-/// A random request: arrivals mostly advance, sometimes stand still, and now and then go back
-/// (which the reader passes on for the engine to count); flushes get random ranges, which the
-/// writer must drop.
+/// A random request: receptions mostly advance and sometimes stand still; the offer to the
+/// model follows after an intake that is now and then long enough to pass later receptions
+/// (as a FLUSH's `fdatasync` does), so arrivals go back in file order. Flushes get random
+/// ranges, which the writer must drop.
 fn random_io(rng: &mut Prng, clock: &mut u64) -> RecordedIo {
-    match rng.below(10) {
-        0 => *clock = clock.saturating_sub(rng.below(1_000)),
-        1 => {}
-        _ => *clock += rng.below(200_000),
+    if rng.below(10) != 0 {
+        *clock += rng.below(200_000);
     }
+    let intake_ns = match rng.below(10) {
+        0 => rng.below(2_000_000),
+        1 => 0,
+        _ => rng.below(5_000),
+    };
+    let arrival_ns = *clock + intake_ns;
     let op = Op::ALL[rng.below(4) as usize];
-    let intended_finish_ns = *clock + rng.below(5_000_000);
+    let intended_finish_ns = arrival_ns + rng.below(5_000_000);
     RecordedIo {
-        arrival_ns: *clock,
+        received_ns: *clock,
+        arrival_ns,
         op,
         offset_bytes: rng.below(1 << 40) & !511,
         len_bytes: 1 + rng.below(2 << 20),
@@ -106,6 +115,7 @@ fn sample_keeps_its_finish_times_for_analysis() {
     assert_eq!(
         ios[1],
         RecordedIo {
+            received_ns: 120_000,
             arrival_ns: 120_000,
             op: Op::Read,
             offset_bytes: 8192,
@@ -135,19 +145,26 @@ fn writer_and_reader_round_trip() {
     assert_eq!(
         lines,
         vec![
-            "# storsim-record v1",
+            "# storsim-record v2",
             "# device=tlc-nvme note=two lines   seed=1592595180",
-            "arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns",
+            "received_ns,arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns",
         ]
     );
     let path = write_temp("record-round-trip", ".rec", &bytes);
     assert_eq!(detect(&path).unwrap(), FORMAT);
-    // Rows start at line 4, after the magic, metadata and column header lines.
-    let expected: Vec<Record> = ios
+    // Rows start at line 4, after the magic, metadata and column header lines. The records
+    // come in the order the model was offered them, rows in file order among equal offers.
+    let mut expected: Vec<Record> = ios
         .iter()
         .enumerate()
         .map(|(i, io)| as_record(&normalised(*io), i as u64 + 4))
         .collect();
+    expected.sort_by_key(|r| (r.timestamp_ns, r.origin));
+    let file_order: Vec<u64> = ios.iter().map(|io| io.arrival_ns).collect();
+    assert!(
+        file_order.windows(2).filter(|w| w[1] < w[0]).count() > 100,
+        "the test needs rows whose offers go back in file order"
+    );
     for parse_thread in [true, false] {
         let opts = TraceOptions {
             parse_thread,
@@ -171,7 +188,7 @@ fn an_empty_header_writes_no_metadata_line() {
     let bytes = write_recording(&[], &[]);
     assert_eq!(
         String::from_utf8(bytes.clone()).unwrap(),
-        "# storsim-record v1\narrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns\n"
+        "# storsim-record v2\nreceived_ns,arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns\n"
     );
     // A recording of nothing is an empty workload, not an error.
     let path = write_temp("record-empty", ".rec", &bytes);
@@ -189,6 +206,7 @@ fn an_empty_header_writes_no_metadata_line() {
 #[test]
 fn the_writer_refuses_what_the_reader_would() {
     let good = RecordedIo {
+        received_ns: 900,
         arrival_ns: 1_000,
         op: Op::Write,
         offset_bytes: 0,
@@ -209,6 +227,10 @@ fn the_writer_refuses_what_the_reader_would() {
             offset_bytes: u64::MAX,
             ..good
         },
+        RecordedIo {
+            received_ns: 1_001,
+            ..good
+        },
     ] {
         let mut writer = RecordWriter::new(Vec::new(), &[]).unwrap();
         let err = writer.write(&bad).unwrap_err();
@@ -217,6 +239,18 @@ fn the_writer_refuses_what_the_reader_would() {
         let text = String::from_utf8(writer.finish().unwrap()).unwrap();
         assert_eq!(text.lines().count(), 2, "{text}");
     }
+    // Rows go in the order received: a row received before the previous one is refused.
+    let mut writer = RecordWriter::new(Vec::new(), &[]).unwrap();
+    writer.write(&good).unwrap();
+    let earlier = RecordedIo {
+        received_ns: 899,
+        ..good
+    };
+    let err = writer.write(&earlier).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    writer.write(&good).unwrap();
+    let text = String::from_utf8(writer.finish().unwrap()).unwrap();
+    assert_eq!(text.lines().count(), 4, "{text}");
 }
 
 #[test]
@@ -230,8 +264,8 @@ fn detection_is_certain_and_names_other_versions() {
     assert_eq!(detect(&path).unwrap(), FORMAT);
     std::fs::remove_file(path).unwrap();
 
-    let v2 = "# storsim-record v2\narrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns\n0,W,0,4096,1,1\n";
-    let path = write_temp("record-v2", "", v2.as_bytes());
+    let v3 = "# storsim-record v3\narrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns\n0,W,0,4096,1,1\n";
+    let path = write_temp("record-v3", "", v3.as_bytes());
     match detect(&path) {
         Err(WorkloadError::Malformed {
             position, message, ..
@@ -239,7 +273,7 @@ fn detection_is_certain_and_names_other_versions() {
             assert_eq!(position, "line 1");
             assert_eq!(
                 message,
-                "unsupported storsim-record version \"v2\": this storsim reads version v1 only"
+                "unsupported storsim-record version \"v3\": this storsim reads versions v1 and v2"
             );
         }
         other => panic!("expected a malformed-record error, got {other:?}"),
@@ -247,8 +281,8 @@ fn detection_is_certain_and_names_other_versions() {
     std::fs::remove_file(path).unwrap();
     // Naming the format does not get past the version either.
     assert_eq!(
-        error_for(FORMAT, v2),
-        "line 1: unsupported storsim-record version \"v2\": this storsim reads version v1 only"
+        error_for(FORMAT, v3),
+        "line 1: unsupported storsim-record version \"v3\": this storsim reads versions v1 and v2"
     );
 }
 
@@ -264,18 +298,18 @@ fn structural_errors_name_the_line() {
     );
     assert_eq!(
         error_for(FORMAT, "# device=x\n# storsim-record v1\n"),
-        "line 1: expected the magic line `# storsim-record v1` first, found \"# device=x\""
+        "line 1: expected the magic line `# storsim-record v2` first, found \"# device=x\""
     );
     assert_eq!(
         error_for(
             FORMAT,
             "arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns\n"
         ),
-        "line 1: expected the magic line `# storsim-record v1` first, found \"arrival_ns,op,offset_bytes,len_bytes,int...\""
+        "line 1: expected the magic line `# storsim-record v2` first, found \"arrival_ns,op,offset_bytes,len_bytes,int...\""
     );
     assert_eq!(
         error_for(FORMAT, "# storsim-record\n"),
-        "line 1: the magic line names no version; expected `# storsim-record v1`"
+        "line 1: the magic line names no version; expected `# storsim-record v2`"
     );
 }
 
@@ -386,9 +420,9 @@ fn zero_length_transfers_are_ignored_but_kept_for_analysis() {
 }
 
 #[test]
-fn rows_out_of_arrival_order_are_passed_on_as_written() {
-    // As in every format, the reader keeps the file's order; the engine counts and clamps
-    // arrivals that go back in time.
+fn version_1_rows_out_of_arrival_order_are_passed_on_as_written() {
+    // Version 1 has no reception instants to order by: as in every format, the reader keeps
+    // the file's order, and the engine counts and clamps arrivals that go back in time.
     let text = format!("{PREAMBLE}500,W,0,4096,600,601\n400,R,0,4096,450,451\n");
     let path = write_temp("record-order", ".rec", text.as_bytes());
     let records: Vec<Record> = open(&path, &TraceOptions::default())
@@ -402,6 +436,103 @@ fn rows_out_of_arrival_order_are_passed_on_as_written() {
             record(500, Op::Write, 0, 4096, 0, 4),
             record(400, Op::Read, 0, 4096, 0, 5),
         ]
+    );
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn version_2_rows_in_reception_order_replay_in_the_order_the_model_was_offered_them() {
+    // Line 4's flush waited in `fdatasync` for 1 ms before the model saw it; the read and the
+    // write received after it reached the model first. Line 7 ties with line 6's offer and
+    // keeps its place after it.
+    let text = format!(
+        "{PREAMBLE_V2}100,1100,F,0,0,1200,1201\n200,210,R,0,4096,300,301\n\
+         300,305,W,4096,4096,400,401\n1100,1100,R,8192,4096,1300,1301\n1100,1100,R,0,512,1310,1311\n\
+         1150,1160,R,0,4096,1400,1401\n"
+    );
+    let path = write_temp("record-v2-order", ".rec", text.as_bytes());
+    for parse_thread in [true, false] {
+        let opts = TraceOptions {
+            parse_thread,
+            ..TraceOptions::default()
+        };
+        let records: Vec<Record> = open(&path, &opts)
+            .unwrap()
+            .records
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            records,
+            vec![
+                record(210, Op::Read, 0, 4096, 0, 5),
+                record(305, Op::Write, 4096, 4096, 0, 6),
+                record(1100, Op::Flush, 0, 0, 0, 4),
+                record(1100, Op::Read, 8192, 4096, 0, 7),
+                record(1100, Op::Read, 0, 512, 0, 8),
+                record(1160, Op::Read, 0, 4096, 0, 9),
+            ]
+        );
+    }
+    // Analysis sees the file as written, each row with both instants.
+    let ios: Vec<RecordedIo> = recorded_ios(&path).unwrap().map(Result::unwrap).collect();
+    let instants: Vec<(u64, u64, u64)> = ios
+        .iter()
+        .map(|io| (io.received_ns, io.arrival_ns, io.intake_ns()))
+        .collect();
+    assert_eq!(instants[..2], [(100, 1100, 1000), (200, 210, 10)]);
+    std::fs::remove_file(path).unwrap();
+}
+
+#[test]
+fn version_2_rows_must_keep_reception_order_and_arrive_after_reception() {
+    let row_error = |row: &str| {
+        error_for(
+            FORMAT,
+            &format!("{PREAMBLE_V2}500,500,W,0,512,600,600\n{row}\n"),
+        )
+    };
+    assert_eq!(
+        row_error("499,600,R,0,512,700,700"),
+        "line 5: received_ns 499 is earlier than the previous row's (500): rows are in the order the requests were received"
+    );
+    assert_eq!(
+        row_error("700,600,R,0,512,700,700"),
+        "line 5: field 1 (received_ns): expected an integer number of nanoseconds no later than arrival_ns (600), found \"700\""
+    );
+    assert_eq!(
+        row_error("600,600,R,0,512,700"),
+        "line 5: expected 7 comma-separated fields (received_ns,arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns), found 6"
+    );
+    assert_eq!(
+        row_error("600,600,X,0,512,700,700"),
+        "line 5: field 3 (op): expected R (read), W (write), T (trim) or F (flush), found \"X\""
+    );
+    assert_eq!(
+        row_error("600,600,R,0,512,700,599"),
+        "line 5: field 7 (actual_finish_ns): expected an integer number of nanoseconds no earlier than arrival_ns (600), found \"599\""
+    );
+    // A version 2 file needs its own column header.
+    assert_eq!(
+        error_for(FORMAT, &PREAMBLE.replace("v1", "v2")),
+        "line 3: expected the column header `received_ns,arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns`, found \"arrival_ns,op,offset_bytes,len_bytes,int...\""
+    );
+}
+
+#[test]
+fn a_malformed_version_2_row_ends_the_stream_after_every_record_before_it() {
+    // The flush is held (its offer is after the next reception) when line 6 turns out bad:
+    // it is still handed over, before the error, as a file-order reader would.
+    let text = format!("{PREAMBLE_V2}100,1100,F,0,0,1200,1201\n200,210,R,0,4096,300,301\nbad\n");
+    let path = write_temp("record-v2-bad", ".rec", text.as_bytes());
+    let (items, _) = read_all(&path, &options(FORMAT, false));
+    assert_eq!(items.len(), 3, "{items:?}");
+    assert_eq!(items[0].as_ref().unwrap().origin, 5);
+    assert_eq!(items[1].as_ref().unwrap().origin, 4);
+    expect_malformed(
+        &items[2],
+        &path,
+        "line 6",
+        "expected 7 comma-separated fields (received_ns,arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns), found 1",
     );
     std::fs::remove_file(path).unwrap();
 }

@@ -105,18 +105,23 @@ pub fn serve_nbd(
         .spawn()
 }
 
-/// Checks the record: `rows` requests, none intended before `service_us` after its arrival,
-/// no reply leaving before its instant.
+/// Checks the record: `rows` requests in the order received, each offered to the model no
+/// earlier than received, none intended before `service_us` after its arrival at the model, no
+/// reply leaving before its instant.
 pub fn assert_record(record: &Shared, rows: usize, service_us: u64) {
     let text = String::from_utf8(record.0.lock().unwrap().clone()).unwrap();
     let parsed: Vec<Vec<u64>> = text
         .lines()
-        .filter(|l| !l.starts_with('#') && !l.starts_with("arrival"))
+        .filter(|l| !l.starts_with('#') && !l.starts_with("received_ns"))
         .map(|l| l.split(',').filter_map(|f| f.parse().ok()).collect())
         .collect();
     assert_eq!(parsed.len(), rows, "{text}");
+    let mut previous_received = 0;
     for row in &parsed {
-        let (arrival, intended, actual) = (row[0], row[3], row[4]);
+        let (received, arrival, intended, actual) = (row[0], row[1], row[4], row[5]);
+        assert!(received >= previous_received, "rows out of order:\n{text}");
+        previous_received = received;
+        assert!(arrival >= received, "{text}");
         assert!(intended >= arrival + service_us * 1000, "{text}");
         assert!(
             actual >= intended,
