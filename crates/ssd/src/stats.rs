@@ -131,10 +131,14 @@ fn list(d: &SsdDevice, out: &mut List) {
 
     let p = &d.precondition;
     out.push("precondition_host_writes", p.host_writes as f64);
+    out.push("precondition_flash_reads", p.flash_reads as f64);
     out.push("precondition_flash_programs", p.flash_programs as f64);
     out.push("precondition_erases", p.erases as f64);
     if let Some(w) = p.steady_state_waf {
         out.push("precondition_steady_state_waf", w);
+    }
+    for fc in &p.ftl_counters {
+        out.push(format_args!("precondition_ftl_{}", fc.name), fc.value);
     }
     out.push("background_gc_units", d.idle_gc_units as f64);
     if let Some(wb) = &d.write_back {
