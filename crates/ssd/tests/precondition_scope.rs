@@ -177,3 +177,47 @@ fn page_ftl_counters_agree_with_the_ssds_in_the_run_and_in_preconditioning() {
     // Preconditioning's values stay as they were.
     assert_eq!(get(&d, "precondition_ftl_gc_copied_pages"), gc);
 }
+
+#[test]
+fn reads_of_pages_that_hold_no_data_are_counted_for_every_ftl() {
+    for entry in storsim_ftl::FTLS {
+        let mut p = small(entry.name);
+        p.precondition = Precondition::SequentialFill { fraction: 0.5 };
+        let mut d = SsdDevice::new(p).unwrap();
+        let logical = d.capacity_bytes() / 2048;
+        let filled = (0..logical)
+            .filter(|&lpn| d.ftl().lookup(lpn).is_some())
+            .count() as u64;
+        assert!(filled > 0 && filled < logical, "{}", entry.name);
+        let reads: Vec<Record> = (0..logical)
+            .map(|lpn| Record {
+                timestamp_ns: 0,
+                op: Op::Read,
+                offset_bytes: lpn * 2048,
+                len_bytes: 2048,
+                dev: 0,
+                think_ns: 0,
+                origin: lpn,
+            })
+            .collect();
+        let opts = EngineOptions {
+            replay: Replay::Closed { depth: 2 },
+            ..Default::default()
+        };
+        run(
+            &mut d,
+            &mut workload(reads),
+            &opts,
+            &mut |_: &Completion| {},
+            &mut |_, _| {},
+        )
+        .unwrap();
+        assert_eq!(get(&d, "host_read_pages"), logical as f64, "{}", entry.name);
+        assert_eq!(
+            get(&d, "host_read_unmapped_pages"),
+            (logical - filled) as f64,
+            "{}",
+            entry.name
+        );
+    }
+}
