@@ -132,6 +132,38 @@ pub enum ReplayArg {
     Afap,
 }
 
+/// The state every SSD of a device starts in, chosen on the command line over what its file
+/// says (`[ssd.precondition]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PreconditionArg {
+    /// Every block erased, nothing written: reads of it cost no flash time.
+    Clean,
+    /// The whole logical space written once, in order (`sequential-fill`).
+    Fill,
+    /// A fill, then random overwrites until write amplification settles (`steady-state`).
+    Steady,
+}
+
+impl PreconditionArg {
+    /// The device-file mode it stands for.
+    pub fn mode(self) -> storsim_config::PreconditionMode {
+        match self {
+            PreconditionArg::Clean => storsim_config::PreconditionMode::Clean,
+            PreconditionArg::Fill => storsim_config::PreconditionMode::SequentialFill,
+            PreconditionArg::Steady => storsim_config::PreconditionMode::SteadyState,
+        }
+    }
+
+    /// Its name on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            PreconditionArg::Clean => "clean",
+            PreconditionArg::Fill => "fill",
+            PreconditionArg::Steady => "steady",
+        }
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum RefusedArg {
     /// End the run with an error naming the record.
@@ -150,6 +182,11 @@ pub struct SimulateArgs {
     /// (`--set ssd.ftl=dftl --set ssd.page.over_provisioning_fraction=0.15`); repeatable.
     #[arg(long, value_name = "KEY=VALUE")]
     pub set: Vec<String>,
+    /// Start every SSD of the device clean, filled once in order, or in steady state, whatever
+    /// its file says (`[ssd.precondition]`, with each mode's default parameter). Without it,
+    /// the file decides.
+    #[arg(long, value_enum, value_name = "clean|fill|steady")]
+    pub precondition: Option<PreconditionArg>,
     /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`.
     #[arg(long)]
     pub workload: String,
@@ -362,6 +399,16 @@ pub struct CalibrateArgs {
     /// fitting a black-box model to a detailed one.
     #[arg(long, value_name = "DEVICE")]
     pub simulate: Option<String>,
+    /// With --simulate: the state the model's SSDs start in before measuring (default fill: a
+    /// clean SSD holds no data, and its reads cost no flash time). `clean` is refused for
+    /// reads for that reason.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "clean|fill|steady",
+        requires = "simulate"
+    )]
+    pub precondition: Option<PreconditionArg>,
     /// Where to write the fitted device description.
     #[arg(long, value_name = "MODEL.toml")]
     pub out: PathBuf,

@@ -1,6 +1,8 @@
 //! `storsim calibrate`: argument checks, targets, Ctrl-C, progress, and the three outputs.
 
-use crate::args::{CalibrateArgs, CalibrateHoldout, CalibrateStatistic, CalibratedModel};
+use crate::args::{
+    CalibrateArgs, CalibrateHoldout, CalibrateStatistic, CalibratedModel, PreconditionArg,
+};
 use crate::calibrate_report;
 use crate::progress::Progress;
 use crate::{interrupt, CliError};
@@ -331,13 +333,66 @@ fn open_target(
         .simulate
         .as_deref()
         .expect("clap requires --target or --simulate");
-    let desc = storsim_config::load_device(name).map_err(CliError::input)?;
+    let mut desc = storsim_config::load_device(name).map_err(CliError::input)?;
+    // Reads are measured first, so on a clean SSD every one would find no data.
+    let measures_reads = parse_patterns(&args.patterns)?
+        .iter()
+        .any(|p| !p.is_write());
+    let note = precondition_model(&mut desc, args.precondition, measures_reads)?;
     crate::simulate::check_memory(&desc.name, &desc.spec)?;
     let device = desc
         .spec
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", desc.name)))?;
-    Ok(Box::new(ModelTarget::new(&desc.name, device)))
+    let target = ModelTarget::new(name, device);
+    Ok(Box::new(match note {
+        Some(note) => target.with_note(note),
+        None => target,
+    }))
+}
+
+/// Sets the starting state of the model's SSDs before it is measured: `chosen`, or a
+/// sequential fill by default. A clean SSD holds no data, so its reads cost no flash time and
+/// would fit as free (A = B = 0); a clean start is therefore refused when reads are measured.
+/// Returns the note the report gives, or `None` for a model with no SSD (a disk, a black-box
+/// model), where only an explicit choice is an error.
+fn precondition_model(
+    desc: &mut storsim_config::LoadedDevice,
+    chosen: Option<PreconditionArg>,
+    measures_reads: bool,
+) -> Result<Option<String>, CliError> {
+    let how = chosen.unwrap_or(PreconditionArg::Fill);
+    if storsim_config::precondition_ssds(&mut desc.spec, how.mode()) == 0 {
+        return match chosen {
+            Some(_) => Err(CliError::input(format!(
+                "--precondition: {} holds no SSD to precondition (it applies to `ssd` devices, \
+                 and to arrays and hybrids of them)",
+                desc.name
+            ))),
+            None => Ok(None),
+        };
+    }
+    if how == PreconditionArg::Clean && measures_reads {
+        return Err(CliError::input(format!(
+            "--precondition clean: {} would start with no data, so every read would cost no \
+             flash time and fit as free; precondition it with fill or steady, or measure \
+             writes only with --patterns sw,rw",
+            desc.name
+        )));
+    }
+    Ok(Some(format!(
+        "the model's SSDs were preconditioned ({}) before measuring{}",
+        match how {
+            PreconditionArg::Clean => "clean",
+            PreconditionArg::Fill => "a sequential fill of the whole logical space",
+            PreconditionArg::Steady => "a fill, then random overwrites to steady state",
+        },
+        if chosen.is_none() {
+            " (the default; --precondition chooses)"
+        } else {
+            ""
+        }
+    )))
 }
 
 fn measure(

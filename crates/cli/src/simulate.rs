@@ -2,7 +2,7 @@
 //! device, opens the workload and runs it; here are the options, the progress line, the
 //! requests CSV and the reports.
 
-use crate::args::{RefusedArg, ReplayArg, SimulateArgs};
+use crate::args::{PreconditionArg, RefusedArg, ReplayArg, SimulateArgs};
 use crate::progress::Progress;
 use crate::report::{self, RequestsCsv};
 use crate::{interrupt, report_html, workload_arg, CliError};
@@ -81,8 +81,13 @@ pub(crate) fn execute(
     progress: bool,
 ) -> Result<Done, CliError> {
     let source = workload_arg::source(&args.workload, &args.trace)?;
-    let mut session = Session::open_with(&args.device, &args.set, &source, args.seed)
+    let mut device = storsim_sim::load_device(&args.device, &args.set)
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
+    if let Some(how) = args.precondition {
+        precondition(&mut device, how)?;
+    }
+    let mut session =
+        Session::new(device, &source, args.seed).map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let options = engine_options(args, &session.workload)?;
     session.window = args.window.0;
     let mut csv = match &args.requests_csv {
@@ -97,6 +102,9 @@ pub(crate) fn execute(
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let wall = line.finish();
     let cpu = line.cpu_time();
+    if progress {
+        warn_unmapped_reads(session.device.as_ref(), args.precondition.is_none());
+    }
     if let Some(csv) = csv {
         csv.finish()?;
     }
@@ -107,6 +115,53 @@ pub(crate) fn execute(
         wall,
         cpu,
     })
+}
+
+/// Sets every SSD of `device` to start as `how` says (`--precondition`), and says so in its
+/// name; refuses a device with no SSD, where the option would do nothing.
+pub(crate) fn precondition(
+    device: &mut storsim_config::LoadedDevice,
+    how: PreconditionArg,
+) -> Result<(), CliError> {
+    if storsim_config::precondition_ssds(&mut device.spec, how.mode()) == 0 {
+        return Err(CliError::input(format!(
+            "--precondition: {} holds no SSD to precondition (it applies to `ssd` devices, \
+             and to arrays and hybrids of them)",
+            device.name
+        )));
+    }
+    device.name = format!("{} [precondition={}]", device.name, how.name());
+    Ok(())
+}
+
+/// Reads of pages that hold no data take no flash time, so a run made mostly of them (a trace
+/// replayed on a clean SSD) measures nothing of the flash: says so once, with how many and how
+/// to precondition. `can_choose`: whether `--precondition` was left to the device file.
+fn warn_unmapped_reads(device: &dyn storsim_core::Device, can_choose: bool) {
+    let Some(r) = storsim_sim::unmapped_reads(device) else {
+        return;
+    };
+    if let Some(message) = unmapped_reads_warning(r, can_choose) {
+        eprintln!("storsim: warning: {message}");
+    }
+}
+
+/// The warning for [`warn_unmapped_reads`], when more than half the pages read held no data.
+fn unmapped_reads_warning(r: storsim_sim::UnmappedReads, can_choose: bool) -> Option<String> {
+    if r.unmapped_pages * 2 <= r.read_pages {
+        return None;
+    }
+    let advice = if can_choose {
+        "; precondition the device with --precondition fill (or steady), or \
+         [ssd.precondition] mode = \"sequential-fill\" in its file"
+    } else {
+        ""
+    };
+    Some(format!(
+        "{} of the {} pages read had never been written (or were trimmed): they took no flash \
+         time, so the read latencies measure nothing of the flash{advice}",
+        r.unmapped_pages, r.read_pages
+    ))
 }
 
 /// The engine's options from the command line and the workload's pacing and duration.

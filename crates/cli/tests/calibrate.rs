@@ -196,6 +196,69 @@ fn the_table_and_step_models_are_written_from_what_was_measured() {
     std::fs::remove_dir_all(dir).unwrap();
 }
 
+/// docs/calibrate.md's example on an SSD model: the model is preconditioned with a sequential
+/// fill first, so its reads find data and cost flash time. On a clean SSD they found none and
+/// fitted as free (A = B = 0).
+#[test]
+fn calibrating_an_ssd_model_preconditions_it_so_reads_cost_flash_time() {
+    let _busy = busy();
+    let tmp = temp_dir("cal-ssd");
+    let dir = tmp.path();
+    let model = dir.join("tlc-linear.toml");
+    let report = dir.join("tlc.json");
+    let text = calibrate_ok(&[
+        "--simulate",
+        "tlc-nvme",
+        "--allow-writes",
+        "--out",
+        model.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(text.contains("preconditioned"), "{text}");
+    let r = json(&report);
+    // tlc-nvme reads a page in 50 to 70 µs (by level) after a 5 µs controller overhead: a
+    // read's fixed cost lies within those bounds, plus at most one 4 KiB transfer.
+    for pattern in ["sr", "rr"] {
+        let (a, b, r2) = fit(&r, pattern);
+        assert!((55.0..=100.0).contains(&a), "{pattern}: A {a} µs");
+        assert!(b > 0.0, "{pattern}: B {b}");
+        assert!(r2 > 0.9, "{pattern}: r² {r2}");
+    }
+    // A clean start is refused for reads, saying why; a device with no SSD has nothing to
+    // precondition.
+    let out = model.to_str().unwrap();
+    for (args, expected) in [
+        (
+            vec![
+                "--simulate",
+                "tlc-nvme",
+                "--precondition",
+                "clean",
+                "--out",
+                out,
+            ],
+            "no flash time",
+        ),
+        (
+            vec![
+                "--simulate",
+                "stec-zeus",
+                "--precondition",
+                "fill",
+                "--out",
+                out,
+            ],
+            "holds no SSD",
+        ),
+    ] {
+        let o = calibrate(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(expected), "{args:?}: {}", stderr(&o));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
 #[test]
 fn refusals_name_the_problem_and_exit_2() {
     let _busy = busy();

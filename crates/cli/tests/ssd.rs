@@ -317,3 +317,92 @@ fn raw_flash_overwrites_stop_the_run_or_are_counted() {
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(!text.contains("refused by the device"), "{text}");
 }
+
+/// Runs `simulate` on the MSR sample trace (wrapped onto the device) with `extra` options,
+/// not quietly (the warning is for a person at the terminal); returns the report and stderr.
+fn msr_sample_on(device: &str, extra: &[&str], name: &str) -> (Value, String) {
+    let dir = temp_dir(name);
+    let out = dir.path().join("out.json");
+    let trace = common::repo_root().join("examples/oltp-sample.msr.csv");
+    let mut args = vec![
+        "simulate",
+        "--device",
+        device,
+        "--workload",
+        trace.to_str().unwrap(),
+        "--wrap",
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = storsim(&args);
+    assert!(o.status.success(), "storsim failed: {}", stderr(&o));
+    let v = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    (v, stderr(&o))
+}
+
+#[test]
+fn reads_of_a_clean_device_warn_once_and_precondition_fill_gives_them_flash_time() {
+    let (clean, err) = msr_sample_on("flashsim-2009", &[], "unmapped-clean");
+    let read = counter(&clean, "host_read_pages");
+    let unmapped = counter(&clean, "host_read_unmapped_pages");
+    assert!(unmapped * 2.0 > read, "{unmapped} of {read}");
+    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    let expected = format!("{unmapped} of the {read} pages read had never been written");
+    assert!(err.contains(&expected), "{err}");
+    assert!(err.contains("--precondition fill"), "{err}");
+
+    // The same device filled once, chosen on the command line without editing a file: every
+    // page read holds data, each read costs flash time, and nothing is said.
+    let (filled, err) = msr_sample_on(
+        "flashsim-2009",
+        &["--precondition", "fill"],
+        "unmapped-fill",
+    );
+    assert_eq!(
+        filled["device"]["name"],
+        "flashsim-2009 [precondition=fill]"
+    );
+    assert_eq!(counter(&filled, "host_read_unmapped_pages"), 0.0);
+    assert!(counter(&filled, "precondition_host_writes") > 0.0);
+    assert!(
+        filled["summary"]["read"]["service_ns"]["min"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(!err.contains("warning:"), "{err}");
+}
+
+#[test]
+fn precondition_reaches_every_ssd_of_an_array_and_is_refused_without_one() {
+    let dir = common::repo_root().join("examples/raid0-flashsim.toml");
+    let (v, err) = msr_sample_on(
+        dir.to_str().unwrap(),
+        &["--precondition", "fill"],
+        "raid0-fill",
+    );
+    assert!(!err.contains("warning:"), "{err}");
+    let counters = v["device"]["counters"].as_object().unwrap();
+    let filled: Vec<_> = counters
+        .iter()
+        .filter(|(k, _)| k.ends_with("precondition_host_writes"))
+        .collect();
+    assert!(filled.len() >= 2, "{filled:?}");
+    assert!(
+        filled.iter().all(|(_, x)| x.as_f64().unwrap() > 0.0),
+        "{filled:?}"
+    );
+
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--precondition",
+        "steady",
+        "--workload",
+        "synthetic:rw=randread,bs=4k,requests=10",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("holds no SSD"), "{}", stderr(&o));
+}

@@ -34,6 +34,7 @@ pub use models::array::ArraySpec;
 pub use models::blackbox_device_toml;
 pub use models::ftl::ftl_section_toml;
 pub use models::hybrid::{HybridConfiguration, HybridSpec};
+pub use models::ssd::{precondition_ssds, PreconditionMode};
 pub use presets::{preset, preset_spec, presets, PresetInfo};
 
 pub use models::{models, ModelInfo};

@@ -321,6 +321,12 @@ pub trait Ftl: Send {
     /// units in their names, in a fixed order.
     fn counters(&self) -> Vec<DeviceCounter>;
 
+    /// Starts the counters that count events (merges, copies, cache hits: everything but the
+    /// state gauges such as free blocks) from zero again. The SSD calls it when
+    /// preconditioning ends, so that every `ftl_*` counter describes the measured run alone,
+    /// as the SSD's own counters do.
+    fn reset_counters(&mut self);
+
     /// Appends the values of [`Ftl::counters`], in the same order, to `values`: what the SSD's
     /// `Device::counter_values` reads at the end of every window of a time series. The default
     /// takes them from `counters()`.

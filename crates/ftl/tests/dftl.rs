@@ -168,6 +168,9 @@ fn conformance_with_background_gc_between_writes() {
         fn counters(&self) -> Vec<storsim_core::DeviceCounter> {
             self.inner.counters()
         }
+        fn reset_counters(&mut self) {
+            self.inner.reset_counters()
+        }
     }
     let g = geometry(2, 1, 1, 32, 4, 64);
     let mut p = params(0.3, 8);
@@ -471,6 +474,9 @@ impl Ftl for IdleSometimes {
     }
     fn counters(&self) -> Vec<storsim_core::DeviceCounter> {
         self.inner.counters()
+    }
+    fn reset_counters(&mut self) {
+        self.inner.reset_counters()
     }
 }
 

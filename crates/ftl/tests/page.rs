@@ -193,6 +193,9 @@ impl Ftl for IdleFirst {
     fn counters(&self) -> Vec<storsim_core::DeviceCounter> {
         self.inner.counters()
     }
+    fn reset_counters(&mut self) {
+        self.inner.reset_counters()
+    }
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod params;
 pub mod power;
 pub mod sched;
 pub mod seek;
+mod speed;
 
 pub use device::HddDevice;
 pub use params::*;

@@ -130,12 +130,7 @@ impl Session {
         workload: &WorkloadSource,
         seed: u64,
     ) -> Result<Self, SimError> {
-        let mut device = storsim_config::load_device_with(device_arg, overrides)
-            .map_err(|e| SimError::Device(e.to_string()))?;
-        if !overrides.is_empty() {
-            device.name = format!("{device_arg} [{}]", overrides.join(", "));
-        }
-        Session::new(device, workload, seed)
+        Session::new(load_device(device_arg, overrides)?, workload, seed)
     }
 
     /// Builds `device` and opens `workload` for it, as [`Session::open`] does after loading.
@@ -270,6 +265,58 @@ pub fn simulate(
 ) -> Result<Outcome, SimError> {
     let mut session = Session::open(device_arg, workload, seed)?;
     session.run(options, None, &mut |_, _| {}, None)
+}
+
+/// Loads the device `device_arg` (a preset name or a device file) with device-file keys set on
+/// top (`ssd.ftl=dftl`, as `storsim_config::load_device_with` reads them), without building
+/// it, for a caller that changes the description first. With overrides, the device's name
+/// lists them after the base's, so that runs of one base with different overrides tell apart
+/// in results and reports.
+pub fn load_device(device_arg: &str, overrides: &[String]) -> Result<LoadedDevice, SimError> {
+    let mut device = storsim_config::load_device_with(device_arg, overrides)
+        .map_err(|e| SimError::Device(e.to_string()))?;
+    if !overrides.is_empty() {
+        device.name = format!("{device_arg} [{}]", overrides.join(", "));
+    }
+    Ok(device)
+}
+
+/// Host reads that found no data on a device's SSDs: pages never written (or trimmed), which
+/// cost no flash time, so a run made mostly of them measures nothing of the flash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnmappedReads {
+    /// Host pages read that held no data.
+    pub unmapped_pages: u64,
+    /// Host pages read in all, on the same SSDs.
+    pub read_pages: u64,
+}
+
+/// The counter an SSD counts its reads of pages without data in; a composite device reports
+/// its children's under a prefix.
+const UNMAPPED_COUNTER: &str = "host_read_unmapped_pages";
+
+/// The reads of pages without data on every SSD `device` holds (itself or its children, found
+/// by their counters' names), or `None` for a device with no SSD.
+pub fn unmapped_reads(device: &dyn Device) -> Option<UnmappedReads> {
+    let counters = device.counters();
+    let mut total: Option<UnmappedReads> = None;
+    for c in counters.iter() {
+        let Some(prefix) = c.name.strip_suffix(UNMAPPED_COUNTER) else {
+            continue;
+        };
+        let reads_name = format!("{prefix}host_read_pages");
+        let reads = counters
+            .iter()
+            .find(|r| r.name == reads_name)
+            .map_or(0.0, |r| r.value);
+        let t = total.get_or_insert(UnmappedReads {
+            unmapped_pages: 0,
+            read_pages: 0,
+        });
+        t.unmapped_pages += c.value as u64;
+        t.read_pages += reads as u64;
+    }
+    total
 }
 
 /// Opens a trace file or builds a synthetic workload for a device of `capacity_bytes`.

@@ -55,6 +55,15 @@ impl OpBatch {
         &mut self.ops
     }
 
+    /// Whether the last call read host data from flash: a read of a page that holds none
+    /// (never written, or trimmed) reads nothing and costs no flash time.
+    pub fn last_call_read_host_data(&self) -> bool {
+        let begin = self.calls.last().copied().unwrap_or(0);
+        self.ops[begin..]
+            .iter()
+            .any(|o| o.cause == Cause::Host && o.kind == FlashOpKind::Read)
+    }
+
     /// Drops the last call's operations (a call that failed: its work never reaches flash).
     pub fn abandon_last_call(&mut self) {
         if let Some(begin) = self.calls.pop() {

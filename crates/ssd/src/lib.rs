@@ -441,6 +441,9 @@ impl SsdDevice {
                 return Err(self.failed_call(start, e));
             }
             self.counts.host_read_pages += 1;
+            if !self.batch.last_call_read_host_data() {
+                self.counts.host_read_unmapped_pages += 1;
+            }
         }
         Ok(finish.max(self.place_batch(start)))
     }

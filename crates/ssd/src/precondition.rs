@@ -3,28 +3,54 @@
 //! runs at the FTL's own speed (users of other simulators wait hours for this).
 
 use crate::Precondition;
-use storsim_core::Prng;
+use storsim_core::{DeviceCounter, Prng};
 use storsim_flash::FlashOpKind;
 use storsim_ftl::{FlashOp, Ftl, FtlError};
 
-/// What preconditioning did, reported with the run's results.
+/// What preconditioning did, reported with the run's results under `precondition_*` names,
+/// apart from the measured run's counters (which start at zero after it).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PreconditionReport {
+    /// Logical pages written.
     pub host_writes: u64,
+    /// Flash page reads the writes caused (garbage collection's and merges' copies, mapping
+    /// reads).
+    pub flash_reads: u64,
+    /// Flash page programs the writes caused, the host's own included.
     pub flash_programs: u64,
     pub erases: u64,
     /// Write amplification of the last random-overwrite window (steady state only).
     pub steady_state_waf: Option<f64>,
+    /// The FTL's own counters as preconditioning left them, before they were started from
+    /// zero for the measured run; empty when preconditioning wrote nothing.
+    pub ftl_counters: Vec<DeviceCounter>,
 }
 
-/// Writes with the operations discarded; returns the programs they caused.
-fn write(ftl: &mut dyn Ftl, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<u64, FtlError> {
+/// Flash operations one call caused, by kind.
+#[derive(Clone, Copy, Default)]
+struct Traffic {
+    reads: u64,
+    programs: u64,
+}
+
+/// Writes with the operations discarded; returns the reads and programs they caused.
+fn write(ftl: &mut dyn Ftl, lpn: u64, ops: &mut Vec<FlashOp>) -> Result<Traffic, FtlError> {
     ops.clear();
     ftl.write(lpn, ops)?;
-    Ok(ops
-        .iter()
-        .filter(|o| o.kind == FlashOpKind::Program)
-        .count() as u64)
+    let mut t = Traffic::default();
+    for o in ops.iter() {
+        match o.kind {
+            FlashOpKind::Read => t.reads += 1,
+            FlashOpKind::Program => t.programs += 1,
+            // A copy-back reads and programs inside the die, as the run's counters count it.
+            FlashOpKind::CopyBack => {
+                t.reads += 1;
+                t.programs += 1;
+            }
+            FlashOpKind::Erase => {}
+        }
+    }
+    Ok(t)
 }
 
 pub fn run(
@@ -48,7 +74,9 @@ pub fn run(
         Precondition::SteadyState { .. } => logical,
     };
     for lpn in 0..fill {
-        report.flash_programs += write(ftl, lpn, &mut ops)?;
+        let t = write(ftl, lpn, &mut ops)?;
+        report.flash_reads += t.reads;
+        report.flash_programs += t.programs;
         report.host_writes += 1;
     }
     if let Precondition::SteadyState {
@@ -64,7 +92,9 @@ pub fn run(
             let mut programs = 0u64;
             let n = window.min(budget - written);
             for _ in 0..n {
-                programs += write(ftl, rng.below(logical), &mut ops)?;
+                let t = write(ftl, rng.below(logical), &mut ops)?;
+                report.flash_reads += t.reads;
+                programs += t.programs;
             }
             written += n;
             report.host_writes += n;
@@ -78,5 +108,11 @@ pub fn run(
         }
     }
     report.erases = ftl.nand().total_erases() - erases_before;
+    if report.host_writes > 0 {
+        report.ftl_counters = ftl.counters();
+    }
+    // From here on the FTL's event counters describe the measured run alone, as the SSD's own
+    // do; what preconditioning did stays in the report.
+    ftl.reset_counters();
     Ok(report)
 }

@@ -17,6 +17,8 @@ pub(crate) struct OpCounts {
     /// collection kept dies from host work.
     pub die_busy_ns: [u64; 5],
     pub host_read_pages: u64,
+    /// Host pages read that held no data (never written, or trimmed): no flash time.
+    pub host_read_unmapped_pages: u64,
     pub host_write_pages: u64,
     pub trim_pages: u64,
     /// Multi-plane commands placed (each also counts its pages' operations above).
@@ -131,10 +133,14 @@ fn list(d: &SsdDevice, out: &mut List) {
 
     let p = &d.precondition;
     out.push("precondition_host_writes", p.host_writes as f64);
+    out.push("precondition_flash_reads", p.flash_reads as f64);
     out.push("precondition_flash_programs", p.flash_programs as f64);
     out.push("precondition_erases", p.erases as f64);
     if let Some(w) = p.steady_state_waf {
         out.push("precondition_steady_state_waf", w);
+    }
+    for fc in &p.ftl_counters {
+        out.push(format_args!("precondition_ftl_{}", fc.name), fc.value);
     }
     out.push("background_gc_units", d.idle_gc_units as f64);
     if let Some(wb) = &d.write_back {
@@ -163,6 +169,10 @@ fn list(d: &SsdDevice, out: &mut List) {
 /// Host and flash traffic, flash operations and die time by cause, and write amplification.
 fn traffic(out: &mut List, c: &OpCounts) -> Totals {
     out.push("host_read_pages", c.host_read_pages as f64);
+    out.push(
+        "host_read_unmapped_pages",
+        c.host_read_unmapped_pages as f64,
+    );
     out.push("host_write_pages", c.host_write_pages as f64);
     out.push("host_trim_pages", c.trim_pages as f64);
     for cause in Cause::ALL {

@@ -34,6 +34,12 @@ impl ModelTarget {
         }
     }
 
+    /// Adds a note for the report about how the model was set up (its preconditioning).
+    pub fn with_note(mut self, note: String) -> Self {
+        self.info.notes.push(note);
+        self
+    }
+
     fn error(&self, message: String) -> TargetError {
         TargetError::Model {
             name: self.info.name.clone(),

@@ -60,12 +60,57 @@ fn cell_name(cell: CellType) -> &'static str {
     }
 }
 
+/// `ssd.precondition.mode`: the state an SSD starts a run in. Also what a command line
+/// chooses for every SSD a device holds ([`precondition_ssds`]), with each mode's default
+/// parameter.
 #[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
-enum PreconditionMode {
+pub enum PreconditionMode {
+    /// Every block erased, nothing written.
     Clean,
+    /// The whole logical space written once, in order.
     SequentialFill,
+    /// A fill, then random overwrites until write amplification settles.
     SteadyState,
+}
+
+impl PreconditionMode {
+    /// The preconditioning with the mode's default parameter, as a file stating only
+    /// `mode` gets.
+    fn with_defaults(self) -> Precondition {
+        match self {
+            PreconditionMode::Clean => Precondition::Clean,
+            PreconditionMode::SequentialFill => Precondition::SequentialFill {
+                fraction: DEFAULT_FILL_FRACTION,
+            },
+            PreconditionMode::SteadyState => Precondition::SteadyState {
+                max_overwrite_factor: DEFAULT_OVERWRITE_FACTOR,
+            },
+        }
+    }
+}
+
+/// Sets the preconditioning of every SSD that `spec` holds (itself, an array's children, a
+/// hybrid's children, nested) to `mode` with its default parameter, overriding what their
+/// files say, so that a run can choose the starting state without editing a file. Returns how
+/// many SSDs it set: 0 for a device with no SSD, which the caller may refuse.
+pub fn precondition_ssds(spec: &mut crate::DeviceSpec, mode: PreconditionMode) -> usize {
+    if let Some(ssd) = spec.params_mut::<SsdParams>() {
+        ssd.precondition = mode.with_defaults();
+        return 1;
+    }
+    if let Some(array) = spec.params_mut::<crate::ArraySpec>() {
+        return array
+            .children
+            .iter_mut()
+            .map(|child| precondition_ssds(&mut child.spec, mode))
+            .sum();
+    }
+    if let Some(hybrid) = spec.params_mut::<crate::HybridSpec>() {
+        return precondition_ssds(&mut hybrid.flash.spec, mode)
+            + precondition_ssds(&mut hybrid.disk.spec, mode);
+    }
+    0
 }
 
 /// `ssd.multi_plane`: which operations may share a multi-plane command.

@@ -405,6 +405,14 @@ impl Ftl for Anand {
         self.valid_pages
     }
 
+    fn reset_counters(&mut self) {
+        self.folds = 0;
+        self.fold_copied_pages = 0;
+        self.in_place_rewrites = 0;
+        self.chain_scan_reads = 0;
+        self.max_chain_length_seen = 0;
+    }
+
     fn counters(&self) -> Vec<DeviceCounter> {
         vec![
             DeviceCounter::new("folds", self.folds as f64),

@@ -218,6 +218,11 @@ impl Ftl for BlockFtl {
         self.valid_pages
     }
 
+    fn reset_counters(&mut self) {
+        self.block_merges = 0;
+        self.merge_copied_pages = 0;
+    }
+
     fn counters(&self) -> Vec<DeviceCounter> {
         vec![
             DeviceCounter::new("block_merges", self.block_merges as f64),

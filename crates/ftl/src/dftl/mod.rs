@@ -21,7 +21,7 @@
 //! went; the CMT and GTD decide only what each request *costs* in flash operations. The CMT
 //! therefore stores which entries are cached and dirty, not their values.
 
-use crate::page::core::{base_logical_pages, Core, Hooks, NONE};
+use crate::page::core::{base_logical_pages, Core, CoreCounters, Hooks, NONE};
 use crate::page::{self};
 use crate::params::{self, field, Field, Key, Kind, ParamError, ParamKey, Section, Value};
 use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
@@ -472,6 +472,11 @@ impl Ftl for Dftl {
         let worked = self.core.idle(ops, &mut self.cmt)?;
         flush(&mut self.core, &mut self.cmt, ops)?;
         Ok(worked)
+    }
+
+    fn reset_counters(&mut self) {
+        self.core.counters = CoreCounters::default();
+        self.cmt.counters = CmtCounters::default();
     }
 
     fn counters(&self) -> Vec<DeviceCounter> {

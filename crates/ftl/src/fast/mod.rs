@@ -377,6 +377,14 @@ impl Ftl for FastFtl {
         self.valid_pages
     }
 
+    fn reset_counters(&mut self) {
+        self.switch_merges = 0;
+        self.partial_merges = 0;
+        self.full_merges = 0;
+        self.rw_log_merges = 0;
+        self.merge_copied_pages = 0;
+    }
+
     fn counters(&self) -> Vec<DeviceCounter> {
         vec![
             DeviceCounter::new("switch_merges", self.switch_merges as f64),

@@ -339,6 +339,13 @@ impl Ftl for Fmax {
         self.valid_pages
     }
 
+    fn reset_counters(&mut self) {
+        self.folds = 0;
+        self.fold_copied_pages = 0;
+        self.in_place_rewrites = 0;
+        self.replacement_units = 0;
+    }
+
     fn counters(&self) -> Vec<DeviceCounter> {
         vec![
             DeviceCounter::new("folds", self.folds as f64),

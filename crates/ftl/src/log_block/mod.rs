@@ -351,6 +351,13 @@ impl Ftl for LogBlockFtl {
         self.valid_pages
     }
 
+    fn reset_counters(&mut self) {
+        self.switch_merges = 0;
+        self.partial_merges = 0;
+        self.full_merges = 0;
+        self.merge_copied_pages = 0;
+    }
+
     fn counters(&self) -> Vec<DeviceCounter> {
         let in_use = self.log_block.len() - self.free_slots.len();
         vec![

@@ -9,7 +9,7 @@
 
 pub(crate) mod core;
 
-use self::core::{base_logical_pages, Core, NoHooks};
+use self::core::{base_logical_pages, Core, CoreCounters, NoHooks};
 use crate::gc::{self, GcPolicy};
 use crate::params::{
     self, field, fraction_below_one, Field, Key, Kind, ParamError, Section, Value,
@@ -229,6 +229,10 @@ impl Ftl for PageFtl {
 
     fn idle(&mut self, ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
         self.core.idle(ops, &mut NoHooks)
+    }
+
+    fn reset_counters(&mut self) {
+        self.core.counters = CoreCounters::default();
     }
 
     fn counters(&self) -> Vec<DeviceCounter> {

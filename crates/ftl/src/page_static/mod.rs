@@ -287,6 +287,11 @@ impl Ftl for PageStatic {
         self.valid_pages
     }
 
+    fn reset_counters(&mut self) {
+        self.block_rewrites = 0;
+        self.rewrite_copied_pages = 0;
+    }
+
     fn counters(&self) -> Vec<DeviceCounter> {
         vec![
             DeviceCounter::new("block_rewrites", self.block_rewrites as f64),

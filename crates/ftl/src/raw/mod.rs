@@ -169,6 +169,11 @@ impl Ftl for Raw {
         self.valid_pages
     }
 
+    fn reset_counters(&mut self) {
+        self.rejected_programs = 0;
+        self.trim_erases = 0;
+    }
+
     fn counters(&self) -> Vec<DeviceCounter> {
         vec![
             DeviceCounter::new("rejected_programs", self.rejected_programs as f64),
