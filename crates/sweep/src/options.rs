@@ -16,7 +16,7 @@ enum Kind {
 }
 
 /// The options, in the order a point's command line gives them.
-const OPTIONS: [(&str, Kind); 12] = [
+const OPTIONS: [(&str, Kind); 13] = [
     ("replay", Kind::Word),
     ("iodepth", Kind::Integer),
     ("time_scale", Kind::Number),
@@ -29,6 +29,7 @@ const OPTIONS: [(&str, Kind); 12] = [
     ("trace_devices", Kind::Word),
     ("blkparse_event", Kind::Word),
     ("parse_thread", Kind::Word),
+    ("precondition", Kind::Word),
 ];
 
 /// A checked option value.

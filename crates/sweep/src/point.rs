@@ -524,6 +524,7 @@ mod tests {
             [options]
             wrap = true
             iodepth = 4
+            precondition = "fill"
             [grid]
             "linear.servers" = [2]
             "#,
@@ -535,7 +536,7 @@ mod tests {
             .collect();
         assert_eq!(
             args[0],
-            "simulate --device stec-zeus --set linear.servers=2 --workload dir/trace.csv --seed 1 --iodepth 4 --wrap"
+            "simulate --device stec-zeus --set linear.servers=2 --workload dir/trace.csv --seed 1 --iodepth 4 --wrap --precondition fill"
         );
         assert!(
             args[1].contains("--workload synthetic:rw=read "),
