@@ -1,0 +1,160 @@
+//! DiskSim's G4 layout on the drive DiskSim 4.0 ships extracted by DIXtrac, the Seagate
+//! Cheetah 15K.5: `import disksim` reads its `-skews.layout`, and the layout it builds puts
+//! every block where DIXtrac found it on the real drive (`layout.mappings.gz`, DIXtrac's
+//! track-by-track dump of the LBN -> cylinder, head, sector mapping, and its defect list).
+//!
+//! The data lives outside the repository (../shared/disksim-valid/cheetah15k5); without it
+//! the tests say so and pass.
+
+use flate2::read::GzDecoder;
+use std::io::{BufRead, BufReader};
+use storsim_config::disksim::import::import_parv;
+use storsim_hdd::layout::{Layout, Pbn, SectorUse};
+use storsim_hdd::SeekCurve;
+
+const DIR: &str = "disksim-valid/cheetah15k5";
+
+fn cheetah() -> Option<storsim_config::disksim::import::ImportedDrive> {
+    let dir = storsim_testenv::shared(DIR)?;
+    Some(import_parv(&dir.join("Seagate-Cheetah15k5.parv")).expect("the Cheetah 15K.5 imports"))
+}
+
+/// `lbn L --> cyl C, head H, sect S, count N` or `Defect at cyl C, head H, sect S`: the
+/// numbers of a dump line, in order.
+fn numbers(line: &str) -> Vec<u64> {
+    line.split(|c: char| !c.is_ascii_digit())
+        .filter(|w| !w.is_empty())
+        .map(|w| w.parse().expect("digits"))
+        .collect()
+}
+
+#[test]
+fn every_block_of_the_dump_is_where_dixtrac_found_it() {
+    let Some(drive) = cheetah() else {
+        return;
+    };
+    let g = &drive.params.geometry;
+    assert_eq!(g.surfaces, 4);
+    let layout = Layout::new(g).expect("the G4 layout builds");
+    assert_eq!(layout.blocks(), 286_749_487);
+    let path = storsim_testenv::shared(DIR)
+        .unwrap()
+        .join("layout.mappings.gz");
+    let file = std::fs::File::open(&path).expect("the dump opens");
+    let mut next_lbn = 0u64;
+    let (mut runs, mut defects, mut defects_on_tracks) = (0u64, 0u64, 0u64);
+    for line in BufReader::new(GzDecoder::new(file)).lines() {
+        let line = line.expect("the dump reads");
+        if line.starts_with("lbn ") {
+            let n = numbers(&line);
+            let [lbn, cylinder, head, sector, count] = n[..] else {
+                panic!("`{line}`: five numbers expected");
+            };
+            // The dump covers the blocks in order, without gaps.
+            assert_eq!(lbn, next_lbn, "`{line}`");
+            next_lbn = lbn + count;
+            let want = Pbn {
+                cylinder: cylinder as u32,
+                head: head as u32,
+                sector: sector as u32,
+            };
+            // DIXtrac's `maxlbn` is the drive's highest block, where DiskSim's model states
+            // that number as its block count: DiskSim's drive ends one block short of the
+            // dump, and the layout maps nothing from there on.
+            let mapped = count.min(layout.blocks() - lbn);
+            if mapped < count {
+                assert_eq!(layout.lbn_to_pbn_run(lbn + mapped), None, "`{line}`");
+            }
+            // Every block of the line, run by run: block `lbn + i` is sector `sector + i`.
+            let mut done = 0;
+            while done < mapped {
+                let (p, run) = layout
+                    .lbn_to_pbn_run(lbn + done)
+                    .unwrap_or_else(|| panic!("`{line}`: block {} unmapped", lbn + done));
+                let at = Pbn {
+                    sector: want.sector + done as u32,
+                    ..want
+                };
+                assert_eq!(p, at, "`{line}`: block {}", lbn + done);
+                // A run that went on past the line would put the next line's first block on
+                // this track, where DIXtrac did not find it.
+                assert!(
+                    run <= mapped - done,
+                    "`{line}`: the run of {run} goes past the line"
+                );
+                done += run;
+            }
+            assert_eq!(
+                layout.pbn_to_lbn(want),
+                Some(SectorUse::Block(lbn)),
+                "`{line}`: back from the sector"
+            );
+            runs += 1;
+        } else if line.starts_with("Defect at ") {
+            let n = numbers(&line);
+            let [cylinder, head, sector] = n[..] else {
+                panic!("`{line}`: three numbers expected");
+            };
+            let p = Pbn {
+                cylinder: cylinder as u32,
+                head: head as u32,
+                sector: sector as u32,
+            };
+            // A defect holds no block; on a track the layout maps, it is a slipped sector.
+            match layout.pbn_to_lbn(p) {
+                Some(SectorUse::Block(b)) => panic!("`{line}` holds block {b}"),
+                Some(_) => defects_on_tracks += 1,
+                None => {}
+            }
+            defects += 1;
+        }
+    }
+    assert_eq!(
+        next_lbn,
+        layout.blocks() + 1,
+        "the dump covers the whole drive"
+    );
+    assert_eq!(runs, 291_604);
+    assert_eq!(defects, 3_592);
+    // Most defects lie on the mapped tracks (the rest on cylinders past the last block).
+    assert!(
+        defects_on_tracks > 3_000,
+        "{defects_on_tracks} defects on mapped tracks"
+    );
+}
+
+#[test]
+fn the_cheetah_imports_its_extracted_seek_curve_and_speed() {
+    let Some(drive) = cheetah() else {
+        return;
+    };
+    let m = &drive.params.mechanics;
+    assert_eq!(m.rpm, 15_020.0);
+    assert_eq!(m.head_switch_ns, 1_000);
+    let SeekCurve::Extracted { points } = &m.seek else {
+        panic!("an extracted seek curve, not {:?}", m.seek);
+    };
+    // The .seeks file's first line: `1, 0.552500, 0.002540` (distance, ms, std-dev).
+    assert_eq!(points[0], (1, 552_500));
+    assert!(points.windows(2).all(|w| w[0].0 < w[1].0));
+}
+
+#[test]
+fn a_sector_starts_at_its_path_s_offsets_and_repetition_angles() {
+    let Some(drive) = cheetah() else {
+        return;
+    };
+    let layout = Layout::new(&drive.params.geometry).expect("the G4 layout builds");
+    let angle = |lbn: u64| layout.sector_angle(layout.lbn_to_pbn(lbn).unwrap());
+    // The layout's first zone: index 0's entries repeat a 1200-sector track pattern, the
+    // first from cylinder 0 outwards on head 0 (offset 0, 0.141669 of a turn a cylinder),
+    // the second back from cylinder 64 on head 1 (offset 0.2562).
+    assert_eq!(angle(0), 0.0);
+    assert!((angle(1_200) - 0.141669).abs() < 1e-12);
+    assert!((angle(2 * 1_200) - 2.0 * 0.141669).abs() < 1e-12);
+    assert!((angle(78_000) - 0.2562).abs() < 1e-12);
+    // Sector 5 of a 1200-sector track starts 5/1200 of a turn after the track's first.
+    assert!((angle(78_005) - (0.2562 + 5.0 / 1200.0)).abs() < 1e-12);
+    let p = layout.lbn_to_pbn(78_000).unwrap();
+    assert_eq!(layout.sectors_on_track(p), 1_200);
+}
