@@ -158,3 +158,56 @@ fn a_sector_starts_at_its_path_s_offsets_and_repetition_angles() {
     let p = layout.lbn_to_pbn(78_000).unwrap();
     assert_eq!(layout.sectors_on_track(p), 1_200);
 }
+
+/// DiskSim validated this drive with its cache, fast writes and read-ahead off on its command
+/// line (`disk0 "Enable caching in buffer" 0` ...); the same overrides reach the import.
+#[test]
+fn dixtrac_s_validation_overrides_turn_the_cache_off() {
+    use storsim_config::disksim::import::{import_parv_with, Override};
+    use storsim_hdd::{ReadAhead, WriteBack};
+    let Some(dir) = storsim_testenv::shared(DIR) else {
+        return;
+    };
+    let parv = dir.join("Seagate-Cheetah15k5.parv");
+    let overrides: Vec<Override> = [
+        "disk0:Enable caching in buffer=0",
+        "disk0:Fast write level=0",
+        "disk0: Buffer  continuous read =0",
+    ]
+    .iter()
+    .map(|s| s.parse().unwrap())
+    .collect();
+    let stock = import_parv_with(&parv, &[]).unwrap().params.cache;
+    assert!(stock.enabled);
+    assert_eq!(stock.write_back, WriteBack::Full);
+    assert_eq!(stock.read_ahead, ReadAhead::DecTracks);
+    let off = import_parv_with(&parv, &overrides).unwrap().params.cache;
+    assert!(!off.enabled);
+    assert_eq!(off.write_back, WriteBack::None);
+    assert_eq!(off.read_ahead, ReadAhead::None);
+    // A parameter of a nested block: the mechanics' head switch time, in ms.
+    let o: Override = "disk0:Head switch time=0.002".parse().unwrap();
+    let m = import_parv_with(&parv, &[o]).unwrap().params.mechanics;
+    assert_eq!(m.head_switch_ns, 2_000);
+
+    for (bad, want) in [
+        (
+            "disk9:Fast write level=0",
+            "no component `disk9` is instantiated",
+        ),
+        (
+            "disk0:Fast writes level=0",
+            "disk0 (SEAGATE_ST3146855FC_3LN02D4A) has no parameter `Fast writes level`",
+        ),
+        (
+            "disk0:Fast write level=7",
+            "7 is not a fast-write level (0, 1 or 2)",
+        ),
+    ] {
+        let o: Override = bad.parse().unwrap();
+        let e = import_parv_with(&parv, &[o]).unwrap_err().to_string();
+        assert!(e.contains(want), "{bad}: {e}");
+    }
+    let e = "disk0 Fast write level 0".parse::<Override>().unwrap_err();
+    assert!(e.contains("COMPONENT:PARAMETER=VALUE"), "{e}");
+}

@@ -44,9 +44,131 @@ pub fn device_toml(drive: &ImportedDrive) -> Result<String, String> {
     Ok(format!("# {} imported from DiskSim\n{body}", drive.name))
 }
 
+/// One DiskSim-style parameter override, as DiskSim's command line takes them after the
+/// trace (`disk0 "Enable caching in buffer" 0`, DiskSim's validation of the Cheetah 15K.5),
+/// written `COMPONENT:PARAMETER=VALUE` (`disk0:Enable caching in buffer=0`): the instance
+/// name, the parameter as the block writes it, and its new value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Override {
+    pub component: String,
+    pub parameter: String,
+    pub value: Value,
+}
+
+impl std::str::FromStr for Override {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = || {
+            format!(
+                "`{s}`: a DiskSim override is COMPONENT:PARAMETER=VALUE, as in \
+                 `disk0:Enable caching in buffer=0`"
+            )
+        };
+        let (component, rest) = s.split_once(':').ok_or_else(usage)?;
+        let (parameter, value) = rest.rsplit_once('=').ok_or_else(usage)?;
+        let (component, value) = (component.trim(), value.trim());
+        // Keys are compared with their words joined by single spaces, as the reader keeps them.
+        let parameter = parameter.split_whitespace().collect::<Vec<_>>().join(" ");
+        if component.is_empty() || parameter.is_empty() || value.is_empty() {
+            return Err(usage());
+        }
+        let value = if let Ok(i) = value.parse::<i64>() {
+            Value::Int(i)
+        } else if let Ok(f) = value.parse::<f64>() {
+            Value::Float(f)
+        } else {
+            Value::Word(value.to_string())
+        };
+        Ok(Override {
+            component: component.to_string(),
+            parameter,
+            value,
+        })
+    }
+}
+
+impl std::fmt::Display for Override {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value = match &self.value {
+            Value::Int(i) => i.to_string(),
+            Value::Float(x) => x.to_string(),
+            Value::Word(w) => w.clone(),
+            other => other.kind().to_string(),
+        };
+        write!(f, "{}:{}={value}", self.component, self.parameter)
+    }
+}
+
+/// Whether instance name `name` is among `names` (a word, or a range `disk0 .. disk17` of one
+/// prefix).
+fn names_include(names: &[Value], name: &str) -> bool {
+    let split = |w: &str| {
+        let digits = w.len() - w.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (prefix, number) = w.split_at(w.len() - digits);
+        (prefix.to_string(), number.parse::<u64>().ok())
+    };
+    names.iter().any(|v| match v {
+        Value::Word(w) => w == name,
+        Value::Range(first, last) => {
+            let ((p, n), (pa, a), (pb, b)) = (split(name), split(first), split(last));
+            match (n, a, b) {
+                (Some(n), Some(a), Some(b)) => p == pa && p == pb && a <= n && n <= b,
+                _ => false,
+            }
+        }
+        _ => false,
+    })
+}
+
+/// Sets `key` to `value` in `block` or, when the block does not state it, in the first of its
+/// nested blocks that does (a disk's `Model`, its layout and mechanics, its scheduler).
+fn set_parameter(block: &mut Block, key: &str, value: &Value) -> bool {
+    if let Some(p) = block.params.iter_mut().find(|p| p.key == key) {
+        p.value = value.clone();
+        return true;
+    }
+    block.params.iter_mut().any(|p| match &mut p.value {
+        Value::Block(b) => set_parameter(b, key, value),
+        _ => false,
+    })
+}
+
+/// Applies `o` to the block its component instantiates, in `doc` read from `path`.
+fn apply_override(doc: &mut Document, o: &Override, path: &Path) -> Result<(), ConfigError> {
+    let bad = |message: String| invalid(path, &o.to_string(), message);
+    let block_name = doc
+        .instantiations
+        .iter()
+        .find(|i| names_include(&i.names, &o.component))
+        .map(|i| i.block_name.clone())
+        .ok_or_else(|| bad(format!("no component `{}` is instantiated", o.component)))?;
+    let block = doc
+        .blocks
+        .iter_mut()
+        .find(|b| b.name.as_deref() == Some(block_name.as_str()))
+        .ok_or_else(|| bad(format!("`{block_name}` is instantiated but not defined")))?;
+    if !set_parameter(block, &o.parameter, &o.value) {
+        return Err(bad(format!(
+            "{} ({block_name}) has no parameter `{}`",
+            o.component, o.parameter
+        )));
+    }
+    Ok(())
+}
+
 /// Reads `path` (a `.parv` file and everything it sources) and maps its disk.
 pub fn import_parv(path: &Path) -> Result<ImportedDrive, ConfigError> {
-    let doc = parse_file(path)?;
+    import_parv_with(path, &[])
+}
+
+/// [`import_parv`] with DiskSim-style overrides applied to the parameter files first, as
+/// DiskSim applies those on its command line.
+pub fn import_parv_with(path: &Path, overrides: &[Override]) -> Result<ImportedDrive, ConfigError> {
+    let mut doc = parse_file(path)?;
+    for o in overrides {
+        apply_override(&mut doc, o, path)?;
+    }
     let (instance, disk) = find_disk(&doc).ok_or_else(|| {
         invalid(
             path,
