@@ -211,3 +211,52 @@ fn dixtrac_s_validation_overrides_turn_the_cache_off() {
     let e = "disk0 Fast write level 0".parse::<Override>().unwrap_err();
     assert!(e.contains("COMPONENT:PARAMETER=VALUE"), "{e}");
 }
+
+/// A malformed G4 layout is an error naming the file, the key and what is wrong, never a
+/// panic: the Cheetah's files with a layout of a few entries written here.
+#[test]
+fn malformed_g4_layouts_are_refused_naming_the_key() {
+    let Some(dir) = storsim_testenv::shared(DIR) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    for f in [
+        "Seagate-Cheetah15k5.parv",
+        "Seagate-Cheetah15k5.diskspecs",
+        "Seagate-Cheetah15k5.model",
+        "Seagate-Cheetah15k5.seeks",
+        "statdefs",
+    ] {
+        std::fs::copy(dir.join(f), tmp.path().join(f)).unwrap();
+    }
+    let parv = tmp.path().join("Seagate-Cheetah15k5.parv");
+    let layout = tmp.path().join("Seagate-Cheetah15k5-skews.layout");
+    let cases = [
+        (
+            "TP = [ 0, 9, 10, 4 ], IDX = [ [ 0, 0, 0.0, 10, 1, 0.1, 10, 1, TRACK, 0, 0 ] ]",
+            "holds 4 values, not a multiple of 3",
+        ),
+        (
+            "TP = [ 0, 9, 10 ], IDX = [ [ 0, 0, 0.0, 10, 1, 0.1, 10, 1, TRAK, 0, 0 ] ]",
+            "index 0: entry 0: value 8 must be TRACK or IDX",
+        ),
+        (
+            "TP = [ 0, 9, 10 ], IDX = [ [ 0, 0, 0.0, 10, 1, 0.1, 10, 1, IDX, 0 ] ]",
+            "g4 layout: index 0 entry 0: child index 0 must come before it",
+        ),
+        (
+            "TP = [ 0, 9, 10 ], IDX = [ [ 0, 0, 0.0, 10, 1, 0.1, 10, 1, TRACK, 3, 0 ] ]",
+            "g4 layout: index 0 entry 0: track pattern 3 does not exist",
+        ),
+        (
+            "TP = [ 0, 9, 10 ], IDX = [ [ 0, -1, 0.0, 10, 1, 0.1, 10, 1, TRACK, 0, 0 ] ]",
+            "index 0: entry 0: value 1 is out of range",
+        ),
+    ];
+    for (body, want) in cases {
+        std::fs::write(&layout, format!("dm_layout_g4 {{\n{body}\n}}\n")).unwrap();
+        let e = import_parv(&parv).unwrap_err().to_string();
+        assert!(e.contains(want), "{body}: {e}");
+        assert!(e.contains(".layout") || e.contains(".model"), "{e}");
+    }
+}
