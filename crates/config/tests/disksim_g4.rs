@@ -260,3 +260,30 @@ fn malformed_g4_layouts_are_refused_naming_the_key() {
         assert!(e.contains(".layout") || e.contains(".model"), "{e}");
     }
 }
+
+/// A G4 drive states its blocks in the tree: zones beside it, or no block count, are refused.
+#[test]
+fn a_g4_geometry_refuses_zones_and_needs_a_block_count() {
+    let Some(drive) = cheetah() else {
+        return;
+    };
+    let mut g = drive.params.geometry.clone();
+    g.block_count = None;
+    let e = Layout::new(&g).unwrap_err().to_string();
+    assert!(e.contains("a g4 layout needs the block count"), "{e}");
+    let mut g = drive.params.geometry.clone();
+    g.zones.push(storsim_hdd::Zone {
+        first_cylinder: 0,
+        last_cylinder: 0,
+        sectors_per_track: 10,
+        first_block_offset_sectors: 0.0,
+        empty_front_sectors: 0,
+        track_skew_sectors: 0.0,
+        cylinder_skew_sectors: 0.0,
+        spares: 0,
+        slips: vec![],
+        defects: vec![],
+    });
+    let e = Layout::new(&g).unwrap_err().to_string();
+    assert!(e.contains("the zones must be empty"), "{e}");
+}

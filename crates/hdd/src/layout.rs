@@ -326,6 +326,11 @@ impl Layout {
             ));
         }
         if let Some(tree) = &g.g4 {
+            if !g.zones.is_empty() {
+                return Err(HddError::Geometry(
+                    "a g4 layout maps the blocks itself: the zones must be empty".into(),
+                ));
+            }
             let Some(blocks) = g.block_count else {
                 return Err(HddError::Geometry(
                     "a g4 layout needs the block count".into(),
