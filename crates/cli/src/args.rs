@@ -61,6 +61,11 @@ pub struct ImportDisksimArgs {
     /// Where to write the device file (`-` for standard output).
     #[arg(long, short)]
     pub out: PathBuf,
+    /// Override a DiskSim parameter before importing, as DiskSim's command line does
+    /// (`disk0 "Enable caching in buffer" 0`): `--set 'disk0:Enable caching in buffer=0'`,
+    /// the instance, the parameter as the files write it, and the value; repeatable.
+    #[arg(long = "set", value_name = "COMPONENT:PARAMETER=VALUE")]
+    pub set: Vec<String>,
 }
 
 #[derive(Subcommand)]
@@ -73,9 +78,14 @@ pub enum ValidateCommand {
 
 #[derive(Args)]
 pub struct ValidateDisksimArgs {
-    /// A preset name or a device TOML file (for example one written by `storsim import disksim`).
+    /// A preset name, a device TOML file (for example one written by `storsim import disksim`)
+    /// or a DiskSim `.parv` file, imported on the way.
     #[arg(long)]
     pub device: String,
+    /// With a `.parv` device: override a DiskSim parameter, as DiskSim's command line does
+    /// (`--set 'disk0:Enable caching in buffer=0'`); repeatable.
+    #[arg(long = "set", value_name = "COMPONENT:PARAMETER=VALUE")]
+    pub set: Vec<String>,
     /// A trace in DiskSim's validate format (`R|W Hit|Miss blkno bcount access_us think_us`).
     #[arg(long)]
     pub trace: PathBuf,

@@ -3,10 +3,20 @@
 use crate::args::ImportDisksimArgs;
 use crate::CliError;
 use std::path::Path;
-use storsim_config::disksim::import::{device_toml, import_parv};
+use storsim_config::disksim::import::{device_toml, import_parv_with, Override};
+
+/// The `--set` overrides, parsed.
+pub fn overrides(set: &[String]) -> Result<Vec<Override>, CliError> {
+    set.iter()
+        .map(|s| {
+            s.parse()
+                .map_err(|e: String| CliError::input(format!("--set {e}")))
+        })
+        .collect()
+}
 
 pub fn disksim(args: ImportDisksimArgs) -> Result<(), CliError> {
-    let drive = import_parv(&args.parv).map_err(CliError::input)?;
+    let drive = import_parv_with(&args.parv, &overrides(&args.set)?).map_err(CliError::input)?;
     let text = device_toml(&drive)
         .map_err(|e| CliError::input(format!("{}: {e}", args.parv.display())))?;
     if args.out == Path::new("-") {

@@ -3,10 +3,38 @@
 use crate::args::ValidateDisksimArgs;
 use crate::report::{self, ValidationResults};
 use crate::CliError;
+use storsim_config::disksim::import::{device_toml, import_parv_with};
+use storsim_config::LoadedDevice;
 use storsim_core::Completion;
 use storsim_engine::{EngineOptions, Replay};
 use storsim_sim::{Session, WorkloadSource};
 use storsim_workload::trace::{validate_measured_access_us, TraceFormat, TraceOptions};
+
+/// The device to validate: a preset or device file, or a DiskSim `.parv` file imported with
+/// the `--set` overrides (which only a `.parv` file takes: they name DiskSim's parameters).
+fn load_device(args: &ValidateDisksimArgs) -> Result<LoadedDevice, CliError> {
+    let parv = std::path::Path::new(&args.device);
+    if parv.extension().is_none_or(|e| e != "parv") {
+        if !args.set.is_empty() {
+            return Err(CliError::input(format!(
+                "--set names DiskSim parameters, which only a .parv device takes; {} is a \
+                 storsim device (import it with `storsim import disksim --set ...` instead)",
+                args.device
+            )));
+        }
+        return storsim_config::load_device(&args.device).map_err(CliError::input);
+    }
+    let overrides = crate::import::overrides(&args.set)?;
+    let drive = import_parv_with(parv, &overrides).map_err(CliError::input)?;
+    let text = device_toml(&drive).map_err(|e| CliError::input(format!("{}: {e}", args.device)))?;
+    let mut name = args.device.clone();
+    if !overrides.is_empty() {
+        let listed: Vec<String> = overrides.iter().map(ToString::to_string).collect();
+        name = format!("{name} [{}]", listed.join(", "));
+    }
+    let spec = storsim_config::parse_device_toml(&text, &name).map_err(CliError::input)?;
+    Ok(LoadedDevice { name, spec })
+}
 
 pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
     let source = WorkloadSource::Trace {
@@ -22,7 +50,7 @@ pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
         mut device,
         mut workload,
         ..
-    } = Session::open(&args.device, &source, 0).map_err(|e| CliError::sim(e, None))?;
+    } = Session::new(load_device(&args)?, &source, 0).map_err(|e| CliError::sim(e, None))?;
     let measured_ms: Vec<f64> = validate_measured_access_us(&args.trace)
         .map_err(CliError::input)?
         .map(|us| us.map(|us| us / 1000.0))

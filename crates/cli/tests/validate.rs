@@ -209,3 +209,99 @@ fn import_refuses_what_is_not_a_disksim_drive() {
     let e = stderr(&o);
     assert!(e.contains("x.parv:2") && e.contains("gone.model"), "{e}");
 }
+
+/// `validate disksim` takes a DiskSim `.parv` file and DiskSim-style overrides, as DiskSim's
+/// own command line does (`disk0 "Enable caching in buffer" 0`): the stock file scores what
+/// its imported preset scores, and turning the cache off changes the drive's times.
+#[test]
+fn a_parv_device_validates_with_disksim_overrides() {
+    let Some(valid) = storsim_testenv::shared("disksim-valid") else {
+        return;
+    };
+    let tmp = temp_dir("validate-parv-set");
+    let dir = tmp.path();
+    let parv = valid.join("hp_c2490a.parv");
+    let trace = valid.join("hp_c2490a.trace");
+    let run = |device: &str, set: &[&str]| -> Value {
+        let out = dir.join("set.json");
+        let mut args = vec![
+            "validate",
+            "disksim",
+            "--device",
+            device,
+            "--trace",
+            trace.to_str().unwrap(),
+            "--json",
+            out.to_str().unwrap(),
+        ];
+        for s in set {
+            args.extend(["--set", s]);
+        }
+        let o = storsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    };
+    let preset = run("disksim-hp-c2490a", &[]);
+    let stock = run(parv.to_str().unwrap(), &[]);
+    assert_eq!(stock["demerit_ms"], preset["demerit_ms"]);
+    let off = run(
+        parv.to_str().unwrap(),
+        &["disk0:Enable caching in buffer=0"],
+    );
+    let name = off["device"]["name"].as_str().unwrap();
+    assert!(
+        name.ends_with("hp_c2490a.parv [disk0:Enable caching in buffer=0]"),
+        "{name}"
+    );
+    // Without the cache no read hits the buffer: every access pays the media.
+    let mean = |v: &Value| v["simulated"]["mean_ms"].as_f64().unwrap();
+    assert!(
+        mean(&off) > mean(&stock),
+        "{} vs {}",
+        mean(&off),
+        mean(&stock)
+    );
+
+    // Overrides name DiskSim's parameters: a storsim device cannot take them.
+    let o = storsim(&[
+        "validate",
+        "disksim",
+        "--device",
+        "disksim-hp-c2490a",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--set",
+        "disk0:Fast write level=0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("only a .parv device"), "{}", stderr(&o));
+    // A malformed override says what the syntax is.
+    let o = storsim(&[
+        "import",
+        "disksim",
+        parv.to_str().unwrap(),
+        "-o",
+        "-",
+        "--set",
+        "disk0 Fast write level 0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("COMPONENT:PARAMETER=VALUE"),
+        "{}",
+        stderr(&o)
+    );
+    // `import disksim` writes the overridden drive.
+    let o = storsim(&[
+        "import",
+        "disksim",
+        parv.to_str().unwrap(),
+        "-o",
+        "-",
+        "--set",
+        "disk0:Enable caching in buffer=0",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(text.contains("[hdd.cache]\nenabled = false"), "{text}");
+}

@@ -149,6 +149,22 @@ const PRESETS: &[PresetInfo] = &[
         variant: None,
     },
     PresetInfo {
+        name: "hybrid-cheetah15k5",
+        summary: "The hybrid-disk thesis' drive in configuration 2 (Konanki §5.5): 256 MiB flash \
+                  write cache (`hybrid-2007-flash`) managed by the controller in front of the \
+                  Seagate Cheetah 15K.5 (`disksim-cheetah15k5`), on-demand flush, LRU",
+        build: Build::File(include_str!("../presets/hybrid-cheetah15k5.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "hybrid-cheetah15k5-host",
+        summary: "The hybrid-disk thesis' configuration 1 (Konanki §5.3): its 1 GB SanDisk stick \
+                  (`sandisk-usb-anand`) and the Seagate Cheetah 15K.5 (`disksim-cheetah15k5`) \
+                  side by side, placed by the host",
+        build: Build::File(include_str!("../presets/hybrid-cheetah15k5-host.toml")),
+        variant: None,
+    },
+    PresetInfo {
         name: "momentus-xt-flash",
         summary: "The 4 GiB SLC flash of `momentus-xt`: FlashSim's SLC timings (`flashsim-2009`) \
                   at half the size, page FTL; timings assumed",
@@ -215,6 +231,12 @@ const PRESETS: &[PresetInfo] = &[
         name: "disksim-hp-c2490a",
         summary: "HP C2490A, 2.1 GB, 6,400 rpm: DiskSim 4.0's validated parameters (valid/hp_c2490a.parv)",
         build: Build::File(include_str!("../presets/disksim/disksim-hp-c2490a.toml")),
+        variant: None,
+    },
+    PresetInfo {
+        name: "disksim-cheetah15k5",
+        summary: "Seagate Cheetah 15K.5 (ST3146855FC), 146 GB, 15,020 rpm: DiskSim 4.0's DIXtrac-extracted drive, G4 layout (valid/Seagate-Cheetah15k5.tar.gz)",
+        build: Build::File(include_str!("../presets/disksim/disksim-cheetah15k5.toml")),
         variant: None,
     },
     PresetInfo {

@@ -5,7 +5,7 @@ use storsim_config::disksim::import::import_parv;
 use storsim_config::{load_device, presets};
 
 /// (preset, DiskSim parameter file).
-const DRIVES: [(&str, &str); 10] = [
+const DRIVES: [(&str, &str); 11] = [
     ("disksim-cheetah9lp", "cheetah9LP.parv"),
     ("disksim-ibm18es", "ibm18es.parv"),
     ("disksim-hp-c2247a", "hp_c2247a.parv"),
@@ -16,6 +16,10 @@ const DRIVES: [(&str, &str); 10] = [
     ("disksim-hp-c3323a", "hp_c3323a.parv"),
     ("disksim-hp-c2490a", "hp_c2490a.parv"),
     ("disksim-dec-rz26", "dec_rz26.parv"),
+    (
+        "disksim-cheetah15k5",
+        "cheetah15k5/Seagate-Cheetah15k5.parv",
+    ),
 ];
 
 #[test]

@@ -340,7 +340,15 @@ fn every_hybrid_preset_builds_and_serves_requests() {
         .filter(|p| p.model() == "hybrid")
         .map(|p| p.name)
         .collect();
-    assert_eq!(hybrids, ["hybrid-laptop-2007", "momentus-xt"]);
+    assert_eq!(
+        hybrids,
+        [
+            "hybrid-laptop-2007",
+            "hybrid-cheetah15k5",
+            "hybrid-cheetah15k5-host",
+            "momentus-xt"
+        ]
+    );
 
     // The 2007 drive: a small write lands on the flash, a 1 MiB one on the disk; the cache is
     // the 256 MiB module less ANAND's spare blocks.
@@ -407,4 +415,48 @@ fn every_hybrid_preset_builds_and_serves_requests() {
     assert_eq!(counter(dev.as_ref(), "host_writes_disk"), 1.0);
     assert_eq!(counter(dev.as_ref(), "invalidated_blocks"), 1.0);
     assert!(done[1].finish - done[1].service_start < done[0].finish - done[0].service_start);
+}
+
+/// The hybrid-disk thesis' own drive (its SCSI disk, a Cheetah 15K.5) in both configurations:
+/// configuration 2 caches small writes in 256 MiB of flash in front of the disk's 146 GB;
+/// configuration 1 shows the disk's blocks and then the 1 GB stick's.
+#[test]
+fn the_cheetah_15k5_hybrids_put_the_thesis_flash_beside_the_disk() {
+    let disk_bytes = 286_749_487 * 512;
+    let loaded = load_device("hybrid-cheetah15k5").unwrap();
+    let p = controller_params(&loaded.spec);
+    assert_eq!(p.admission, Admission::Writes);
+    assert_eq!(p.flush, FlushPolicy::OnDemand);
+    let mut dev = loaded.spec.build().unwrap();
+    assert_eq!(dev.capacity_bytes(), disk_bytes);
+    let done = run_one_by_one(
+        dev.as_mut(),
+        &[
+            (Op::Write, 1 << 30, 4096),
+            (Op::Write, 100 << 30, 1 << 20),
+            (Op::Read, 1 << 30, 4096),
+        ],
+    );
+    assert_eq!(done.len(), 3);
+    assert_eq!(counter(dev.as_ref(), "host_writes_flash"), 1.0);
+    assert_eq!(counter(dev.as_ref(), "host_writes_disk"), 1.0);
+
+    let mut host = load_device("hybrid-cheetah15k5-host")
+        .unwrap()
+        .spec
+        .build()
+        .unwrap();
+    let flash_bytes = load_device("sandisk-usb-anand")
+        .unwrap()
+        .spec
+        .build()
+        .unwrap()
+        .capacity_bytes();
+    assert_eq!(host.capacity_bytes(), disk_bytes + flash_bytes);
+    // A request past the disk's end is the flash's first block.
+    let done = run_one_by_one(
+        host.as_mut(),
+        &[(Op::Write, disk_bytes, 4096), (Op::Write, 0, 4096)],
+    );
+    assert_eq!(done.len(), 2);
 }

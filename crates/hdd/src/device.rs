@@ -1318,6 +1318,7 @@ mod tests {
                     zone(201, 399, 37, vec![0, 1000]),
                 ],
                 block_count: None,
+                g4: None,
             },
             mechanics: Mechanics {
                 rpm: 7200.0,

@@ -3,7 +3,9 @@
 //! cylinder, range of cylinders or zone) whose last sectors are spares, slipped defects that
 //! push the following blocks of their unit along by one sector, remapped defects that move a
 //! single block to a spare, and track and cylinder skews that set each track's angular start.
+//! A drive extracted by DIXtrac states DiskSim's G4 layout instead, which `crate::g4` maps.
 
+use crate::g4::G4Map;
 use crate::params::{Geometry, SparingScheme, SurfaceOrder, Zone};
 use crate::HddError;
 
@@ -304,6 +306,9 @@ pub struct Layout {
     /// zone, several times a request.
     zone_by_cylinder: Vec<u16>,
     blocks: u64,
+    /// The G4 tree, for a drive that states one: it then answers every question and
+    /// `zones` is empty.
+    g4: Option<Box<G4Map>>,
 }
 
 /// [`Layout::zone_by_cylinder`]'s mark for a cylinder that no zone holds.
@@ -319,6 +324,29 @@ impl Layout {
             return Err(HddError::Geometry(
                 "surfaces and cylinders must be positive".into(),
             ));
+        }
+        if let Some(tree) = &g.g4 {
+            if !g.zones.is_empty() {
+                return Err(HddError::Geometry(
+                    "a g4 layout maps the blocks itself: the zones must be empty".into(),
+                ));
+            }
+            let Some(blocks) = g.block_count else {
+                return Err(HddError::Geometry(
+                    "a g4 layout needs the block count".into(),
+                ));
+            };
+            let map = G4Map::new(tree, blocks)?;
+            return Ok(Layout {
+                surfaces: g.surfaces,
+                cylinders: g.cylinders.max(map.cylinders()),
+                order: g.surface_order,
+                zones: Vec::new(),
+                zone_ends: Vec::new(),
+                zone_by_cylinder: Vec::new(),
+                blocks,
+                g4: Some(Box::new(map)),
+            });
         }
         if g.zones.is_empty() {
             return Err(HddError::Geometry("at least one zone is required".into()));
@@ -358,6 +386,7 @@ impl Layout {
             zones,
             zone_by_cylinder: Vec::new(),
             blocks: next_lbn,
+            g4: None,
         };
         if cylinders <= ZONE_TABLE_MAX_CYLINDERS && layout.zones.len() < usize::from(NO_ZONE) {
             layout.zone_by_cylinder = (0..cylinders)
@@ -430,6 +459,9 @@ impl Layout {
     /// `p.sector + i` of `p`'s track. A run ends at a slip, a spare, a remapped defect, the
     /// track's end, the zone's end or the disk's end. `None` past the end of the disk.
     pub fn lbn_to_pbn_run(&self, lbn: u64) -> Option<(Pbn, u64)> {
+        if let Some(g4) = &self.g4 {
+            return g4.lbn_to_pbn_run(lbn);
+        }
         let z = self.zone_of_lbn(lbn)?;
         let l = lbn - z.first_lbn + z.empty_front;
         let spt = u64::from(z.spt);
@@ -470,6 +502,12 @@ impl Layout {
 
     /// What physical sector `p` holds; `None` when it is not on the disk.
     pub fn pbn_to_lbn(&self, p: Pbn) -> Option<SectorUse> {
+        if let Some(g4) = &self.g4 {
+            if p.head >= self.surfaces {
+                return None;
+            }
+            return g4.pbn_to_lbn(p);
+        }
         let z = self.zone_of_cylinder(p.cylinder)?;
         if p.head >= self.surfaces || p.sector >= z.spt {
             return None;
@@ -515,6 +553,9 @@ impl Layout {
     /// `run` blocks from it follow it sector by sector on that track, as
     /// [`Layout::lbn_to_pbn_run`] says (a shorter run gives the same answer).
     pub fn track_bounds_at(&self, lbn: u64, p: Pbn, run: u64) -> Option<(u64, u64)> {
+        if let Some(g4) = &self.g4 {
+            return g4.track_bounds_at(lbn, p);
+        }
         let z = self.zone_of_cylinder(p.cylinder)?;
         if z.defects.is_empty() {
             // Without remapped defects the two mappings are each other's inverse on the
@@ -550,13 +591,33 @@ impl Layout {
         Some((first, last + 1))
     }
 
-    /// Sectors on the tracks of cylinder `cyl` (0 for a cylinder outside every zone).
+    /// Sectors on the tracks of cylinder `cyl` (0 for a cylinder outside every zone). A G4
+    /// layout's tracks may differ within a cylinder: this is its first surface's.
     pub fn sectors_per_track(&self, cyl: u32) -> u32 {
+        if self.g4.is_some() {
+            return self.sectors_on_track(Pbn {
+                cylinder: cyl,
+                head: 0,
+                sector: 0,
+            });
+        }
         self.zone_of_cylinder(cyl).map_or(0, |z| z.spt)
+    }
+
+    /// Sectors on the track holding `p` (0 for a track the layout does not hold): the
+    /// sector width is a revolution over this.
+    pub fn sectors_on_track(&self, p: Pbn) -> u32 {
+        match &self.g4 {
+            Some(g4) => g4.sectors_on_track(p),
+            None => self.sectors_per_track(p.cylinder),
+        }
     }
 
     /// The angle, as a fraction of a revolution in [0, 1), at which sector `p` starts.
     pub fn sector_angle(&self, p: Pbn) -> f64 {
+        if let Some(g4) = &self.g4 {
+            return g4.sector_angle(p);
+        }
         let Some(z) = self.zone_of_cylinder(p.cylinder) else {
             return 0.0;
         };
@@ -784,6 +845,7 @@ mod tests {
             sparing_range_cylinders: 1 + below(r, 3) as u32,
             zones,
             block_count: None,
+            g4: None,
         }
     }
 
@@ -879,6 +941,7 @@ mod tests {
             sparing_range_cylinders: 1,
             zones: vec![zone(0, vec![3, 5, 7, 9, 11, 13]), zone(2, vec![3])],
             block_count: None,
+            g4: None,
         }
     }
 

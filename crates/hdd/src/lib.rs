@@ -5,6 +5,7 @@
 
 mod device;
 mod float;
+mod g4;
 pub mod layout;
 pub mod mech;
 mod params;

@@ -130,8 +130,9 @@ impl Mech {
         gap * self.period_ns
     }
 
-    pub fn sector_ns(&self, cylinder: u32) -> f64 {
-        self.period_ns / f64::from(self.layout.sectors_per_track(cylinder).max(1))
+    /// One sector's time under the heads on `p`'s track.
+    pub fn sector_ns(&self, p: Pbn) -> f64 {
+        self.period_ns / f64::from(self.layout.sectors_on_track(p).max(1))
     }
 }
 
@@ -303,7 +304,7 @@ impl Cursor {
             .is_some_and(|l| l.cylinder == p.cylinder && l.head == p.head && p.sector > l.sector);
         if !continuing {
             self.move_to(mech, p, write, min_seek_ns);
-            self.last_sector_ns = mech.sector_ns(p.cylinder);
+            self.last_sector_ns = mech.sector_ns(p);
         }
         // The sector right after the one just transferred starts the instant that one ends:
         // re-deriving the wait from the accumulated time could find its start a rounding error
@@ -336,7 +337,7 @@ impl Cursor {
             self.move_to(mech, first, false, 0.0);
         }
         let arrival = self.t_ns;
-        let sector_ns = mech.sector_ns(first.cylinder);
+        let sector_ns = mech.sector_ns(first);
         self.transfer_ns += sectors.len() as f64 * sector_ns;
         for &p in sectors {
             let d = arrival + mech.latency_ns(arrival, p) + sector_ns;
@@ -394,6 +395,7 @@ mod tests {
                 defects: vec![],
             }],
             block_count: None,
+            g4: None,
         })
         .unwrap()
     }

@@ -29,6 +29,79 @@ pub struct Geometry {
     /// Blocks the drive exposes, when fewer than the zones map (DiskSim's "Block count": the
     /// validated drives' layouts map a few more blocks than the drives report).
     pub block_count: Option<u64>,
+    /// DiskSim's G4 layout (DIXtrac's extracted drives). When given, it alone maps blocks
+    /// (`zones`, `surface_order` and `sparing` are not used, and `block_count` is required).
+    pub g4: Option<G4Geometry>,
+}
+
+/// DiskSim 4.0's `dm_layout_g4`: track patterns, a tree of indices over them (the last index
+/// is the root), slips and remaps, as DIXtrac writes them. See the `g4` module of the layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct G4Geometry {
+    /// DiskSim's `TP`.
+    pub tracks: Vec<G4Track>,
+    /// DiskSim's `IDX`: each index's entries.
+    pub indices: Vec<Vec<G4Entry>>,
+    /// DiskSim's `Slips`, in increasing slot order.
+    pub slips: Vec<G4Slip>,
+    /// DiskSim's `Remaps`.
+    pub remaps: Vec<G4Remap>,
+}
+
+/// A track pattern: sectors `low..=high` of a track of `spt` sectors hold consecutive slots.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct G4Track {
+    pub low: u32,
+    pub high: u32,
+    pub spt: u32,
+}
+
+/// One entry of an index: slots `[lbn, lbn + run_len)` are `run_len / len` repetitions of
+/// its child, each `len` slots long, `cylinder_len` cylinders further on (back when
+/// `cylinder_run_len` is negative) and `angle_len_turns` of a revolution further round than
+/// the one before; the first starts at `cylinder` (relative to the parent's) and
+/// `offset_turns`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct G4Entry {
+    pub lbn: u64,
+    pub cylinder: u32,
+    pub offset_turns: f64,
+    pub len: u64,
+    pub cylinder_len: u32,
+    pub angle_len_turns: f64,
+    pub run_len: u64,
+    /// The cylinders the entry covers, negative for a run towards lower cylinders.
+    pub cylinder_run_len: i64,
+    pub child: G4Child,
+}
+
+/// What an index entry repeats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum G4Child {
+    /// Track pattern `pattern` on surface `head`.
+    Track { pattern: u32, head: u32 },
+    /// Another index, by its position in [`G4Geometry::indices`].
+    Index(u32),
+}
+
+/// `count` slipped slots starting at slot `slot` (slots number sectors with the slipped
+/// ones included).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct G4Slip {
+    pub slot: u64,
+    pub count: u64,
+}
+
+/// Blocks `[lbn, lbn + count)` moved to consecutive sectors from (`cylinder`, `head`,
+/// `sector`) on a track of `spt` sectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct G4Remap {
+    pub lbn: u64,
+    pub count: u64,
+    pub cylinder: u32,
+    pub head: u32,
+    pub sector: u32,
+    pub spt: u32,
 }
 
 /// The order in which a cylinder's tracks are filled (DiskSim's "LBN-to-PBN mapping scheme").

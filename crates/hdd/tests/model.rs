@@ -24,6 +24,7 @@ fn geometry(sparing: SparingScheme, order: SurfaceOrder) -> Geometry {
             zone(10, 19, 8, 2, vec![0, 50]),
         ],
         block_count: None,
+        g4: None,
     }
 }
 

@@ -1,15 +1,17 @@
 //! Turning a DiskSim drive into a storsim `hdd` device description: the `disksim_disk` block
 //! instantiated in a `.parv` file, its `dm_disk` model (g1 layout zones, g1 mechanics, the
 //! `.seek` file of an extracted seek curve) and the bus it hangs on, mapped onto
-//! [`HddParams`]. DiskSim states times in milliseconds; storsim keeps nanoseconds.
+//! [`HddParams`]. A drive extracted by DIXtrac states a `dm_layout_g4` layout instead of g1
+//! zones; it is read into [`G4Geometry`] as written. DiskSim states times in milliseconds;
+//! storsim keeps nanoseconds.
 
 use super::{parse_file, Block, Document, TopologyNode, Value};
 use crate::ConfigError;
 use std::path::{Path, PathBuf};
 use storsim_hdd::{
-    CacheParams, ExtraWriteDisconnect, Geometry, HddParams, HplCurve, Interface, Mechanics,
-    Overheads, PowerParams, ReadAhead, SchedulerKind, SeekCurve, SparingScheme, SurfaceOrder,
-    WriteBack, Zone,
+    CacheParams, ExtraWriteDisconnect, G4Child, G4Entry, G4Geometry, G4Remap, G4Slip, G4Track,
+    Geometry, HddParams, HplCurve, Interface, Mechanics, Overheads, PowerParams, ReadAhead,
+    SchedulerKind, SeekCurve, SparingScheme, SurfaceOrder, WriteBack, Zone,
 };
 
 /// A drive read from DiskSim's files: the `disksim_disk` block's name and the parameters.
@@ -42,9 +44,131 @@ pub fn device_toml(drive: &ImportedDrive) -> Result<String, String> {
     Ok(format!("# {} imported from DiskSim\n{body}", drive.name))
 }
 
+/// One DiskSim-style parameter override, as DiskSim's command line takes them after the
+/// trace (`disk0 "Enable caching in buffer" 0`, DiskSim's validation of the Cheetah 15K.5),
+/// written `COMPONENT:PARAMETER=VALUE` (`disk0:Enable caching in buffer=0`): the instance
+/// name, the parameter as the block writes it, and its new value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Override {
+    pub component: String,
+    pub parameter: String,
+    pub value: Value,
+}
+
+impl std::str::FromStr for Override {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let usage = || {
+            format!(
+                "`{s}`: a DiskSim override is COMPONENT:PARAMETER=VALUE, as in \
+                 `disk0:Enable caching in buffer=0`"
+            )
+        };
+        let (component, rest) = s.split_once(':').ok_or_else(usage)?;
+        let (parameter, value) = rest.rsplit_once('=').ok_or_else(usage)?;
+        let (component, value) = (component.trim(), value.trim());
+        // Keys are compared with their words joined by single spaces, as the reader keeps them.
+        let parameter = parameter.split_whitespace().collect::<Vec<_>>().join(" ");
+        if component.is_empty() || parameter.is_empty() || value.is_empty() {
+            return Err(usage());
+        }
+        let value = if let Ok(i) = value.parse::<i64>() {
+            Value::Int(i)
+        } else if let Ok(f) = value.parse::<f64>() {
+            Value::Float(f)
+        } else {
+            Value::Word(value.to_string())
+        };
+        Ok(Override {
+            component: component.to_string(),
+            parameter,
+            value,
+        })
+    }
+}
+
+impl std::fmt::Display for Override {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let value = match &self.value {
+            Value::Int(i) => i.to_string(),
+            Value::Float(x) => x.to_string(),
+            Value::Word(w) => w.clone(),
+            other => other.kind().to_string(),
+        };
+        write!(f, "{}:{}={value}", self.component, self.parameter)
+    }
+}
+
+/// Whether instance name `name` is among `names` (a word, or a range `disk0 .. disk17` of one
+/// prefix).
+fn names_include(names: &[Value], name: &str) -> bool {
+    let split = |w: &str| {
+        let digits = w.len() - w.trim_end_matches(|c: char| c.is_ascii_digit()).len();
+        let (prefix, number) = w.split_at(w.len() - digits);
+        (prefix.to_string(), number.parse::<u64>().ok())
+    };
+    names.iter().any(|v| match v {
+        Value::Word(w) => w == name,
+        Value::Range(first, last) => {
+            let ((p, n), (pa, a), (pb, b)) = (split(name), split(first), split(last));
+            match (n, a, b) {
+                (Some(n), Some(a), Some(b)) => p == pa && p == pb && a <= n && n <= b,
+                _ => false,
+            }
+        }
+        _ => false,
+    })
+}
+
+/// Sets `key` to `value` in `block` or, when the block does not state it, in the first of its
+/// nested blocks that does (a disk's `Model`, its layout and mechanics, its scheduler).
+fn set_parameter(block: &mut Block, key: &str, value: &Value) -> bool {
+    if let Some(p) = block.params.iter_mut().find(|p| p.key == key) {
+        p.value = value.clone();
+        return true;
+    }
+    block.params.iter_mut().any(|p| match &mut p.value {
+        Value::Block(b) => set_parameter(b, key, value),
+        _ => false,
+    })
+}
+
+/// Applies `o` to the block its component instantiates, in `doc` read from `path`.
+fn apply_override(doc: &mut Document, o: &Override, path: &Path) -> Result<(), ConfigError> {
+    let bad = |message: String| invalid(path, &o.to_string(), message);
+    let block_name = doc
+        .instantiations
+        .iter()
+        .find(|i| names_include(&i.names, &o.component))
+        .map(|i| i.block_name.clone())
+        .ok_or_else(|| bad(format!("no component `{}` is instantiated", o.component)))?;
+    let block = doc
+        .blocks
+        .iter_mut()
+        .find(|b| b.name.as_deref() == Some(block_name.as_str()))
+        .ok_or_else(|| bad(format!("`{block_name}` is instantiated but not defined")))?;
+    if !set_parameter(block, &o.parameter, &o.value) {
+        return Err(bad(format!(
+            "{} ({block_name}) has no parameter `{}`",
+            o.component, o.parameter
+        )));
+    }
+    Ok(())
+}
+
 /// Reads `path` (a `.parv` file and everything it sources) and maps its disk.
 pub fn import_parv(path: &Path) -> Result<ImportedDrive, ConfigError> {
-    let doc = parse_file(path)?;
+    import_parv_with(path, &[])
+}
+
+/// [`import_parv`] with DiskSim-style overrides applied to the parameter files first, as
+/// DiskSim applies those on its command line.
+pub fn import_parv_with(path: &Path, overrides: &[Override]) -> Result<ImportedDrive, ConfigError> {
+    let mut doc = parse_file(path)?;
+    for o in overrides {
+        apply_override(&mut doc, o, path)?;
+    }
     let (instance, disk) = find_disk(&doc).ok_or_else(|| {
         invalid(
             path,
@@ -107,6 +231,30 @@ fn find_disk(doc: &Document) -> Option<(String, &Block)> {
 }
 
 fn geometry(model: &Block, layout: &Block) -> Result<Geometry, ConfigError> {
+    let positive = |b: &Block, key: &str| -> Result<u32, ConfigError> {
+        let v = b.i64(key)?;
+        u32::try_from(v)
+            .ok()
+            .filter(|&v| v > 0)
+            .ok_or_else(|| b.error_at(b.line, key, format!("{v} must be a positive integer")))
+    };
+    let block_count =
+        Some(u64::try_from(model.i64("Block count")?).map_err(|_| {
+            model.error_at(model.line, "Block count", "must not be negative".into())
+        })?);
+    if layout.type_name == "dm_layout_g4" {
+        return Ok(Geometry {
+            surfaces: positive(model, "Number of data surfaces")?,
+            cylinders: positive(model, "Number of cylinders")?,
+            // The tree alone maps blocks; these g1 keys are stated for completeness.
+            surface_order: SurfaceOrder::Normal,
+            sparing: SparingScheme::None,
+            sparing_range_cylinders: 1,
+            zones: Vec::new(),
+            block_count,
+            g4: Some(g4_geometry(layout)?),
+        });
+    }
     let surface_order = match layout.i64("LBN-to-PBN mapping scheme")? {
         0 => SurfaceOrder::Normal,
         1 => SurfaceOrder::ReverseOnOddCylinderOfZone,
@@ -147,14 +295,8 @@ fn geometry(model: &Block, layout: &Block) -> Result<Geometry, ConfigError> {
         };
         zones.push(zone(z)?);
     }
-    let positive = |b: &Block, key: &str| -> Result<u32, ConfigError> {
-        let v = b.i64(key)?;
-        u32::try_from(v)
-            .ok()
-            .filter(|&v| v > 0)
-            .ok_or_else(|| b.error_at(b.line, key, format!("{v} must be a positive integer")))
-    };
     Ok(Geometry {
+        g4: None,
         surfaces: positive(model, "Number of data surfaces")?,
         cylinders: positive(model, "Number of cylinders")?,
         surface_order,
@@ -164,9 +306,151 @@ fn geometry(model: &Block, layout: &Block) -> Result<Geometry, ConfigError> {
             .unwrap_or(1)
             .clamp(1, i64::from(u32::MAX)) as u32,
         zones,
-        block_count: Some(u64::try_from(model.i64("Block count")?).map_err(|_| {
-            model.error_at(model.line, "Block count", "must not be negative".into())
-        })?),
+        block_count,
+    })
+}
+
+/// The numbers of a G4 list (`TP`, `Slips`, `Remaps`, or one index of `IDX`), `fields` to a
+/// line, each a non-negative integer.
+fn g4_rows(
+    b: &Block,
+    key: &str,
+    items: &[Value],
+    fields: usize,
+) -> Result<Vec<Vec<u64>>, ConfigError> {
+    let line = b.get(key).map_or(b.line, |p| p.line);
+    if items.len() % fields != 0 {
+        return Err(b.error_at(
+            line,
+            key,
+            format!("holds {} values, not a multiple of {fields}", items.len()),
+        ));
+    }
+    items
+        .chunks(fields)
+        .enumerate()
+        .map(|(i, row)| {
+            row.iter()
+                .map(|v| match *v {
+                    Value::Int(x) if x >= 0 => Ok(x as u64),
+                    _ => Err(b.error_at(
+                        line,
+                        key,
+                        format!("row {i}: {} where a non-negative integer belongs", v.kind()),
+                    )),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// DiskSim's `dm_layout_g4` block: `TP` (low, high, sectors per track), `IDX` (a list of
+/// indices, each a flat list of entries: lbn, cylinder, offset, len, cylinder len, angle len,
+/// run len, cylinder run len, then `TRACK pattern head` or `IDX index`), `Slips` (slot,
+/// count) and `Remaps` (lbn, count, cylinder, head, sector, spt).
+fn g4_geometry(layout: &Block) -> Result<G4Geometry, ConfigError> {
+    let narrow = |v: u64, key: &str| {
+        u32::try_from(v)
+            .map_err(|_| layout.error_at(layout.line, key, format!("{v} is out of range")))
+    };
+    let tracks = g4_rows(layout, "TP", layout.list("TP")?, 3)?
+        .into_iter()
+        .map(|r| {
+            Ok(G4Track {
+                low: narrow(r[0], "TP")?,
+                high: narrow(r[1], "TP")?,
+                spt: narrow(r[2], "TP")?,
+            })
+        })
+        .collect::<Result<_, ConfigError>>()?;
+    let slips = match layout.get("Slips") {
+        Some(_) => g4_rows(layout, "Slips", layout.list("Slips")?, 2)?
+            .into_iter()
+            .map(|r| G4Slip {
+                slot: r[0],
+                count: r[1],
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let remaps = match layout.get("Remaps") {
+        Some(_) => g4_rows(layout, "Remaps", layout.list("Remaps")?, 6)?
+            .into_iter()
+            .map(|r| {
+                Ok(G4Remap {
+                    lbn: r[0],
+                    count: r[1],
+                    cylinder: narrow(r[2], "Remaps")?,
+                    head: narrow(r[3], "Remaps")?,
+                    sector: narrow(r[4], "Remaps")?,
+                    spt: narrow(r[5], "Remaps")?,
+                })
+            })
+            .collect::<Result<_, ConfigError>>()?,
+        None => Vec::new(),
+    };
+    let idx_line = layout.get("IDX").map_or(layout.line, |p| p.line);
+    let mut indices = Vec::new();
+    for (i, v) in layout.list("IDX")?.iter().enumerate() {
+        let bad = |m: String| layout.error_at(idx_line, "IDX", format!("index {i}: {m}"));
+        let Value::List(items) = v else {
+            return Err(bad(format!("is {}, not a list", v.kind())));
+        };
+        let mut entries = Vec::new();
+        let mut at = 0;
+        while at < items.len() {
+            let j = entries.len();
+            let num = |k: usize| -> Result<f64, ConfigError> {
+                items
+                    .get(at + k)
+                    .and_then(Value::as_f64)
+                    .ok_or_else(|| bad(format!("entry {j}: value {k} is not a number")))
+            };
+            let whole = |k: usize| -> Result<i64, ConfigError> {
+                match items.get(at + k) {
+                    Some(&Value::Int(x)) => Ok(x),
+                    _ => Err(bad(format!("entry {j}: value {k} is not an integer"))),
+                }
+            };
+            let count = |k: usize| -> Result<u64, ConfigError> {
+                u64::try_from(whole(k)?)
+                    .map_err(|_| bad(format!("entry {j}: value {k} must not be negative")))
+            };
+            let small = |k: usize| -> Result<u32, ConfigError> {
+                u32::try_from(whole(k)?)
+                    .map_err(|_| bad(format!("entry {j}: value {k} is out of range")))
+            };
+            let (child, fields) = match items.get(at + 8) {
+                Some(Value::Word(w)) if w == "TRACK" => (
+                    G4Child::Track {
+                        pattern: small(9)?,
+                        head: small(10)?,
+                    },
+                    11,
+                ),
+                Some(Value::Word(w)) if w == "IDX" => (G4Child::Index(small(9)?), 10),
+                _ => return Err(bad(format!("entry {j}: value 8 must be TRACK or IDX"))),
+            };
+            entries.push(G4Entry {
+                lbn: count(0)?,
+                cylinder: small(1)?,
+                offset_turns: num(2)?,
+                len: count(3)?,
+                cylinder_len: small(4)?,
+                angle_len_turns: num(5)?,
+                run_len: count(6)?,
+                cylinder_run_len: whole(7)?,
+                child,
+            });
+            at += fields;
+        }
+        indices.push(entries);
+    }
+    Ok(G4Geometry {
+        tracks,
+        indices,
+        slips,
+        remaps,
     })
 }
 

@@ -7,9 +7,9 @@ use super::{resolve_merged, FileContext, Model};
 use crate::{ConfigError, ModelParams};
 use serde::{Deserialize, Serialize};
 use storsim_hdd::{
-    CacheParams, ExtraWriteDisconnect, Geometry, HddDevice, HddError, HddParams, HplCurve,
-    Interface, Mechanics, Overheads, PowerParams, ReadAhead, SchedulerKind, SeekCurve,
-    SparingScheme, SurfaceOrder, WriteBack, Zone,
+    CacheParams, ExtraWriteDisconnect, G4Child, G4Entry, G4Geometry, G4Remap, G4Slip, G4Track,
+    Geometry, HddDevice, HddError, HddParams, HplCurve, Interface, Mechanics, Overheads,
+    PowerParams, ReadAhead, SchedulerKind, SeekCurve, SparingScheme, SurfaceOrder, WriteBack, Zone,
 };
 
 /// Tables of the section that hold one of several variants, with the key naming it: a file that
@@ -79,6 +79,181 @@ struct GeometrySection {
     sparing_range_cylinders: u32,
     block_count: Option<u64>,
     zones: Vec<ZoneSection>,
+    /// DiskSim's G4 layout, for DIXtrac's drives.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    g4: Option<G4Section>,
+}
+
+/// `[hdd.geometry.g4]`: DiskSim's `dm_layout_g4` with its lists as DiskSim writes them, one
+/// array per track pattern, index entry, slip and remap, so that a drive's tree stays as
+/// compact and as readable side by side with its `-skews.layout` file.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct G4Section {
+    /// `[low, high, spt]` per track pattern.
+    tracks: Vec<[u32; 3]>,
+    /// `[slot, count]` per slip.
+    slips: Vec<[u64; 2]>,
+    /// `[lbn, count, cylinder, head, sector, spt]` per remap.
+    remaps: Vec<[u64; 6]>,
+    /// The indices, the root last.
+    indices: Vec<G4IndexSection>,
+}
+
+/// One index: its entries.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(deny_unknown_fields)]
+struct G4IndexSection {
+    entries: Vec<G4EntrySection>,
+}
+
+/// An index entry as DiskSim writes it: `lbn, cylinder, offset, len, cylinder len, angle len,
+/// run len, cylinder run len`, then `"TRACK", pattern, head` or `"IDX", index`.
+#[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
+#[serde(untagged)]
+enum G4EntrySection {
+    #[allow(clippy::type_complexity)]
+    Track(u64, u32, f64, u64, u32, f64, u64, i64, TrackWord, u32, u32),
+    Index(u64, u32, f64, u64, u32, f64, u64, i64, IndexWord, u32),
+}
+
+/// The word `TRACK` in an entry.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq)]
+enum TrackWord {
+    #[serde(rename = "TRACK")]
+    Track,
+}
+
+/// The word `IDX` in an entry.
+#[derive(Deserialize, Serialize, Clone, Copy, Debug, PartialEq)]
+enum IndexWord {
+    #[serde(rename = "IDX")]
+    Index,
+}
+
+fn g4_to(g: &G4Geometry) -> G4Section {
+    G4Section {
+        tracks: g.tracks.iter().map(|t| [t.low, t.high, t.spt]).collect(),
+        slips: g.slips.iter().map(|s| [s.slot, s.count]).collect(),
+        remaps: g
+            .remaps
+            .iter()
+            .map(|r| {
+                [
+                    r.lbn,
+                    r.count,
+                    u64::from(r.cylinder),
+                    u64::from(r.head),
+                    u64::from(r.sector),
+                    u64::from(r.spt),
+                ]
+            })
+            .collect(),
+        indices: g
+            .indices
+            .iter()
+            .map(|entries| G4IndexSection {
+                entries: entries
+                    .iter()
+                    .map(|e| match e.child {
+                        G4Child::Track { pattern, head } => G4EntrySection::Track(
+                            e.lbn,
+                            e.cylinder,
+                            e.offset_turns,
+                            e.len,
+                            e.cylinder_len,
+                            e.angle_len_turns,
+                            e.run_len,
+                            e.cylinder_run_len,
+                            TrackWord::Track,
+                            pattern,
+                            head,
+                        ),
+                        G4Child::Index(c) => G4EntrySection::Index(
+                            e.lbn,
+                            e.cylinder,
+                            e.offset_turns,
+                            e.len,
+                            e.cylinder_len,
+                            e.angle_len_turns,
+                            e.run_len,
+                            e.cylinder_run_len,
+                            IndexWord::Index,
+                            c,
+                        ),
+                    })
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+fn g4_from(g: &G4Section) -> Result<G4Geometry, String> {
+    let narrow = |v: u64, what: &str| {
+        u32::try_from(v).map_err(|_| format!("g4 remap: the {what} {v} is out of range"))
+    };
+    let remaps = g
+        .remaps
+        .iter()
+        .map(|&[lbn, count, cylinder, head, sector, spt]| {
+            Ok(G4Remap {
+                lbn,
+                count,
+                cylinder: narrow(cylinder, "cylinder")?,
+                head: narrow(head, "head")?,
+                sector: narrow(sector, "sector")?,
+                spt: narrow(spt, "sectors per track")?,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(G4Geometry {
+        tracks: g
+            .tracks
+            .iter()
+            .map(|&[low, high, spt]| G4Track { low, high, spt })
+            .collect(),
+        slips: g
+            .slips
+            .iter()
+            .map(|&[slot, count]| G4Slip { slot, count })
+            .collect(),
+        remaps,
+        indices: g
+            .indices
+            .iter()
+            .map(|x| {
+                x.entries
+                    .iter()
+                    .map(|e| match *e {
+                        G4EntrySection::Track(a, b, c, d, e2, f, g2, h, _, pattern, head) => {
+                            g4_entry((a, b, c, d, e2, f, g2, h), G4Child::Track { pattern, head })
+                        }
+                        G4EntrySection::Index(a, b, c, d, e2, f, g2, h, _, index) => {
+                            g4_entry((a, b, c, d, e2, f, g2, h), G4Child::Index(index))
+                        }
+                    })
+                    .collect()
+            })
+            .collect(),
+    })
+}
+
+/// An entry's eight leading numbers, in DiskSim's order, and its child.
+type G4EntryNumbers = (u64, u32, f64, u64, u32, f64, u64, i64);
+
+fn g4_entry(n: G4EntryNumbers, child: G4Child) -> G4Entry {
+    let (lbn, cylinder, offset_turns, len, cylinder_len, angle_len_turns, run_len, runs) = n;
+    G4Entry {
+        lbn,
+        cylinder,
+        offset_turns,
+        len,
+        cylinder_len,
+        angle_len_turns,
+        run_len,
+        cylinder_run_len: runs,
+        child,
+    }
 }
 
 #[derive(Deserialize, Serialize, Clone, Debug, PartialEq)]
@@ -370,6 +545,7 @@ macro_rules! power {
 
 fn geometry_to(g: &Geometry) -> GeometrySection {
     geometry!(GeometrySection from g,
+        g4: g.g4.as_ref().map(g4_to),
         zones: g
             .zones
             .iter()
@@ -380,8 +556,9 @@ fn geometry_to(g: &Geometry) -> GeometrySection {
     )
 }
 
-fn geometry_from(g: &GeometrySection) -> Geometry {
-    geometry!(Geometry from g,
+fn geometry_from(g: &GeometrySection) -> Result<Geometry, String> {
+    Ok(geometry!(Geometry from g,
+        g4: g.g4.as_ref().map(g4_from).transpose()?,
         zones: g
             .zones
             .iter()
@@ -389,7 +566,7 @@ fn geometry_from(g: &GeometrySection) -> Geometry {
                 defects: z.defects.iter().map(|&[a, b]| (a, b)).collect(),
             ))
             .collect(),
-    )
+    ))
 }
 
 fn seek_to(s: &SeekCurve) -> SeekSection {
@@ -521,7 +698,7 @@ pub(crate) fn from_scratch(s: &HddSection, file: &str) -> Result<HddParams, Conf
     let i = &s.interface;
     let pw = &s.power;
     let p = HddParams {
-        geometry: geometry_from(&s.geometry),
+        geometry: geometry_from(&s.geometry).map_err(|m| invalid(file, "geometry.g4.remaps", m))?,
         mechanics: mechanics!(Mechanics from m, seek),
         overheads: overheads!(Overheads from o,
             extra_write_disconnect: o

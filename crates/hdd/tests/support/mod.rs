@@ -59,6 +59,7 @@ pub fn small_drive() -> HddParams {
             sparing_range_cylinders: 1,
             zones: vec![zone(0, 19, 10, 0, vec![])],
             block_count: None,
+            g4: None,
         },
         mechanics: Mechanics {
             rpm: 6000.0,
