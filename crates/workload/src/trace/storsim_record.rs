@@ -23,7 +23,8 @@
 use super::fields::{bad_field, check_end, parse_u64, show, split_on, trim};
 use super::format::{Detect, FormatEntry};
 use super::input::{open_input, text_records, LineParser, Parsed, TextRecords};
-use super::{ParseContext, Records};
+use super::measured::{self, MeasuredTimes};
+use super::{ParseContext, Records, TraceOptions};
 use crate::{Pacing, Record, WorkloadError};
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -245,10 +246,46 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     device_column: false,
     pacing: Pacing::Open,
     records: |reader, ctx, _| records(reader, ctx),
+    measured: Some(measured),
 };
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, RecordParser(RecordedParser::default()), ctx)
+}
+
+/// Every request's response time as the host saw it, from its arrival to when the emulator's
+/// reply actually left, keyed by its line.
+fn measured(
+    reader: Box<dyn BufRead>,
+    ctx: ParseContext,
+    _: &TraceOptions,
+) -> Result<MeasuredTimes, WorkloadError> {
+    measured::collect(TextRecords::new(reader, ResponseParser::default(), ctx))
+}
+
+/// Yields `(line, actual finish - arrival in ns)` for each request line.
+#[derive(Default)]
+struct ResponseParser(RecordedParser);
+
+impl LineParser for ResponseParser {
+    type Item = (u64, u64);
+
+    fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<(u64, u64)>, String> {
+        Ok(match self.0.parse_line(line, line_no)? {
+            // The reader refuses a finish before the arrival, so this cannot wrap.
+            Parsed::Item(io) => Parsed::Item((line_no, io.actual_finish_ns - io.arrival_ns)),
+            Parsed::Skip => Parsed::Skip,
+            Parsed::Ignore => Parsed::Ignore,
+        })
+    }
+
+    fn comment(&mut self, line: &[u8], line_no: u64) -> Result<(), String> {
+        self.0.comment(line, line_no)
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        self.0.finish()
+    }
 }
 
 /// Streams every request of a `storsim-record` file with its intended and actual finish times,
