@@ -69,6 +69,11 @@ pub enum ValidateCommand {
     /// issued its think time after the previous completes) and print DiskSim's demerit: the RMS
     /// horizontal distance between the simulated and the measured access-time CDFs.
     Disksim(ValidateDisksimArgs),
+    /// Replay a trace that carries measured response times (MSR Cambridge's ResponseTime,
+    /// blkparse D->C pairs, a storsim recording, a DiskSim validate trace) on a device, with the
+    /// trace's own arrivals or closed loop, and compare the simulated response times with the
+    /// measured ones: DiskSim's demerit, mean and percentile errors per operation, both CDFs.
+    Trace(ValidateTraceArgs),
 }
 
 #[derive(Args)]
@@ -85,6 +90,39 @@ pub struct ValidateDisksimArgs {
     /// Write the simulated and measured access time of every request, in trace order, as CSV.
     #[arg(long, value_name = "OUT")]
     pub requests_csv: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ValidateTraceArgs {
+    /// A preset name or a device TOML file.
+    #[arg(long, help = device_help())]
+    pub device: String,
+    /// A trace with measured response times (msr, blkparse, storsim-record or validate).
+    #[arg(long)]
+    pub trace: PathBuf,
+    #[command(flatten)]
+    pub trace_options: TraceArgs,
+    /// How to replay: the trace's own arrivals (`open`, the default for timed traces) or a
+    /// fixed number of requests outstanding (`closed`, with --iodepth), as DiskSim's validate
+    /// mode does with one.
+    #[arg(long, value_enum)]
+    pub replay: Option<ReplayArg>,
+    /// Outstanding requests for `--replay closed`.
+    #[arg(long)]
+    pub iodepth: Option<u32>,
+    /// Fold requests past the end of the device back into it instead of stopping.
+    #[arg(long)]
+    pub wrap: bool,
+    /// Write the comparison as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Write every compared request (its trace position, operation, simulated and measured
+    /// response time) as CSV, in trace order.
+    #[arg(long, value_name = "OUT")]
+    pub requests_csv: Option<PathBuf>,
+    /// Write the comparison as a self-contained HTML page with the two CDFs overlaid.
+    #[arg(long, value_name = "OUT.html")]
+    pub report: Option<PathBuf>,
 }
 
 /// Options that say how to read a trace file.

@@ -301,6 +301,10 @@ pub(crate) fn run_plots(run: &Run, index: usize) -> Vec<Plot> {
         calibrate(&mut plots, &run.doc);
         return plots.list;
     }
+    if run.kind == Kind::Validate {
+        validation_cdf(&mut plots, &run.doc);
+        return plots.list;
+    }
     if let Some(s) = summary(run) {
         latency_cdf(&mut plots, s, run.kind);
         latency_split(&mut plots, s, run.kind);
@@ -336,6 +340,60 @@ pub(crate) fn run_plots(run: &Run, index: usize) -> Vec<Plot> {
         block_wear(&mut plots, wear);
     }
     plots.list
+}
+
+/// A validate document's two response-time CDFs overlaid, simulated and measured: from each
+/// side's `cdf` (`validate trace`), or else through its percentiles (`validate disksim`).
+fn validation_cdf(plots: &mut Plots, doc: &Value) {
+    let side = |name: &str| -> Vec<(f64, f64)> {
+        let Some(s) = doc.get(name) else {
+            return Vec::new();
+        };
+        match s.get("cdf").and_then(Value::as_array) {
+            Some(cdf) => cdf
+                .iter()
+                .filter_map(|p| Some((num(p, &["latency_ms"])?, num(p, &["fraction"])?)))
+                .collect(),
+            None => [
+                ("p10_ms", 0.1),
+                ("p50_ms", 0.5),
+                ("p90_ms", 0.9),
+                ("p99_ms", 0.99),
+                ("max_ms", 1.0),
+            ]
+            .iter()
+            .filter_map(|(k, f)| Some((num(s, &[k])?, *f)))
+            .collect(),
+        }
+    };
+    let lines = vec![
+        line("simulated", side("simulated"), 0, Style::Solid),
+        line("measured", side("measured"), 1, Style::Dashed),
+    ];
+    let title = match num(doc, &["demerit_ms"]) {
+        Some(d) => format!("Response-time CDFs, simulated and measured (demerit {d:.3} ms)"),
+        None => "Response-time CDFs, simulated and measured".to_string(),
+    };
+    let positive = lines
+        .iter()
+        .flat_map(|l| l.points.iter())
+        .all(|p| p.0 > 0.0);
+    let x = if positive && spans_decades(lines.iter().flat_map(|l| l.points.iter().map(|p| p.0))) {
+        Axis::log("response time (ms)")
+    } else {
+        Axis::linear("response time (ms)")
+    };
+    plots.xy(
+        "validation-cdf",
+        "simulated.cdf and measured.cdf (or their percentiles)",
+        XyChart {
+            title,
+            x,
+            y: Axis::linear("fraction of requests"),
+            lines,
+            legend: Legend::LowerRight,
+        },
+    );
 }
 
 fn us(ns: f64) -> f64 {
