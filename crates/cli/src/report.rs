@@ -1005,8 +1005,8 @@ fn side_json(values: &[f64], mean: f64) -> Value {
     json!({"mean_ms": mean, "p10_ms": p10, "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": max})
 }
 
-/// The comparison of one group of requests (all, or one operation): both sides, the demerit
-/// and the errors (simulated minus measured).
+/// The comparison of one group of requests (all, or one operation): both sides with their
+/// CDFs, the demerit and the errors (simulated minus measured).
 fn comparison_json(simulated_ms: &[f64], measured_ms: &[f64], demerit: &Demerit) -> Value {
     let sim = percentiles_ms(simulated_ms);
     let meas = percentiles_ms(measured_ms);
@@ -1017,12 +1017,16 @@ fn comparison_json(simulated_ms: &[f64], measured_ms: &[f64], demerit: &Demerit)
         .map(|(s, m)| (s - m).abs())
         .sum::<f64>()
         / simulated_ms.len() as f64;
+    let mut simulated = side_json(simulated_ms, demerit.simulated_mean_ms);
+    simulated["cdf"] = cdf_json(simulated_ms);
+    let mut measured = side_json(measured_ms, demerit.measured_mean_ms);
+    measured["cdf"] = cdf_json(measured_ms);
     json!({
         "requests": simulated_ms.len(),
         "demerit_ms": demerit.demerit_ms,
         "demerit_pct_of_mean": demerit.demerit_pct_of_mean,
-        "simulated": side_json(simulated_ms, demerit.simulated_mean_ms),
-        "measured": side_json(measured_ms, demerit.measured_mean_ms),
+        "simulated": simulated,
+        "measured": measured,
         "error": {
             "mean_ms": mean_error_ms,
             "mean_pct": if demerit.measured_mean_ms > 0.0 {

@@ -464,10 +464,16 @@ fn the_msr_sample_validates_in_the_documented_form_and_draws_its_cdfs() {
     let d = f(&v, "/demerit_ms");
     assert!(d.is_finite() && d >= 0.0);
     let page = std::fs::read_to_string(report).unwrap();
-    assert!(
-        page.contains("run1-validation-cdf"),
-        "no CDF plot in the page"
-    );
+    for id in [
+        "run1-validation-cdf",
+        "run1-validation-cdf-read",
+        "run1-validation-cdf-write",
+    ] {
+        assert!(
+            page.contains(&format!("id=\"{id}\"")),
+            "no plot {id} in the page"
+        );
+    }
 }
 
 #[test]

@@ -302,7 +302,7 @@ pub(crate) fn run_plots(run: &Run, index: usize) -> Vec<Plot> {
         return plots.list;
     }
     if run.kind == Kind::Validate {
-        validation_cdf(&mut plots, &run.doc);
+        validation_cdfs(&mut plots, &run.doc);
         return plots.list;
     }
     if let Some(s) = summary(run) {
@@ -342,11 +342,30 @@ pub(crate) fn run_plots(run: &Run, index: usize) -> Vec<Plot> {
     plots.list
 }
 
-/// A validate document's two response-time CDFs overlaid, simulated and measured: from each
-/// side's `cdf` (`validate trace`), or else through its percentiles (`validate disksim`).
-fn validation_cdf(plots: &mut Plots, doc: &Value) {
+/// A validate document's two response-time CDFs overlaid, simulated and measured: all requests
+/// from each side's `cdf` (`validate trace`) or else through its percentiles (`validate
+/// disksim`), then reads and writes apart when the document compares them (`per_op`).
+fn validation_cdfs(plots: &mut Plots, doc: &Value) {
+    validation_cdf(plots, doc, "validation-cdf", "", "all requests");
+    for op in ["read", "write"] {
+        if let Some(group) = doc.get("per_op").and_then(|p| p.get(op)) {
+            let field = format!("per_op.{op}.");
+            validation_cdf(
+                plots,
+                group,
+                &format!("validation-cdf-{op}"),
+                &field,
+                &format!("{op}s"),
+            );
+        }
+    }
+}
+
+/// One group's two CDFs: `group` holds `simulated`, `measured` and `demerit_ms`, which the
+/// document names with `field` before them.
+fn validation_cdf(plots: &mut Plots, group: &Value, name: &str, field: &str, what: &str) {
     let side = |name: &str| -> Vec<(f64, f64)> {
-        let Some(s) = doc.get(name) else {
+        let Some(s) = group.get(name) else {
             return Vec::new();
         };
         match s.get("cdf").and_then(Value::as_array) {
@@ -370,22 +389,19 @@ fn validation_cdf(plots: &mut Plots, doc: &Value) {
         line("simulated", side("simulated"), 0, Style::Solid),
         line("measured", side("measured"), 1, Style::Dashed),
     ];
-    let title = match num(doc, &["demerit_ms"]) {
-        Some(d) => format!("Response-time CDFs, simulated and measured (demerit {d:.3} ms)"),
-        None => "Response-time CDFs, simulated and measured".to_string(),
+    let title = match num(group, &["demerit_ms"]) {
+        Some(d) => format!("Response-time CDFs, {what} (demerit {d:.3} ms)"),
+        None => format!("Response-time CDFs, {what}"),
     };
-    let positive = lines
-        .iter()
-        .flat_map(|l| l.points.iter())
-        .all(|p| p.0 > 0.0);
-    let x = if positive && spans_decades(lines.iter().flat_map(|l| l.points.iter().map(|p| p.0))) {
+    let xs = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let x = if xs().all(|x| x > 0.0) && spans_decades(xs()) {
         Axis::log("response time (ms)")
     } else {
         Axis::linear("response time (ms)")
     };
     plots.xy(
-        "validation-cdf",
-        "simulated.cdf and measured.cdf (or their percentiles)",
+        name,
+        &format!("{field}simulated.cdf and {field}measured.cdf (or their percentiles)"),
         XyChart {
             title,
             x,
