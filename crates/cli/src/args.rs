@@ -97,8 +97,8 @@ pub struct ValidateTraceArgs {
     /// A preset name or a device TOML file.
     #[arg(long, help = device_help())]
     pub device: String,
-    /// A trace with measured response times (msr, blkparse, storsim-record or validate).
-    #[arg(long)]
+    /// A trace with measured response times (the list comes from the format table).
+    #[arg(long, help = measured_trace_help())]
     pub trace: PathBuf,
     #[command(flatten)]
     pub trace_options: TraceArgs,
@@ -532,6 +532,18 @@ fn format_help() -> String {
     let names: Vec<&str> = TraceFormat::all().map(TraceFormat::name).collect();
     format!(
         "Trace format, instead of detecting it from the content ({})",
+        names.join(", ")
+    )
+}
+
+/// `validate trace --trace`'s help: the formats whose traces carry measured response times.
+fn measured_trace_help() -> String {
+    let names: Vec<&str> = TraceFormat::all()
+        .filter(|f| f.measures_response_times())
+        .map(TraceFormat::name)
+        .collect();
+    format!(
+        "A trace with measured response times ({})",
         names.join(", ")
     )
 }

@@ -395,6 +395,30 @@ fn blkparse_dispatch_completion_pairs_with_lone_events_counted() {
 }
 
 #[test]
+fn an_emulator_recording_is_compared_from_arrival_to_reply() {
+    let tmp = temp_dir("validate-trace-record");
+    let dir = tmp.path();
+    let trace = dir.join("r.rec");
+    // Replies that left 125 µs after arrival (one meant 120 µs and left late: what the host
+    // saw counts), and a flush, which the constant device answers at once, measured at 0.
+    let text = "\
+# storsim-record v1
+arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns
+0,R,0,4096,125000,125000
+1000000,W,4096,4096,1120000,1125000
+2000000,F,0,0,2000000,2000000
+";
+    std::fs::write(&trace, text).unwrap();
+    let device = constant_device(dir, 125.0);
+    let (v, _) = validate_trace(&device, &trace, &[], dir);
+    assert_eq!(v["format"], "storsim-record");
+    assert_eq!(v["requests"], 3);
+    assert_eq!(f(&v, "/demerit_ms"), 0.0);
+    assert_eq!(f(&v, "/per_op/all/error/mean_abs_request_ms"), 0.0);
+    assert_eq!(f(&v, "/per_op/write/measured/max_ms"), 0.125);
+}
+
+#[test]
 fn a_disksim_validate_trace_gives_validate_disksims_figures() {
     let Some(valid) = storsim_testenv::shared("disksim-valid") else {
         return;

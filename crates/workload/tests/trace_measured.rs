@@ -124,3 +124,39 @@ fn a_format_without_measured_times_is_refused_naming_those_with_them() {
         "{e}"
     );
 }
+
+#[test]
+fn every_format_that_measures_reads_times_from_its_sample_and_the_others_refuse() {
+    for format in TraceFormat::all() {
+        let prefix = format!("{}_sample", format.name().replace('-', "_"));
+        let samples: Vec<_> = std::fs::read_dir(common::data_dir())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with(&prefix)
+            })
+            .collect();
+        // Every measuring format has its sample under the registry's name; a few others name
+        // theirs by version (fio's), and are checked where their sample is found.
+        assert!(
+            !samples.is_empty() || !format.measures_response_times(),
+            "no sample for {format}"
+        );
+        for sample in samples {
+            let opts = TraceOptions {
+                format: Some(format),
+                ..TraceOptions::default()
+            };
+            let measured = measured_response_times(&sample, &opts);
+            if format.measures_response_times() {
+                let m = measured.unwrap_or_else(|e| panic!("{}: {e}", sample.display()));
+                assert!(!m.is_empty(), "{}: no measured time", sample.display());
+            } else {
+                assert!(measured.is_err(), "{format} measured times");
+            }
+        }
+    }
+}

@@ -150,6 +150,12 @@ impl TraceFormat {
         self.0.pacing
     }
 
+    /// Whether the format's traces carry the response times measured on the traced device
+    /// (read by [`measured_response_times`](super::measured_response_times)).
+    pub fn measures_response_times(self) -> bool {
+        self.0.measured.is_some()
+    }
+
     /// What the positions in the format's error messages count.
     pub fn origin(self) -> Origin {
         if self.0.binary {

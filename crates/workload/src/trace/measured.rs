@@ -80,7 +80,7 @@ pub fn measured_response_times(
     };
     let Some(measured) = format.entry().measured else {
         let measuring: Vec<&str> = super::TraceFormat::all()
-            .filter(|f| f.entry().measured.is_some())
+            .filter(|f| f.measures_response_times())
             .map(|f| f.name())
             .collect();
         return Err(WorkloadError::Spec {
