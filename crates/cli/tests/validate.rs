@@ -487,6 +487,11 @@ fn the_msr_sample_validates_in_the_documented_form_and_draws_its_cdfs() {
     }
     let d = f(&v, "/demerit_ms");
     assert!(d.is_finite() && d >= 0.0);
+    // The simulated side is the replay `simulate` makes of the trace, collected apart.
+    let sim = common::simulate_json("stec-zeus", trace.to_str().unwrap(), "validate-simulate");
+    let mean_ns = sim["summary"]["latency_ns"]["mean"].as_f64().unwrap();
+    assert_eq!(sim["summary"]["requests"], 1000);
+    assert!((f(&v, "/simulated/mean_ms") * 1e6 - mean_ns).abs() < 1e-6 * mean_ns);
     let page = std::fs::read_to_string(report).unwrap();
     for id in [
         "run1-validation-cdf",

@@ -295,8 +295,28 @@ fn validate_documents_get_their_two_cdfs_overlaid() {
     };
     let doc = json!({"schema": 1, "demerit_ms": 0.5, "simulated": side(10.0),
         "measured": side(11.0)});
-    let report = render(&[run(doc)]);
+    let report = render(&[run(doc.clone())]);
     assert_drawn(&report, "run1-validation-cdf");
+    // Two validations compare on their demerits and sides.
+    let mut second = doc;
+    second["demerit_ms"] = json!(0.75);
+    let report = render(&[run(second.clone()), run(second)]);
+    let table = &report.html[report.html.find("id=\"compare-table\"").unwrap()..];
+    assert!(table.contains("<code>demerit_ms</code>"), "{table}");
+    assert!(table.contains("<code>measured.p99_ms</code>"), "{table}");
+    // And their simulated CDFs are drawn over the first one's measured CDF (the documents
+    // name no device, so the lines are named by run).
+    assert_drawn(&report, "compare-validation-cdf");
+    let svg = &report
+        .plots
+        .iter()
+        .find(|p| p.id == "compare-validation-cdf")
+        .unwrap()
+        .svg;
+    assert!(
+        svg.contains("measured (run 1)") && svg.contains("run 2"),
+        "{svg}"
+    );
 }
 
 #[test]
