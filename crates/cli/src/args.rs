@@ -37,7 +37,7 @@ pub enum Command {
     /// --dir (or on --image) takes the model's time, its clocks and sleeps are virtual, and
     /// time it only waits is skipped.
     Cosim(CosimArgs),
-    /// Draw run documents (the JSON of simulate, cosim, emulate and calibrate) as one
+    /// Draw run documents (the JSON of simulate, cosim, emulate, calibrate and validate) as one
     /// self-contained HTML page of plots; several runs are compared.
     Report(ReportArgs),
     /// Run a sweep: every point of a spec's grid of devices, device-file overrides, workloads
@@ -240,8 +240,8 @@ pub struct SimulateArgs {
 
 #[derive(Args)]
 pub struct ReportArgs {
-    /// Run documents: `simulate --json`, `cosim --report`, `emulate --json` or `calibrate
-    /// --report`. The first is the reference the others are compared with.
+    /// Run documents: `simulate --json`, `cosim --report`, `emulate --json`, `calibrate
+    /// --report` or `validate --json`. The first is the reference the others are compared with.
     #[arg(required = true, value_name = "RUN.json")]
     pub runs: Vec<PathBuf>,
     /// Where to write the page (`-` for standard output).
