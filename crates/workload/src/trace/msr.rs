@@ -71,17 +71,13 @@ impl LineParser for ResponseParser {
     type Item = (u64, u64);
 
     fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<(u64, u64)>, String> {
-        Ok(match self.0.parse(line, line_no)? {
-            Parsed::Item((_, ticks)) => {
-                let ns = ticks.checked_mul(TICK_NS).ok_or_else(|| {
-                    format!(
-                        "field 7 (ResponseTime): {ticks} ticks of 100 ns overflow a 64-bit nanosecond clock"
-                    )
-                })?;
-                Parsed::Item((line_no, ns))
-            }
-            Parsed::Skip => Parsed::Skip,
-            Parsed::Ignore => Parsed::Ignore,
+        self.0.parse(line, line_no)?.try_map(|(_, ticks)| {
+            let ns = ticks.checked_mul(TICK_NS).ok_or_else(|| {
+                format!(
+                    "field 7 (ResponseTime): {ticks} ticks of 100 ns overflow a 64-bit nanosecond clock"
+                )
+            })?;
+            Ok((line_no, ns))
         })
     }
 }
@@ -102,11 +98,7 @@ impl LineParser for MsrParser {
 
     #[inline]
     fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Record>, String> {
-        Ok(match self.parse(line, line_no)? {
-            Parsed::Item((record, _)) => Parsed::Item(record),
-            Parsed::Skip => Parsed::Skip,
-            Parsed::Ignore => Parsed::Ignore,
-        })
+        Ok(self.parse(line, line_no)?.map(|(record, _)| record))
     }
 }
 

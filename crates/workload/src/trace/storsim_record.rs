@@ -271,12 +271,11 @@ impl LineParser for ResponseParser {
     type Item = (u64, u64);
 
     fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<(u64, u64)>, String> {
-        Ok(match self.0.parse_line(line, line_no)? {
-            // The reader refuses a finish before the arrival, so this cannot wrap.
-            Parsed::Item(io) => Parsed::Item((line_no, io.actual_finish_ns - io.arrival_ns)),
-            Parsed::Skip => Parsed::Skip,
-            Parsed::Ignore => Parsed::Ignore,
-        })
+        // The reader refuses a finish before the arrival, so the difference cannot wrap.
+        Ok(self
+            .0
+            .parse_line(line, line_no)?
+            .map(|io| (line_no, io.actual_finish_ns - io.arrival_ns)))
     }
 
     fn comment(&mut self, line: &[u8], line_no: u64) -> Result<(), String> {
