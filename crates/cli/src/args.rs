@@ -97,6 +97,10 @@ pub struct ValidateTraceArgs {
     /// A preset name or a device TOML file.
     #[arg(long, help = device_help())]
     pub device: String,
+    /// Set a device-file key on top of the device, as `simulate --set` does
+    /// (`--set linear.rw.a_us=650`); repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
     /// A trace with measured response times (the list comes from the format table).
     #[arg(long, help = measured_trace_help())]
     pub trace: PathBuf,

@@ -98,7 +98,8 @@ pub fn trace(args: ValidateTraceArgs) -> Result<(), CliError> {
         mut device,
         mut workload,
         ..
-    } = Session::open(&args.device, &source, 0).map_err(|e| CliError::sim(e, None))?;
+    } = Session::open_with(&args.device, &args.set, &source, 0)
+        .map_err(|e| CliError::sim(e, None))?;
     let format = workload.format.unwrap_or("trace");
     let engine_options = EngineOptions {
         replay: crate::simulate::replay(args.replay, args.iodepth, 1.0, workload.pacing)?,

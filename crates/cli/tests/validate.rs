@@ -317,6 +317,24 @@ fn msr_response_times_against_a_device_of_known_latency() {
     assert!(text.contains("msr, open loop"), "{text}");
     let write_row = text.lines().find(|l| l.starts_with("write (ms)")).unwrap();
     assert!(write_row.contains("-0.062"), "{text}");
+    // The same writes on the device set to take their measured 187.5 µs: no error left.
+    let (v, _) = validate_trace(
+        &device,
+        &trace,
+        &[
+            "--set",
+            "linear.sw.a_us=187.5",
+            "--set",
+            "linear.rw.a_us=187.5",
+        ],
+        dir,
+    );
+    assert_eq!(f(&v, "/demerit_ms"), 0.0);
+    assert_eq!(f(&v, "/per_op/write/error/mean_abs_request_ms"), 0.0);
+    assert!(v["device"]["name"]
+        .as_str()
+        .unwrap()
+        .ends_with("[linear.sw.a_us=187.5, linear.rw.a_us=187.5]"));
     // The CSV names each request's line and operation.
     let csv = std::fs::read_to_string(csv).unwrap();
     let rows: Vec<&str> = csv.lines().collect();
