@@ -37,7 +37,7 @@ pub enum Command {
     /// --dir (or on --image) takes the model's time, its clocks and sleeps are virtual, and
     /// time it only waits is skipped.
     Cosim(CosimArgs),
-    /// Draw run documents (the JSON of simulate, cosim, emulate and calibrate) as one
+    /// Draw run documents (the JSON of simulate, cosim, emulate, calibrate and validate) as one
     /// self-contained HTML page of plots; several runs are compared.
     Report(ReportArgs),
     /// Run a sweep: every point of a spec's grid of devices, device-file overrides, workloads
@@ -74,6 +74,11 @@ pub enum ValidateCommand {
     /// issued its think time after the previous completes) and print DiskSim's demerit: the RMS
     /// horizontal distance between the simulated and the measured access-time CDFs.
     Disksim(ValidateDisksimArgs),
+    /// Replay a trace that carries measured response times (MSR Cambridge's ResponseTime,
+    /// blkparse D->C pairs, a storsim recording, a DiskSim validate trace) on a device, with the
+    /// trace's own arrivals or closed loop, and compare the simulated response times with the
+    /// measured ones: DiskSim's demerit, mean and percentile errors per operation, both CDFs.
+    Trace(ValidateTraceArgs),
 }
 
 #[derive(Args)]
@@ -95,6 +100,43 @@ pub struct ValidateDisksimArgs {
     /// Write the simulated and measured access time of every request, in trace order, as CSV.
     #[arg(long, value_name = "OUT")]
     pub requests_csv: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct ValidateTraceArgs {
+    /// A preset name or a device TOML file.
+    #[arg(long, help = device_help())]
+    pub device: String,
+    /// Set a device-file key on top of the device, as `simulate --set` does
+    /// (`--set linear.rw.a_us=650`); repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// A trace with measured response times (the list comes from the format table).
+    #[arg(long, help = measured_trace_help())]
+    pub trace: PathBuf,
+    #[command(flatten)]
+    pub trace_options: TraceArgs,
+    /// How to replay: the trace's own arrivals (`open`, the default for timed traces) or a
+    /// fixed number of requests outstanding (`closed`, with --iodepth), as DiskSim's validate
+    /// mode does with one.
+    #[arg(long, value_enum)]
+    pub replay: Option<ReplayArg>,
+    /// Outstanding requests for `--replay closed`.
+    #[arg(long)]
+    pub iodepth: Option<u32>,
+    /// Fold requests past the end of the device back into it instead of stopping.
+    #[arg(long)]
+    pub wrap: bool,
+    /// Write the comparison as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Write every compared request (its trace position, operation, simulated and measured
+    /// response time) as CSV, in trace order.
+    #[arg(long, value_name = "OUT")]
+    pub requests_csv: Option<PathBuf>,
+    /// Write the comparison as a self-contained HTML page with the two CDFs overlaid.
+    #[arg(long, value_name = "OUT.html")]
+    pub report: Option<PathBuf>,
 }
 
 /// Options that say how to read a trace file.
@@ -249,8 +291,8 @@ pub struct SimulateArgs {
 
 #[derive(Args)]
 pub struct ReportArgs {
-    /// Run documents: `simulate --json`, `cosim --report`, `emulate --json` or `calibrate
-    /// --report`. The first is the reference the others are compared with.
+    /// Run documents: `simulate --json`, `cosim --report`, `emulate --json`, `calibrate
+    /// --report` or `validate --json`. The first is the reference the others are compared with.
     #[arg(required = true, value_name = "RUN.json")]
     pub runs: Vec<PathBuf>,
     /// Where to write the page (`-` for standard output).
@@ -551,6 +593,18 @@ fn format_help() -> String {
     let names: Vec<&str> = TraceFormat::all().map(TraceFormat::name).collect();
     format!(
         "Trace format, instead of detecting it from the content ({})",
+        names.join(", ")
+    )
+}
+
+/// `validate trace --trace`'s help: the formats whose traces carry measured response times.
+fn measured_trace_help() -> String {
+    let names: Vec<&str> = TraceFormat::all()
+        .filter(|f| f.measures_response_times())
+        .map(TraceFormat::name)
+        .collect();
+    format!(
+        "A trace with measured response times ({})",
         names.join(", ")
     )
 }

@@ -83,6 +83,7 @@ fn main() -> ExitCode {
         args::Command::Emulate(a) => emulate::run(a),
         args::Command::Import(args::ImportCommand::Disksim(a)) => import::disksim(a),
         args::Command::Validate(args::ValidateCommand::Disksim(a)) => validate::disksim(a),
+        args::Command::Validate(args::ValidateCommand::Trace(a)) => validate::trace(a),
         args::Command::Calibrate(a) => calibrate::run(a),
         args::Command::Cosim(a) => cosim::run(a),
         args::Command::Report(a) => report_html::run(a),

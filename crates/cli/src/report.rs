@@ -310,16 +310,21 @@ fn human_bytes(b: f64) -> String {
     format!("{v:.1} {}", UNITS[i])
 }
 
-/// The human-readable summary printed after a run.
-pub fn simulation_text(r: &SimulationResults) -> String {
-    let s = &r.summary;
-    let mut out = String::new();
-    let replay = match r.replay {
+/// How a run was replayed, in words.
+fn replay_text(replay: Replay) -> String {
+    match replay {
         Replay::Open { time_scale: 1.0 } => "open loop".to_string(),
         Replay::Open { time_scale } => format!("open loop, time scale {time_scale}"),
         Replay::Closed { depth } => format!("closed loop, depth {depth}"),
         Replay::AsFastAsPossible => "as fast as possible".to_string(),
-    };
+    }
+}
+
+/// The human-readable summary printed after a run.
+pub fn simulation_text(r: &SimulationResults) -> String {
+    let s = &r.summary;
+    let mut out = String::new();
+    let replay = replay_text(r.replay);
     out += &format!("storsim {}   seed {}\n", env!("CARGO_PKG_VERSION"), r.seed);
     out += &format!(
         "device    {} ({}, {})\n",
@@ -930,7 +935,7 @@ pub fn inspect_text(name: &str, c: &Characterisation) -> String {
     out
 }
 
-/// A `validate disksim` run: the model's access times beside the measured ones, in trace order.
+/// A validation run: the model's response times beside the measured ones, in trace order.
 pub struct ValidationResults<'a> {
     pub device_name: &'a str,
     pub device: &'a dyn Device,
@@ -938,25 +943,137 @@ pub struct ValidationResults<'a> {
     pub simulated_ms: &'a [f64],
     pub measured_ms: &'a [f64],
     pub demerit: Demerit,
+    /// What `validate trace` adds: the replay, each request's operation and the counts of
+    /// what was not compared. `None` for `validate disksim`, whose document is older.
+    pub trace_detail: Option<TraceDetail<'a>>,
+}
+
+/// A `validate trace` run's own facts.
+pub struct TraceDetail<'a> {
+    /// The trace format's name.
+    pub format: &'a str,
+    pub replay: Replay,
+    /// Each compared request's operation, beside `simulated_ms` and `measured_ms`.
+    pub ops: &'a [Op],
+    /// Each compared request's position in the trace (its line).
+    pub positions: &'a [u64],
+    /// Requests the device completed.
+    pub requests_simulated: u64,
+    /// Simulated requests the trace measured no time for (a blkparse D without its C).
+    pub requests_unmeasured: u64,
+    /// Completions in the trace that match no request in it (a blkparse C without its D).
+    pub completions_unmatched: u64,
+    /// Reads and writes of zero bytes: nothing to replay or compare.
+    pub records_empty: u64,
+    /// Malformed records skipped (`--skip-bad`).
+    pub records_skipped: u64,
+    /// Well-formed records that are not block requests.
+    pub records_ignored: u64,
+    /// Requests folded back into the device (`--wrap`).
+    pub requests_wrapped: u64,
 }
 
 /// Percentiles of a sample of access times in ms (nearest rank), for the side-by-side table.
 fn percentiles_ms(values: &[f64]) -> [f64; 5] {
+    let sorted = sorted_ms(values);
+    [0.1, 0.5, 0.9, 0.99, 1.0].map(|q| nearest_rank(&sorted, q))
+}
+
+fn sorted_ms(values: &[f64]) -> Vec<f64> {
     let mut sorted = values.to_vec();
     sorted.sort_unstable_by(f64::total_cmp);
-    let at = |q: f64| {
-        let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-        sorted[rank - 1]
-    };
-    [at(0.1), at(0.5), at(0.9), at(0.99), at(1.0)]
+    sorted
+}
+
+/// The value at fraction `q` of a sorted, non-empty sample, by nearest rank.
+fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// The fractions a validation's CDFs are given at, as the simulate document's `latency_cdf`:
+/// 0.00, 0.01, ..., 0.99, 0.999, 0.9999 and 1.
+fn cdf_fractions() -> impl Iterator<Item = f64> {
+    (0..100)
+        .map(|i| i as f64 / 100.0)
+        .chain([0.999, 0.9999, 1.0])
+}
+
+/// One side's mean and percentiles, as both validate documents give them.
+fn side_json(values: &[f64], mean: f64) -> Value {
+    let [p10, p50, p90, p99, max] = percentiles_ms(values);
+    json!({"mean_ms": mean, "p10_ms": p10, "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": max})
+}
+
+/// The comparison of one group of requests (all, or one operation): both sides with their
+/// CDFs, the demerit and the errors (simulated minus measured).
+fn comparison_json(simulated_ms: &[f64], measured_ms: &[f64], demerit: &Demerit) -> Value {
+    let sim = percentiles_ms(simulated_ms);
+    let meas = percentiles_ms(measured_ms);
+    let mean_error_ms = demerit.simulated_mean_ms - demerit.measured_mean_ms;
+    let mean_abs_ms = simulated_ms
+        .iter()
+        .zip(measured_ms)
+        .map(|(s, m)| (s - m).abs())
+        .sum::<f64>()
+        / simulated_ms.len() as f64;
+    let mut simulated = side_json(simulated_ms, demerit.simulated_mean_ms);
+    simulated["cdf"] = cdf_json(simulated_ms);
+    let mut measured = side_json(measured_ms, demerit.measured_mean_ms);
+    measured["cdf"] = cdf_json(measured_ms);
+    json!({
+        "requests": simulated_ms.len(),
+        "demerit_ms": demerit.demerit_ms,
+        "demerit_pct_of_mean": demerit.demerit_pct_of_mean,
+        "simulated": simulated,
+        "measured": measured,
+        "error": {
+            "mean_ms": mean_error_ms,
+            "mean_pct": if demerit.measured_mean_ms > 0.0 {
+                Value::from(100.0 * mean_error_ms / demerit.measured_mean_ms)
+            } else {
+                Value::Null
+            },
+            "p10_ms": sim[0] - meas[0],
+            "p50_ms": sim[1] - meas[1],
+            "p90_ms": sim[2] - meas[2],
+            "p99_ms": sim[3] - meas[3],
+            "max_ms": sim[4] - meas[4],
+            "mean_abs_request_ms": mean_abs_ms,
+        },
+    })
+}
+
+/// A sample's CDF at [`cdf_fractions`], nearest rank.
+fn cdf_json(values: &[f64]) -> Value {
+    let sorted = sorted_ms(values);
+    Value::Array(
+        cdf_fractions()
+            .map(|f| json!({"fraction": f, "latency_ms": nearest_rank(&sorted, f)}))
+            .collect(),
+    )
+}
+
+/// The groups a `validate trace` compares: every request, then reads and writes. Each is the
+/// requests' simulated and measured times; empty groups are left out.
+fn op_groups<'a>(r: &ValidationResults<'a>, ops: &[Op]) -> Vec<(&'static str, Vec<f64>, Vec<f64>)> {
+    let mut groups = vec![("all", r.simulated_ms.to_vec(), r.measured_ms.to_vec())];
+    for (name, op) in [("read", Op::Read), ("write", Op::Write)] {
+        let (sim, meas): (Vec<f64>, Vec<f64>) = ops
+            .iter()
+            .zip(r.simulated_ms.iter().zip(r.measured_ms))
+            .filter(|(o, _)| **o == op)
+            .map(|(_, (s, m))| (*s, *m))
+            .unzip();
+        if !sim.is_empty() {
+            groups.push((name, sim, meas));
+        }
+    }
+    groups
 }
 
 pub fn validation_json(r: &ValidationResults) -> Value {
-    let side = |values: &[f64], mean: f64| {
-        let [p10, p50, p90, p99, max] = percentiles_ms(values);
-        json!({"mean_ms": mean, "p10_ms": p10, "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": max})
-    };
-    json!({
+    let mut doc = json!({
         "schema": SCHEMA,
         "kind": "validate",
         "command_line": command_line(),
@@ -971,14 +1088,42 @@ pub fn validation_json(r: &ValidationResults) -> Value {
         "requests": r.measured_ms.len(),
         "demerit_ms": r.demerit.demerit_ms,
         "demerit_pct_of_mean": r.demerit.demerit_pct_of_mean,
-        "simulated": side(r.simulated_ms, r.demerit.simulated_mean_ms),
-        "measured": side(r.measured_ms, r.demerit.measured_mean_ms),
-    })
+        "simulated": side_json(r.simulated_ms, r.demerit.simulated_mean_ms),
+        "measured": side_json(r.measured_ms, r.demerit.measured_mean_ms),
+    });
+    let Some(t) = &r.trace_detail else {
+        return doc;
+    };
+    doc["command"] = json!("trace");
+    doc["format"] = json!(t.format);
+    doc["replay"] = replay_json(t.replay);
+    doc["requests_simulated"] = json!(t.requests_simulated);
+    doc["requests_unmeasured"] = json!(t.requests_unmeasured);
+    doc["completions_unmatched"] = json!(t.completions_unmatched);
+    doc["records_empty"] = json!(t.records_empty);
+    doc["records_skipped"] = json!(t.records_skipped);
+    doc["records_ignored"] = json!(t.records_ignored);
+    doc["requests_wrapped"] = json!(t.requests_wrapped);
+    doc["simulated"]["cdf"] = cdf_json(r.simulated_ms);
+    doc["measured"]["cdf"] = cdf_json(r.measured_ms);
+    let mut per_op = Map::new();
+    for (name, sim, meas) in op_groups(r, t.ops) {
+        // The groups are not empty, so there is a demerit.
+        if let Some(d) = storsim_stats::disksim_demerit(&sim, &meas) {
+            per_op.insert(name.to_string(), comparison_json(&sim, &meas, &d));
+        }
+    }
+    doc["per_op"] = Value::Object(per_op);
+    doc
 }
 
 pub fn validation_text(r: &ValidationResults) -> String {
+    let replay = match &r.trace_detail {
+        None => "closed loop, one outstanding".to_string(),
+        Some(t) => format!("{}, {}", t.format, replay_text(t.replay)),
+    };
     let mut out = format!(
-        "device   {} ({})\ntrace    {} ({} requests, closed loop, one outstanding)\n\n",
+        "device   {} ({})\ntrace    {} ({} requests, {replay})\n\n",
         r.device_name,
         r.device.model_name(),
         r.trace.display(),
@@ -1003,18 +1148,99 @@ pub fn validation_text(r: &ValidationResults) -> String {
          the simulated and measured access-time CDFs, computed as DiskSim does\n",
         r.demerit.demerit_ms, r.demerit.demerit_pct_of_mean
     );
+    if let Some(t) = &r.trace_detail {
+        out += &trace_detail_text(r, t);
+    }
     out
 }
 
-/// One line per request in trace order: its simulated and measured access time.
+/// `validate trace`'s errors per operation and what it left out of the comparison.
+fn trace_detail_text(r: &ValidationResults, t: &TraceDetail) -> String {
+    let mut out = format!(
+        "\n{:<20}{:>9}{:>11}{:>9}{:>9}{:>9}{:>9}{:>9}{:>10}\n",
+        "error (sim - meas)", "requests", "demerit", "mean", "p10", "p50", "p90", "p99", "mean |e|"
+    );
+    for (name, sim, meas) in op_groups(r, t.ops) {
+        let Some(d) = storsim_stats::disksim_demerit(&sim, &meas) else {
+            continue;
+        };
+        let (ps, pm) = (percentiles_ms(&sim), percentiles_ms(&meas));
+        let mean_abs = sim
+            .iter()
+            .zip(&meas)
+            .map(|(s, m)| (s - m).abs())
+            .sum::<f64>()
+            / sim.len() as f64;
+        out += &format!(
+            "{:<20}{:>9}{:>11.3}{:>9.3}{:>9.3}{:>9.3}{:>9.3}{:>9.3}{:>10.3}\n",
+            format!("{name} (ms)"),
+            sim.len(),
+            d.demerit_ms,
+            d.simulated_mean_ms - d.measured_mean_ms,
+            ps[0] - pm[0],
+            ps[1] - pm[1],
+            ps[2] - pm[2],
+            ps[3] - pm[3],
+            mean_abs
+        );
+    }
+    let left_out = [
+        (
+            t.requests_unmeasured,
+            "simulated requests without a measured time",
+        ),
+        (
+            t.completions_unmatched,
+            "completions in the trace without their request",
+        ),
+        (t.records_empty, "empty reads or writes"),
+        (t.records_skipped, "malformed records skipped"),
+        (t.records_ignored, "records that are not block requests"),
+        (t.requests_wrapped, "requests wrapped into the device"),
+    ];
+    if left_out.iter().any(|(n, _)| *n > 0) {
+        out += "\n";
+        for (n, what) in left_out.iter().filter(|(n, _)| *n > 0) {
+            out += &format!("{n:>9}  {what}\n");
+        }
+    }
+    out
+}
+
+/// One line per request in trace order: its simulated and measured access time (and, for
+/// `validate trace`, its trace position and operation).
 pub fn write_validation_csv(path: &Path, r: &ValidationResults) -> Result<(), CliError> {
     let failed = |e: std::io::Error| CliError::failure(format!("writing {}: {e}", path.display()));
     let mut out = BufWriter::new(File::create(path).map_err(failed)?);
-    writeln!(out, "request,simulated_ms,measured_ms").map_err(failed)?;
-    for (i, (s, m)) in r.simulated_ms.iter().zip(r.measured_ms).enumerate() {
-        writeln!(out, "{i},{s},{m}").map_err(failed)?;
+    match &r.trace_detail {
+        None => {
+            writeln!(out, "request,simulated_ms,measured_ms").map_err(failed)?;
+            for (i, (s, m)) in r.simulated_ms.iter().zip(r.measured_ms).enumerate() {
+                writeln!(out, "{i},{s},{m}").map_err(failed)?;
+            }
+        }
+        Some(t) => {
+            writeln!(out, "request,position,op,simulated_ms,measured_ms").map_err(failed)?;
+            let rows = t
+                .positions
+                .iter()
+                .zip(t.ops)
+                .zip(r.simulated_ms.iter().zip(r.measured_ms));
+            for (i, ((position, op), (s, m))) in rows.enumerate() {
+                writeln!(out, "{i},{position},{},{s},{m}", op_name(*op)).map_err(failed)?;
+            }
+        }
     }
     out.flush().map_err(failed)
+}
+
+fn op_name(op: Op) -> &'static str {
+    match op {
+        Op::Read => "read",
+        Op::Write => "write",
+        Op::Trim => "trim",
+        Op::Flush => "flush",
+    }
 }
 
 #[cfg(test)]

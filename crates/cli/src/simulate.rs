@@ -184,7 +184,7 @@ fn engine_options(args: &SimulateArgs, workload: &Workload) -> Result<EngineOpti
 
 /// How the workload is replayed: `--replay` and `--iodepth`, or else the workload's own
 /// pacing; an open-loop replay, chosen or natural, takes `--time-scale`.
-fn replay(
+pub(crate) fn replay(
     chosen: Option<ReplayArg>,
     iodepth: Option<u32>,
     time_scale: f64,

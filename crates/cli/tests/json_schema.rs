@@ -387,6 +387,41 @@ fn every_key_of_the_validate_disksim_json_is_documented_and_every_documented_key
 }
 
 #[test]
+fn every_key_of_the_validate_trace_json_is_documented_and_every_documented_key_is_written() {
+    let tmp = temp_dir("schema-validate-trace");
+    let device = tmp.path().join("constant.toml");
+    let pattern = "{ a_us = 125, b_us_per_kib = 0 }";
+    std::fs::write(
+        &device,
+        format!(
+            "model = \"linear\"\ncapacity_bytes = 1_000_000_000\n[linear]\nsr = {pattern}\n\
+             sw = {pattern}\nrr = {pattern}\nrw = {pattern}\n"
+        ),
+    )
+    .unwrap();
+    let trace = tmp.path().join("t.csv");
+    std::fs::write(
+        &trace,
+        "0,h,0,Read,0,4096,1250\n10000,h,0,Write,4096,4096,1875\n20000,h,0,Read,8192,4096,900\n",
+    )
+    .unwrap();
+    let args = [
+        "validate",
+        "trace",
+        "--device",
+        device.to_str().unwrap(),
+        "--trace",
+        trace.to_str().unwrap(),
+    ];
+    // Open and closed loop: each writes its own replay keys.
+    let open = run_json("validate-trace", &args, "--json");
+    let mut closed_args = args.to_vec();
+    closed_args.extend_from_slice(&["--replay", "closed", "--iodepth", "2"]);
+    let closed = run_json("validate-trace-closed", &closed_args, "--json");
+    assert_documented("## The validate trace document", &[open, closed], &[]);
+}
+
+#[test]
 fn every_key_of_the_inspect_json_is_documented_and_every_documented_key_is_written() {
     let run = run_json(
         "inspect",

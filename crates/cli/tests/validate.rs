@@ -1,5 +1,6 @@
-//! `storsim validate disksim` end to end: closed-loop replay of a validate trace, the demerit
-//! and the side-by-side figures, and refusals of bad input.
+//! `storsim validate disksim` and `validate trace` end to end: replays of traces with measured
+//! times, the demerit, the side-by-side figures and errors per operation, the CDFs, the report,
+//! and refusals of bad input.
 
 mod common;
 
@@ -304,4 +305,371 @@ fn a_parv_device_validates_with_disksim_overrides() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(text.contains("[hdd.cache]\nenabled = false"), "{text}");
+}
+
+/// Runs `validate trace` with `extra` options and returns the JSON document and the text.
+fn validate_trace(device: &str, trace: &Path, extra: &[&str], dir: &Path) -> (Value, String) {
+    let out = dir.join("vt.json");
+    let mut args = vec![
+        "validate",
+        "trace",
+        "--device",
+        device,
+        "--trace",
+        trace.to_str().unwrap(),
+        "--json",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = storsim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let doc = serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap();
+    (doc, text)
+}
+
+fn f(v: &Value, pointer: &str) -> f64 {
+    v.pointer(pointer)
+        .and_then(Value::as_f64)
+        .unwrap_or_else(|| panic!("{pointer} missing in {v}"))
+}
+
+/// Four MSR requests 1 ms apart on a device that takes exactly 125 µs for each, so nothing
+/// queues and every simulated time is 0.125 ms. The reads measured 1250 ticks (125 µs, equal),
+/// the writes 1875 ticks (187.5 µs, 62.5 µs more).
+const MSR_KNOWN: &str = "\
+Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime
+0,h,0,Read,0,4096,1250
+10000,h,0,Write,4096,4096,1875
+20000,h,0,Read,8192,4096,1250
+30000,h,0,Write,12288,8192,1875
+";
+
+#[test]
+fn msr_response_times_against_a_device_of_known_latency() {
+    let tmp = temp_dir("validate-trace-msr");
+    let dir = tmp.path();
+    let trace = dir.join("known.csv");
+    std::fs::write(&trace, MSR_KNOWN).unwrap();
+    let device = constant_device(dir, 125.0);
+    let csv = dir.join("requests.csv");
+    let (v, text) = validate_trace(
+        &device,
+        &trace,
+        &["--requests-csv", csv.to_str().unwrap()],
+        dir,
+    );
+    assert_eq!(v["kind"], "validate");
+    assert_eq!(v["command"], "trace");
+    assert_eq!(v["format"], "msr");
+    assert_eq!(v["replay"]["mode"], "open");
+    assert_eq!(
+        (v["requests"].as_u64(), v["requests_simulated"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert_eq!(v["requests_unmeasured"], 0);
+    // Reads: measured equals simulated, so every error and the demerit are 0.
+    let read = &v["per_op"]["read"];
+    assert_eq!(read["requests"], 2);
+    assert_eq!(f(read, "/demerit_ms"), 0.0);
+    for k in [
+        "mean_ms",
+        "p10_ms",
+        "p50_ms",
+        "p99_ms",
+        "max_ms",
+        "mean_abs_request_ms",
+    ] {
+        assert_eq!(f(read, &format!("/error/{k}")), 0.0, "{k}");
+    }
+    // Writes: simulated 62.5 µs short. The errors are exactly -0.0625 ms. DiskSim's demerit
+    // buckets whole µs in buckets 2 µs wide between 100 and 200 µs: 125 µs falls in [124, 126)
+    // and 187 µs (187.5 truncated) in [186, 188), so the two CDFs are ramps of the same width
+    // 62 µs apart and the demerit is 0.062 ms.
+    let write = &v["per_op"]["write"];
+    for k in ["mean_ms", "p10_ms", "p50_ms", "p99_ms", "max_ms"] {
+        assert!(
+            (f(write, &format!("/error/{k}")) + 0.0625).abs() < 1e-12,
+            "{k}"
+        );
+    }
+    assert!((f(write, "/error/mean_abs_request_ms") - 0.0625).abs() < 1e-12);
+    assert!((f(write, "/error/mean_pct") + 100.0 / 3.0).abs() < 1e-9);
+    assert!((f(write, "/demerit_ms") - 0.062).abs() < 1e-9);
+    // All four: the mean error halves; the demerit lies between the two.
+    let all = &v["per_op"]["all"];
+    assert!((f(all, "/error/mean_ms") + 0.03125).abs() < 1e-12);
+    assert_eq!(f(all, "/demerit_ms"), f(&v, "/demerit_ms"));
+    assert!(f(&v, "/demerit_ms") > 0.0 && f(&v, "/demerit_ms") < 0.062);
+    // Both CDFs, at the simulate document's fractions, nearest rank.
+    let sim = v["simulated"]["cdf"].as_array().unwrap();
+    let meas = v["measured"]["cdf"].as_array().unwrap();
+    assert_eq!((sim.len(), meas.len()), (103, 103));
+    assert!(sim.iter().all(|p| p["latency_ms"] == 0.125));
+    assert_eq!(meas[50]["latency_ms"], 0.125);
+    assert_eq!(meas[51]["latency_ms"], 0.1875);
+    assert_eq!(meas[102]["fraction"], 1.0);
+    // The text gives the errors per operation.
+    assert!(text.contains("msr, open loop"), "{text}");
+    let write_row = text.lines().find(|l| l.starts_with("write (ms)")).unwrap();
+    assert!(write_row.contains("-0.062"), "{text}");
+    // The same writes on the device set to take their measured 187.5 µs: no error left.
+    let (v, _) = validate_trace(
+        &device,
+        &trace,
+        &[
+            "--set",
+            "linear.sw.a_us=187.5",
+            "--set",
+            "linear.rw.a_us=187.5",
+        ],
+        dir,
+    );
+    assert_eq!(f(&v, "/demerit_ms"), 0.0);
+    assert_eq!(f(&v, "/per_op/write/error/mean_abs_request_ms"), 0.0);
+    assert!(v["device"]["name"]
+        .as_str()
+        .unwrap()
+        .ends_with("[linear.sw.a_us=187.5, linear.rw.a_us=187.5]"));
+    // The CSV names each request's line and operation.
+    let csv = std::fs::read_to_string(csv).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "request,position,op,simulated_ms,measured_ms");
+    assert_eq!(rows[2], "1,3,write,0.125,0.1875");
+}
+
+#[test]
+fn closed_loop_replay_and_measured_times_equal_to_the_model_give_demerit_zero() {
+    let tmp = temp_dir("validate-trace-closed");
+    let dir = tmp.path();
+    let trace = dir.join("equal.csv");
+    // All four requests at the same instant: open loop, one server, they queue; closed loop
+    // at depth 1, each takes exactly its 125 µs.
+    let text = "0,h,0,Read,0,4096,1250\n0,h,0,Write,4096,4096,1250\n\
+                0,h,0,Read,8192,4096,1250\n0,h,0,Write,12288,4096,1250\n";
+    std::fs::write(&trace, text).unwrap();
+    let device = constant_device(dir, 125.0);
+    let (v, _) = validate_trace(
+        &device,
+        &trace,
+        &["--replay", "closed", "--iodepth", "1"],
+        dir,
+    );
+    assert_eq!(v["replay"]["mode"], "closed");
+    assert_eq!(v["replay"]["depth"], 1);
+    assert_eq!(f(&v, "/demerit_ms"), 0.0);
+    assert_eq!(f(&v, "/per_op/all/error/max_ms"), 0.0);
+    // Open loop, the same trace: the fourth request waits for three others on one server.
+    let (v, _) = validate_trace(&device, &trace, &[], dir);
+    assert!((f(&v, "/simulated/max_ms") - 0.5).abs() < 1e-12);
+    assert!(f(&v, "/demerit_ms") > 0.1);
+}
+
+#[test]
+fn blkparse_dispatch_completion_pairs_with_lone_events_counted() {
+    let tmp = temp_dir("validate-trace-blkparse");
+    let dir = tmp.path();
+    let trace = dir.join("known.blkparse");
+    // Three dispatches completing 125 µs later, one completing 250 µs later, a completion whose
+    // dispatch came before the trace and a dispatch whose completion came after it.
+    let text = "\
+8,0 0 1 0.000000000 1 C W 99 + 8 [0]
+8,0 0 2 0.001000000 1 D R 0 + 8 [a]
+8,0 0 3 0.001125000 0 C R 0 + 8 [0]
+8,0 0 4 0.002000000 1 D W 8 + 8 [a]
+8,0 0 5 0.002125000 0 C W 8 + 8 [0]
+8,0 0 6 0.003000000 1 D R 16 + 8 [a]
+8,0 0 7 0.003125000 0 C R 16 + 8 [0]
+8,0 0 8 0.004000000 1 D W 24 + 8 [a]
+8,0 0 9 0.004250000 0 C W 24 + 8 [0]
+8,0 0 10 0.005000000 1 D R 32 + 8 [a]
+";
+    std::fs::write(&trace, text).unwrap();
+    let device = constant_device(dir, 125.0);
+    let (v, text) = validate_trace(&device, &trace, &[], dir);
+    assert_eq!(v["format"], "blkparse");
+    assert_eq!(v["requests_simulated"], 5);
+    assert_eq!(v["requests"], 4);
+    assert_eq!(v["requests_unmeasured"], 1);
+    assert_eq!(v["completions_unmatched"], 1);
+    assert_eq!(f(&v, "/per_op/read/demerit_ms"), 0.0);
+    assert_eq!(f(&v, "/per_op/read/error/max_ms"), 0.0);
+    // One write measured 250 µs: nearest-rank p50 of the two writes is the 125 µs one.
+    assert!((f(&v, "/per_op/write/error/mean_ms") + 0.0625).abs() < 1e-12);
+    assert_eq!(f(&v, "/per_op/write/error/p50_ms"), 0.0);
+    assert!((f(&v, "/per_op/write/error/max_ms") + 0.125).abs() < 1e-12);
+    assert!(
+        text.contains("1  simulated requests without a measured time"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1  completions in the trace without their request"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_emulator_recording_is_compared_from_arrival_to_reply() {
+    let tmp = temp_dir("validate-trace-record");
+    let dir = tmp.path();
+    let trace = dir.join("r.rec");
+    // Replies that left 125 µs after arrival (one meant 120 µs and left late: what the host
+    // saw counts), and a flush, which the constant device answers at once, measured at 0.
+    let text = "\
+# storsim-record v1
+arrival_ns,op,offset_bytes,len_bytes,intended_finish_ns,actual_finish_ns
+0,R,0,4096,125000,125000
+1000000,W,4096,4096,1120000,1125000
+2000000,F,0,0,2000000,2000000
+";
+    std::fs::write(&trace, text).unwrap();
+    let device = constant_device(dir, 125.0);
+    let (v, _) = validate_trace(&device, &trace, &[], dir);
+    assert_eq!(v["format"], "storsim-record");
+    assert_eq!(v["requests"], 3);
+    assert_eq!(f(&v, "/demerit_ms"), 0.0);
+    assert_eq!(f(&v, "/per_op/all/error/mean_abs_request_ms"), 0.0);
+    assert_eq!(f(&v, "/per_op/write/measured/max_ms"), 0.125);
+}
+
+#[test]
+fn a_disksim_validate_trace_gives_validate_disksims_figures() {
+    let Some(valid) = storsim_testenv::shared("disksim-valid") else {
+        return;
+    };
+    let tmp = temp_dir("validate-trace-disksim");
+    let dir = tmp.path();
+    let toml = dir.join("hp_c2490a.toml");
+    let o = storsim(&[
+        "import",
+        "disksim",
+        valid.join("hp_c2490a.parv").to_str().unwrap(),
+        "-o",
+        toml.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let trace = valid.join("hp_c2490a.trace");
+    let disksim = validate_json(toml.to_str().unwrap(), trace.to_str().unwrap(), dir);
+    let (v, _) = validate_trace(toml.to_str().unwrap(), &trace, &[], dir);
+    // The trace's own pacing is DiskSim's: closed loop, one outstanding.
+    assert_eq!(v["replay"]["mode"], "closed");
+    assert_eq!(v["requests"], disksim["requests"]);
+    assert_eq!(v["simulated"]["mean_ms"], disksim["simulated"]["mean_ms"]);
+    // The measured times are read as whole nanoseconds here and as decimal µs there.
+    assert!((f(&v, "/demerit_ms") - f(&disksim, "/demerit_ms")).abs() < 1e-6);
+}
+
+#[test]
+fn the_msr_sample_validates_in_the_documented_form_and_draws_its_cdfs() {
+    let Some(trace) = storsim_testenv::shared("traces/msr_hm_0_sample/msr-cambridge1-sample.csv")
+    else {
+        return;
+    };
+    let tmp = temp_dir("validate-trace-sample");
+    let dir = tmp.path();
+    let report = dir.join("v.html");
+    let (v, _) = validate_trace(
+        "stec-zeus",
+        &trace,
+        &["--report", report.to_str().unwrap()],
+        dir,
+    );
+    // 1,000 records of disk 0, 508 reads and 492 writes, every one with a response time.
+    assert_eq!(v["requests"], 1000);
+    assert_eq!(v["requests_unmeasured"], 0);
+    assert_eq!(v["per_op"]["read"]["requests"], 508);
+    assert_eq!(v["per_op"]["write"]["requests"], 492);
+    // The measured side is the trace's own: its mean is the mean ResponseTime column.
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let ticks: Vec<f64> = text
+        .lines()
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect();
+    let mean_ms = ticks.iter().sum::<f64>() / ticks.len() as f64 / 1e4;
+    assert!((f(&v, "/measured/mean_ms") - mean_ms).abs() < 1e-9);
+    for side in ["simulated", "measured"] {
+        let cdf = v[side]["cdf"].as_array().unwrap();
+        let xs: Vec<f64> = cdf
+            .iter()
+            .map(|p| p["latency_ms"].as_f64().unwrap())
+            .collect();
+        assert!(
+            xs.windows(2).all(|w| w[0] <= w[1]),
+            "{side} CDF not monotone"
+        );
+        assert_eq!(xs.last(), Some(&f(&v, &format!("/{side}/max_ms"))));
+    }
+    let d = f(&v, "/demerit_ms");
+    assert!(d.is_finite() && d >= 0.0);
+    // The simulated side is the replay `simulate` makes of the trace, collected apart.
+    let sim = common::simulate_json("stec-zeus", trace.to_str().unwrap(), "validate-simulate");
+    let mean_ns = sim["summary"]["latency_ns"]["mean"].as_f64().unwrap();
+    assert_eq!(sim["summary"]["requests"], 1000);
+    assert!((f(&v, "/simulated/mean_ms") * 1e6 - mean_ns).abs() < 1e-6 * mean_ns);
+    let page = std::fs::read_to_string(report).unwrap();
+    for id in [
+        "run1-validation-cdf",
+        "run1-validation-cdf-read",
+        "run1-validation-cdf-write",
+    ] {
+        assert!(
+            page.contains(&format!("id=\"{id}\"")),
+            "no plot {id} in the page"
+        );
+    }
+}
+
+#[test]
+fn traces_without_measured_times_and_unmatched_files_are_refused() {
+    let tmp = temp_dir("validate-trace-bad");
+    let dir = tmp.path();
+    let device = constant_device(dir, 125.0);
+    // An SPC trace measures nothing.
+    let spc = dir.join("t.spc");
+    std::fs::write(&spc, "0,0,4096,r,0.000000\n0,8,4096,w,0.001000\n").unwrap();
+    let o = storsim(&[
+        "validate",
+        "trace",
+        "--device",
+        &device,
+        "--trace",
+        spc.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no measured response times"),
+        "{}",
+        stderr(&o)
+    );
+    // An MSR line without its ResponseTime is an error naming the line.
+    let msr = dir.join("t.csv");
+    std::fs::write(&msr, "0,h,0,Read,0,4096,1250\n10,h,0,Read,0,4096,\n").unwrap();
+    let o = storsim(&[
+        "validate",
+        "trace",
+        "--device",
+        &device,
+        "--trace",
+        msr.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("line 2") && e.contains("ResponseTime"), "{e}");
+    // A blkparse trace whose dispatches never complete has nothing to compare.
+    let blk = dir.join("t.blkparse");
+    std::fs::write(&blk, "8,0 0 1 0.000000000 1 D R 0 + 8 [a]\n").unwrap();
+    let o = storsim(&[
+        "validate",
+        "trace",
+        "--device",
+        &device,
+        "--trace",
+        blk.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("none of the 1 simulated requests"),
+        "{}",
+        stderr(&o)
+    );
 }

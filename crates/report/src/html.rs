@@ -241,6 +241,15 @@ pub(crate) fn compare_table(runs: &[Run]) -> String {
         if let Some(s) = summary {
             flatten("summary", s, &mut figures);
         }
+        // A validation's figures: its demerit, both sides and the errors per operation (the
+        // CDFs, arrays, are left out as the summaries' are).
+        if run.kind == Kind::Validate {
+            for key in ["demerit_ms", "simulated", "measured", "per_op"] {
+                if let Some(v) = run.doc.get(key) {
+                    flatten(key, v, &mut figures);
+                }
+            }
+        }
         if let Some(c) = run.doc.get("device").and_then(|d| d.get("counters")) {
             flatten("device.counters", c, &mut figures);
         }

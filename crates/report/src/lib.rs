@@ -1,5 +1,6 @@
 //! `storsim report`: one self-contained HTML page of plots from storsim's JSON run documents
-//! (simulate, cosim, emulate, calibrate; docs/report.md lists each plot and its fields).
+//! (simulate, cosim, emulate, calibrate, validate; docs/report.md lists each plot and its
+//! fields).
 //!
 //! The page needs nothing but itself: plots are inlined SVG drawn with plotters, the styles
 //! are inline, and the documents are embedded as JSON for re-plotting. Several runs get a

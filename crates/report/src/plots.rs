@@ -301,6 +301,10 @@ pub(crate) fn run_plots(run: &Run, index: usize) -> Vec<Plot> {
         calibrate(&mut plots, &run.doc);
         return plots.list;
     }
+    if run.kind == Kind::Validate {
+        validation_cdfs(&mut plots, &run.doc);
+        return plots.list;
+    }
     if let Some(s) = summary(run) {
         latency_cdf(&mut plots, s, run.kind);
         latency_split(&mut plots, s, run.kind);
@@ -336,6 +340,94 @@ pub(crate) fn run_plots(run: &Run, index: usize) -> Vec<Plot> {
         block_wear(&mut plots, wear);
     }
     plots.list
+}
+
+/// A validate document's two response-time CDFs overlaid, simulated and measured: all requests
+/// from each side's `cdf` (`validate trace`) or else through its percentiles (`validate
+/// disksim`), then reads and writes apart when the document compares them (`per_op`).
+fn validation_cdfs(plots: &mut Plots, doc: &Value) {
+    validation_cdf(plots, doc, "validation-cdf", "", "all requests");
+    for op in ["read", "write"] {
+        if let Some(group) = doc.get("per_op").and_then(|p| p.get(op)) {
+            let field = format!("per_op.{op}.");
+            validation_cdf(
+                plots,
+                group,
+                &format!("validation-cdf-{op}"),
+                &field,
+                &format!("{op}s"),
+            );
+        }
+    }
+}
+
+/// One group's two CDFs: `group` holds `simulated`, `measured` and `demerit_ms`, which the
+/// document names with `field` before them.
+fn validation_cdf(plots: &mut Plots, group: &Value, name: &str, field: &str, what: &str) {
+    let lines = vec![
+        line(
+            "simulated",
+            validation_side(group, "simulated"),
+            0,
+            Style::Solid,
+        ),
+        line(
+            "measured",
+            validation_side(group, "measured"),
+            1,
+            Style::Dashed,
+        ),
+    ];
+    let title = match num(group, &["demerit_ms"]) {
+        Some(d) => format!("Response-time CDFs, {what} (demerit {d:.3} ms)"),
+        None => format!("Response-time CDFs, {what}"),
+    };
+    plots.xy(
+        name,
+        &format!("{field}simulated.cdf and {field}measured.cdf (or their percentiles)"),
+        validation_chart(title, lines),
+    );
+}
+
+/// One side (`simulated` or `measured`) of a validation group as CDF points in ms: its `cdf`,
+/// or else its percentiles.
+fn validation_side(group: &Value, side: &str) -> Vec<(f64, f64)> {
+    let Some(s) = group.get(side) else {
+        return Vec::new();
+    };
+    match s.get("cdf").and_then(Value::as_array) {
+        Some(cdf) => cdf
+            .iter()
+            .filter_map(|p| Some((num(p, &["latency_ms"])?, num(p, &["fraction"])?)))
+            .collect(),
+        None => [
+            ("p10_ms", 0.1),
+            ("p50_ms", 0.5),
+            ("p90_ms", 0.9),
+            ("p99_ms", 0.99),
+            ("max_ms", 1.0),
+        ]
+        .iter()
+        .filter_map(|(k, f)| Some((num(s, &[k])?, *f)))
+        .collect(),
+    }
+}
+
+/// Response-time CDFs in ms, on a log axis when they span decades.
+fn validation_chart(title: String, lines: Vec<Line>) -> XyChart {
+    let xs = || lines.iter().flat_map(|l| l.points.iter().map(|p| p.0));
+    let x = if xs().all(|x| x > 0.0) && spans_decades(xs()) {
+        Axis::log("response time (ms)")
+    } else {
+        Axis::linear("response time (ms)")
+    };
+    XyChart {
+        title,
+        x,
+        y: Axis::linear("fraction of requests"),
+        lines,
+        legend: Legend::LowerRight,
+    }
 }
 
 fn us(ns: f64) -> f64 {
@@ -1360,6 +1452,32 @@ pub(crate) fn compare_plots(runs: &[Run]) -> Vec<Plot> {
             None => format!("run {}", i + 1),
         }
     };
+    // Validations: each run's simulated CDF against the first one's measured CDF, as the
+    // hybrid-disk thesis sets several models against one drive.
+    let validations: Vec<usize> = (0..runs.len())
+        .filter(|&i| runs[i].kind == Kind::Validate)
+        .collect();
+    if let Some(&first) = validations.first() {
+        let mut lines = vec![line(
+            format!("measured (run {})", first + 1),
+            validation_side(&runs[first].doc, "measured"),
+            7,
+            Style::Dashed,
+        )];
+        for &i in &validations {
+            lines.push(line(
+                label(i),
+                validation_side(&runs[i].doc, "simulated"),
+                i,
+                Style::Solid,
+            ));
+        }
+        plots.xy(
+            "validation-cdf",
+            "simulated.cdf of each validate run, measured.cdf of the first",
+            validation_chart("Response-time CDFs, simulated and measured".into(), lines),
+        );
+    }
     let mut cdfs = Vec::new();
     for (i, run) in runs.iter().enumerate() {
         let Some(s) = summary(run) else { continue };

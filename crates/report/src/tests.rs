@@ -269,6 +269,57 @@ fn calibrate_documents_get_the_fits_and_residuals() {
 }
 
 #[test]
+fn validate_documents_get_their_two_cdfs_overlaid() {
+    let cdf = |scale: f64| {
+        json!([{"fraction": 0.0, "latency_ms": 0.1 * scale},
+               {"fraction": 0.5, "latency_ms": 0.2 * scale},
+               {"fraction": 1.0, "latency_ms": 1.0 * scale}])
+    };
+    // `validate trace`: the CDFs themselves.
+    let doc = json!({"schema": 1, "kind": "validate", "device": {"name": "d"},
+        "demerit_ms": 0.25, "simulated": {"mean_ms": 0.4, "cdf": cdf(1.0)},
+        "measured": {"mean_ms": 0.5, "cdf": cdf(1.5)}});
+    let report = render(&[run(doc)]);
+    assert_eq!(ids(&report), ["run1-validation-cdf"]);
+    assert_drawn(&report, "run1-validation-cdf");
+    let svg = &report.plots[0].svg;
+    assert!(
+        svg.contains("simulated") && svg.contains("measured"),
+        "{svg}"
+    );
+    assert!(svg.contains("demerit 0.250 ms"), "{svg}");
+    // `validate disksim`, which has no kind in older documents and gives percentiles only.
+    let side = |m: f64| {
+        json!({"mean_ms": m, "p10_ms": m / 2.0, "p50_ms": m, "p90_ms": 2.0 * m,
+                               "p99_ms": 3.0 * m, "max_ms": 4.0 * m})
+    };
+    let doc = json!({"schema": 1, "demerit_ms": 0.5, "simulated": side(10.0),
+        "measured": side(11.0)});
+    let report = render(&[run(doc.clone())]);
+    assert_drawn(&report, "run1-validation-cdf");
+    // Two validations compare on their demerits and sides.
+    let mut second = doc;
+    second["demerit_ms"] = json!(0.75);
+    let report = render(&[run(second.clone()), run(second)]);
+    let table = &report.html[report.html.find("id=\"compare-table\"").unwrap()..];
+    assert!(table.contains("<code>demerit_ms</code>"), "{table}");
+    assert!(table.contains("<code>measured.p99_ms</code>"), "{table}");
+    // And their simulated CDFs are drawn over the first one's measured CDF (the documents
+    // name no device, so the lines are named by run).
+    assert_drawn(&report, "compare-validation-cdf");
+    let svg = &report
+        .plots
+        .iter()
+        .find(|p| p.id == "compare-validation-cdf")
+        .unwrap()
+        .svg;
+    assert!(
+        svg.contains("measured (run 1)") && svg.contains("run 2"),
+        "{svg}"
+    );
+}
+
+#[test]
 fn emulate_documents_get_lateness_plots() {
     let mut s = series(10, json!({}));
     s["clock"] = json!("wall");

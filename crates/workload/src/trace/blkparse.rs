@@ -11,6 +11,10 @@
 //! alone. Events without a range that are not flushes (and SCSI pass-through events, which carry
 //! a byte count instead of a range) are counted as ignored. Devices are numbered in order of
 //! first appearance of their `maj,min` pair in any event line, starting at 0.
+//!
+//! The completion (`C`) events say when the device finished each request. They are not part of
+//! the records; a validation reads them through [`measured`], which pairs each `D` with the
+//! next `C` of the same device and sector.
 
 use super::devices::DeviceIds;
 use super::fields::{
@@ -18,9 +22,11 @@ use super::fields::{
     split_whitespace,
 };
 use super::format::{Detect, FormatEntry};
-use super::input::{text_records, LineParser, Parsed};
-use super::{BlkparseEvent, ParseContext, Records};
-use crate::{Pacing, Record};
+use super::input::{text_records, LineParser, Parsed, TextRecords};
+use super::measured::MeasuredTimes;
+use super::{BlkparseEvent, ParseContext, Records, TraceOptions};
+use crate::{Pacing, Record, WorkloadError};
+use std::collections::{BTreeMap, VecDeque};
 use std::io::BufRead;
 use storsim_core::{Op, SECTOR_BYTES};
 
@@ -46,6 +52,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     device_column: false,
     pacing: Pacing::Open,
     records: |reader, ctx, opts| records(reader, ctx, opts.blkparse_event),
+    measured: Some(measured),
 };
 
 /// Whether a line is an event: `major,minor cpu sequence seconds.fraction pid ...`.
@@ -77,6 +84,138 @@ pub(crate) fn records(
         },
         ctx,
     )
+}
+
+/// Every dispatched request's response time, from its `D` event to the `C` event that
+/// completes it, keyed by the `D` event's line. A `D` is paired with the first later `C` of the
+/// same device and start sector (several requests to one sector complete in the order they were
+/// dispatched). A `C` that matches no earlier `D` (its request was in flight when tracing
+/// started) is counted and left out; a `D` whose `C` the trace lacks gets no time. Flushes,
+/// which have no sector, get none either.
+fn measured(
+    reader: Box<dyn BufRead>,
+    ctx: ParseContext,
+    opts: &TraceOptions,
+) -> Result<MeasuredTimes, WorkloadError> {
+    if opts.blkparse_event == BlkparseEvent::Queue {
+        return Err(WorkloadError::Spec {
+            message: format!(
+                "{}: a blkparse trace measures response times from dispatch (D) to completion (C); \
+                 read it by its D events, not its Q events",
+                ctx.source
+            ),
+        });
+    }
+    let events = TextRecords::new(
+        reader,
+        PairingParser(BlkparseParser {
+            action: b"D",
+            devices: DeviceIds::default(),
+            in_summary: false,
+        }),
+        ctx.clone(),
+    );
+    // Keyed by (device, sector); a BTreeMap so that nothing depends on hashing.
+    let mut pending: BTreeMap<(u32, u64), VecDeque<(u64, u64)>> = BTreeMap::new();
+    let mut times = Vec::new();
+    let mut unmatched = 0u64;
+    for event in events {
+        match event? {
+            Event::Dispatch {
+                line,
+                timestamp_ns,
+                key,
+            } => pending
+                .entry(key)
+                .or_default()
+                .push_back((line, timestamp_ns)),
+            Event::Completion {
+                line,
+                timestamp_ns,
+                key,
+            } => {
+                let Some(queue) = pending.get_mut(&key) else {
+                    unmatched += 1;
+                    continue;
+                };
+                let (d_line, d_ns) = queue.pop_front().expect("queues are removed when empty");
+                if queue.is_empty() {
+                    pending.remove(&key);
+                }
+                let Some(response_ns) = timestamp_ns.checked_sub(d_ns) else {
+                    return Err(ctx.malformed(
+                        format!("line {line}"),
+                        format!(
+                            "this completion is earlier than the dispatch it completes (line {d_line})"
+                        ),
+                    ));
+                };
+                times.push((d_line, response_ns));
+            }
+        }
+    }
+    Ok(MeasuredTimes::from_pairs(times, unmatched))
+}
+
+/// A dispatch or a completion of a range of sectors.
+enum Event {
+    Dispatch {
+        line: u64,
+        timestamp_ns: u64,
+        /// (device number, start sector)
+        key: (u32, u64),
+    },
+    Completion {
+        line: u64,
+        timestamp_ns: u64,
+        key: (u32, u64),
+    },
+}
+
+/// The `D` events as the record parser reads them (so that their lines, devices and errors are
+/// the same) and the `C` events with a sector range.
+struct PairingParser(BlkparseParser);
+
+impl LineParser for PairingParser {
+    type Item = Event;
+
+    fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Event>, String> {
+        match self.0.parse_line(line, line_no)? {
+            Parsed::Item(r) if r.op == Op::Flush => Ok(Parsed::Skip),
+            Parsed::Item(r) => Ok(Parsed::Item(Event::Dispatch {
+                line: line_no,
+                timestamp_ns: r.timestamp_ns,
+                key: (r.dev, r.offset_bytes / SECTOR_BYTES),
+            })),
+            Parsed::Ignore => Ok(Parsed::Ignore),
+            Parsed::Skip => {
+                let mut f = [&b""[..]; 10];
+                let n = split_whitespace(line, &mut f);
+                if n < 10 || f[5] != b"C" || f[8] != b"+" {
+                    return Ok(Parsed::Skip);
+                }
+                let Some((major, minor)) = parse_device(f[0]) else {
+                    return Ok(Parsed::Skip);
+                };
+                let dev = self.0.devices.id(major, minor)?;
+                let timestamp_ns = parse_decimal_scaled(f[3], 9).ok_or_else(|| {
+                    bad_field(
+                        4,
+                        "time",
+                        "seconds with a fraction such as 0.000031865",
+                        f[3],
+                    )
+                })?;
+                let sector = parse_u64(f[7])
+                    .ok_or_else(|| bad_field(8, "sector", "a sector number", f[7]))?;
+                Ok(Parsed::Item(Event::Completion {
+                    line: line_no,
+                    timestamp_ns,
+                    key: (dev, sector),
+                }))
+            }
+        }
+    }
 }
 
 struct BlkparseParser {

@@ -38,6 +38,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     device_column: true,
     pacing: Pacing::Open,
     records: |reader, ctx, _| records(reader, ctx),
+    measured: None,
 };
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {

@@ -43,6 +43,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     device_column: false,
     pacing: Pacing::Open,
     records: |reader, ctx, _| records(reader, ctx),
+    measured: None,
 };
 
 /// Whether a line is the header fio writes first.

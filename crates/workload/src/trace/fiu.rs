@@ -37,6 +37,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     device_column: false,
     pacing: Pacing::Open,
     records: |reader, ctx, _| records(reader, ctx),
+    measured: None,
 };
 
 /// Whether a line fits FIU's columns; the process name may hold spaces, so the fields after it

@@ -7,6 +7,7 @@
 //! lists those entries; detection, [`open`](super::open), the help text and the documentation
 //! check iterate it, so adding a format is its file plus one line here.
 
+use super::measured::MeasuredFn;
 use super::{ParseContext, Records, TraceOptions};
 use crate::{Origin, Pacing};
 use std::fmt;
@@ -84,6 +85,9 @@ pub(crate) struct FormatEntry {
     pub pacing: Pacing,
     /// Builds the record stream of one pass over an opened input.
     pub records: fn(Box<dyn BufRead>, ParseContext, &TraceOptions) -> Records,
+    /// Reads the response times the trace measured on the real device, for formats that carry
+    /// them (see [`measured_response_times`](super::measured_response_times)).
+    pub measured: Option<MeasuredFn>,
 }
 
 /// A trace format storsim reads: a handle on its entry in the format table. Formats compare,
@@ -144,6 +148,12 @@ impl TraceFormat {
     /// How the format's records arrive: at their timestamps, or closed loop.
     pub fn pacing(self) -> Pacing {
         self.0.pacing
+    }
+
+    /// Whether the format's traces carry the response times measured on the traced device
+    /// (read by [`measured_response_times`](super::measured_response_times)).
+    pub fn measures_response_times(self) -> bool {
+        self.0.measured.is_some()
     }
 
     /// What the positions in the format's error messages count.

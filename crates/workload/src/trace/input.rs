@@ -92,6 +92,26 @@ pub(crate) enum Parsed<T> {
     Ignore,
 }
 
+impl<T> Parsed<T> {
+    /// The same outcome with its item turned into another.
+    pub fn map<U>(self, f: impl FnOnce(T) -> U) -> Parsed<U> {
+        match self {
+            Parsed::Item(item) => Parsed::Item(f(item)),
+            Parsed::Skip => Parsed::Skip,
+            Parsed::Ignore => Parsed::Ignore,
+        }
+    }
+
+    /// As [`map`](Self::map), with a conversion that can fail.
+    pub fn try_map<U, E>(self, f: impl FnOnce(T) -> Result<U, E>) -> Result<Parsed<U>, E> {
+        Ok(match self {
+            Parsed::Item(item) => Parsed::Item(f(item)?),
+            Parsed::Skip => Parsed::Skip,
+            Parsed::Ignore => Parsed::Ignore,
+        })
+    }
+}
+
 /// Turns one line into a record. `line` has no line terminator and is neither blank nor a
 /// comment. An `Err` carries the message of a [`WorkloadError::Malformed`].
 pub(crate) trait LineParser {

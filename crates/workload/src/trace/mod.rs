@@ -36,6 +36,7 @@ mod format;
 mod hp_srt;
 mod input;
 mod inspect;
+mod measured;
 mod mqsim;
 mod msr;
 mod parse_thread;
@@ -53,6 +54,7 @@ use std::rc::Rc;
 pub use detect::detect;
 pub use format::TraceFormat;
 pub use inspect::{inspect, Characterisation, SIZE_BUCKET_UPPER_BOUNDS};
+pub use measured::{measured_response_times, MeasuredTimes};
 pub use storsim_record::{recorded_ios, RecordWriter, RecordedIo};
 pub use validate::validate_measured_access_us;
 

@@ -3,13 +3,15 @@
 //!
 //! Timestamps are Windows FILETIME values (100 ns ticks since 1601), offsets and sizes are
 //! bytes, the response time is in ticks too. The device is the disk number. An optional header
-//! line naming the columns is skipped.
+//! line naming the columns is skipped. The response time, measured on the traced disk, is not
+//! part of a record; a validation reads it through [`measured`].
 
 use super::fields::{bad_field, check_end, parse_u32, parse_u64, split_on};
 use super::format::{Detect, FormatEntry};
-use super::input::{text_records, LineParser, Parsed};
-use super::{ParseContext, Records};
-use crate::{Pacing, Record};
+use super::input::{text_records, LineParser, Parsed, TextRecords};
+use super::measured::{self, MeasuredTimes};
+use super::{ParseContext, Records, TraceOptions};
+use crate::{Pacing, Record, WorkloadError};
 use std::io::BufRead;
 use storsim_core::Op;
 
@@ -33,6 +35,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     device_column: false,
     pacing: Pacing::Open,
     records: |reader, ctx, _| records(reader, ctx),
+    measured: Some(measured),
 };
 
 /// Whether a line fits the seven comma-separated columns with a read or write type.
@@ -50,6 +53,35 @@ pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, MsrParser { seen_data: false }, ctx)
 }
 
+/// Every record's `ResponseTime`, in nanoseconds, keyed by its line.
+fn measured(
+    reader: Box<dyn BufRead>,
+    ctx: ParseContext,
+    _: &TraceOptions,
+) -> Result<MeasuredTimes, WorkloadError> {
+    let parser = ResponseParser(MsrParser { seen_data: false });
+    measured::collect(TextRecords::new(reader, parser, ctx))
+}
+
+/// Yields `(line, response time in ns)` for each record line, checking it as the record parser
+/// does.
+struct ResponseParser(MsrParser);
+
+impl LineParser for ResponseParser {
+    type Item = (u64, u64);
+
+    fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<(u64, u64)>, String> {
+        self.0.parse(line, line_no)?.try_map(|(_, ticks)| {
+            let ns = ticks.checked_mul(TICK_NS).ok_or_else(|| {
+                format!(
+                    "field 7 (ResponseTime): {ticks} ticks of 100 ns overflow a 64-bit nanosecond clock"
+                )
+            })?;
+            Ok((line_no, ns))
+        })
+    }
+}
+
 struct MsrParser {
     /// A header is only recognised before the first record.
     seen_data: bool,
@@ -64,7 +96,16 @@ fn is_header(line: &[u8]) -> bool {
 impl LineParser for MsrParser {
     type Item = Record;
 
+    #[inline]
     fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<Record>, String> {
+        Ok(self.parse(line, line_no)?.map(|(record, _)| record))
+    }
+}
+
+impl MsrParser {
+    /// One line: its record and its response time in ticks.
+    #[inline]
+    fn parse(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<(Record, u64)>, String> {
         if !self.seen_data && is_header(line) {
             return Ok(Parsed::Skip);
         }
@@ -104,10 +145,10 @@ impl LineParser for MsrParser {
             Some(len) => len,
         };
         check_end(offset_bytes, len_bytes)?;
-        parse_u64(f[6]).ok_or_else(|| {
+        let response_ticks = parse_u64(f[6]).ok_or_else(|| {
             bad_field(7, "ResponseTime", "an integer count of 100 ns ticks", f[6])
         })?;
-        Ok(Parsed::Item(Record {
+        let record = Record {
             timestamp_ns,
             op,
             offset_bytes,
@@ -115,6 +156,7 @@ impl LineParser for MsrParser {
             dev,
             think_ns: 0,
             origin: line_no,
-        }))
+        };
+        Ok(Parsed::Item((record, response_ticks)))
     }
 }

@@ -31,6 +31,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     device_column: false,
     pacing: Pacing::Open,
     records: |reader, ctx, _| records(reader, ctx),
+    measured: None,
 };
 
 /// Whether a line starts with the five comma-separated SPC columns.

@@ -32,7 +32,8 @@
 use super::fields::{bad_field, check_end, parse_u64, show, split_on, trim};
 use super::format::{Detect, FormatEntry};
 use super::input::{open_input, LineParser, Parsed, TextRecords};
-use super::{ParseContext, Records};
+use super::measured::{self, MeasuredTimes};
+use super::{ParseContext, Records, TraceOptions};
 use crate::{Pacing, Record, WorkloadError};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
@@ -328,6 +329,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     device_column: false,
     pacing: Pacing::Open,
     records: |reader, ctx, _| records(reader, ctx),
+    measured: Some(measured),
 };
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
@@ -336,6 +338,40 @@ pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
         RecordParser(RecordedParser::default()),
         ctx,
     )))
+}
+
+/// Every request's response time as the host saw it, from its arrival to when the emulator's
+/// reply actually left, keyed by its line.
+fn measured(
+    reader: Box<dyn BufRead>,
+    ctx: ParseContext,
+    _: &TraceOptions,
+) -> Result<MeasuredTimes, WorkloadError> {
+    measured::collect(TextRecords::new(reader, ResponseParser::default(), ctx))
+}
+
+/// Yields `(line, actual finish - arrival in ns)` for each request line.
+#[derive(Default)]
+struct ResponseParser(RecordedParser);
+
+impl LineParser for ResponseParser {
+    type Item = (u64, u64);
+
+    fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<(u64, u64)>, String> {
+        // The reader refuses a finish before the arrival, so the difference cannot wrap.
+        Ok(self
+            .0
+            .parse_line(line, line_no)?
+            .map(|io| (line_no, io.actual_finish_ns - io.arrival_ns)))
+    }
+
+    fn comment(&mut self, line: &[u8], line_no: u64) -> Result<(), String> {
+        self.0.comment(line, line_no)
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        self.0.finish()
+    }
 }
 
 /// Streams every request of a `storsim-record` file with its intended and actual finish times,

@@ -18,7 +18,8 @@ use super::fields::{
 };
 use super::format::{Detect, FormatEntry};
 use super::input::{open_input, text_records, LineParser, Parsed, TextRecords};
-use super::{ParseContext, Records};
+use super::measured::{self, MeasuredTimes};
+use super::{ParseContext, Records, TraceOptions};
 use crate::{Pacing, Record, WorkloadError};
 use std::io::BufRead;
 use std::path::Path;
@@ -46,6 +47,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     // Each request is issued its think time after the previous one completes.
     pacing: Pacing::Closed { depth: 1 },
     records: |reader, ctx, _| records(reader, ctx),
+    measured: Some(measured),
 };
 
 /// Whether a line fits the six columns of a validation trace.
@@ -79,10 +81,21 @@ pub fn validate_measured_access_us(
     ))
 }
 
-/// One parsed line: the record and the measured access time as written.
+/// Every record's measured access time, in nanoseconds, keyed by its line.
+fn measured(
+    reader: Box<dyn BufRead>,
+    ctx: ParseContext,
+    _: &TraceOptions,
+) -> Result<MeasuredTimes, WorkloadError> {
+    let parser = AccessNsParser(ValidateParser::default());
+    measured::collect(TextRecords::new(reader, parser, ctx))
+}
+
+/// One parsed line: the record and the measured access time as written and in nanoseconds.
 struct ValidateLine {
     record: Record,
     access_us: f64,
+    access_ns: u64,
 }
 
 #[derive(Default)]
@@ -160,7 +173,11 @@ impl ValidateParser {
         };
         self.timestamp_ns = next_timestamp_ns;
         self.think_ns = think_ns;
-        Ok(ValidateLine { record, access_us })
+        Ok(ValidateLine {
+            record,
+            access_us,
+            access_ns,
+        })
     }
 }
 
@@ -183,5 +200,18 @@ impl LineParser for AccessParser {
         self.0
             .parse(line, line_no)
             .map(|l| Parsed::Item(l.access_us))
+    }
+}
+
+/// Yields `(line, measured access time in ns)` for each record line.
+struct AccessNsParser(ValidateParser);
+
+impl LineParser for AccessNsParser {
+    type Item = (u64, u64);
+
+    fn parse_line(&mut self, line: &[u8], line_no: u64) -> Result<Parsed<(u64, u64)>, String> {
+        self.0
+            .parse(line, line_no)
+            .map(|l| Parsed::Item((line_no, l.access_ns)))
     }
 }
