@@ -287,3 +287,31 @@ fn a_g4_geometry_refuses_zones_and_needs_a_block_count() {
     let e = Layout::new(&g).unwrap_err().to_string();
     assert!(e.contains("the zones must be empty"), "{e}");
 }
+
+#[test]
+fn the_drives_scheduling_policy_8_is_shortest_positioning_time_first() {
+    use storsim_config::disksim::import::{import_parv_with, Override};
+    use storsim_hdd::SchedulerKind;
+    let Some(dir) = storsim_testenv::shared(DIR) else {
+        return;
+    };
+    let parv = dir.join("Seagate-Cheetah15k5.parv");
+    // DiskSim 4.0 numbers its policies in disksim_ioqueue.h: 8 is SPTF_OPT, the Cheetah's
+    // own; 4 and 7 are SSTF by block and by cylinder, 1 FCFS.
+    assert_eq!(
+        import_parv_with(&parv, &[]).unwrap().params.scheduler,
+        SchedulerKind::Sptf
+    );
+    for (policy, kind) in [
+        (1, SchedulerKind::Fcfs),
+        (3, SchedulerKind::CLook),
+        (4, SchedulerKind::Sstf),
+        (7, SchedulerKind::Sstf),
+        (8, SchedulerKind::Sptf),
+        (9, SchedulerKind::Sptf),
+    ] {
+        let o: Override = format!("disk0:Scheduling policy={policy}").parse().unwrap();
+        let imported = import_parv_with(&parv, &[o]).unwrap().params.scheduler;
+        assert_eq!(imported, kind, "policy {policy}");
+    }
+}

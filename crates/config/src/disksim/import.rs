@@ -770,10 +770,13 @@ fn scheduler(d: &Block) -> SchedulerKind {
         .block("Scheduler")
         .and_then(|s| s.i64("Scheduling policy"))
         .unwrap_or(1);
+    // DiskSim 4.0's numbers (disksim_ioqueue.h): 1 FCFS; 2, 3, 5, 6 the elevator and cyclic
+    // scans by block or cylinder; 4, 7 SSTF by block or cylinder; 8 SPTF_OPT, shortest
+    // positioning time first, and the higher numbers its variants (aged, weighted, approximate).
     match policy {
         2 | 3 | 5 | 6 => SchedulerKind::CLook,
-        4 | 7 | 8 => SchedulerKind::Sstf,
-        p if p >= 9 => SchedulerKind::Sptf,
+        4 | 7 => SchedulerKind::Sstf,
+        p if p >= 8 => SchedulerKind::Sptf,
         _ => SchedulerKind::Fcfs,
     }
 }
