@@ -44,6 +44,20 @@ fn validate_json(device: &str, trace: &str, dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
 }
 
+/// `storsim import disksim` of DiskSim's HP C2490A into `dir`; returns the device file.
+fn import_hp_c2490a(valid: &Path, dir: &Path) -> std::path::PathBuf {
+    let toml = dir.join("hp_c2490a.toml");
+    let o = storsim(&[
+        "import",
+        "disksim",
+        valid.join("hp_c2490a.parv").to_str().unwrap(),
+        "-o",
+        toml.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    toml
+}
+
 #[test]
 fn a_constant_device_against_a_written_trace() {
     let tmp = temp_dir("validate-constant");
@@ -146,15 +160,7 @@ fn an_imported_disksim_drive_validates_against_its_trace() {
     };
     let tmp = temp_dir("validate-import");
     let dir = tmp.path();
-    let toml = dir.join("hp_c2490a.toml");
-    let o = storsim(&[
-        "import",
-        "disksim",
-        valid.join("hp_c2490a.parv").to_str().unwrap(),
-        "-o",
-        toml.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let toml = import_hp_c2490a(&valid, dir);
     let text = std::fs::read_to_string(&toml).unwrap();
     assert!(text.contains("model = \"hdd\""), "{text}");
     let v = validate_json(
@@ -539,15 +545,7 @@ fn a_disksim_validate_trace_gives_validate_disksims_figures() {
     };
     let tmp = temp_dir("validate-trace-disksim");
     let dir = tmp.path();
-    let toml = dir.join("hp_c2490a.toml");
-    let o = storsim(&[
-        "import",
-        "disksim",
-        valid.join("hp_c2490a.parv").to_str().unwrap(),
-        "-o",
-        toml.to_str().unwrap(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    let toml = import_hp_c2490a(&valid, dir);
     let trace = valid.join("hp_c2490a.trace");
     let disksim = validate_json(toml.to_str().unwrap(), trace.to_str().unwrap(), dir);
     let (v, _) = validate_trace(toml.to_str().unwrap(), &trace, &[], dir);
