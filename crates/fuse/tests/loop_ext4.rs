@@ -87,7 +87,27 @@ impl ExtMount {
 
     fn unmount(mut self) {
         self.mounted = false;
-        run("umount", &[self.dir.to_str().unwrap()]);
+        // The tests of this file run in parallel threads of one process, and a child another
+        // thread forks (mount, e2fsck, sync) holds a copy of this thread's open files until it
+        // execs: a file of this mount open at that moment makes umount fail as busy for an
+        // instant. Try again for a while before calling that a failure.
+        let dir = self.dir.to_str().unwrap();
+        for _ in 0..50 {
+            let o = Process::new("umount")
+                .arg(dir)
+                .output()
+                .expect("umount runs");
+            if o.status.success() || !String::from_utf8_lossy(&o.stderr).contains("busy") {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let still_mounted = std::fs::read_to_string("/proc/self/mounts")
+            .map(|m| m.lines().any(|l| l.split(' ').nth(1) == Some(dir)))
+            .unwrap_or(false);
+        if still_mounted {
+            run("umount", &[dir]);
+        }
     }
 }
 
