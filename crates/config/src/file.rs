@@ -52,11 +52,51 @@ pub fn load_device_with(arg: &str, overrides: &[String]) -> Result<LoadedDevice,
         file: arg.to_string(),
         message: e.to_string(),
     })?;
+    let base = table.clone();
     for entry in overrides {
         apply_override(&mut table, entry, &name)?;
     }
-    let spec = parse_device_toml(&table.to_string(), &name)?;
-    Ok(LoadedDevice { name, spec })
+    match parse_device_toml(&table.to_string(), &name) {
+        Ok(spec) => Ok(LoadedDevice { name, spec }),
+        Err(ConfigError::Syntax { file, message }) => {
+            Err(blame_override(base, overrides, &name)
+                .unwrap_or(ConfigError::Syntax { file, message }))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The override that makes `base` fail to parse, as an error naming its key: the TOML parser's
+/// message names a line of the merged document, which is not the user's text, so the overrides
+/// are laid on one at a time until the document breaks, and the parser's own words (its last
+/// line: `unknown field ...`, `invalid type ...`) go with the key. `None` when the base alone
+/// fails, or no single step does (the caller keeps the parser's message).
+fn blame_override(mut base: toml::Table, overrides: &[String], name: &str) -> Option<ConfigError> {
+    if matches!(
+        parse_device_toml(&base.to_string(), name),
+        Err(ConfigError::Syntax { .. })
+    ) {
+        return None;
+    }
+    for entry in overrides {
+        apply_override(&mut base, entry, name).ok()?;
+        if let Err(ConfigError::Syntax { message, .. }) = parse_device_toml(&base.to_string(), name)
+        {
+            let reason = message
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("not a valid value here")
+                .to_string();
+            return Some(ConfigError::Invalid {
+                file: name.to_string(),
+                key: entry.split('=').next().unwrap_or(entry).trim().to_string(),
+                message: format!("{reason} (set as `{}`)", entry.trim()),
+            });
+        }
+    }
+    None
 }
 
 /// Sets one `dotted.key=value` in a device file's table, creating the tables on its path.

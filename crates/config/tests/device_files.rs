@@ -150,11 +150,32 @@ fn overrides_apply_on_top_of_a_preset_and_name_bad_keys() {
         }
         other => panic!("expected two linear specs, got {other:?}"),
     }
-    // A key the model does not know is refused with its name, as in a file.
+    // A key the model does not know is refused with its name, as in a file, and the message
+    // names the override that brought it rather than a line of the merged document (which is
+    // not the user's text); so does a value of the wrong type, among several overrides.
     let err = storsim_config::load_device_with("stec-zeus", &["linear.bogus=1".to_string()])
         .unwrap_err()
         .to_string();
-    assert!(err.contains("bogus"), "{err}");
+    assert!(
+        err.contains("key `linear.bogus`: unknown field `bogus`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("(set as `linear.bogus=1`)") && !err.contains("at line"),
+        "{err}"
+    );
+    let err = storsim_config::load_device_with(
+        "stec-zeus",
+        &[
+            "linear.servers=2".to_string(),
+            "linear.sequential=\"sometimes\"".to_string(),
+            "capacity_bytes=1000000000".to_string(),
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("key `linear.sequential`"), "{err}");
+    assert!(!err.contains("at line"), "{err}");
     // Not KEY=VALUE at all.
     let err = storsim_config::load_device_with("stec-zeus", &["capacity_bytes".to_string()])
         .unwrap_err()
