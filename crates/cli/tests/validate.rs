@@ -617,6 +617,20 @@ fn the_msr_sample_validates_in_the_documented_form_and_draws_its_cdfs() {
     }
 }
 
+/// Runs `validate trace` on `trace`, which it must refuse as bad input (exit 2).
+fn refused(device: &str, trace: &Path) -> std::process::Output {
+    let o = storsim(&[
+        "validate",
+        "trace",
+        "--device",
+        device,
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    o
+}
+
 #[test]
 fn traces_without_measured_times_and_unmatched_files_are_refused() {
     let tmp = temp_dir("validate-trace-bad");
@@ -625,15 +639,7 @@ fn traces_without_measured_times_and_unmatched_files_are_refused() {
     // An SPC trace measures nothing.
     let spc = dir.join("t.spc");
     std::fs::write(&spc, "0,0,4096,r,0.000000\n0,8,4096,w,0.001000\n").unwrap();
-    let o = storsim(&[
-        "validate",
-        "trace",
-        "--device",
-        &device,
-        "--trace",
-        spc.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2));
+    let o = refused(&device, &spc);
     assert!(
         stderr(&o).contains("no measured response times"),
         "{}",
@@ -642,29 +648,13 @@ fn traces_without_measured_times_and_unmatched_files_are_refused() {
     // An MSR line without its ResponseTime is an error naming the line.
     let msr = dir.join("t.csv");
     std::fs::write(&msr, "0,h,0,Read,0,4096,1250\n10,h,0,Read,0,4096,\n").unwrap();
-    let o = storsim(&[
-        "validate",
-        "trace",
-        "--device",
-        &device,
-        "--trace",
-        msr.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2));
+    let o = refused(&device, &msr);
     let e = stderr(&o);
     assert!(e.contains("line 2") && e.contains("ResponseTime"), "{e}");
     // A blkparse trace whose dispatches never complete has nothing to compare.
     let blk = dir.join("t.blkparse");
     std::fs::write(&blk, "8,0 0 1 0.000000000 1 D R 0 + 8 [a]\n").unwrap();
-    let o = storsim(&[
-        "validate",
-        "trace",
-        "--device",
-        &device,
-        "--trace",
-        blk.to_str().unwrap(),
-    ]);
-    assert_eq!(o.status.code(), Some(2));
+    let o = refused(&device, &blk);
     assert!(
         stderr(&o).contains("none of the 1 simulated requests"),
         "{}",

@@ -1,14 +1,16 @@
 //! What the counters count: the measured run alone, with preconditioning's own traffic under
 //! `precondition_*` names (issue 25, part 5).
 
-use std::cell::Cell;
-use std::rc::Rc;
+#[allow(dead_code)]
+mod support;
+
 use storsim_core::{Completion, Device, Op, Prng};
 use storsim_engine::{run, EngineOptions, Replay};
 use storsim_flash::Geometry;
 use storsim_ftl::FtlConfig;
 use storsim_ssd::{presets, Precondition, SsdDevice, SsdParams};
-use storsim_workload::{Origin, Pacing, Record, Workload};
+use storsim_workload::Record;
+use support::{counter, workload};
 
 fn small(ftl: &str) -> SsdParams {
     let mut p = presets::flashsim_2009(FtlConfig::default_for(ftl).unwrap());
@@ -23,14 +25,6 @@ fn small(ftl: &str) -> SsdParams {
         oob_bytes: 64,
     };
     p
-}
-
-fn get(d: &SsdDevice, name: &str) -> f64 {
-    d.counters()
-        .iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 /// The FTL counters that count events (as opposed to state such as free blocks), by the
@@ -95,8 +89,12 @@ fn every_ftl_starts_its_event_counters_after_preconditioning() {
             );
         }
         assert!(events > 0, "{}: no event counter recognised", entry.name);
-        assert!(get(&d, "precondition_host_writes") > 0.0, "{}", entry.name);
-        assert_eq!(get(&d, "flash_programs"), 0.0, "{}", entry.name);
+        assert!(
+            counter(&d, "precondition_host_writes") > 0.0,
+            "{}",
+            entry.name
+        );
+        assert_eq!(counter(&d, "flash_programs"), 0.0, "{}", entry.name);
     }
 }
 
@@ -107,21 +105,7 @@ fn a_clean_device_reports_no_precondition_ftl_counters() {
         .counters()
         .iter()
         .all(|c| !c.name.starts_with("precondition_ftl_")));
-    assert_eq!(get(&d, "precondition_host_writes"), 0.0);
-}
-
-fn workload(records: Vec<Record>) -> Workload {
-    Workload {
-        name: "test".into(),
-        records: Box::new(records.into_iter().map(Ok)),
-        pacing: Pacing::Open,
-        origin: Origin::Index,
-        duration_ns: None,
-        skipped: Rc::new(Cell::new(0)),
-        ignored: Rc::new(Cell::new(0)),
-        format: None,
-        seed: None,
-    }
+    assert_eq!(counter(&d, "precondition_host_writes"), 0.0);
 }
 
 #[test]
@@ -133,13 +117,13 @@ fn page_ftl_counters_agree_with_the_ssds_in_the_run_and_in_preconditioning() {
     let mut d = SsdDevice::new(p).unwrap();
 
     // Preconditioning: every program is a host write or a copy.
-    let host = get(&d, "precondition_ftl_host_writes");
-    let gc = get(&d, "precondition_ftl_gc_copied_pages");
-    let wl = get(&d, "precondition_ftl_wear_level_copied_pages");
-    assert_eq!(host, get(&d, "precondition_host_writes"));
+    let host = counter(&d, "precondition_ftl_host_writes");
+    let gc = counter(&d, "precondition_ftl_gc_copied_pages");
+    let wl = counter(&d, "precondition_ftl_wear_level_copied_pages");
+    assert_eq!(host, counter(&d, "precondition_host_writes"));
     assert!(gc > 0.0, "a steady state needs garbage collection");
-    assert_eq!(get(&d, "precondition_flash_programs"), host + gc + wl);
-    assert_eq!(get(&d, "precondition_flash_reads"), gc + wl);
+    assert_eq!(counter(&d, "precondition_flash_programs"), host + gc + wl);
+    assert_eq!(counter(&d, "precondition_flash_reads"), gc + wl);
 
     // The run: random one-page overwrites.
     let logical = d.capacity_bytes() / 2048;
@@ -167,15 +151,21 @@ fn page_ftl_counters_agree_with_the_ssds_in_the_run_and_in_preconditioning() {
         &mut |_, _| {},
     )
     .unwrap();
-    assert_eq!(get(&d, "ftl_host_writes"), get(&d, "host_write_pages"));
-    assert!(get(&d, "ftl_gc_copied_pages") > 0.0);
-    assert_eq!(get(&d, "ftl_gc_copied_pages"), get(&d, "flash_programs_gc"));
     assert_eq!(
-        get(&d, "ftl_wear_level_copied_pages"),
-        get(&d, "flash_programs_wear_level")
+        counter(&d, "ftl_host_writes"),
+        counter(&d, "host_write_pages")
+    );
+    assert!(counter(&d, "ftl_gc_copied_pages") > 0.0);
+    assert_eq!(
+        counter(&d, "ftl_gc_copied_pages"),
+        counter(&d, "flash_programs_gc")
+    );
+    assert_eq!(
+        counter(&d, "ftl_wear_level_copied_pages"),
+        counter(&d, "flash_programs_wear_level")
     );
     // Preconditioning's values stay as they were.
-    assert_eq!(get(&d, "precondition_ftl_gc_copied_pages"), gc);
+    assert_eq!(counter(&d, "precondition_ftl_gc_copied_pages"), gc);
 }
 
 #[test]
@@ -212,9 +202,14 @@ fn reads_of_pages_that_hold_no_data_are_counted_for_every_ftl() {
             &mut |_, _| {},
         )
         .unwrap();
-        assert_eq!(get(&d, "host_read_pages"), logical as f64, "{}", entry.name);
         assert_eq!(
-            get(&d, "host_read_unmapped_pages"),
+            counter(&d, "host_read_pages"),
+            logical as f64,
+            "{}",
+            entry.name
+        );
+        assert_eq!(
+            counter(&d, "host_read_unmapped_pages"),
             (logical - filled) as f64,
             "{}",
             entry.name

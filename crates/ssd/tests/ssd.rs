@@ -1,15 +1,17 @@
 //! The SSD model end to end: channel interleaving, the completion contract, the write buffer,
 //! flushes, energy and determinism.
 
-use std::cell::Cell;
-use std::rc::Rc;
+#[allow(dead_code)]
+mod support;
+
 use storsim_core::conformance;
 use storsim_core::{Completion, Device, Op, Prng, Request, SimTime};
 use storsim_engine::{run, EngineOptions, Replay};
 use storsim_flash::{CellType, Geometry, Timing};
 use storsim_ftl::FtlConfig;
 use storsim_ssd::{presets, Precondition, SsdDevice, SsdParams, WriteBuffer};
-use storsim_workload::{Origin, Pacing, Record, Workload};
+use storsim_workload::Record;
+use support::workload;
 
 fn small(channels: u32, dies_per_channel: u32) -> SsdParams {
     let mut p = presets::flashsim_2009(FtlConfig::default_for("page").unwrap());
@@ -33,20 +35,6 @@ fn small(channels: u32, dies_per_channel: u32) -> SsdParams {
         1,
     );
     p
-}
-
-fn workload(records: Vec<Record>) -> Workload {
-    Workload {
-        name: "test".into(),
-        records: Box::new(records.into_iter().map(Ok)),
-        pacing: Pacing::Open,
-        origin: Origin::Index,
-        duration_ns: None,
-        skipped: Rc::new(Cell::new(0)),
-        ignored: Rc::new(Cell::new(0)),
-        format: None,
-        seed: None,
-    }
 }
 
 fn rec(i: u64, op: Op, page: u64, pages: u64) -> Record {

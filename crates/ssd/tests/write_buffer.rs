@@ -3,19 +3,17 @@
 //! coalescing, read hits, watermark, flush and idle destaging). Expected times are worked out
 //! by hand from the timing below, not taken from the model.
 
-use std::cell::Cell;
-use std::rc::Rc;
 use storsim_core::{Completion, Device, Op, Prng, Request, SimDuration, SimTime};
 use storsim_engine::{run, EngineOptions, Replay};
 use storsim_ftl::FtlConfig;
 use storsim_ssd::{
     presets, DestageOrder, FlushPolicy, SsdDevice, SsdParams, WriteBack, WriteBuffer,
 };
-use storsim_workload::{Origin, Pacing, Record, Workload};
+use storsim_workload::Record;
 
 #[allow(dead_code)]
 mod support;
-use support::{counter, hand_timed, CMD_NS, PAGE, TPROG_NS, TR_NS, XFER_NS};
+use support::{counter, hand_timed, workload, CMD_NS, PAGE, TPROG_NS, TR_NS, XFER_NS};
 
 /// A page program on an idle die: command + data in on the channel, then tPROG.
 const PROGRAM_NS: u64 = CMD_NS + XFER_NS + TPROG_NS;
@@ -458,20 +456,6 @@ fn bad_watermarks_are_refused() {
     ] {
         let p = with_buffer(small(1), 8, watermark(high, low, DestageOrder::Fifo, true));
         assert!(SsdDevice::new(p).is_err(), "high {high}, low {low}");
-    }
-}
-
-fn workload(records: Vec<Record>) -> Workload {
-    Workload {
-        name: "test".into(),
-        records: Box::new(records.into_iter().map(Ok)),
-        pacing: Pacing::Open,
-        origin: Origin::Index,
-        duration_ns: None,
-        skipped: Rc::new(Cell::new(0)),
-        ignored: Rc::new(Cell::new(0)),
-        format: None,
-        seed: None,
     }
 }
 

@@ -56,3 +56,20 @@ pub fn counter(d: &SsdDevice, name: &str) -> f64 {
         .unwrap_or_else(|| panic!("no counter {name}"))
         .value
 }
+
+/// The records given, replayed open loop at their own timestamps, as a workload.
+pub fn workload(records: Vec<storsim_workload::Record>) -> storsim_workload::Workload {
+    use std::cell::Cell;
+    use std::rc::Rc;
+    storsim_workload::Workload {
+        name: "test".into(),
+        records: Box::new(records.into_iter().map(Ok)),
+        pacing: storsim_workload::Pacing::Open,
+        origin: storsim_workload::Origin::Index,
+        duration_ns: None,
+        skipped: Rc::new(Cell::new(0)),
+        ignored: Rc::new(Cell::new(0)),
+        format: None,
+        seed: None,
+    }
+}
