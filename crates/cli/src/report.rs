@@ -23,9 +23,9 @@ pub struct SimulationResults<'a> {
     pub workload: &'a Workload,
     pub replay: Replay,
     pub info: &'a RunInfo,
-    pub summary: Summary,
+    pub summary: &'a Summary,
     /// The run in windows of simulated time, unless `--window off`.
-    pub series: Option<Series>,
+    pub series: Option<&'a Series>,
 }
 
 /// Counters are f64 in the model interface; whole numbers are written as JSON integers so that
@@ -185,8 +185,8 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
             "device_failed": r.info.device_failed,
             "cancelled": r.info.cancelled,
         },
-        "summary": summary_json(&r.summary),
-        "series": r.series.as_ref().map(|s| series_json(s, "simulated")),
+        "summary": summary_json(r.summary),
+        "series": r.series.map(|s| series_json(s, "simulated")),
     })
 }
 
@@ -322,7 +322,7 @@ fn replay_text(replay: Replay) -> String {
 
 /// The human-readable summary printed after a run.
 pub fn simulation_text(r: &SimulationResults) -> String {
-    let s = &r.summary;
+    let s = r.summary;
     let mut out = String::new();
     let replay = replay_text(r.replay);
     out += &format!("storsim {}   seed {}\n", env!("CARGO_PKG_VERSION"), r.seed);

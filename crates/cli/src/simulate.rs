@@ -67,8 +67,8 @@ impl Done {
             workload: &self.session.workload,
             replay: self.replay,
             info: &self.outcome.info,
-            summary: self.outcome.summary.clone(),
-            series: self.outcome.series.clone(),
+            summary: &self.outcome.summary,
+            series: self.outcome.series.as_ref(),
         }
     }
 }
