@@ -609,6 +609,9 @@ impl Device for ArrayDevice {
                 offset_bytes: piece.offset_bytes,
                 len_bytes: piece.len_bytes,
                 arrival: now,
+                // A piece belongs to its parent's flow, so a host interface in front of a
+                // child (or a flow-aware child) still sees whose request it is.
+                flow: request.flow,
             };
             self.next_piece_id += 1;
             match self.place(now, piece.child, child_request, slot, !accepted) {

@@ -120,6 +120,7 @@ mod tests {
             offset_bytes,
             len_bytes,
             arrival: SimTime::ZERO,
+            flow: 0,
         }
     }
 

@@ -109,6 +109,7 @@ mod tests {
             offset_bytes: 0,
             len_bytes: 512,
             arrival: SimTime(arrival),
+            flow: 0,
         }
     }
 

@@ -78,6 +78,7 @@ fn one_request_in_service_at_a_time_by_default() {
             offset_bytes: id * (1 << 30),
             len_bytes: 4096,
             arrival: SimTime::ZERO,
+            flow: 0,
         };
         device.submit(SimTime::ZERO, r).unwrap();
     }
@@ -130,6 +131,7 @@ fn out_of_range_and_full_queue_are_refused_without_state_change() {
         offset_bytes: cap - 512,
         len_bytes: 1024,
         arrival: SimTime::ZERO,
+        flow: 0,
     };
     assert!(matches!(
         device.submit(SimTime::ZERO, past_end),

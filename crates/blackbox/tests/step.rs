@@ -43,6 +43,7 @@ fn request(id: u64, op: Op, offset_bytes: u64, len_bytes: u64, arrival: SimTime)
         offset_bytes,
         len_bytes,
         arrival,
+        flow: 0,
     }
 }
 

@@ -50,6 +50,11 @@ pub struct Request {
     pub offset_bytes: u64,
     pub len_bytes: u64,
     pub arrival: SimTime,
+    /// The flow (tenant, application) the request belongs to, numbered from 0 in the order a
+    /// multi-flow workload lists its flows; 0 for a workload of one flow. A host interface
+    /// picks the request's submission queue and priority class by it; device models below the
+    /// host interface ignore it.
+    pub flow: u16,
 }
 
 impl Request {

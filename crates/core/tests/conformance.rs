@@ -295,6 +295,7 @@ fn drive_submits_at_arrivals_and_waits_for_room() {
             offset_bytes: id * 4096,
             len_bytes: 4096,
             arrival: SimTime(1_000),
+            flow: 0,
         })
         .collect();
     let (mut device, log) = Recorder::new(Fifo::new(Flaw::None, 2));
@@ -329,6 +330,7 @@ fn drive_reports_a_broken_device_without_a_seed() {
             offset_bytes: 0,
             len_bytes: 512,
             arrival: SimTime(id * 100),
+            flow: 0,
         })
         .collect();
     let violation = conformance::drive(&mut Fifo::new(Flaw::CompletesTwice, 4), &requests)

@@ -577,6 +577,7 @@ impl Controller {
                 offset_bytes,
                 len_bytes,
                 arrival: SimTime::from_ns(stamp - origin),
+                flow: 0,
             };
             self.requests.insert(id, call);
             if self.queued.is_empty() {

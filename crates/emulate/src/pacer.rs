@@ -628,6 +628,7 @@ impl Pacer {
                 offset_bytes,
                 len_bytes,
                 arrival: model_arrival,
+                flow: 0,
             },
         );
         match outcome {
@@ -716,6 +717,7 @@ impl Pacer {
                     offset_bytes: io.offset_bytes,
                     len_bytes: io.len_bytes,
                     arrival,
+                    flow: 0,
                 },
                 service_start: request.service_start.unwrap_or(arrival),
                 finish: intended,

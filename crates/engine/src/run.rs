@@ -208,6 +208,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
                 offset_bytes: record.offset_bytes,
                 len_bytes: record.len_bytes,
                 arrival: SimTime(arrival_ns),
+                flow: 0,
             };
             self.next_id += 1;
             self.slots_used += 1;
@@ -260,6 +261,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
                     offset_bytes: next.offset_bytes,
                     len_bytes: next.len_bytes,
                     arrival,
+                    flow: 0,
                 });
             }
         }

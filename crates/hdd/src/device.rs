@@ -1440,6 +1440,7 @@ mod tests {
                     offset_bytes: lbn * SECTOR_BYTES,
                     len_bytes: n * SECTOR_BYTES,
                     arrival: SimTime::from_ns(now),
+                    flow: 0,
                 };
                 while d.submit(SimTime::from_ns(now), request).is_err() {
                     let f = d.next_deadline().unwrap();

@@ -175,6 +175,7 @@ impl<T> Fanout<T> {
             offset_bytes,
             len_bytes,
             arrival: now,
+            flow: 0,
         };
         child.next_id += 1;
         child.pending.push_back((request, tag));

@@ -28,6 +28,7 @@ fn per_block_erase_counts_add_up_to_the_erase_counters_after_garbage_collection(
             offset_bytes: rng.below(logical_pages) * PAGE,
             len_bytes: PAGE,
             arrival: SimTime(id * 100_000),
+            flow: 0,
         })
         .collect();
     let run = conformance::drive(&mut d, &requests).unwrap_or_else(|v| panic!("{v}"));

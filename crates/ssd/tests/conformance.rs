@@ -310,6 +310,7 @@ impl Workload {
                 offset_bytes: 0,
                 len_bytes: 0,
                 arrival: SimTime(self.clock),
+                flow: 0,
             }
         } else {
             // One request in five is not page-aligned: it still touches pages first..first+pages.
@@ -329,6 +330,7 @@ impl Workload {
                 offset_bytes: first * p + head,
                 len_bytes: pages * p - head - tail,
                 arrival: SimTime(self.clock),
+                flow: 0,
             }
         };
         Planned {

@@ -26,6 +26,7 @@ fn one(d: &mut SsdDevice, at: SimTime, op: Op, page: u64, pages: u64) -> Complet
         offset_bytes: page * PAGE,
         len_bytes: pages * PAGE,
         arrival: at,
+        flow: 0,
     };
     let run = conformance::drive(d, &[request]).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(run.completions.len(), 1);

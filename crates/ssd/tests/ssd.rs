@@ -281,6 +281,7 @@ fn out_of_range_and_full_queue_are_refused() {
         offset_bytes: cap,
         len_bytes: 4096,
         arrival: SimTime::ZERO,
+        flow: 0,
     };
     assert!(d.submit(SimTime::ZERO, r).is_err());
     let ok = Request {
@@ -369,6 +370,7 @@ fn background_gc_in_an_idle_gap_spares_the_next_burst_foreground_gc() {
                 offset_bytes: rng.below(logical_pages) * 4096,
                 len_bytes: 4096,
                 arrival: SimTime(at),
+                flow: 0,
             }
         })
         .collect();
@@ -484,6 +486,7 @@ impl Device for Hints {
                     offset_bytes,
                     len_bytes,
                     arrival: now,
+                    flow: 0,
                 });
             }
         }

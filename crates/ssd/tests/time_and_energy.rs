@@ -23,6 +23,7 @@ fn one(d: &mut SsdDevice, id: u64, op: Op, page: u64, at: u64) -> u64 {
         offset_bytes: page * 4096,
         len_bytes: 4096,
         arrival: SimTime(at),
+        flow: 0,
     };
     let run = conformance::drive(d, &[r]).unwrap_or_else(|v| panic!("{v}"));
     assert_eq!(run.completions.len(), 1);

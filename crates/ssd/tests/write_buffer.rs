@@ -110,6 +110,7 @@ fn drive(d: &mut SsdDevice, steps: &[Step]) -> Vec<Completion> {
             offset_bytes: page * PAGE,
             len_bytes: pages * PAGE,
             arrival: at,
+            flow: 0,
         };
         d.submit(now, request).unwrap();
     }
@@ -260,6 +261,7 @@ fn dirty_pages_never_exceed_the_high_watermark() {
             offset_bytes: page * PAGE,
             len_bytes: pages * PAGE,
             arrival: now,
+            flow: 0,
         };
         d.submit(now, request).unwrap();
         assert!(counter(&d, "buffer_dirty_pages") <= 24.0);

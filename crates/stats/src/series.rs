@@ -961,6 +961,7 @@ mod tests {
                 offset_bytes: 0,
                 len_bytes,
                 arrival: SimTime(arrival),
+                flow: 0,
             },
             service_start: SimTime(arrival),
             finish: SimTime(finish),

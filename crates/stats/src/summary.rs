@@ -188,6 +188,7 @@ mod tests {
                 offset_bytes: 0,
                 len_bytes: 4096,
                 arrival: SimTime(arrival),
+                flow: 0,
             },
             service_start: SimTime(start),
             finish: SimTime(finish),

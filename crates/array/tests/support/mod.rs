@@ -117,6 +117,7 @@ pub fn req(id: u64, op: Op, offset_bytes: u64, len_bytes: u64, arrival_ns: u64) 
         offset_bytes,
         len_bytes,
         arrival: SimTime(arrival_ns),
+        flow: 0,
     }
 }
 

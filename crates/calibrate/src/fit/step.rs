@@ -489,6 +489,7 @@ mod tests {
                 offset_bytes: (8 << 20) + i * 4096,
                 len_bytes: 4096,
                 arrival: now,
+                flow: 0,
             };
             device.submit(now, request).unwrap();
             let deadline = device.next_deadline().unwrap();

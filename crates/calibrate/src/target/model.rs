@@ -61,6 +61,7 @@ impl ModelTarget {
             offset_bytes,
             len_bytes,
             arrival: self.now,
+            flow: 0,
         };
         self.device
             .submit(self.now, request)

@@ -433,6 +433,7 @@ pub fn drive_one_at_a_time<D: Device + ?Sized>(
             offset_bytes,
             len_bytes,
             arrival: now,
+            flow: 0,
         };
         if let Err(e) = monitor.submit(device, now, request)? {
             return Err(monitor.violation(
@@ -672,5 +673,6 @@ fn past_the_end(rng: &mut Prng, capacity_bytes: u64, now: SimTime, id: u64) -> R
         offset_bytes,
         len_bytes,
         arrival: now,
+        flow: 0,
     }
 }

@@ -89,6 +89,7 @@ fn generate(rng: &mut Prng, shape: &Mix) -> Vec<Request> {
             offset_bytes,
             len_bytes,
             arrival: SimTime(t),
+            flow: 0,
         });
     }
     requests

@@ -16,6 +16,7 @@ pub fn req(id: u64, op: Op, lbn: u64, n: u64, t: u64) -> Request {
         offset_bytes: lbn * 512,
         len_bytes: n * 512,
         arrival: SimTime::from_ns(t),
+        flow: 0,
     }
 }
 
