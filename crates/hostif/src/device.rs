@@ -477,7 +477,7 @@ impl HostInterfaceDevice {
         if self.queues.len() > 1 {
             counters.extend(self.queues.iter().enumerate().map(|(q, queue)| {
                 DeviceCounter::new(
-                    format!("hostif_q{q}_fetched_commands"),
+                    format!("hostif_queue_{q}_fetched_commands"),
                     queue.fetched as f64,
                 )
             }));

@@ -109,7 +109,7 @@ fn several_flows_keep_the_contract_and_repeat_exactly() {
     let fetched = |q: usize| {
         counters
             .iter()
-            .find(|c| c.name == format!("hostif_q{q}_fetched_commands"))
+            .find(|c| c.name == format!("hostif_queue_{q}_fetched_commands"))
             .map(|c| c.value)
             .expect("a counter per queue")
     };

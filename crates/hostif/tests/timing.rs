@@ -84,7 +84,7 @@ fn rounds_fetch_no_more_than_their_limits() {
     let starts: Vec<u64> = done.iter().map(|c| c.service_start.as_ns()).collect();
     assert_eq!(starts, [0, 0, 51, 51, 0, 51, 102, 102]);
     assert_eq!(counter(&device, "hostif_arbitration_rounds"), 3.0);
-    assert_eq!(counter(&device, "hostif_q0_fetched_commands"), 4.0);
+    assert_eq!(counter(&device, "hostif_queue_0_fetched_commands"), 4.0);
 
     // A device that holds one command is given one at a time: a round per command, each at
     // the completion of the one before, in the queues' turns.
@@ -221,7 +221,7 @@ fn a_full_queue_pair_holds_commands_in_the_host() {
     let requests: Vec<Request> = (0..4).map(|i| request(i, Op::Read, 512, 0, 0)).collect();
     let done = drive(&mut device, &requests);
     assert_eq!(counter(&device, "hostif_held_commands"), 2.0);
-    assert_eq!(counter(&device, "hostif_q1_fetched_commands"), 0.0);
+    assert_eq!(counter(&device, "hostif_queue_1_fetched_commands"), 0.0);
     let first_finish = done[0].finish;
     assert!(done[2..].iter().all(|c| c.service_start >= first_finish));
 }
