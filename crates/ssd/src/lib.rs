@@ -19,7 +19,8 @@ mod stats;
 mod write_back;
 
 pub use params::{
-    DestageOrder, Energy, FlushPolicy, Precondition, SsdParams, WriteBack, WriteBuffer,
+    DestageOrder, Energy, FlowPartition, FlushPolicy, Precondition, SsdParams, WriteBack,
+    WriteBuffer,
 };
 pub use precondition::PreconditionReport;
 
@@ -116,6 +117,16 @@ impl SsdDevice {
         params.validate().map_err(SsdError::Params)?;
         let mut ftl = params.ftl.build(params.geometry, params.endurance)?;
         let precondition = precondition::run(ftl.as_mut(), &params.precondition, params.seed)?;
+        if !params.partitions.is_empty() {
+            // Preconditioning wrote anywhere; the flows' own writes keep to their partitions.
+            let planes = params
+                .partitions
+                .iter()
+                .map(|p| p.planes_in(&params.geometry))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(SsdError::Params)?;
+            ftl.set_write_partitions(&planes)?;
+        }
         let page_bytes = params.geometry.page_bytes as u64;
         let capacity_bytes = ftl.logical_pages() * page_bytes;
         let buffer_capacity_pages = params
@@ -584,6 +595,11 @@ impl Device for SsdDevice {
         self.scheduler.prune(now);
         let start = now + self.params.controller_overhead;
         let pages = self.page_range(&request);
+        if request.op == Op::Write && !self.params.partitions.is_empty() {
+            let flow = usize::from(request.flow);
+            self.ftl
+                .select_write_partition((flow < self.params.partitions.len()).then_some(flow));
+        }
         let (service_start, finish) = match request.op {
             Op::Read => (now, self.serve_read(start, pages)?),
             Op::Write if self.write_back.is_some() => self.serve_write_back(now, start, pages)?,

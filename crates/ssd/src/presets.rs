@@ -51,6 +51,7 @@ pub fn flashsim_2009(ftl: FtlConfig) -> SsdParams {
         copyback: true,
         multi_plane: MultiPlane::Off,
         seed: 1,
+        partitions: Vec::new(),
     }
 }
 
@@ -103,6 +104,7 @@ pub fn bench2g() -> SsdParams {
         copyback: false,
         multi_plane: MultiPlane::Off,
         seed: 1,
+        partitions: Vec::new(),
     }
 }
 
@@ -148,6 +150,7 @@ pub fn sandisk_usb_anand() -> SsdParams {
         copyback: false,
         multi_plane: MultiPlane::Off,
         seed: 1,
+        partitions: Vec::new(),
     }
 }
 
@@ -208,5 +211,6 @@ pub fn tlc_nvme() -> SsdParams {
         copyback: false,
         multi_plane: MultiPlane::SamePage,
         seed: 1,
+        partitions: Vec::new(),
     }
 }
