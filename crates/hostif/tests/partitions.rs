@@ -1,6 +1,7 @@
 //! Resource partitions (issue 27): two flows pinned to disjoint channels of an SSD do not slow
 //! each other, except through what they still share, the host interface; without partitions
-//! the writes of one slow the reads of the other.
+//! the writes of one slow the reads of the other. And the per-flow data cache: a flow whose
+//! writes are not cached waits for its programs.
 
 mod support;
 
@@ -9,7 +10,7 @@ use storsim_core::{Completion, Device, Op, Request};
 use storsim_flash::Geometry;
 use storsim_ftl::FtlConfig;
 use storsim_hostif::{HostInterfaceParams, Protocol};
-use storsim_ssd::{FlowPartition, SsdDevice, SsdParams};
+use storsim_ssd::{DataCacheMode, FlowPartition, FlushPolicy, SsdDevice, SsdParams};
 use support::request;
 
 /// bench2g's timings and page FTL on two channels of one plane each.
@@ -163,4 +164,42 @@ fn partitions_are_checked() {
     let mut device = ssd(vec![on_channel(0)]);
     let requests = [request(0, Op::Write, 4096, 0, 3)];
     assert_eq!(run(&mut device, &requests).len(), 1);
+}
+
+#[test]
+fn a_flow_without_a_write_cache_waits_for_its_programs() {
+    let mut params = two_channel_ssd(Vec::new());
+    params.flow_data_cache = vec![DataCacheMode::Off, DataCacheMode::Write];
+    let mut device = SsdDevice::new(params.clone()).expect("a valid SSD");
+    // One write of each flow, far apart, on an idle device.
+    let requests = [
+        request(0, Op::Write, 4096, 0, 0),
+        request(1, Op::Write, 4096, 10_000_000, 1),
+        request(2, Op::Write, 4096, 20_000_000, 2),
+    ];
+    let done = run(&mut device, &requests);
+    let latency = |id: u64| {
+        done.iter()
+            .find(|c| c.request.id == id)
+            .expect("completed")
+            .latency()
+            .as_ns()
+    };
+    // Flow 0 waits for the 750 µs program; flow 1 (cached) and flow 2 (past the list, so
+    // cached) see the buffer's 1 µs.
+    assert!(latency(0) >= 750_000, "{}", latency(0));
+    assert_eq!(latency(1), 1_000);
+    assert_eq!(latency(2), 1_000);
+
+    // Read caching is not something the SSD's buffer does, and a write-back buffer cannot
+    // let a flow's writes past it.
+    for mode in [DataCacheMode::Read, DataCacheMode::ReadWrite] {
+        let mut p = params.clone();
+        p.flow_data_cache = vec![mode];
+        let e = SsdDevice::new(p).err().expect("refused");
+        assert!(e.to_string().contains("caches writes only"), "{e}");
+    }
+    let mut write_back = params;
+    write_back.write_buffer_policy = FlushPolicy::Watermark(Default::default());
+    assert!(SsdDevice::new(write_back).is_err());
 }

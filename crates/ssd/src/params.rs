@@ -138,6 +138,30 @@ pub struct SsdParams {
     /// freely (page, dftl), with the eager write buffer or none. Not a device-file key: a
     /// multi-flow workload sets it.
     pub partitions: Vec<FlowPartition>,
+    /// What the DRAM buffer does for each flow's requests (`Request::flow` f uses
+    /// `flow_data_cache[f]`; flows past the end, and every flow when this is empty, have their
+    /// writes cached, as without flows). The one buffer is shared by the flows that use it.
+    /// Not a device-file key: a multi-flow workload sets it.
+    pub flow_data_cache: Vec<DataCacheMode>,
+}
+
+/// What the device's data cache does for one flow, as MQSim's per-flow
+/// `Device_Level_Data_Caching_Mode` states it. The SSD's buffer caches writes only, so the
+/// modes that cache reads are refused (`SsdParams::validate`); they are named so that a
+/// workload stating one gets that error rather than its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DataCacheMode {
+    /// Writes complete once in the buffer (the device's behaviour without flows).
+    #[default]
+    Write,
+    /// Reads cached: not modelled by the SSD's buffer.
+    Read,
+    /// Both: not modelled by the SSD's buffer.
+    ReadWrite,
+    /// Neither: the flow's writes complete when their programs finish, as writes larger than
+    /// the buffer always do. Reads still find pages other flows left dirty in a write-back
+    /// buffer, as the data is there.
+    Off,
 }
 
 /// The part of the flash one flow's writes (and the garbage collection they cause) are pinned
@@ -229,6 +253,27 @@ impl SsdParams {
             return Err(
                 "resource partitions need the eager write buffer (or none), not write-back".into(),
             );
+        }
+        for (flow, mode) in self.flow_data_cache.iter().enumerate() {
+            match mode {
+                DataCacheMode::Write => {}
+                DataCacheMode::Read | DataCacheMode::ReadWrite => {
+                    return Err(format!(
+                        "flow {flow}'s data cache mode {mode:?}: the SSD's buffer caches writes \
+                         only"
+                    ))
+                }
+                DataCacheMode::Off
+                    if matches!(self.write_buffer_policy, FlushPolicy::Watermark(_)) =>
+                {
+                    // A write past a write-back buffer would leave an older dirty copy there.
+                    return Err(format!(
+                        "flow {flow}'s data cache mode Off needs the eager write buffer (or \
+                         none), not write-back"
+                    ));
+                }
+                DataCacheMode::Off => {}
+            }
         }
         for (flow, partition) in self.partitions.iter().enumerate() {
             partition

@@ -52,6 +52,7 @@ pub fn flashsim_2009(ftl: FtlConfig) -> SsdParams {
         multi_plane: MultiPlane::Off,
         seed: 1,
         partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     }
 }
 
@@ -105,6 +106,7 @@ pub fn bench2g() -> SsdParams {
         multi_plane: MultiPlane::Off,
         seed: 1,
         partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     }
 }
 
@@ -151,6 +153,7 @@ pub fn sandisk_usb_anand() -> SsdParams {
         multi_plane: MultiPlane::Off,
         seed: 1,
         partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     }
 }
 
@@ -212,5 +215,6 @@ pub fn tlc_nvme() -> SsdParams {
         multi_plane: MultiPlane::SamePage,
         seed: 1,
         partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     }
 }

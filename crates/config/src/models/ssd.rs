@@ -432,6 +432,7 @@ pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams
         multi_plane: MultiPlane::Off,
         seed: 1,
         partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     })
 }
 
