@@ -24,12 +24,14 @@
 pub mod disksim;
 mod error;
 mod file;
+mod host_interface;
 mod merge;
 mod models;
 mod presets;
 
 pub use error::ConfigError;
 pub use file::{load_device, load_device_with, parse_device_toml};
+pub use host_interface::host_interface_toml;
 pub use models::array::ArraySpec;
 pub use models::blackbox_device_toml;
 pub use models::ftl::ftl_section_toml;
@@ -42,6 +44,7 @@ pub use models::{models, ModelInfo};
 use std::any::Any;
 use std::fmt;
 use storsim_core::Device;
+use storsim_hostif::HostInterfaceParams;
 
 /// See [`DeviceSpec::state_bytes_bound`].
 pub const SSD_STATE_BYTES_PER_PAGE: u64 = 16;
@@ -95,14 +98,31 @@ impl<P: ModelParams + Clone + PartialEq> AnyParams for P {
     }
 }
 
-/// A fully resolved device description: which model, with every parameter set. It holds one
-/// model's [`ModelParams`]; [`params`](Self::params) looks at them as their concrete type.
-pub struct DeviceSpec(Box<dyn AnyParams>);
+/// A fully resolved device description: which model, with every parameter set, and the host
+/// interface in front of it, if any. It holds one model's [`ModelParams`];
+/// [`params`](Self::params) looks at them as their concrete type.
+pub struct DeviceSpec(Box<dyn AnyParams>, Option<HostInterfaceParams>);
 
 impl DeviceSpec {
-    /// A description holding `params`.
+    /// A description holding `params`, with no host interface.
     pub fn new<P: ModelParams + Clone + PartialEq>(params: P) -> DeviceSpec {
-        DeviceSpec(Box::new(params))
+        DeviceSpec(Box::new(params), None)
+    }
+
+    /// The host interface in front of the model (a `[host_interface]` section), if any.
+    pub fn host_interface(&self) -> Option<&HostInterfaceParams> {
+        self.1.as_ref()
+    }
+
+    /// The host interface for changing: a multi-flow workload sets its flows' bindings here
+    /// (`HostInterfaceParams::flows`) before the device is built.
+    pub fn host_interface_mut(&mut self) -> Option<&mut HostInterfaceParams> {
+        self.1.as_mut()
+    }
+
+    /// Puts `host_interface` in front of the model (or takes the interface away with `None`).
+    pub fn set_host_interface(&mut self, host_interface: Option<HostInterfaceParams>) {
+        self.1 = host_interface;
     }
 
     /// The model's name, as a device file's `model` key writes it.
@@ -120,7 +140,8 @@ impl DeviceSpec {
         self.0.as_any_mut().downcast_mut()
     }
 
-    /// The parameters by value, if they are of type `P`; the description itself otherwise.
+    /// The parameters by value, if they are of type `P`; the description itself otherwise. The
+    /// host interface, if any, is not part of them.
     pub fn into_params<P: ModelParams>(self) -> Result<P, DeviceSpec> {
         if self.params::<P>().is_some() {
             Ok(*self
@@ -150,25 +171,29 @@ impl DeviceSpec {
     /// There is deliberately no capacity query on a description: an SSD's capacity is what its
     /// FTL leaves of the geometry, known only once the FTL is built. Ask the built device.
     pub fn build(&self) -> Result<Box<dyn Device>, String> {
-        self.0.build()
+        host_interface::wrap(self.0.build()?, self.1.as_ref())
     }
 }
 
 impl Clone for DeviceSpec {
     fn clone(&self) -> Self {
-        DeviceSpec(self.0.clone_box())
+        DeviceSpec(self.0.clone_box(), self.1.clone())
     }
 }
 
 impl PartialEq for DeviceSpec {
     fn eq(&self, other: &Self) -> bool {
-        self.0.eq_dyn(other.0.as_ref())
+        self.0.eq_dyn(other.0.as_ref()) && self.1 == other.1
     }
 }
 
 impl fmt::Debug for DeviceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        self.0.fmt(f)?;
+        match &self.1 {
+            Some(host_interface) => write!(f, " behind {host_interface:?}"),
+            None => Ok(()),
+        }
     }
 }
 

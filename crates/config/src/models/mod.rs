@@ -261,6 +261,8 @@ macro_rules! device_models {
             pub model: Option<ModelRef>,
             pub capacity_bytes: Option<u64>,
             pub queue_depth: Option<usize>,
+            /// A host interface in front of the model, whatever the model.
+            pub host_interface: Option<crate::host_interface::HostInterfaceSection>,
             $(pub $section: Option<<$model as Model>::Section>,)*
         }
 
