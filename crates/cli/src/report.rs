@@ -228,6 +228,7 @@ fn flow_json((index, f): (usize, &FlowResult)) -> Value {
         "class": spec.class.name(),
         "queues": spec.queues,
         "iodepth": spec.iodepth,
+        "data_cache": spec.data_cache.map(|m| m.name()),
         "lba": spec.lba.map(|l| json!({
             "offset": extent(l.offset),
             "size": l.size.map(extent),

@@ -165,7 +165,11 @@ fn refused_flow_files_and_flow_arguments_name_what_is_wrong() {
     )
     .unwrap();
     let path = file.to_str().unwrap();
-    let cases: [(&[&str], &str); 4] = [
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["--flow", "synthetic:rw=randread,requests=10,channels=1"],
+            "flow flow0: a resource partition or a data cache mode needs an SSD",
+        ),
         (&["--workload", path], "line 3: unknown key `priority`"),
         (
             &["--flow", "synthetic:rw=randread,requests=10,class=top"],

@@ -98,6 +98,9 @@ fn run_one_alone(
     index: usize,
     options: &EngineOptions,
 ) -> Result<Summary, SimError> {
+    // Alone, the flow is flow 0: its queues, class and partitions go with it.
+    let mut device = device.clone();
+    crate::binding::bind_flows(&mut device, std::slice::from_ref(flow))?;
     let mut built = device
         .spec
         .build()

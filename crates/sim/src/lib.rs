@@ -23,6 +23,7 @@
 //! # Ok::<(), storsim_sim::SimError>(())
 //! ```
 
+mod binding;
 mod fairness;
 
 pub use fairness::{fairness, run_alone, Fairness};
@@ -160,10 +161,13 @@ impl Session {
     /// A device whose model state would not fit in the memory available is refused with a
     /// message that says so, instead of the allocation aborting the process.
     pub fn new(
-        device: LoadedDevice,
+        mut device: LoadedDevice,
         workload: &WorkloadSource,
         seed: u64,
     ) -> Result<Self, SimError> {
+        if let WorkloadSource::Flows { flows, .. } = workload {
+            binding::bind_flows(&mut device, flows)?;
+        }
         check_memory(&device.name, &device.spec)?;
         let built = device
             .spec

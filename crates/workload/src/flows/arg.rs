@@ -1,7 +1,9 @@
 //! One flow's keys read from text, shared by the flow file and `--flow`, and `--flow` itself.
 
 use super::FLOW_KEYS;
-use super::{is_generator, Extent, FlowSpec, LbaPartition, PriorityClass, ResourcePartition};
+use super::{
+    is_generator, DataCache, Extent, FlowSpec, LbaPartition, PriorityClass, ResourcePartition,
+};
 use crate::synthetic::parse_duration;
 use crate::WorkloadError;
 
@@ -100,6 +102,14 @@ pub(super) fn set_key(spec: &mut FlowSpec, key: &str, value: &str) -> Result<(),
                 }
             }
         }
+        "data_cache" => {
+            spec.data_cache = Some(
+                DataCache::ALL
+                    .into_iter()
+                    .find(|m| m.name().eq_ignore_ascii_case(value))
+                    .ok_or("one of write, read, read-write, off".to_string())?,
+            )
+        }
         "channels" | "chips" | "dies" | "planes" => {
             let ids = parse_list(value)?;
             let resources = spec
@@ -160,7 +170,8 @@ mod tests {
     fn a_flow_argument_splits_its_keys_from_the_generators() {
         let spec = parse_arg(
             2,
-            "synthetic:rw=randread,bs=4k,iodepth=8,start=1ms,stop=2s,class=high,channels=0-1:3",
+            "synthetic:rw=randread,bs=4k,iodepth=8,start=1ms,stop=2s,class=high,channels=0-1:3,\
+             data_cache=off",
         )
         .unwrap();
         assert_eq!(spec.workload, "synthetic:rw=randread,bs=4k,iodepth=8");
@@ -170,6 +181,7 @@ mod tests {
         assert_eq!(spec.class, PriorityClass::High);
         assert_eq!(spec.iodepth, None);
         assert_eq!(spec.resources.unwrap().channels, vec![0, 1, 3]);
+        assert_eq!(spec.data_cache, Some(DataCache::Off));
     }
 
     #[test]
@@ -187,6 +199,7 @@ mod tests {
     fn bad_values_are_refused_naming_the_key() {
         for (arg, wanted) in [
             ("t.csv,class=top", "class=top"),
+            ("t.csv,data_cache=all", "data_cache=all"),
             ("t.csv,start=5", "start=5"),
             ("t.csv,start=2s,stop=1s", "stop must come after start"),
             ("t.csv,channels=3-1", "channels=3-1"),

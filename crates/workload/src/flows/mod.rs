@@ -67,6 +67,41 @@ impl fmt::Display for PriorityClass {
     }
 }
 
+/// What the device's DRAM data cache does for a flow's requests (MQSim's per-flow
+/// `Device_Level_Data_Caching_Mode`). A device whose buffer cannot do what a flow asks refuses
+/// it when it is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DataCache {
+    /// Writes complete in the buffer (the SSD's own behaviour).
+    Write,
+    /// Reads are served from the buffer.
+    Read,
+    /// Both.
+    ReadWrite,
+    /// Neither: writes complete when programmed.
+    Off,
+}
+
+impl DataCache {
+    /// Every mode, in the order the docs list them.
+    pub const ALL: [DataCache; 4] = [
+        DataCache::Write,
+        DataCache::Read,
+        DataCache::ReadWrite,
+        DataCache::Off,
+    ];
+
+    /// The mode's name as flow files write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataCache::Write => "write",
+            DataCache::Read => "read",
+            DataCache::ReadWrite => "read-write",
+            DataCache::Off => "off",
+        }
+    }
+}
+
 /// An amount of the device's space: bytes, or a percentage of its capacity.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Extent {
@@ -188,6 +223,8 @@ pub struct FlowSpec {
     pub lba: Option<LbaPartition>,
     /// The parts of an SSD it is pinned to, if any.
     pub resources: Option<ResourcePartition>,
+    /// What the device's data cache does for it; `None` leaves the device's own behaviour.
+    pub data_cache: Option<DataCache>,
 }
 
 impl FlowSpec {
@@ -203,6 +240,7 @@ impl FlowSpec {
             iodepth: None,
             lba: None,
             resources: None,
+            data_cache: None,
         }
     }
 }
@@ -214,7 +252,7 @@ pub fn is_generator(workload: &str) -> bool {
 
 /// The keys a flow takes besides its workload, in the order the docs list them; `--flow`
 /// tells them from a generator's keys by these names.
-pub const FLOW_KEYS: [&str; 12] = [
+pub const FLOW_KEYS: [&str; 13] = [
     "name",
     "start",
     "stop",
@@ -227,4 +265,5 @@ pub const FLOW_KEYS: [&str; 12] = [
     "chips",
     "dies",
     "planes",
+    "data_cache",
 ];
