@@ -4,7 +4,9 @@
 //! there and delivers its completions.
 //!
 //! Everything a run changes as it goes lives in [`Run`]; the steps are small so that each reads
-//! on its own, and `#[inline]` keeps them in one loop, as fast as when they were one function.
+//! on its own, and `#[inline]` keeps them in one loop, as fast as when they were one function
+//! (`#[inline(always)]` for the helpers of admission, which the compiler otherwise leaves as
+//! calls once a run has several flows to choose from).
 
 use crate::lookahead::Lookahead;
 use crate::{
@@ -199,6 +201,9 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
     /// open-loop flows' next records, and a record per free slot of each closed-loop flow.
     #[inline]
     fn admit(&mut self) -> Result<(), EngineError> {
+        if self.sources.len() == 1 {
+            return self.admit_one();
+        }
         while !self.exhausted && !self.open_in_ready {
             if self.request_limit_reached() {
                 break;
@@ -245,8 +250,32 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
         Ok(())
     }
 
+    /// [`Run::admit`] for a workload of one flow, the common case: its records go straight to
+    /// `ready`, with nothing to merge and no head to hold, while it has room.
+    #[inline(always)]
+    fn admit_one(&mut self) -> Result<(), EngineError> {
+        let open = self.sources[0].is_open();
+        while !self.exhausted
+            && (if open {
+                !self.open_in_ready
+            } else {
+                self.sources[0].slots_used < self.sources[0].depth
+            })
+        {
+            if self.request_limit_reached() {
+                break;
+            }
+            let Some((request, origin)) = self.next_request(0)? else {
+                break;
+            };
+            self.push_ready(0, request, origin);
+            self.open_in_ready = open;
+        }
+        Ok(())
+    }
+
     /// Whether `--max-requests` has been reached; if so, nothing more is admitted.
-    #[inline]
+    #[inline(always)]
     fn request_limit_reached(&mut self) -> bool {
         if self.options.max_requests.is_some_and(|m| self.next_id >= m) {
             self.exhaust_all();
@@ -257,7 +286,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
 
     /// Flow `index`'s next request, with its arrival time and record position, or `None` when
     /// the flow has ended (it is then marked exhausted).
-    #[inline]
+    #[inline(always)]
     fn next_request(&mut self, index: usize) -> Result<Option<(Request, u64)>, EngineError> {
         loop {
             let source = &mut self.sources[index];
@@ -314,7 +343,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
     }
 
     /// Puts flow `index`'s request in `ready`, numbering it, and hints the flow's next one.
-    #[inline]
+    #[inline(always)]
     fn push_ready(&mut self, index: usize, mut request: Request, origin: u64) {
         request.id = self.next_id;
         self.next_id += 1;
@@ -348,7 +377,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
 
     /// When `record` of flow `index` arrives, in u128 so that no timestamp, scale or think
     /// time can overflow before the caller checks it against the arrival limit.
-    #[inline]
+    #[inline(always)]
     fn arrival_ns(&mut self, index: usize, record: &Record) -> u128 {
         let source = &mut self.sources[index];
         match source.replay {
@@ -376,7 +405,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
 
     /// Tells the device which request of flow `index` comes after the one just admitted,
     /// unless the request limit means none will.
-    #[inline]
+    #[inline(always)]
     fn hint_next(&mut self, index: usize, arrival: SimTime) {
         let more_to_come = match self.options.max_requests {
             Some(m) => self.next_id < m,
