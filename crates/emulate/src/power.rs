@@ -21,6 +21,8 @@ use storsim_store::{Store, StoreError};
 pub use storsim_store::power::{
     Atomicity, CrashMode, CrashReport, LostWrite, DEFAULT_WRITE_CACHE_BYTES,
 };
+/// The write log and its replay, so that a caller of the emulator needs no other crate.
+pub use storsim_store::write_log;
 
 /// What the emulator does after a crash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
