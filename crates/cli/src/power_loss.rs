@@ -93,15 +93,16 @@ pub fn setup(
     emulator: &Arc<Emulator>,
     export_bytes: u64,
 ) -> Result<bool, CliError> {
-    if !wanted(args) {
-        return Ok(false);
-    }
+    // Checked even when power loss is off: a bad value is refused wherever it is.
     let write_cache_bytes = storsim_workload::synthetic::parse_size(&args.write_cache)
         .map_err(|e| CliError::input(format!("--write-cache {}: {e}", args.write_cache)))?;
     if write_cache_bytes == 0 {
         return Err(CliError::input(
             "--write-cache: a cache of 0 bytes holds nothing to lose; leave power loss off instead",
         ));
+    }
+    if !wanted(args) {
+        return Ok(false);
     }
     if args.crash_after_writes == Some(0) {
         return Err(CliError::input(
