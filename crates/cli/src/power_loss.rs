@@ -206,7 +206,16 @@ pub fn replay_log(args: ReplayLogArgs) -> Result<(), CliError> {
         crash.mode
     );
     if let Some(path) = &args.json {
-        let document = json!({"kind": "replay-log", "log": args.log, "image": out, "crash": crash_json(crash)});
+        let document = json!({
+            "schema": crate::report::SCHEMA,
+            "version": env!("CARGO_PKG_VERSION"),
+            "kind": "replay-log",
+            "command_line": crate::report::command_line(),
+            "log": args.log.display().to_string(),
+            "log_writes": writes,
+            "writes": replayed.writes,
+            "crash": crash_json(crash),
+        });
         crate::report::write_json(path, &document)?;
     }
     Ok(())
