@@ -205,6 +205,43 @@ fn bad_power_loss_arguments_are_refused_naming_the_option() {
     assert!(stderr(&out).contains("--out"), "{}", stderr(&out));
 }
 
+#[test]
+fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
+    let tmp = temp_dir("power-at");
+    let dir = tmp.path();
+    let socket = dir.join("nbd.sock");
+    let crash_log = dir.join("crash.jsonl");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "1m",
+        "--nbd-unix",
+        socket.to_str().unwrap(),
+        "--crash-at",
+        "200ms",
+        "--crash-log",
+        crash_log.to_str().unwrap(),
+    ]);
+    // The crash log's line is written and flushed at the crash.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let line = loop {
+        let log = std::fs::read_to_string(&crash_log).unwrap_or_default();
+        if log.ends_with('\n') {
+            break log;
+        }
+        assert!(std::time::Instant::now() < deadline, "no crash within 30 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let crash: serde_json::Value = serde_json::from_str(line.trim()).unwrap();
+    assert_eq!(crash["trigger"], "time");
+    assert_eq!(crash["crash"], 1);
+    assert!(crash["at_ns"].as_u64().unwrap() >= 200_000_000, "{crash}");
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("crash 1 (time)"), "{err}");
+}
+
 /// Bytes of the file an fsync'd file `i` holds.
 fn synced_contents(i: usize) -> Vec<u8> {
     (0..(i + 1) * 7919)
@@ -225,6 +262,20 @@ fn sqlite(db: &Path, sql: &str) -> String {
 /// integrity_check is ok and e2fsck -fn, after the unmount, finds nothing to fix.
 #[test]
 fn ext4_and_sqlite_keep_every_fsynced_file_and_committed_row_across_a_crash() {
+    ext4_and_sqlite_across_a_crash("power-ext4", &[]);
+}
+
+/// The same with the writes not durable torn by sector rather than all lost: what was fsync'd
+/// is untouched whatever part of the rest survives.
+#[test]
+fn ext4_and_sqlite_keep_every_fsynced_file_and_committed_row_across_a_torn_crash() {
+    ext4_and_sqlite_across_a_crash(
+        "power-ext4-torn",
+        &["--torn", "sector", "--crash-seed", "3"],
+    );
+}
+
+fn ext4_and_sqlite_across_a_crash(name: &str, crash_options: &[&str]) {
     let fuse = Path::new("/dev/fuse").exists();
     if !fuse {
         storsim_testenv::missing("no /dev/fuse");
@@ -233,7 +284,7 @@ fn ext4_and_sqlite_keep_every_fsynced_file_and_committed_row_across_a_crash() {
     if !(fuse && tools.iter().all(|t| have(t))) {
         return;
     }
-    let tmp = temp_dir("power-ext4");
+    let tmp = temp_dir(name);
     let dir = tmp.path();
     let backing = format!("file:{}", dir.join("disk.store").display());
     let mountpoint = dir.join("fuse");
@@ -243,7 +294,7 @@ fn ext4_and_sqlite_keep_every_fsynced_file_and_committed_row_across_a_crash() {
     let fs = dir.join("ext4");
     let rows = 40;
     {
-        let emu = Emulator::start(&[
+        let mut args = vec![
             "--device",
             "stec-zeus",
             "--size",
@@ -259,7 +310,9 @@ fn ext4_and_sqlite_keep_every_fsynced_file_and_committed_row_across_a_crash() {
             "stop",
             "--crash-log",
             crash_log.to_str().unwrap(),
-        ]);
+        ];
+        args.extend_from_slice(crash_options);
+        let emu = Emulator::start(&args);
         let disk = emu.fuse_file.clone().unwrap();
         let Some(lo) = Loop::attach(&disk) else {
             return;
@@ -329,10 +382,23 @@ fn ext4_and_sqlite_keep_every_fsynced_file_and_committed_row_across_a_crash() {
         let crash = control(&control_socket, "crash");
         assert_eq!(crash["ok"], true, "{crash}");
         let lost = crash["report"]["dropped_bytes"].as_u64().unwrap();
+        let at_risk: u64 = crash["report"]["volatile"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["len_bytes"].as_u64().unwrap())
+            .sum();
+        // The unsynced files' 2 MiB were among the writes at risk; a torn crash loses about
+        // half of what was at risk, the other all of it.
         assert!(
-            lost >= 2 * 16 * 65536,
-            "the unsynced files were not lost: {crash}"
+            at_risk >= 2 * 16 * 65536,
+            "the unsynced files were not at risk: {crash}"
         );
+        if crash_options.is_empty() {
+            assert_eq!(lost, at_risk, "{crash}");
+        } else {
+            assert!(lost > 0 && lost < at_risk, "{crash}");
+        }
         // The host is still up: its sqlite connection ends and its unmount writes; the disk,
         // off, takes none of it.
         open.kill().unwrap();

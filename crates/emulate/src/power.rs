@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use storsim_core::SimTime;
 use storsim_store::power::VolatileWrites;
-use storsim_store::write_log::{LogRecord, WriteLogWriter};
+use storsim_store::write_log::WriteLogWriter;
 use storsim_store::{Store, StoreError};
 
 pub use storsim_store::power::{
@@ -147,35 +147,31 @@ impl PowerLoss {
     pub fn store_part(&self, store: &Store, io: &HostIo, now: SimTime) -> Result<(), StoreError> {
         let mut state = self.state();
         let state = &mut *state;
-        let record = match io.op {
+        let log = state.options.write_log.as_mut();
+        match io.op {
             HostOp::Read => return Ok(()),
             HostOp::Write => {
                 state
                     .volatile
                     .write(store, io.offset_bytes, &io.data, io.fua)?;
-                LogRecord::Write {
-                    offset_bytes: io.offset_bytes,
-                    data: io.data.clone(),
-                    fua: io.fua,
+                if let Some(log) = log {
+                    log.write(io.offset_bytes, &io.data, io.fua)?;
                 }
             }
             HostOp::WriteZeroes | HostOp::Trim => {
                 state
                     .volatile
                     .zero(store, io.offset_bytes, io.len_bytes, io.fua)?;
-                LogRecord::Zero {
-                    offset_bytes: io.offset_bytes,
-                    len_bytes: io.len_bytes,
-                    fua: io.fua,
+                if let Some(log) = log {
+                    log.zero(io.offset_bytes, io.len_bytes, io.fua)?;
                 }
             }
             HostOp::Flush => {
                 state.volatile.flush();
-                LogRecord::Flush
+                if let Some(log) = log {
+                    log.flush()?;
+                }
             }
-        };
-        if let Some(log) = state.options.write_log.as_mut() {
-            log.append(&record)?;
         }
         if io.op != HostOp::Flush
             && state.options.crash_after_writes == Some(state.volatile.writes())
@@ -206,7 +202,7 @@ impl PowerLoss {
         let mode = state.options.mode;
         let report = state.volatile.crash(store, mode)?;
         if let Some(log) = state.options.write_log.as_mut() {
-            log.append(&LogRecord::Crash(mode))?;
+            log.crash(mode)?;
         }
         state.crashes += 1;
         if state.options.after_crash == AfterCrash::Stop {

@@ -83,41 +83,67 @@ impl WriteLogWriter {
 
     /// Appends a record.
     pub fn append(&mut self, record: &LogRecord) -> Result<(), StoreError> {
-        let result = match record {
+        match record {
             LogRecord::Write {
                 offset_bytes,
                 data,
                 fua,
-            } => self
-                .range(TAG_WRITE, *offset_bytes, data.len() as u64, *fua)
-                .and_then(|()| self.out.write_all(data)),
+            } => self.write(*offset_bytes, data, *fua),
             LogRecord::Zero {
                 offset_bytes,
                 len_bytes,
                 fua,
-            } => self.range(TAG_ZERO, *offset_bytes, *len_bytes, *fua),
-            LogRecord::Flush => self
-                .out
-                .write_all(&[TAG_FLUSH])
-                .and_then(|()| self.out.flush()),
-            LogRecord::Crash(mode) => {
-                let (kind, seed) = match mode {
-                    CrashMode::DropAll => (0u8, 0u64),
-                    CrashMode::Torn {
-                        atomicity: Atomicity::Sector,
-                        seed,
-                    } => (1, *seed),
-                    CrashMode::Torn {
-                        atomicity: Atomicity::Page,
-                        seed,
-                    } => (2, *seed),
-                };
-                self.out
-                    .write_all(&[TAG_CRASH, kind])
-                    .and_then(|()| self.out.write_all(&seed.to_le_bytes()))
-                    .and_then(|()| self.out.flush())
-            }
+            } => self.zero(*offset_bytes, *len_bytes, *fua),
+            LogRecord::Flush => self.flush(),
+            LogRecord::Crash(mode) => self.crash(*mode),
+        }
+    }
+
+    /// Appends a write of `data` at `offset`, without copying it first.
+    pub fn write(&mut self, offset: u64, data: &[u8], fua: bool) -> Result<(), StoreError> {
+        let result = self
+            .range(TAG_WRITE, offset, data.len() as u64, fua)
+            .and_then(|()| self.out.write_all(data));
+        self.checked(result)
+    }
+
+    /// Appends a write-zeroes or trim.
+    pub fn zero(&mut self, offset: u64, len: u64, fua: bool) -> Result<(), StoreError> {
+        let result = self.range(TAG_ZERO, offset, len, fua);
+        self.checked(result)
+    }
+
+    /// Appends a flush, and pushes the buffer to the file.
+    pub fn flush(&mut self) -> Result<(), StoreError> {
+        let result = self
+            .out
+            .write_all(&[TAG_FLUSH])
+            .and_then(|()| self.out.flush());
+        self.checked(result)
+    }
+
+    /// Appends a crash, and pushes the buffer to the file.
+    pub fn crash(&mut self, mode: CrashMode) -> Result<(), StoreError> {
+        let (kind, seed) = match mode {
+            CrashMode::DropAll => (0u8, 0u64),
+            CrashMode::Torn {
+                atomicity: Atomicity::Sector,
+                seed,
+            } => (1, seed),
+            CrashMode::Torn {
+                atomicity: Atomicity::Page,
+                seed,
+            } => (2, seed),
         };
+        let result = self
+            .out
+            .write_all(&[TAG_CRASH, kind])
+            .and_then(|()| self.out.write_all(&seed.to_le_bytes()))
+            .and_then(|()| self.out.flush());
+        self.checked(result)
+    }
+
+    fn checked(&self, result: io::Result<()>) -> Result<(), StoreError> {
         result.map_err(|source| StoreError::Io {
             path: self.path.clone(),
             action: "append to the write log".into(),
