@@ -448,14 +448,21 @@ impl Shared {
         if !in_range {
             return fail(IoFailure::OutOfRange, responder);
         }
-        if self.power.get().is_some_and(|p| p.powered_off()) {
+        let powered_off = || {
             let off = "the disk is powered off after a crash (--after-crash stop)".to_string();
-            return fail(IoFailure::DeviceFailed(off), responder);
+            IoFailure::DeviceFailed(off)
+        };
+        if self.powered_off() {
+            return fail(powered_off(), responder);
         }
         let read_data = match self.store_part(&io) {
             Ok(data) => data,
             Err(e) => return fail(IoFailure::Store(e.to_string()), responder),
         };
+        // A write that set a crash off is never acknowledged by a disk left off.
+        if self.powered_off() {
+            return fail(powered_off(), responder);
+        }
         if io.len_bytes == 0 && io.op != HostOp::Flush {
             // Nothing for the model to time: devices refuse empty transfers.
             self.skip(seq);
@@ -480,6 +487,11 @@ impl Shared {
             s.responder
                 .respond(Outcome::Failed(IoFailure::ShuttingDown));
         }
+    }
+
+    /// Whether a crash left the disk off (power loss's `--after-crash stop`).
+    fn powered_off(&self) -> bool {
+        self.power.get().is_some_and(|p| p.powered_off())
     }
 
     /// The data part of a host I/O, done on the caller's thread before the model sees it.

@@ -512,6 +512,25 @@ mod tests {
     }
 
     #[test]
+    fn memory_stays_within_the_cache_over_many_writes() {
+        let s = Store::open(&Backing::Memory, 64 << 20).unwrap();
+        let capacity = 256 << 10;
+        let mut v = VolatileWrites::new(capacity);
+        let mut prng = Prng::new(1);
+        for i in 0..5000u64 {
+            let offset = prng.below((64 << 20) / 512 - 16) * 512;
+            let len = (1 + prng.below(16)) * 512;
+            v.write(&s, offset, &vec![i as u8; len as usize], i % 7 == 0)
+                .unwrap();
+            assert!(v.cached_bytes <= capacity);
+            // Each cached write of at most 8 KiB touches at most three blocks.
+            assert!(v.before.len() as u64 <= 3 * v.entries.len() as u64);
+            assert!(v.entries.iter().map(|e| e.len).sum::<u64>() == v.cached_bytes);
+        }
+        assert!(v.volatile_writes() > 0);
+    }
+
+    #[test]
     fn a_write_larger_than_the_cache_is_durable_with_everything_before_it() {
         let s = store();
         let mut v = VolatileWrites::new(4096);
