@@ -196,15 +196,19 @@ pub fn replay_log(args: ReplayLogArgs) -> Result<(), CliError> {
     let replayed = write_log::replay(&args.log, to, mode).map_err(CliError::input)?;
     write_image(&replayed.store, out)?;
     let crash = &replayed.crash;
-    crate::stdout::sayln!(
-        "replayed {} of {writes} writes into {}; the crash lost {} bytes of {} writes not \
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    // Standard output is left to the document when it goes there.
+    if !json_to_stdout {
+        crate::stdout::sayln!(
+            "replayed {} of {writes} writes into {}; the crash lost {} bytes of {} writes not \
          durable ({})",
-        replayed.writes,
-        out.display(),
-        crash.dropped_bytes(),
-        crash.volatile.len(),
-        crash.mode
-    );
+            replayed.writes,
+            out.display(),
+            crash.dropped_bytes(),
+            crash.volatile.len(),
+            crash.mode
+        );
+    }
     if let Some(path) = &args.json {
         let document = json!({
             "schema": crate::report::SCHEMA,
