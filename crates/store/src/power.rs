@@ -22,6 +22,9 @@ use storsim_core::Prng;
 
 const BLOCK: usize = BLOCK_BYTES as usize;
 
+/// The smallest unit a write takes of the cache.
+const SECTOR_BYTES: u64 = 512;
+
 /// The write cache size used when none is given: a few tens of megabytes, the order of a
 /// consumer SSD's DRAM cache, and enough to hold the writes between an ext4 journal's commits.
 pub const DEFAULT_WRITE_CACHE_BYTES: u64 = 32 << 20;
@@ -129,6 +132,8 @@ struct Entry {
     /// The bytes written; `None` for zeros (write-zeroes and trim).
     data: Option<Vec<u8>>,
     durable: bool,
+    /// What it takes of the cache: its length in whole sectors.
+    cost: u64,
 }
 
 impl Entry {
@@ -174,7 +179,7 @@ struct Before {
 pub struct VolatileWrites {
     capacity_bytes: u64,
     entries: VecDeque<Entry>,
-    /// Bytes of the entries in `entries`, durable ones included (they hold memory too).
+    /// The entries' costs, durable ones included (they hold memory too).
     cached_bytes: u64,
     before: BTreeMap<u64, Before>,
     writes: u64,
@@ -283,6 +288,7 @@ impl VolatileWrites {
             len,
             data: data.map(<[u8]>::to_vec),
             durable,
+            cost: len.div_ceil(SECTOR_BYTES) * SECTOR_BYTES,
         };
         if !durable {
             for block in entry.blocks() {
@@ -299,9 +305,15 @@ impl VolatileWrites {
                 self.before.insert(block, Before { image, volatile: 1 });
             }
         }
-        self.cached_bytes += len;
+        self.cached_bytes += entry.cost;
         self.entries.push_back(entry);
-        while self.cached_bytes > self.capacity_bytes {
+        // The cache holds whole sectors of data and whole pages of the blocks they touch: a
+        // stream of small writes to scattered places fills it by its pages, as a device's
+        // cache of 4 KiB slots fills, and the memory held stays within twice its size.
+        while (self.cached_bytes > self.capacity_bytes
+            || self.before.len() as u64 * BLOCK_BYTES > self.capacity_bytes)
+            && !self.entries.is_empty()
+        {
             self.destage_oldest();
         }
         Ok(index)
@@ -313,7 +325,7 @@ impl VolatileWrites {
         let Some(entry) = self.entries.pop_front() else {
             return;
         };
-        self.cached_bytes -= entry.len;
+        self.cached_bytes -= entry.cost;
         for block in entry.blocks() {
             let Some(before) = self.before.get_mut(&block) else {
                 continue;
@@ -523,11 +535,26 @@ mod tests {
             v.write(&s, offset, &vec![i as u8; len as usize], i % 7 == 0)
                 .unwrap();
             assert!(v.cached_bytes <= capacity);
-            // Each cached write of at most 8 KiB touches at most three blocks.
-            assert!(v.before.len() as u64 <= 3 * v.entries.len() as u64);
-            assert!(v.entries.iter().map(|e| e.len).sum::<u64>() == v.cached_bytes);
+            assert!(v.before.len() as u64 * BLOCK_BYTES <= capacity);
+            assert!(v.entries.iter().map(|e| e.cost).sum::<u64>() == v.cached_bytes);
         }
         assert!(v.volatile_writes() > 0);
+    }
+
+    #[test]
+    fn tiny_scattered_writes_fill_the_cache_by_the_pages_they_touch() {
+        let s = Store::open(&Backing::Memory, 64 << 20).unwrap();
+        let mut v = VolatileWrites::new(64 << 10);
+        for i in 0..1000u64 {
+            v.write(&s, i * 8192 + 100, &[7], false).unwrap();
+        }
+        // Sixteen 4 KiB pages make 64 KiB: the cache holds the sixteen newest one-byte writes.
+        assert_eq!(v.volatile_writes(), 16);
+        assert_eq!(v.cached_bytes, 16 * 512);
+        let report = v.crash(&s, CrashMode::DropAll).unwrap();
+        assert_eq!(report.volatile[0].index, 985);
+        assert_eq!(read(&s, 984 * 8192 + 100, 1), vec![0]);
+        assert_eq!(read(&s, 983 * 8192 + 100, 1), vec![7]);
     }
 
     #[test]
