@@ -36,6 +36,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         keep_off_pacing_cpu(cpu)?;
     }
     let (emulator, export_bytes) = start_emulator(&args, &checked)?;
+    crate::power_loss::setup(&args, &emulator, export_bytes)?;
 
     let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
     {
@@ -466,12 +467,14 @@ fn control_handler(
                     json!({"ok": true, "device": name})
                 })
             }
+            "crash" => crate::power_loss::crash_command(&emulator),
             "help" | "" => Ok(json!({
                 "ok": true,
                 "commands": [
                     "report: the emulator's report so far (JSON)",
                     "set KEY=VALUE ...: rebuild the device with these device-file keys changed",
                     "device PRESET|FILE: switch to another device description",
+                    "crash: cut the power now (needs power loss on, docs/power-loss.md)",
                 ],
             })),
             other => Err(format!("unknown command `{other}` (try `help`)")),

@@ -8,6 +8,7 @@ mod emulate;
 mod import;
 mod inspect;
 mod interrupt;
+mod power_loss;
 mod progress;
 mod report;
 mod report_html;
@@ -88,6 +89,7 @@ fn main() -> ExitCode {
         args::Command::Cosim(a) => cosim::run(a),
         args::Command::Report(a) => report_html::run(a),
         args::Command::Sweep(a) => sweep::run(a),
+        args::Command::ReplayLog(a) => power_loss::replay_log(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
                 crate::stdout::sayln!("{:<18} {:<8} {}", p.name, p.model(), p.summary);

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::system::{emulate_with_qemu_io, have};
+use common::system::{emulate_with_qemu_io, have, run_ok, Emulator};
 use common::{repo_root, storsim, temp_dir};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -606,6 +606,71 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
         &[run],
         &["device.switches", "requests.polled.<front_end>"],
     );
+}
+
+#[test]
+fn every_key_of_the_replay_log_json_is_documented_and_every_documented_key_is_written() {
+    if !have("qemu-io") {
+        return;
+    }
+    let tmp = temp_dir("json-replay-log");
+    let dir = tmp.path();
+    let log = dir.join("writes.log");
+    let socket = dir.join("nbd.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "16m",
+        "--nbd-unix",
+        socket.to_str().unwrap(),
+        "--write-log",
+        log.to_str().unwrap(),
+    ]);
+    // Through a write-back cache the write is no FUA: replayed to it, before the flush of
+    // qemu-io's close, it is at risk.
+    let uri = emu.nbd().to_string();
+    run_ok(
+        "qemu-io",
+        &[
+            "-t",
+            "writeback",
+            "-f",
+            "raw",
+            &uri,
+            "-c",
+            "write -P 9 0 64k",
+        ],
+    );
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    let log = log.to_str().unwrap();
+    let image = dir.join("replayed.img");
+    let image = image.to_str().unwrap();
+    let torn = run_json(
+        "json-replay-log-torn",
+        &[
+            "replay-log",
+            log,
+            "--to-write",
+            "1",
+            "--torn",
+            "page",
+            "--seed",
+            "4",
+            "--out",
+            image,
+        ],
+        "--json",
+    );
+    assert_eq!(torn["crash"]["volatile_writes"], 1);
+    let whole = run_json(
+        "json-replay-log-whole",
+        &["replay-log", log, "--out", image],
+        "--json",
+    );
+    assert_eq!(whole["crash"]["volatile_writes"], 0);
+    assert_documented("## The replay-log document", &[torn, whole], &[]);
 }
 
 #[test]
