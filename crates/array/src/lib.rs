@@ -21,7 +21,7 @@ mod mapping;
 use std::collections::{HashMap, VecDeque};
 use storsim_core::{
     check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
-    QUEUE_DEPTH_MAX, SECTOR_BYTES,
+    Status, QUEUE_DEPTH_MAX, SECTOR_BYTES,
 };
 
 use mapping::{raid0_capacity_bytes, raid0_pieces, Piece};
@@ -72,6 +72,9 @@ struct Parent {
     remaining: usize,
     service_start: Option<SimTime>,
     finish: SimTime,
+    /// The first error a child completed a piece with; the host sees the request fail if any
+    /// piece failed, as a striped or mirrored write is only done when all its copies are.
+    status: Status,
 }
 
 /// A host request whose pieces are all done, waiting for `advance` to report it.
@@ -425,6 +428,7 @@ impl ArrayDevice {
             request: parent.request,
             service_start: parent.service_start.unwrap_or(parent.finish),
             finish: parent.finish,
+            status: parent.status,
         };
         assert!(
             completion.request.arrival <= completion.service_start
@@ -527,6 +531,9 @@ impl ArrayDevice {
                             .service_start
                             .map_or(c.service_start, |s| s.min(c.service_start)),
                     );
+                    if parent.status.is_ok() {
+                        parent.status = c.status;
+                    }
                     self.piece_gone(slot, c.request.id, c.finish);
                 }
                 self.child_done = done;
@@ -599,6 +606,7 @@ impl Device for ArrayDevice {
             remaining: pieces.len(),
             service_start: None,
             finish: now,
+            status: Status::Ok,
         });
         let mut accepted = false;
         let mut result = Ok(());

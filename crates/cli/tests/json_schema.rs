@@ -209,8 +209,30 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
                 synthetic,
             ],
         ),
+        // A faults layer: the plan, the error counts and the retries appear.
+        simulate(
+            "faults",
+            &[
+                "--device",
+                "examples/faults/flaky-ssd.toml",
+                "--workload",
+                synthetic,
+                "--retries",
+                "1",
+            ],
+        ),
     ];
-    assert_documented("## The simulate document", &runs, &[]);
+    // The example's one latency spike draws from an exponential; the other delay shapes write
+    // their own keys, which the faults tests cover.
+    assert_documented(
+        "## The simulate document",
+        &runs,
+        &[
+            "device.faults.rules[].delay.ns",
+            "device.faults.rules[].delay.min_ns",
+            "device.faults.rules[].delay.max_ns",
+        ],
+    );
     for run in &runs {
         assert_series_matches_the_run(run);
     }

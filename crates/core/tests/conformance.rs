@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use storsim_core::conformance::{self, Options, Recorder, ViolationKind};
 use storsim_core::{
     check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request,
-    SimDuration, SimTime,
+    SimDuration, SimTime, Status,
 };
 
 /// One way of breaking the contract.
@@ -134,6 +134,7 @@ impl Device for Fifo {
             request,
             service_start: start.min(finish),
             finish,
+            status: Status::Ok,
         };
         match self.flaw {
             Flaw::AltersRequest if request.id == 30 => completion.request.len_bytes += 512,

@@ -876,7 +876,7 @@ mod tests {
     use super::*;
     use std::collections::VecDeque;
     use storsim_core::conformance::{self, mixed_requests, Mix};
-    use storsim_core::{Prng, SimDuration};
+    use storsim_core::{Prng, SimDuration, Status};
 
     /// One server taking `service_ns` per request, first come first served, with counters of
     /// what it accepted and completed.
@@ -942,6 +942,7 @@ mod tests {
                     request,
                     service_start: start,
                     finish,
+                    status: Status::Ok,
                 });
             }
         }
@@ -965,6 +966,7 @@ mod tests {
             },
             service_start: SimTime(arrival),
             finish: SimTime(finish),
+            status: Status::Ok,
         }
     }
 
