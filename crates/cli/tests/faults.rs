@@ -1,0 +1,143 @@
+//! Injected faults reach real clients: qemu-io over NBD sees the read error a device file's
+//! `[faults]` or the control socket's `fault add` injects, and reads again once it is cleared;
+//! `simulate` counts the errors and retries them.
+
+mod common;
+
+use common::system::{have, run, Emulator};
+use common::{repo_root, storsim, temp_dir};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+
+fn control(socket: &Path, command: &str) -> serde_json::Value {
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    stream.write_all(format!("{command}\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
+/// qemu-io's output for one command on the export.
+fn qemu_io(emu: &Emulator, command: &str) -> String {
+    let o = run("qemu-io", &["-f", "raw", emu.nbd(), "-c", command]);
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn qemu_io_sees_a_read_error_injected_through_the_control_socket_until_it_is_cleared() {
+    if !have("qemu-io") {
+        return;
+    }
+    let tmp = temp_dir("faults-control");
+    let dir = tmp.path();
+    let socket = dir.join("control.sock");
+    let nbd = dir.join("nbd.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "16m",
+        "--nbd-unix",
+        nbd.to_str().unwrap(),
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    assert!(qemu_io(&emu, "read 0 4k").contains("read 4096/4096 bytes"));
+    let added = control(&socket, "fault add kind=read_error lba_start=0 lba_end=8");
+    assert_eq!(added["ok"], true, "{added}");
+    assert_eq!(added["faults"][0]["kind"], "read_error");
+    let failed = qemu_io(&emu, "read 0 4k");
+    assert!(failed.contains("Input/output error"), "{failed}");
+    // Outside the range, reads go on.
+    assert!(qemu_io(&emu, "read 1M 4k").contains("read 4096/4096 bytes"));
+    let refused = control(&socket, "fault add kind=read_error rate_per_million=0");
+    assert_eq!(refused["ok"], false);
+    assert!(refused["error"]
+        .as_str()
+        .unwrap()
+        .contains("rate_per_million"));
+    assert_eq!(control(&socket, "fault clear")["ok"], true);
+    assert!(qemu_io(&emu, "read 0 4k").contains("read 4096/4096 bytes"));
+    let report = control(&socket, "report");
+    let injected = &report["report"]["device"]["counters"]["faults_injected_read_error"];
+    assert_eq!(injected, 1, "{report}");
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+}
+
+#[test]
+fn qemu_io_sees_no_space_from_a_device_files_faults() {
+    if !have("qemu-io") {
+        return;
+    }
+    let tmp = temp_dir("faults-file");
+    let dir = tmp.path();
+    let device = dir.join("full.toml");
+    std::fs::write(
+        &device,
+        "preset = \"stec-zeus\"\n[faults]\n[[faults.rule]]\nkind = \"no_space\"\n",
+    )
+    .unwrap();
+    let nbd = dir.join("nbd.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        device.to_str().unwrap(),
+        "--size",
+        "16m",
+        "--nbd-unix",
+        nbd.to_str().unwrap(),
+    ]);
+    let out = qemu_io(&emu, "write 0 4k");
+    assert!(out.contains("No space left on device"), "{out}");
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+}
+
+#[test]
+fn simulate_counts_each_injected_error_and_retries_a_lasting_one_in_vain() {
+    let device = repo_root().join("examples/faults/flaky-ssd.toml");
+    let workload = "synthetic:rw=randread,bs=4k,iodepth=4,requests=3000,span=16m,seed=3";
+    let run_json = |extra: &[&str]| -> serde_json::Value {
+        let tmp = temp_dir("faults-simulate");
+        let out = tmp.path().join("out.json");
+        let mut args = vec![
+            "simulate",
+            "--quiet",
+            "--device",
+            device.to_str().unwrap(),
+            "--workload",
+            workload,
+            "--json",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let o = storsim(&args);
+        assert!(o.status.success(), "{}", common::stderr(&o));
+        serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap()
+    };
+    let plain = run_json(&[]);
+    let injected = plain["device"]["counters"]["faults_injected_read_error"]
+        .as_u64()
+        .unwrap();
+    // Every read of the first 8 MiB from request 100 on fails: about half of 2900.
+    assert!(injected > 1000, "{injected}");
+    assert_eq!(plain["summary"]["read"]["errors"]["media_error"], injected);
+    assert_eq!(plain["summary"]["latency_includes_failed"], false);
+    assert_eq!(plain["run"]["retries"], 0);
+    // A media error that stays is retried and fails again: the retries double the injections
+    // and the errors stay.
+    let retried = run_json(&["--retries", "1"]);
+    let errors = retried["summary"]["read"]["errors"]["media_error"]
+        .as_u64()
+        .unwrap();
+    assert_eq!(retried["run"]["retries"], errors);
+    assert_eq!(
+        retried["device"]["counters"]["faults_injected_read_error"],
+        2 * errors
+    );
+    assert_eq!(retried["summary"]["requests"], plain["summary"]["requests"]);
+}
