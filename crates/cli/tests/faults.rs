@@ -141,3 +141,49 @@ fn simulate_counts_each_injected_error_and_retries_a_lasting_one_in_vain() {
     );
     assert_eq!(retried["summary"]["requests"], plain["summary"]["requests"]);
 }
+
+#[test]
+fn a_program_under_cosim_gets_the_injected_write_error_as_its_errno() {
+    if !have("dd") {
+        return;
+    }
+    let tmp = temp_dir("faults-cosim");
+    let dir = tmp.path().join("dev");
+    std::fs::create_dir_all(&dir).unwrap();
+    let device = tmp.path().join("failing.toml");
+    // Writes fail from the third request on: dd's first two direct writes succeed.
+    std::fs::write(
+        &device,
+        "preset = \"stec-zeus\"\n[faults]\n[[faults.rule]]\nkind = \"write_error\"\n\
+         from_request = 3\n",
+    )
+    .unwrap();
+    let report = tmp.path().join("report.json");
+    let of = format!("of={}", dir.join("out").display());
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_storsim"))
+        .args(["cosim", "--device", device.to_str().unwrap(), "--dir"])
+        .arg(&dir)
+        .args(["--quiet", "--report", report.to_str().unwrap(), "--"])
+        .args([
+            "dd",
+            "if=/dev/zero",
+            &of,
+            "bs=64k",
+            "count=8",
+            "oflag=direct",
+        ])
+        .current_dir(repo_root())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "dd failed: {err}");
+    assert!(err.contains("Input/output error"), "{err}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert_eq!(report["summary"]["write"]["requests"], 3, "{report}");
+    assert_eq!(report["summary"]["write"]["errors"]["write_error"], 1);
+    assert_eq!(
+        report["device"]["counters"]["faults_injected_write_error"],
+        1
+    );
+}
