@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::system::{have, run, Emulator};
+use common::system::{have, run, run_ok, Emulator, Loop, Mounted};
 use common::{repo_root, storsim, temp_dir};
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
@@ -186,4 +186,126 @@ fn a_program_under_cosim_gets_the_injected_write_error_as_its_errno() {
         report["device"]["counters"]["faults_injected_write_error"],
         1
     );
+}
+
+/// fio over `target` (its engine and file) with random 4 KiB writes that go on past errors;
+/// returns its job object.
+fn fio_continuing(target: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "--name=errors",
+        "--rw=randwrite",
+        "--bs=4k",
+        "--iodepth=8",
+        "--size=4m",
+        "--continue_on_error=all",
+        "--output-format=json",
+    ];
+    args.extend_from_slice(target);
+    let out = run("fio", &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // fio's nbd engine prints a line before the JSON.
+    let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap_or(0)..])
+        .unwrap_or_else(|e| panic!("{e}: {text}{}", String::from_utf8_lossy(&out.stderr)));
+    json["jobs"][0].clone()
+}
+
+#[test]
+fn fio_continuing_past_errors_counts_exactly_the_injected_write_errors_over_nbd() {
+    if !have("fio") {
+        return;
+    }
+    let tmp = temp_dir("faults-fio");
+    let dir = tmp.path();
+    let device = dir.join("flaky.toml");
+    std::fs::write(
+        &device,
+        "preset = \"stec-zeus\"\n[faults]\n[[faults.rule]]\nkind = \"write_error\"\n\
+         rate_per_million = 100000\n",
+    )
+    .unwrap();
+    let socket = dir.join("control.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        device.to_str().unwrap(),
+        "--size",
+        "16m",
+        "--nbd",
+        "127.0.0.1:0",
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    let uri = emu.nbd().to_string();
+    let job = fio_continuing(&["--ioengine=nbd", &format!("--uri={uri}")]);
+    let report = control(&socket, "report");
+    let injected = report["report"]["device"]["counters"]["faults_injected_write_error"]
+        .as_u64()
+        .unwrap();
+    // About one write in ten of 1024.
+    assert!((50..200).contains(&injected), "{injected}");
+    assert_eq!(job["total_err"], injected, "{job}");
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+}
+
+#[test]
+fn ext4_on_the_emulated_disk_goes_read_only_after_an_injected_metadata_write_error() {
+    let fuse = std::path::Path::new("/dev/fuse").exists();
+    if !(fuse && have("losetup") && have("mkfs.ext4") && have("mount")) {
+        return;
+    }
+    let tmp = temp_dir("faults-ext4");
+    let dir = tmp.path();
+    let mountpoint = dir.join("fuse");
+    std::fs::create_dir_all(&mountpoint).unwrap();
+    let socket = dir.join("control.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "64m",
+        "--fuse",
+        mountpoint.to_str().unwrap(),
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    let disk = emu.fuse_file.clone().unwrap();
+    let Some(lo) = Loop::attach(&disk) else {
+        return;
+    };
+    run_ok("mkfs.ext4", &["-q", "-F", &lo.0]);
+    let fs = dir.join("ext4");
+    {
+        let _m = Mounted::new(&lo.0, &fs);
+        std::fs::write(fs.join("before"), b"written before the fault").unwrap();
+        run_ok("sync", &[]);
+        // Every write fails from now on: the next journal commit cannot reach the disk.
+        let added = control(&socket, "fault add kind=write_error");
+        assert_eq!(added["ok"], true, "{added}");
+        std::fs::write(fs.join("after"), b"x").unwrap();
+        let _ = run("sync", &[]);
+        // ext4 aborts its journal and remounts read-only (errors=remount-ro), or reports the
+        // error on the next change: either way a new file can no longer be made.
+        let refused = std::fs::write(fs.join("later"), b"y");
+        let mounts = std::fs::read_to_string("/proc/mounts").unwrap();
+        let line = mounts
+            .lines()
+            .find(|l| l.starts_with(&format!("{} ", lo.0)))
+            .unwrap_or("")
+            .to_string();
+        assert!(
+            refused.is_err() || line.contains(" ro,") || line.contains(" ro "),
+            "ext4 went on writing: {line}"
+        );
+        assert_eq!(control(&socket, "fault clear")["ok"], true);
+    }
+    let report = control(&socket, "report");
+    assert!(
+        report["report"]["device"]["counters"]["faults_injected_write_error"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    drop(lo);
+    let (status, out, err) = emu.stop();
+    assert!(status.success(), "{status}: {out}{err}");
 }
