@@ -49,6 +49,8 @@ enum Flaw {
     WearMisshapen,
     /// `block_wear()` counts the devices built before it, as if erases leaked between runs.
     WearNondeterministic,
+    /// Request 45 completes with a media error, which only a faults layer may report.
+    FailsARequest,
 }
 
 /// A single FIFO server: 10 µs plus 1 ns a byte per request, 3 µs a flush.
@@ -138,6 +140,7 @@ impl Device for Fifo {
         };
         match self.flaw {
             Flaw::AltersRequest if request.id == 30 => completion.request.len_bytes += 512,
+            Flaw::FailsARequest if request.id == 45 => completion.status = Status::MediaError,
             Flaw::StartsAfterFinish if request.id == 35 => {
                 completion.service_start = finish + SimDuration(1);
             }
@@ -259,6 +262,7 @@ fn each_broken_device_is_reported_with_its_seed_and_request() {
         (Flaw::ReversesTies, ViolationKind::OutOfOrder),
         (Flaw::WearMisshapen, ViolationKind::BlockWearShape),
         (Flaw::WearNondeterministic, ViolationKind::Nondeterministic),
+        (Flaw::FailsARequest, ViolationKind::ErrorStatus),
     ];
     for (flaw, kind) in cases {
         let options = options();

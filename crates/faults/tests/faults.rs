@@ -75,7 +75,25 @@ fn the_layer_keeps_the_device_contract_with_faults_off_and_on() {
             ..FaultRule::always(FaultKind::ReadOnly)
         },
     ]);
-    conformance::check(|| FaultsDevice::new(model(), &on), &Options::default()).unwrap();
+    let errors_allowed = Options {
+        allow_errors: true,
+        ..Options::default()
+    };
+    conformance::check(|| FaultsDevice::new(model(), &on), &errors_allowed).unwrap();
+    // A layer that only delays keeps the rule that every request completes ok.
+    let spikes_only = plan(vec![FaultRule {
+        rate_per_million: 200_000,
+        delay: Some(Delay::Uniform {
+            min_ns: 1_000,
+            max_ns: 900_000,
+        }),
+        ..FaultRule::always(FaultKind::LatencySpike)
+    }]);
+    conformance::check(
+        || FaultsDevice::new(model(), &spikes_only),
+        &Options::default(),
+    )
+    .unwrap();
 }
 
 #[test]
