@@ -309,3 +309,61 @@ fn ext4_on_the_emulated_disk_goes_read_only_after_an_injected_metadata_write_err
     let (status, out, err) = emu.stop();
     assert!(status.success(), "{status}: {out}{err}");
 }
+
+#[test]
+fn fio_continuing_past_errors_counts_exactly_the_injected_read_errors_through_fuse_and_a_loop() {
+    let fuse = std::path::Path::new("/dev/fuse").exists();
+    if !(fuse && have("losetup") && have("fio")) {
+        return;
+    }
+    let tmp = temp_dir("faults-fio-fuse");
+    let dir = tmp.path();
+    let mountpoint = dir.join("fuse");
+    std::fs::create_dir_all(&mountpoint).unwrap();
+    let socket = dir.join("control.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "16m",
+        "--fuse",
+        mountpoint.to_str().unwrap(),
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    let disk = emu.fuse_file.clone().unwrap();
+    let Some(lo) = Loop::attach(&disk) else {
+        return;
+    };
+    let added = control(&socket, "fault add kind=read_error rate_per_million=100000");
+    assert_eq!(added["ok"], true, "{added}");
+    let job = {
+        let mut args = vec![
+            "--name=errors",
+            "--rw=randread",
+            "--bs=4k",
+            "--iodepth=8",
+            "--size=4m",
+            "--continue_on_error=all",
+            "--output-format=json",
+            "--ioengine=libaio",
+            "--direct=1",
+        ];
+        let filename = format!("--filename={}", lo.0);
+        args.push(&filename);
+        let out = run("fio", &args);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let json: serde_json::Value = serde_json::from_str(&text[text.find('{').unwrap()..])
+            .unwrap_or_else(|e| panic!("{e}: {text}"));
+        json["jobs"][0].clone()
+    };
+    let report = control(&socket, "report");
+    let injected = report["report"]["device"]["counters"]["faults_injected_read_error"]
+        .as_u64()
+        .unwrap();
+    assert!((50..200).contains(&injected), "{injected}");
+    assert_eq!(job["total_err"], injected, "{job}");
+    drop(lo);
+    let (status, out, err) = emu.stop();
+    assert!(status.success(), "{status}: {out}{err}");
+}

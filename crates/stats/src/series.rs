@@ -434,7 +434,10 @@ impl SeriesRecorder {
         self.pending.record(op, latency_ns);
         let w = &mut self.windows[i].ops[op];
         w.requests += 1;
-        w.bytes += c.request.len_bytes;
+        // As in the summary, a failed request moved no data the host can use.
+        if c.status.is_ok() {
+            w.bytes += c.request.len_bytes;
+        }
         w.latency_sum_ns += u128::from(latency_ns);
         w.latency_max_ns = w.latency_max_ns.max(latency_ns);
         let arrival = c.request.arrival.as_ns();
