@@ -41,6 +41,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
     {
         let emulator = Arc::clone(&emulator);
+        let faults = checked.faults.clone();
         // SIGUSR1 also rewrites `--json FILE` with the document so far (the exit replaces it),
         // so that a long run can be plotted while it goes; standard output is left to the
         // final document.
@@ -54,7 +55,8 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
                     let so_far = emulator.report();
                     eprint!("{}", report::emulation_text(&so_far));
                     if let Some(path) = &json_file {
-                        if let Err(e) = report::write_json(path, &report::emulation_json(&so_far)) {
+                        let doc = emulation_document(&so_far, &faults);
+                        if let Err(e) = report::write_json(path, &doc) {
                             eprintln!("storsim: {}", e.message);
                         }
                     }
@@ -83,7 +85,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     front_ends.stop(reason)?;
     let final_report = emulator.shutdown().map_err(CliError::failure)?;
     if let Some(path) = &args.json {
-        report::write_json(path, &report::emulation_json(&final_report))?;
+        report::write_json(path, &emulation_document(&final_report, &checked.faults))?;
     }
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
         crate::stdout::say!("{}", report::emulation_text(&final_report));
@@ -456,7 +458,7 @@ fn control_handler(
         let answer = match command {
             "report" | "stats" => Ok(json!({
                 "ok": true,
-                "report": report::emulation_json(&emulator.report()),
+                "report": emulation_document(&emulator.report(), &faults),
             })),
             "device" | "set" => {
                 let mut choice = choice.lock().unwrap_or_else(|p| p.into_inner());
@@ -502,16 +504,29 @@ fn with_fault_control(spec: &mut storsim_config::DeviceSpec, control: &FaultCont
     spec.set_faults(Some(plan));
 }
 
+/// The emulate document with the faults in force as the device's `faults.rules`.
+fn emulation_document(
+    r: &storsim_emulate::EmulatorReport,
+    faults: &FaultControl,
+) -> serde_json::Value {
+    let mut doc = report::emulation_json(r);
+    doc["device"]["faults"] = json!({"rules": fault_rules_json(faults)});
+    doc
+}
+
+/// The rules `faults` holds now, as the simulate document's `device.faults.rules`.
+fn fault_rules_json(faults: &FaultControl) -> serde_json::Value {
+    let plan = storsim_config::FaultPlan {
+        rules: faults.rules(),
+        ..Default::default()
+    };
+    report::faults_json(&plan)["rules"].clone()
+}
+
 /// `fault add KEY=VALUE ...`, `fault clear` and `fault list`.
 fn fault_command(faults: &FaultControl, rest: &str) -> Result<serde_json::Value, String> {
     let mut words = rest.split_whitespace();
-    let list = |faults: &FaultControl| {
-        let plan = storsim_config::FaultPlan {
-            rules: faults.rules(),
-            ..Default::default()
-        };
-        report::faults_json(&plan)["rules"].clone()
-    };
+    let list = fault_rules_json;
     match words.next() {
         Some("add") => {
             let args: Vec<&str> = words.collect();

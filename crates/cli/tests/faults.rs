@@ -50,6 +50,11 @@ fn qemu_io_sees_a_read_error_injected_through_the_control_socket_until_it_is_cle
     let added = control(&socket, "fault add kind=read_error lba_start=0 lba_end=8");
     assert_eq!(added["ok"], true, "{added}");
     assert_eq!(added["faults"][0]["kind"], "read_error");
+    let in_force = control(&socket, "report");
+    assert_eq!(
+        in_force["report"]["device"]["faults"]["rules"][0]["lba_end"],
+        8
+    );
     let failed = qemu_io(&emu, "read 0 4k");
     assert!(failed.contains("Input/output error"), "{failed}");
     // Outside the range, reads go on.
@@ -366,4 +371,48 @@ fn fio_continuing_past_errors_counts_exactly_the_injected_read_errors_through_fu
     drop(lo);
     let (status, out, err) = emu.stop();
     assert!(status.success(), "{status}: {out}{err}");
+}
+
+#[test]
+fn over_nbd_a_hung_read_times_out_as_eio_and_a_read_only_device_refuses_writes_with_eperm() {
+    if !have("qemu-io") {
+        return;
+    }
+    let tmp = temp_dir("faults-hang");
+    let dir = tmp.path();
+    let device = dir.join("hangs.toml");
+    std::fs::write(
+        &device,
+        "preset = \"stec-zeus\"\n[faults]\nhost_timeout_ms = 200\n\n[[faults.rule]]\n\
+         kind = \"hang\"\nop = \"read\"\n\n[[faults.rule]]\nkind = \"read_only\"\n",
+    )
+    .unwrap();
+    let socket = dir.join("control.sock");
+    let nbd = dir.join("nbd.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        device.to_str().unwrap(),
+        "--size",
+        "16m",
+        "--nbd-unix",
+        nbd.to_str().unwrap(),
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    let read = qemu_io(&emu, "read 0 4k");
+    assert!(read.contains("Input/output error"), "{read}");
+    let write = qemu_io(&emu, "write 0 4k");
+    assert!(write.contains("Operation not permitted"), "{write}");
+    let report = control(&socket, "report");
+    let counters = &report["report"]["device"]["counters"];
+    assert!(
+        counters["faults_injected_hang"].as_u64().unwrap() >= 1,
+        "{counters}"
+    );
+    assert!(
+        counters["faults_injected_read_only"].as_u64().unwrap() >= 1,
+        "{counters}"
+    );
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
 }
