@@ -138,3 +138,60 @@ fn the_control_sockets_words_make_the_same_rules() {
     }
     assert!(parse_fault_rule(&["kind"], "fault add").is_err());
 }
+
+#[test]
+fn a_childs_faults_fail_the_array_requests_that_reach_it_and_no_others() {
+    use storsim_core::conformance::{drive, mixed_requests, Mix};
+    use storsim_core::Status;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("bad.toml"),
+        format!("{BASE}[faults]\n[[faults.rule]]\nkind = \"read_error\"\n"),
+    )
+    .unwrap();
+    let array = dir.join("array.toml");
+    std::fs::write(
+        &array,
+        "model = \"array\"\n[array]\nlevel = \"raid0\"\nstripe_unit_bytes = 65536\n\
+         children = [\"bad.toml\", \"stec-zeus\"]\n",
+    )
+    .unwrap();
+    let spec = storsim_config::load_device(array.to_str().unwrap())
+        .unwrap()
+        .spec;
+    let mut device = spec.build().unwrap();
+    let requests = mixed_requests(
+        3,
+        &Mix {
+            count: 2_000,
+            capacity_bytes: device.capacity_bytes(),
+            queue_depth: device.queue_depth(),
+            max_request_bytes: 32 * 1024,
+        },
+    );
+    let done = drive(device.as_mut(), &requests).unwrap().completions;
+    // Stripe units alternate between the children: a read fails exactly when it touches one
+    // of child 0's units.
+    let on_child0 = |c: &storsim_core::Completion| {
+        let r = &c.request;
+        (r.offset_bytes / 65536..r.end_bytes().div_ceil(65536)).any(|unit| unit % 2 == 0)
+    };
+    let reads: Vec<_> = done.iter().filter(|c| c.request.op == Op::Read).collect();
+    assert!(
+        reads.iter().any(|c| !on_child0(c)),
+        "some reads miss child 0"
+    );
+    for c in reads {
+        let expected = if on_child0(c) {
+            Status::MediaError
+        } else {
+            Status::Ok
+        };
+        assert_eq!(c.status, expected, "{:?}", c.request);
+    }
+    assert!(done
+        .iter()
+        .filter(|c| c.request.op != Op::Read)
+        .all(|c| c.status.is_ok()));
+}
