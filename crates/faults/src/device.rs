@@ -95,6 +95,9 @@ struct Active {
 struct Fate {
     status: Status,
     delay_ns: u64,
+    /// When the host gives up on the request: a spike that would hold it past this ends in a
+    /// timeout there.
+    timeout: SimTime,
 }
 
 /// A device wrapped in a faults layer (see the crate documentation). Its name, capacity,
@@ -298,7 +301,14 @@ impl Device for FaultsDevice {
                 }
                 let status = kind.map_or(Status::Ok, FaultKind::status);
                 if !status.is_ok() || delay_ns > 0 {
-                    self.fates.insert(request.id, Fate { status, delay_ns });
+                    self.fates.insert(
+                        request.id,
+                        Fate {
+                            status,
+                            delay_ns,
+                            timeout: now + self.host_timeout,
+                        },
+                    );
                 }
                 if delay_ns > 0 {
                     self.injected[FaultKind::LatencySpike as usize] += 1;
@@ -331,7 +341,15 @@ impl Device for FaultsDevice {
                 c.status = fate.status;
                 if fate.delay_ns > 0 {
                     let mut held_back = out.remove(i);
+                    let model_finish = held_back.finish;
                     held_back.finish += SimDuration(fate.delay_ns);
+                    // The host stops waiting at its timeout; never before the model's own
+                    // finish, which the model's deadline already announced.
+                    let gives_up = fate.timeout.max(model_finish);
+                    if held_back.finish > gives_up {
+                        held_back.finish = gives_up;
+                        held_back.status = Status::Timeout;
+                    }
                     // Each held request is in the queue at most once, within its depth.
                     let _ = self.local.push(held_back.finish, held_back);
                     continue;

@@ -81,14 +81,17 @@ fn the_layer_keeps_the_device_contract_with_faults_off_and_on() {
     };
     conformance::check(|| FaultsDevice::new(model(), &on), &errors_allowed).unwrap();
     // A layer that only delays keeps the rule that every request completes ok.
-    let spikes_only = plan(vec![FaultRule {
-        rate_per_million: 200_000,
-        delay: Some(Delay::Uniform {
-            min_ns: 1_000,
-            max_ns: 900_000,
-        }),
-        ..FaultRule::always(FaultKind::LatencySpike)
-    }]);
+    let spikes_only = FaultPlan {
+        host_timeout_ns: 1_000_000_000,
+        ..plan(vec![FaultRule {
+            rate_per_million: 200_000,
+            delay: Some(Delay::Uniform {
+                min_ns: 1_000,
+                max_ns: 900_000,
+            }),
+            ..FaultRule::always(FaultKind::LatencySpike)
+        }])
+    };
     conformance::check(
         || FaultsDevice::new(model(), &spikes_only),
         &Options::default(),
@@ -196,7 +199,11 @@ fn a_spike_delays_completions_and_is_counted() {
         delay: Some(Delay::Fixed { ns: 10_000_000 }),
         ..FaultRule::always(FaultKind::LatencySpike)
     };
-    let mut device = FaultsDevice::new(model(), &plan(vec![rule]));
+    let patient = FaultPlan {
+        host_timeout_ns: 1_000_000_000,
+        ..plan(vec![rule])
+    };
+    let mut device = FaultsDevice::new(model(), &patient);
     let done = drive(&mut device, &requests).unwrap().completions;
     assert!(done.iter().all(|c| c.status.is_ok()));
     assert!(done.iter().all(|c| c.latency() >= SimDuration(10_000_000)));
@@ -269,4 +276,36 @@ fn bad_rules_are_refused_naming_the_key() {
         }),
         "lba_end"
     );
+}
+
+#[test]
+fn a_spike_past_the_host_timeout_ends_in_a_timeout_at_the_timeout() {
+    // Reads 10 ms apart, so each is submitted at its arrival into an idle device.
+    let requests: Vec<Request> = (0..20)
+        .map(|i| Request {
+            id: i,
+            op: if i % 2 == 0 { Op::Read } else { Op::Write },
+            offset_bytes: i * 4096,
+            len_bytes: 4096,
+            arrival: SimTime(i * 10_000_000),
+            flow: 0,
+        })
+        .collect();
+    let rule = FaultRule {
+        op: Some(Op::Read),
+        delay: Some(Delay::Fixed { ns: 5_000_000 }),
+        ..FaultRule::always(FaultKind::LatencySpike)
+    };
+    // The plan's host timeout is 2 ms: every read's 5 ms spike outlasts it, and the host
+    // sees a timeout 2 ms after it submitted the read.
+    let done = run(&plan(vec![rule]), &requests);
+    for c in &done {
+        if c.request.op == Op::Read {
+            assert_eq!(c.status, Status::Timeout, "{:?}", c.request);
+            assert_eq!(c.latency(), SimDuration(2_000_000), "{:?}", c.request);
+        } else {
+            assert_eq!(c.status, Status::Ok);
+            assert!(c.latency() < SimDuration(1_000_000));
+        }
+    }
 }
