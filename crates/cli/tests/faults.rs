@@ -416,3 +416,52 @@ fn over_nbd_a_hung_read_times_out_as_eio_and_a_read_only_device_refuses_writes_w
     let (status, _, err) = emu.stop();
     assert!(status.success(), "{err}");
 }
+
+#[test]
+fn a_sweep_varies_the_retries_and_each_point_counts_its_own() {
+    let tmp = temp_dir("faults-sweep");
+    let dir = tmp.path();
+    let spec = dir.join("retries.toml");
+    let device = repo_root().join("examples/faults/flaky-ssd.toml");
+    std::fs::write(
+        &spec,
+        format!(
+            "devices = [{:?}]\n\
+             workloads = [\"synthetic:rw=randread,bs=4k,iodepth=4,requests=1000,span=16m\"]\n\
+             [[point]]\ndevice = {:?}\n\
+             workload = \"synthetic:rw=randread,bs=4k,iodepth=4,requests=1000,span=16m\"\n\
+             label = \"retried\"\noptions = {{ retries = 2, retry_delay = \"1ms\" }}\n",
+            device.to_str().unwrap(),
+            device.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let out = dir.join("out");
+    let o = storsim(&[
+        "sweep",
+        spec.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+        "--jobs",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", common::stderr(&o));
+    let mut retries = Vec::new();
+    for entry in std::fs::read_dir(out.join("points")).unwrap() {
+        let path = entry.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(doc) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        if doc["kind"] == "simulate" {
+            retries.push(doc["run"]["retries"].as_u64().unwrap());
+        }
+    }
+    retries.sort_unstable();
+    assert_eq!(retries.len(), 2, "{retries:?}");
+    assert_eq!(retries[0], 0);
+    assert!(retries[1] > 0);
+}
