@@ -195,3 +195,54 @@ fn a_childs_faults_fail_the_array_requests_that_reach_it_and_no_others() {
         .filter(|c| c.request.op != Op::Read)
         .all(|c| c.status.is_ok()));
 }
+
+#[test]
+fn a_mirror_reads_the_other_copy_when_one_has_a_media_error() {
+    use storsim_core::conformance::{drive, mixed_requests, Mix};
+    use storsim_core::Status;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("bad.toml"),
+        format!("{BASE}[faults]\n[[faults.rule]]\nkind = \"read_error\"\n"),
+    )
+    .unwrap();
+    let run = |children: &str| {
+        let array = dir.join("mirror.toml");
+        std::fs::write(
+            &array,
+            format!("model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = {children}\n"),
+        )
+        .unwrap();
+        let spec = storsim_config::load_device(array.to_str().unwrap())
+            .unwrap()
+            .spec;
+        let mut device = spec.build().unwrap();
+        let requests = mixed_requests(
+            4,
+            &Mix {
+                count: 1_000,
+                capacity_bytes: device.capacity_bytes(),
+                queue_depth: device.queue_depth(),
+                max_request_bytes: 32 * 1024,
+            },
+        );
+        let done = drive(device.as_mut(), &requests).unwrap().completions;
+        let redirected = device
+            .counters()
+            .iter()
+            .find(|c| c.name == "redirected_reads")
+            .unwrap()
+            .value;
+        (done, redirected)
+    };
+    // One bad copy: every read succeeds from the other, those sent to the bad one redirected.
+    let (done, redirected) = run("[\"bad.toml\", \"stec-zeus\"]");
+    assert!(done.iter().all(|c| c.status.is_ok()));
+    assert!(redirected > 0.0);
+    // Both bad: the read fails once every copy was tried.
+    let (done, redirected) = run("[\"bad.toml\", \"bad.toml\"]");
+    let reads: Vec<_> = done.iter().filter(|c| c.request.op == Op::Read).collect();
+    assert!(reads.iter().all(|c| c.status == Status::MediaError));
+    assert_eq!(redirected, reads.len() as f64);
+}
