@@ -633,6 +633,8 @@ pub struct CosimResults<'a> {
     pub program: &'a [std::ffi::OsString],
     pub extent_bytes: u64,
     pub report: &'a CosimReport,
+    /// The device's faults layer, if it has one (the device's `faults`, as in simulate).
+    pub faults: Option<&'a FaultPlan>,
 }
 
 fn cpu_speed_json(speed: f64) -> Value {
@@ -648,7 +650,7 @@ fn cpu_speed_json(speed: f64) -> Value {
 pub fn cosim_json(r: &CosimResults) -> Value {
     let c = &r.report.calls;
     let t = r.report;
-    json!({
+    let mut doc = json!({
         "schema": SCHEMA,
         "kind": "cosim",
         "command_line": command_line(),
@@ -690,7 +692,11 @@ pub fn cosim_json(r: &CosimResults) -> Value {
             "skipped_ns": t.clock_series.iter().map(|c| c.skipped_virtual_ns).collect::<Vec<_>>(),
         },
         "warnings": t.warnings,
-    })
+    });
+    if let Some(plan) = r.faults {
+        doc["device"]["faults"] = faults_json(plan);
+    }
+    doc
 }
 
 /// The human-readable cosim report (written to standard error: standard output is the

@@ -186,6 +186,10 @@ fn a_program_under_cosim_gets_the_injected_write_error_as_its_errno() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(report["summary"]["write"]["requests"], 3, "{report}");
+    assert_eq!(
+        report["device"]["faults"]["rules"][0]["kind"],
+        "write_error"
+    );
     assert_eq!(report["summary"]["write"]["errors"]["write_error"], 1);
     assert_eq!(
         report["device"]["counters"]["faults_injected_write_error"],
