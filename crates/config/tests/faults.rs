@@ -246,3 +246,52 @@ fn a_mirror_reads_the_other_copy_when_one_has_a_media_error() {
     assert!(reads.iter().all(|c| c.status == Status::MediaError));
     assert_eq!(redirected, reads.len() as f64);
 }
+
+#[test]
+fn a_hybrid_drive_fails_the_host_reads_its_faulty_disk_serves() {
+    use storsim_core::conformance::drive;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hybrid");
+    let disk = std::fs::read_to_string(examples.join("disk.toml")).unwrap();
+    std::fs::write(
+        dir.join("disk.toml"),
+        format!("{disk}\n[faults]\n[[faults.rule]]\nkind = \"read_error\"\n"),
+    )
+    .unwrap();
+    std::fs::copy(examples.join("flash.toml"), dir.join("flash.toml")).unwrap();
+    std::fs::copy(
+        examples.join("controller.toml"),
+        dir.join("controller.toml"),
+    )
+    .unwrap();
+    let spec = storsim_config::load_device(dir.join("controller.toml").to_str().unwrap())
+        .unwrap()
+        .spec;
+    let mut device = spec.build().unwrap();
+    // Small writes go to the flash; reading them back hits it, reading elsewhere reaches the
+    // disk.
+    let at = |id: u64, op, offset_bytes, ms: u64| storsim_core::Request {
+        id,
+        op,
+        offset_bytes,
+        len_bytes: 4096,
+        arrival: storsim_core::SimTime(ms * 1_000_000),
+        flow: 0,
+    };
+    let mut requests = Vec::new();
+    for i in 0..32u64 {
+        requests.push(at(i, Op::Write, (64 << 20) + i * 4096, i));
+    }
+    for i in 0..32u64 {
+        requests.push(at(32 + i, Op::Read, (64 << 20) + i * 4096, 100 + i));
+    }
+    for i in 0..32u64 {
+        requests.push(at(64 + i, Op::Read, (512 << 20) + i * 4096, 200 + i));
+    }
+    let done = drive(device.as_mut(), &requests).unwrap().completions;
+    for c in &done {
+        let from_disk = c.request.op == Op::Read && c.request.offset_bytes >= 512 << 20;
+        assert_eq!(c.status.is_ok(), !from_disk, "{:?}", c.request);
+    }
+}
