@@ -116,7 +116,9 @@ pub struct FaultsDevice {
     seen: u64,
     /// The faults decided for requests now in the model, by id.
     fates: BTreeMap<u64, Fate>,
-    /// Each held request's submission order, by id, for ordering completions at one instant.
+    /// Each held request's submission order, by id, for ordering completions at one instant;
+    /// requests submitted while there were no rules are not in it and, being older, sort
+    /// first.
     order: BTreeMap<u64, u64>,
     /// Completions the layer makes itself (immediate errors, timeouts) or holds back (spikes).
     local: EventQueue<Completion>,
@@ -266,6 +268,14 @@ impl Device for FaultsDevice {
         if self.held >= depth {
             return Err(DeviceError::QueueFull { queue_depth: depth });
         }
+        if self.rules.is_empty() {
+            // No faults (the emulator's layer before any `fault add`): the model alone, with
+            // no bookkeeping, as it holds no request the layer must order against.
+            self.inner.submit(now, request)?;
+            self.seen += 1;
+            self.held += 1;
+            return Ok(());
+        }
         // A refusal must leave the layer as it was: keep what deciding changes.
         let saved_prng = self.prng.clone();
         let saved_starts: Vec<Option<SimTime>> = self.rules.iter().map(|a| a.started).collect();
@@ -332,6 +342,19 @@ impl Device for FaultsDevice {
     }
 
     fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        if self.fates.is_empty() && self.local.is_empty() {
+            // Nothing the layer decided is outstanding: the model's completions, as they are.
+            let before = done.len();
+            self.inner.advance(now, done);
+            let finished = done.len() - before;
+            self.held -= finished;
+            if !self.order.is_empty() {
+                for c in &done[before..] {
+                    self.order.remove(&c.request.id);
+                }
+            }
+            return;
+        }
         let mut out = std::mem::take(&mut self.scratch);
         self.inner.advance(now, &mut out);
         let mut i = 0;
