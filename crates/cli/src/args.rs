@@ -268,6 +268,17 @@ pub struct SimulateArgs {
     /// is not erased on raw flash (`ftl = "raw"`).
     #[arg(long, value_enum, default_value = "stop")]
     pub on_refused: RefusedArg,
+    /// Resubmit a request that failed (an error from the device's `[faults]`) up to this many
+    /// times before its failure stands, as a host's block layer retries (docs/faults.md).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub retries: u32,
+    /// How long after a failure `--retries` resubmits the request, such as `10ms`.
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = parse_delay)]
+    pub retry_delay: u64,
+    /// Count failed requests in the latency, queueing and service statistics; by default they
+    /// are left out (and counted under `errors`), so that a timeout does not pass for service.
+    #[arg(long)]
+    pub latency_includes_failed: bool,
     /// Stop after this many requests.
     #[arg(long)]
     pub max_requests: Option<u64>,
@@ -713,6 +724,14 @@ fn parse_window(text: &str) -> Result<Window, String> {
 /// `--crash-at`: a duration from the start, in nanoseconds.
 fn parse_crash_at(text: &str) -> Result<u64, String> {
     storsim_workload::synthetic::parse_duration(text)
+}
+
+/// `--retry-delay`: a duration in nanoseconds (`0`, `500us`, `10ms`).
+fn parse_delay(text: &str) -> Result<u64, String> {
+    match text {
+        "0" => Ok(0),
+        _ => storsim_workload::synthetic::parse_duration(text).map_err(|e| e.to_string()),
+    }
 }
 
 /// `--window` of `emulate` and `cosim`, whose reports always hold a series.

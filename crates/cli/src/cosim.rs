@@ -153,6 +153,7 @@ pub fn run(args: CosimArgs) -> Result<(), CliError> {
         program: &args.program,
         extent_bytes,
         report: &cosim,
+        faults: loaded.spec.faults(),
     };
     if let Some(path) = &args.report {
         report::write_json(path, &report::cosim_json(&results))?;

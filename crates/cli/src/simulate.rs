@@ -9,7 +9,9 @@ use crate::{interrupt, report_html, workload_arg, CliError};
 use std::path::Path;
 use std::time::Duration;
 use storsim_core::Completion;
-use storsim_engine::{CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay};
+use storsim_engine::{
+    CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay, Retry,
+};
 use storsim_sim::Session;
 use storsim_workload::{Pacing, Workload};
 
@@ -69,6 +71,7 @@ impl Done {
             info: &self.outcome.info,
             summary: &self.outcome.summary,
             series: self.outcome.series.as_ref(),
+            faults: self.session.faults.as_ref(),
         }
     }
 }
@@ -90,6 +93,7 @@ pub(crate) fn execute(
         Session::new(device, &source, args.seed).map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let options = engine_options(args, &session.workload)?;
     session.window = args.window.0;
+    session.collector.latency_includes_failed = args.latency_includes_failed;
     let mut csv = match &args.requests_csv {
         Some(path) => Some(CsvSink::create(path)?),
         None => None,
@@ -179,6 +183,10 @@ fn engine_options(args: &SimulateArgs, workload: &Workload) -> Result<EngineOpti
         },
         max_requests: args.max_requests,
         duration_ns: workload.duration_ns,
+        retry: Retry {
+            attempts: args.retries,
+            delay_ns: args.retry_delay,
+        },
     })
 }
 

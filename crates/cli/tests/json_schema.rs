@@ -209,8 +209,30 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
                 synthetic,
             ],
         ),
+        // A faults layer: the plan, the error counts and the retries appear.
+        simulate(
+            "faults",
+            &[
+                "--device",
+                "examples/faults/flaky-ssd.toml",
+                "--workload",
+                synthetic,
+                "--retries",
+                "1",
+            ],
+        ),
     ];
-    assert_documented("## The simulate document", &runs, &[]);
+    // The example's one latency spike draws from an exponential; the other delay shapes write
+    // their own keys, which the faults tests cover.
+    assert_documented(
+        "## The simulate document",
+        &runs,
+        &[
+            "device.faults.rules[].delay.ns",
+            "device.faults.rules[].delay.min_ns",
+            "device.faults.rules[].delay.max_ns",
+        ],
+    );
     for run in &runs {
         assert_series_matches_the_run(run);
     }
@@ -556,7 +578,8 @@ fn every_key_of_the_cosim_report_is_documented_and_every_documented_key_is_writt
             .into_iter()
             .filter(|p| {
                 p.starts_with("device.") || p.starts_with("summary.") || p.starts_with("series.")
-            }),
+            })
+            .filter(|p| !with_faults_only(p)),
     );
     assert_documented_paths("## The cosim document", &documented, &runs, &[]);
     assert_eq!(runs[0]["series"]["clock"], "simulated");
@@ -590,6 +613,7 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
     documented.extend(
         documented_paths("## The simulate document")
             .into_iter()
+            .filter(|p| !with_faults_only(p))
             .filter_map(|p| {
                 p.strip_prefix("summary.")
                     .map(|rest| format!("model.{rest}"))
@@ -599,13 +623,26 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
     assert_eq!(run["series"]["clock"], "wall");
     assert_series_matches(&run, &run["model"]);
     // A switch needs a `set` on the control socket, and whether the pacing thread polls a
-    // front end depends on timing: these two may be missing from a run.
-    assert_documented_paths(
-        "## The emulate document",
-        &documented,
-        &[run],
-        &["device.switches", "requests.polled.<front_end>"],
+    // front end depends on timing: these two may be missing from a run. This run has no
+    // faults, so its list of rules is empty (tests/faults.rs reads the rules of runs that do).
+    let mut unwritable = vec!["device.switches", "requests.polled.<front_end>"];
+    unwritable.extend(
+        documented
+            .iter()
+            .filter(|p| p.starts_with("device.faults.rules[]."))
+            .map(String::as_str),
     );
+    assert_eq!(run["device"]["faults"]["rules"], serde_json::json!([]));
+    assert_documented_paths("## The emulate document", &documented, &[run], &unwritable);
+}
+
+/// The simulate document's paths written only with a faults layer (docs/faults.md), which the
+/// cosim and emulate runs here have not; crates/cli/tests/faults.rs reads them from those.
+fn with_faults_only(path: &str) -> bool {
+    path.starts_with("device.faults.")
+        || path.starts_with("summary.errors.")
+        || path.contains(".errors.")
+        || path.ends_with("latency_includes_failed")
 }
 
 #[test]

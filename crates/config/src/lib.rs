@@ -23,12 +23,14 @@
 
 pub mod disksim;
 mod error;
+mod faults;
 mod file;
 mod merge;
 mod models;
 mod presets;
 
 pub use error::ConfigError;
+pub use faults::parse_fault_rule;
 pub use file::{load_device, load_device_with, parse_device_toml};
 pub use models::array::ArraySpec;
 pub use models::blackbox_device_toml;
@@ -36,6 +38,7 @@ pub use models::ftl::ftl_section_toml;
 pub use models::hybrid::{HybridConfiguration, HybridSpec};
 pub use models::ssd::{precondition_ssds, PreconditionMode};
 pub use presets::{preset, preset_spec, presets, PresetInfo};
+pub use storsim_faults::{FaultControl, FaultPlan};
 
 pub use models::{models, ModelInfo};
 
@@ -95,14 +98,36 @@ impl<P: ModelParams + Clone + PartialEq> AnyParams for P {
     }
 }
 
-/// A fully resolved device description: which model, with every parameter set. It holds one
-/// model's [`ModelParams`]; [`params`](Self::params) looks at them as their concrete type.
-pub struct DeviceSpec(Box<dyn AnyParams>);
+/// A fully resolved device description: which model, with every parameter set, and the
+/// layers over it (a `[faults]` section's plan). It holds one model's [`ModelParams`];
+/// [`params`](Self::params) looks at them as their concrete type.
+pub struct DeviceSpec(Box<dyn AnyParams>, Option<FaultPlan>);
 
 impl DeviceSpec {
     /// A description holding `params`.
     pub fn new<P: ModelParams + Clone + PartialEq>(params: P) -> DeviceSpec {
-        DeviceSpec(Box::new(params))
+        DeviceSpec(Box::new(params), None)
+    }
+
+    /// The faults layer's plan, if the description has one (`[faults]`).
+    pub fn faults(&self) -> Option<&FaultPlan> {
+        self.1.as_ref()
+    }
+
+    /// Puts a faults layer with `plan` over the model, or takes it away.
+    pub fn set_faults(&mut self, plan: Option<FaultPlan>) {
+        self.1 = plan;
+    }
+
+    /// Seeds the faults layer's draws with the run's seed; says whether there is a layer.
+    pub fn seed_faults(&mut self, seed: u64) -> bool {
+        match &mut self.1 {
+            Some(plan) => {
+                plan.seed = seed;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The model's name, as a device file's `model` key writes it.
@@ -150,19 +175,19 @@ impl DeviceSpec {
     /// There is deliberately no capacity query on a description: an SSD's capacity is what its
     /// FTL leaves of the geometry, known only once the FTL is built. Ask the built device.
     pub fn build(&self) -> Result<Box<dyn Device>, String> {
-        self.0.build()
+        Ok(faults::with_faults(self.0.build()?, self.1.as_ref()))
     }
 }
 
 impl Clone for DeviceSpec {
     fn clone(&self) -> Self {
-        DeviceSpec(self.0.clone_box())
+        DeviceSpec(self.0.clone_box(), self.1.clone())
     }
 }
 
 impl PartialEq for DeviceSpec {
     fn eq(&self, other: &Self) -> bool {
-        self.0.eq_dyn(other.0.as_ref())
+        self.0.eq_dyn(other.0.as_ref()) && self.1 == other.1
     }
 }
 

@@ -43,7 +43,7 @@ use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use storsim_core::{Device, DeviceCounter, Op, SimTime};
+use storsim_core::{Device, DeviceCounter, Op, SimTime, Status};
 use storsim_stats::{
     Collector, Distribution, Histogram, Series, SeriesRecorder, Summary, WindowWidth,
 };
@@ -99,6 +99,9 @@ pub enum IoFailure {
     Store(String),
     /// The device model has failed (a worn-out flash device, say) and takes no more requests.
     DeviceFailed(String),
+    /// A faults layer (`[faults]`, or the control socket's `fault add`) failed the request
+    /// with this error, at the instant the model's timing says.
+    Injected(Status),
     /// The emulator is shutting down.
     ShuttingDown,
 }

@@ -30,7 +30,7 @@ use storsim_core::{Completion, Device, SimTime};
 use storsim_engine::{
     CancelToken, CompletionSink, EngineError, EngineOptions, RunInfo, Simulation,
 };
-use storsim_stats::{Collector, Series, SeriesRecorder, Summary, WindowWidth};
+use storsim_stats::{Collector, CollectorOptions, Series, SeriesRecorder, Summary, WindowWidth};
 use storsim_workload::trace::{self, TraceOptions};
 use storsim_workload::{synthetic, Workload, WorkloadError};
 
@@ -111,6 +111,11 @@ pub struct Session {
     /// The windows of the run's time series ([`Outcome::series`]); `None` records none. An
     /// automatic width unless the caller sets another.
     pub window: Option<WindowWidth>,
+    /// How the summary treats failed requests; `errors_counted` is set when the device has a
+    /// faults layer, so its error counts show even if nothing failed.
+    pub collector: CollectorOptions,
+    /// The device's faults layer as it was built (seeded with the run's seed), if it has one.
+    pub faults: Option<storsim_config::FaultPlan>,
 }
 
 impl Session {
@@ -142,6 +147,9 @@ impl Session {
         seed: u64,
     ) -> Result<Self, SimError> {
         check_memory(&device.name, &device.spec)?;
+        let mut device = device;
+        device.spec.seed_faults(seed);
+        let faults = device.spec.faults().cloned();
         let built = device
             .spec
             .build()
@@ -152,6 +160,11 @@ impl Session {
             device: built,
             workload,
             window: Some(WindowWidth::Auto),
+            collector: CollectorOptions {
+                latency_includes_failed: false,
+                errors_counted: faults.is_some(),
+            },
+            faults,
         })
     }
 
@@ -166,7 +179,7 @@ impl Session {
         progress: &mut dyn FnMut(u64, SimTime),
         cancel: Option<CancelToken>,
     ) -> Result<Outcome, SimError> {
-        let mut collector = Collector::new();
+        let mut collector = Collector::with_options(self.collector);
         let mut recorder = self.window.map(SeriesRecorder::new);
         let mut recording = Recording {
             collector: &mut collector,

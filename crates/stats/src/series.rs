@@ -434,7 +434,10 @@ impl SeriesRecorder {
         self.pending.record(op, latency_ns);
         let w = &mut self.windows[i].ops[op];
         w.requests += 1;
-        w.bytes += c.request.len_bytes;
+        // As in the summary, a failed request moved no data the host can use.
+        if c.status.is_ok() {
+            w.bytes += c.request.len_bytes;
+        }
         w.latency_sum_ns += u128::from(latency_ns);
         w.latency_max_ns = w.latency_max_ns.max(latency_ns);
         let arrival = c.request.arrival.as_ns();
@@ -876,7 +879,7 @@ mod tests {
     use super::*;
     use std::collections::VecDeque;
     use storsim_core::conformance::{self, mixed_requests, Mix};
-    use storsim_core::{Prng, SimDuration};
+    use storsim_core::{Prng, SimDuration, Status};
 
     /// One server taking `service_ns` per request, first come first served, with counters of
     /// what it accepted and completed.
@@ -942,6 +945,7 @@ mod tests {
                     request,
                     service_start: start,
                     finish,
+                    status: Status::Ok,
                 });
             }
         }
@@ -965,6 +969,7 @@ mod tests {
             },
             service_start: SimTime(arrival),
             finish: SimTime(finish),
+            status: Status::Ok,
         }
     }
 
