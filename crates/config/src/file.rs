@@ -335,5 +335,12 @@ fn resolve(
         queue_depth: parsed.queue_depth,
         nesting,
     };
-    (model.resolve)(&parsed, base, &cx)
+    let base_interface = base.as_ref().and_then(|b| b.host_interface().cloned());
+    let mut spec = (model.resolve)(&parsed, base, &cx)?;
+    spec.set_host_interface(crate::host_interface::resolve(
+        parsed.host_interface.as_ref(),
+        base_interface,
+        file,
+    )?);
+    Ok(spec)
 }

@@ -7,7 +7,9 @@ use crate::models::ssd::consistent;
 use crate::models::table::{check_channels, speedup_milli};
 use crate::DeviceSpec;
 use storsim_blackbox::{linear, step, table};
+use storsim_core::SimDuration;
 use storsim_ftl::FtlConfig;
+use storsim_hostif::{Arbitration, Encoding, HostInterfaceParams, LinkParams, Protocol};
 use storsim_ssd::presets as ssd;
 use storsim_ssd::SsdParams;
 
@@ -99,9 +101,10 @@ const PRESETS: &[PresetInfo] = &[
         name: "bench2g",
         summary: "The ../shared/bench comparison SSD: 2 GiB raw MLC, 32 planes, MQSim's \
                   timings, page FTL with 7 % over-provisioning and GC below 5 % free blocks \
-                  per plane, 256 MiB DRAM cache",
+                  per plane, 256 MiB DRAM cache; `bench2g:nvme` puts MQSim's default NVMe host \
+                  interface in front (PCIe x4 at 1 GB/s a lane, queue fetch size 512)",
         build: Build::Code(bench2g),
-        variant: None,
+        variant: Some(bench2g_interface),
     },
     PresetInfo {
         name: "sandisk-usb-anand",
@@ -115,9 +118,10 @@ const PRESETS: &[PresetInfo] = &[
         name: "tlc-nvme",
         summary: "Representative 3D TLC NVMe SSD, about 600 GB raw, timings typical of ISSCC \
                   2018-2020 parts, page FTL, 1 GiB DRAM buffer, background GC; no specific \
-                  product",
+                  product; `tlc-nvme:nvme` adds its NVMe interface (PCIe 3.0 x4, 8 queue \
+                  pairs of 1024, weighted round robin)",
         build: Build::Code(|| DeviceSpec::new(consistent(ssd::tlc_nvme()))),
-        variant: None,
+        variant: Some(tlc_nvme_interface),
     },
     PresetInfo {
         name: "hdd-laptop-2007",
@@ -282,6 +286,69 @@ pub fn preset_spec(name: &str) -> Option<Result<DeviceSpec, String>> {
 /// The `../shared/bench` device, with its GC trigger as the ssd crate sets it.
 fn bench2g() -> DeviceSpec {
     DeviceSpec::new(consistent(ssd::bench2g()))
+}
+
+/// `bench2g:nvme`: MQSim's default host interface (its `ssdconfig.xml`: NVMe, PCIe ×4 at
+/// 1 GB/s a lane, `Queue_Fetch_Size` 512, `IO_Queue_Depth` 65535). Eight queue pairs, so that
+/// flows can have one each, share the 65,536 commands a device may hold (8192 each); a flow
+/// alone sees the same timing as one deep queue, since the host holds what its pair cannot.
+fn bench2g_interface(spec: DeviceSpec, variant: &str) -> Result<DeviceSpec, String> {
+    with_interface(
+        spec,
+        variant,
+        HostInterfaceParams {
+            queues: 8,
+            queue_depth: 8192,
+            queue_fetch_size: 512,
+            ..HostInterfaceParams::defaults(Protocol::Nvme)
+        },
+    )
+}
+
+/// `tlc-nvme:nvme`: a PCIe 3.0 ×4 link (8 GT/s, 128b/130b), eight queue pairs of 1024,
+/// weighted round robin with weights 4:2:1 and an arbitration burst of 8, 32 commands a round,
+/// half a microsecond of controller time a command. Typical of the parts the preset stands
+/// for, not any one product.
+fn tlc_nvme_interface(spec: DeviceSpec, variant: &str) -> Result<DeviceSpec, String> {
+    let defaults = HostInterfaceParams::defaults(Protocol::Nvme);
+    with_interface(
+        spec,
+        variant,
+        HostInterfaceParams {
+            queues: 8,
+            queue_depth: 1024,
+            fetch_per_round: 32,
+            queue_fetch_size: 8,
+            arbitration: Arbitration::WeightedRoundRobin {
+                high: 4,
+                medium: 2,
+                low: 1,
+            },
+            link: LinkParams {
+                encoding: Encoding::E128b130b,
+                ..defaults.link
+            },
+            command_processing: SimDuration::from_ns(500),
+            ..defaults
+        },
+    )
+}
+
+/// A preset's `:nvme` variant: the preset behind `interface`.
+fn with_interface(
+    mut spec: DeviceSpec,
+    variant: &str,
+    interface: HostInterfaceParams,
+) -> Result<DeviceSpec, String> {
+    if variant != "nvme" {
+        return Err(format!(
+            "variant '{variant}' is not known; the one variant is `nvme` (an NVMe host \
+             interface in front)"
+        ));
+    }
+    interface.validate().map_err(|e| e.to_string())?;
+    spec.set_host_interface(Some(interface));
+    Ok(spec)
 }
 
 /// `NAME:FTL`: the same SSD under another FTL, with that FTL's default parameters.

@@ -49,6 +49,23 @@ fn every_preset_keeps_the_device_contract() {
     }
 }
 
+/// The presets' host interface variants, and a SATA interface laid over a black-box preset
+/// with `--set`-style overrides.
+#[test]
+fn host_interfaces_keep_the_device_contract() {
+    for name in ["tlc-nvme:nvme", "bench2g:nvme"] {
+        let spec = load_device(name)
+            .unwrap_or_else(|e| panic!("{name}: {e}"))
+            .spec;
+        assert!(spec.host_interface().is_some(), "{name}");
+        check(name, &spec, &options_for(&spec));
+    }
+    let sata = load_device_with("stec-zeus", &["host_interface.protocol=\"sata\"".into()])
+        .expect("a SATA interface over stec-zeus")
+        .spec;
+    check("stec-zeus behind SATA", &sata, &options_for(&sata));
+}
+
 #[test]
 fn every_ftl_keeps_the_device_contract() {
     for ftl in storsim_ftl::FTLS {

@@ -295,3 +295,52 @@ fn a_hybrid_drive_fails_the_host_reads_its_faulty_disk_serves() {
         assert_eq!(c.status.is_ok(), !from_disk, "{:?}", c.request);
     }
 }
+
+#[test]
+fn behind_a_host_interface_the_faults_layer_s_errors_reach_the_host() {
+    use storsim_core::conformance::drive;
+    use storsim_core::Status;
+    // The layers stack host -> host interface -> faults -> model: the error is the device's,
+    // and the host sees it through the interface, which counts the command as fetched.
+    let spec = parse_device_toml(
+        &format!(
+            "{BASE}[host_interface]\nprotocol = \"nvme\"\n\n[faults]\n[[faults.rule]]\n\
+             kind = \"read_error\"\nlba_start = 0\nlba_end = 64\n"
+        ),
+        "dev.toml",
+    )
+    .unwrap();
+    assert!(spec.host_interface().is_some() && spec.faults().is_some());
+    let mut device = spec.build().unwrap();
+    let requests: Vec<_> = (0..16u64)
+        .map(|i| storsim_core::Request {
+            id: i,
+            op: Op::Read,
+            // Even requests read inside the bad sectors (the first 32 KiB), odd ones far away.
+            offset_bytes: if i % 2 == 0 { i * 1024 } else { 1 << 30 },
+            len_bytes: 1024,
+            arrival: storsim_core::SimTime(i * 100_000),
+            flow: 0,
+        })
+        .collect();
+    let done = drive(device.as_mut(), &requests).unwrap().completions;
+    assert_eq!(done.len(), 16);
+    for c in &done {
+        let expected = if c.request.id % 2 == 0 {
+            Status::MediaError
+        } else {
+            Status::Ok
+        };
+        assert_eq!(c.status, expected, "{:?}", c.request);
+    }
+    let counters = device.counters();
+    let value = |name: &str| {
+        counters
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no counter {name}"))
+            .value
+    };
+    assert_eq!(value("hostif_fetched_commands"), 16.0);
+    assert_eq!(value("faults_injected_read_error"), 8.0);
+}

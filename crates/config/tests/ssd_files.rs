@@ -155,8 +155,11 @@ fn flashsim_2009_runs_dftl_and_variants_pick_the_ftl() {
     let err = load_device("flashsim-2009:ssd9").unwrap_err();
     assert!(matches!(err, ConfigError::Invalid { ref key, .. } if key == "preset"));
     assert!(err.to_string().contains("page, page-static"), "{err}");
-    let err = load_device("bench2g:fast").unwrap_err();
+    let err = load_device("sandisk-usb-anand:fast").unwrap_err();
     assert!(err.to_string().contains("no variants"), "{err}");
+    // bench2g's one variant is its host interface.
+    let err = load_device("bench2g:fast").unwrap_err();
+    assert!(err.to_string().contains("`nvme`"), "{err}");
     // A file can start from a variant.
     let p = parse("preset = \"flashsim-2009:anand\"\n[ssd.anand]\nmax_chain_length = 2\n");
     assert_eq!(

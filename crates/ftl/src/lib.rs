@@ -310,6 +310,28 @@ pub trait Ftl: Send {
     /// equals the number of logical pages that have data.
     fn valid_data_pages(&self) -> u64;
 
+    /// Pins host writes to resource partitions (MQSim's per-flow `Channel_IDs`, `Chip_IDs`,
+    /// `Die_IDs` and `Plane_IDs`): `partitions[i]` lists the planes, numbered across the device
+    /// as [`storsim_flash::Geometry::plane_of`] numbers them, that partition `i`'s writes go to,
+    /// striped over them in the device's striped order. Garbage collection before such a write
+    /// works in the plane the write goes to, so a partition's collection stays in it too.
+    /// [`Ftl::select_write_partition`] then says which partition the following writes belong
+    /// to. The default refuses: only an FTL that places each page freely can do it.
+    fn set_write_partitions(&mut self, _partitions: &[Vec<u32>]) -> Result<(), FtlError> {
+        Err(FtlError::Rejected {
+            reason: format!(
+                "the `{}` FTL cannot pin writes to resource partitions (the page and dftl FTLs \
+                 can)",
+                self.name()
+            ),
+        })
+    }
+
+    /// The partition the host writes that follow belong to: an index into the list given to
+    /// [`Ftl::set_write_partitions`], or `None` for the whole device (as before any partition
+    /// was set). The default, for FTLs without partitions, does nothing.
+    fn select_write_partition(&mut self, _partition: Option<usize>) {}
+
     /// Work the FTL wants to do while the device is idle (background garbage collection).
     /// Appends at most one unit of work (for example one victim block) and returns whether it
     /// did anything; the SSD calls it again while the device stays idle.

@@ -19,7 +19,8 @@ mod stats;
 mod write_back;
 
 pub use params::{
-    DestageOrder, Energy, FlushPolicy, Precondition, SsdParams, WriteBack, WriteBuffer,
+    DataCacheMode, DestageOrder, Energy, FlowPartition, FlushPolicy, Precondition, SsdParams,
+    WriteBack, WriteBuffer,
 };
 pub use precondition::PreconditionReport;
 
@@ -116,6 +117,16 @@ impl SsdDevice {
         params.validate().map_err(SsdError::Params)?;
         let mut ftl = params.ftl.build(params.geometry, params.endurance)?;
         let precondition = precondition::run(ftl.as_mut(), &params.precondition, params.seed)?;
+        if !params.partitions.is_empty() {
+            // Preconditioning wrote anywhere; the flows' own writes keep to their partitions.
+            let planes = params
+                .partitions
+                .iter()
+                .map(|p| p.planes_in(&params.geometry))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(SsdError::Params)?;
+            ftl.set_write_partitions(&planes)?;
+        }
         let page_bytes = params.geometry.page_bytes as u64;
         let capacity_bytes = ftl.logical_pages() * page_bytes;
         let buffer_capacity_pages = params
@@ -480,17 +491,18 @@ impl SsdDevice {
     }
 
     /// A write of `pages` without the write-back buffer, arrived at `now`: programmed from
-    /// `start` at once, through the eager buffer if it fits. Returns when its service starts
-    /// and ends.
+    /// `start` at once, through the eager buffer if it fits and its flow's writes are
+    /// `cached`. Returns when its service starts and ends.
     #[inline]
     fn serve_write_eager(
         &mut self,
         now: SimTime,
         start: SimTime,
         pages: std::ops::Range<u64>,
+        cached: bool,
     ) -> Result<(SimTime, SimTime), DeviceError> {
         let n = pages.end - pages.start;
-        let buffered = n <= self.buffer_capacity_pages;
+        let buffered = cached && n <= self.buffer_capacity_pages;
         let programmed = start.max(self.program_pages(pages, start)?);
         if !buffered {
             return Ok((now, programmed));
@@ -584,10 +596,19 @@ impl Device for SsdDevice {
         self.scheduler.prune(now);
         let start = now + self.params.controller_overhead;
         let pages = self.page_range(&request);
+        if request.op == Op::Write && !self.params.partitions.is_empty() {
+            let flow = usize::from(request.flow);
+            self.ftl
+                .select_write_partition((flow < self.params.partitions.len()).then_some(flow));
+        }
         let (service_start, finish) = match request.op {
             Op::Read => (now, self.serve_read(start, pages)?),
             Op::Write if self.write_back.is_some() => self.serve_write_back(now, start, pages)?,
-            Op::Write => self.serve_write_eager(now, start, pages)?,
+            Op::Write => {
+                let cached = self.params.flow_data_cache.get(usize::from(request.flow))
+                    != Some(&DataCacheMode::Off);
+                self.serve_write_eager(now, start, pages, cached)?
+            }
             Op::Trim => (now, self.serve_trim(start, pages)?),
             Op::Flush => (now, self.serve_flush(start)?),
         };

@@ -133,6 +133,81 @@ pub struct SsdParams {
     pub multi_plane: MultiPlane,
     /// Seed for everything random in preconditioning.
     pub seed: u64,
+    /// Resource partitions by flow (`Request::flow` f uses `partitions[f]`; flows past the end,
+    /// and every flow when this is empty, write anywhere). Only for FTLs that place pages
+    /// freely (page, dftl), with the eager write buffer or none. Not a device-file key: a
+    /// multi-flow workload sets it.
+    pub partitions: Vec<FlowPartition>,
+    /// What the DRAM buffer does for each flow's requests (`Request::flow` f uses
+    /// `flow_data_cache[f]`; flows past the end, and every flow when this is empty, have their
+    /// writes cached, as without flows). The one buffer is shared by the flows that use it.
+    /// Not a device-file key: a multi-flow workload sets it.
+    pub flow_data_cache: Vec<DataCacheMode>,
+}
+
+/// What the device's data cache does for one flow, as MQSim's per-flow
+/// `Device_Level_Data_Caching_Mode` states it. The SSD's buffer caches writes only, so the
+/// modes that cache reads are refused (`SsdParams::validate`); they are named so that a
+/// workload stating one gets that error rather than its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DataCacheMode {
+    /// Writes complete once in the buffer (the device's behaviour without flows).
+    #[default]
+    Write,
+    /// Reads cached: not modelled by the SSD's buffer.
+    Read,
+    /// Both: not modelled by the SSD's buffer.
+    ReadWrite,
+    /// Neither: the flow's writes complete when their programs finish, as writes larger than
+    /// the buffer always do. Reads still find pages other flows left dirty in a write-back
+    /// buffer, as the data is there.
+    Off,
+}
+
+/// The part of the flash one flow's writes (and the garbage collection they cause) are pinned
+/// to, as MQSim's `Channel_IDs`, `Chip_IDs`, `Die_IDs` and `Plane_IDs` state it: the planes whose
+/// channel, chip (within its channel), die (within its chip) and plane (within its die) are all
+/// listed. An empty list means every one. Reads go wherever the data is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlowPartition {
+    pub channels: Vec<u32>,
+    pub chips: Vec<u32>,
+    pub dies: Vec<u32>,
+    pub planes: Vec<u32>,
+}
+
+impl FlowPartition {
+    /// The partition's planes, numbered across the device as `Geometry::plane_of` numbers them,
+    /// in increasing order; an error names an id past the geometry or an empty partition.
+    pub fn planes_in(&self, g: &Geometry) -> Result<Vec<u32>, String> {
+        let levels = [
+            ("channel", &self.channels, g.channels),
+            ("chip", &self.chips, g.chips_per_channel),
+            ("die", &self.dies, g.dies_per_chip),
+            ("plane", &self.planes, g.planes_per_die),
+        ];
+        for (name, ids, count) in levels {
+            if let Some(id) = ids.iter().find(|&&id| id >= count) {
+                return Err(format!(
+                    "{name} {id} does not exist (there are {count}, numbered from 0)"
+                ));
+            }
+        }
+        let has = |ids: &Vec<u32>, id: u32| ids.is_empty() || ids.contains(&id);
+        let mut planes = Vec::new();
+        for channel in (0..g.channels).filter(|&c| has(&self.channels, c)) {
+            for chip in (0..g.chips_per_channel).filter(|&c| has(&self.chips, c)) {
+                for die in (0..g.dies_per_chip).filter(|&d| has(&self.dies, d)) {
+                    for plane in (0..g.planes_per_die).filter(|&p| has(&self.planes, p)) {
+                        let die_index =
+                            (channel * g.chips_per_channel + chip) * g.dies_per_chip + die;
+                        planes.push(die_index * g.planes_per_die + plane);
+                    }
+                }
+            }
+        }
+        Ok(planes)
+    }
 }
 
 impl SsdParams {
@@ -170,6 +245,40 @@ impl SsdParams {
                      high {high}"
                 ));
             }
+        }
+        if !self.partitions.is_empty()
+            && matches!(self.write_buffer_policy, FlushPolicy::Watermark(_))
+        {
+            // Destaging writes pages long after their request, when the flow is not known.
+            return Err(
+                "resource partitions need the eager write buffer (or none), not write-back".into(),
+            );
+        }
+        for (flow, mode) in self.flow_data_cache.iter().enumerate() {
+            match mode {
+                DataCacheMode::Write => {}
+                DataCacheMode::Read | DataCacheMode::ReadWrite => {
+                    return Err(format!(
+                        "flow {flow}'s data cache mode {mode:?}: the SSD's buffer caches writes \
+                         only"
+                    ))
+                }
+                DataCacheMode::Off
+                    if matches!(self.write_buffer_policy, FlushPolicy::Watermark(_)) =>
+                {
+                    // A write past a write-back buffer would leave an older dirty copy there.
+                    return Err(format!(
+                        "flow {flow}'s data cache mode Off needs the eager write buffer (or \
+                         none), not write-back"
+                    ));
+                }
+                DataCacheMode::Off => {}
+            }
+        }
+        for (flow, partition) in self.partitions.iter().enumerate() {
+            partition
+                .planes_in(&self.geometry)
+                .map_err(|e| format!("resource partition of flow {flow}: {e}"))?;
         }
         match self.precondition {
             Precondition::Clean => {}

@@ -51,6 +51,8 @@ pub fn flashsim_2009(ftl: FtlConfig) -> SsdParams {
         copyback: true,
         multi_plane: MultiPlane::Off,
         seed: 1,
+        partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     }
 }
 
@@ -103,6 +105,8 @@ pub fn bench2g() -> SsdParams {
         copyback: false,
         multi_plane: MultiPlane::Off,
         seed: 1,
+        partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     }
 }
 
@@ -148,6 +152,8 @@ pub fn sandisk_usb_anand() -> SsdParams {
         copyback: false,
         multi_plane: MultiPlane::Off,
         seed: 1,
+        partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     }
 }
 
@@ -208,5 +214,7 @@ pub fn tlc_nvme() -> SsdParams {
         copyback: false,
         multi_plane: MultiPlane::SamePage,
         seed: 1,
+        partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     }
 }

@@ -265,6 +265,8 @@ macro_rules! device_models {
             /// named here only so that the models' reading accepts it.
             #[serde(rename = "faults")]
             pub _faults: Option<serde::de::IgnoredAny>,
+            /// A host interface in front of the model, whatever the model.
+            pub host_interface: Option<crate::host_interface::HostInterfaceSection>,
             $(pub $section: Option<<$model as Model>::Section>,)*
         }
 

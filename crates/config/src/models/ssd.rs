@@ -431,6 +431,8 @@ pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams
         copyback: false,
         multi_plane: MultiPlane::Off,
         seed: 1,
+        partitions: Vec::new(),
+        flow_data_cache: Vec::new(),
     })
 }
 

@@ -474,6 +474,15 @@ impl Ftl for Dftl {
         Ok(worked)
     }
 
+    /// Partitions pin the data pages; the translation pages stay where the core keeps them.
+    fn set_write_partitions(&mut self, partitions: &[Vec<u32>]) -> Result<(), FtlError> {
+        self.core.set_write_partitions(partitions)
+    }
+
+    fn select_write_partition(&mut self, partition: Option<usize>) {
+        self.core.select_write_partition(partition);
+    }
+
     fn reset_counters(&mut self) {
         self.core.counters = CoreCounters::default();
         self.cmt.counters = CmtCounters::default();

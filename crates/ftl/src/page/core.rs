@@ -130,6 +130,11 @@ pub(crate) struct Core {
     /// The plane of each position in one round of striped allocation.
     stripe: Vec<u32>,
     stripe_pos: u32,
+    /// Resource partitions: each one's planes in striped order and its next position there
+    /// ([`Core::set_write_partitions`]); `partition` is the one host writes go to now, `None`
+    /// for the whole device.
+    partitions: Vec<(Vec<u32>, u32)>,
+    partition: Option<usize>,
     meta_open: u32,
     meta_wp: u32,
     meta_cursor: u32,
@@ -317,6 +322,8 @@ impl Core {
                 .map(|n| geometry.striped_plane(n))
                 .collect(),
             stripe_pos: 0,
+            partitions: Vec::new(),
+            partition: None,
             meta_open: NONE,
             meta_wp: 0,
             meta_cursor: 0,
@@ -486,12 +493,12 @@ impl Core {
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<u32, FtlError> {
-        for _ in 0..self.planes {
-            let p = self.stripe[self.stripe_pos as usize];
-            self.stripe_pos += 1;
-            if self.stripe_pos == self.planes {
-                self.stripe_pos = 0;
-            }
+        let planes = match self.partition {
+            None => self.planes,
+            Some(i) => self.partitions[i].0.len() as u32,
+        };
+        for _ in 0..planes {
+            let p = self.next_host_plane();
             if self.plane[p as usize].free.len() < self.low_watermark {
                 self.foreground_gc(p, ops, hooks)?;
             }
@@ -501,6 +508,60 @@ impl Core {
             self.counters.host_plane_fallbacks += 1;
         }
         Err(self.out_of_space())
+    }
+
+    /// The next plane in striped order, over the whole device or the current partition.
+    #[inline]
+    fn next_host_plane(&mut self) -> u32 {
+        match self.partition {
+            None => {
+                let p = self.stripe[self.stripe_pos as usize];
+                self.stripe_pos += 1;
+                if self.stripe_pos == self.planes {
+                    self.stripe_pos = 0;
+                }
+                p
+            }
+            Some(i) => {
+                let (stripe, pos) = &mut self.partitions[i];
+                let p = stripe[*pos as usize];
+                *pos = (*pos + 1) % stripe.len() as u32;
+                p
+            }
+        }
+    }
+
+    /// See [`crate::Ftl::set_write_partitions`]: each partition's planes, kept in the device's
+    /// striped order. A partition with no plane, or a plane past the device, is refused.
+    pub(crate) fn set_write_partitions(&mut self, partitions: &[Vec<u32>]) -> Result<(), FtlError> {
+        let mut kept = Vec::with_capacity(partitions.len());
+        for (i, planes) in partitions.iter().enumerate() {
+            if let Some(&p) = planes.iter().find(|&&p| p >= self.planes) {
+                return Err(rejected(format!(
+                    "resource partition {i} names plane {p}, but the device has {} planes",
+                    self.planes
+                )));
+            }
+            let stripe: Vec<u32> = self
+                .stripe
+                .iter()
+                .copied()
+                .filter(|p| planes.contains(p))
+                .collect();
+            if stripe.is_empty() {
+                return Err(rejected(format!("resource partition {i} has no plane")));
+            }
+            kept.push((stripe, 0));
+        }
+        self.partitions = kept;
+        self.partition = None;
+        Ok(())
+    }
+
+    /// See [`crate::Ftl::select_write_partition`]; a partition that was not set means the whole
+    /// device.
+    pub(crate) fn select_write_partition(&mut self, partition: Option<usize>) {
+        self.partition = partition.filter(|&i| i < self.partitions.len());
     }
 
     /// Collects victims in `plane` until it is back at the low watermark or no victim can be

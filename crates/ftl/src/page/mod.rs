@@ -231,6 +231,14 @@ impl Ftl for PageFtl {
         self.core.idle(ops, &mut NoHooks)
     }
 
+    fn set_write_partitions(&mut self, partitions: &[Vec<u32>]) -> Result<(), FtlError> {
+        self.core.set_write_partitions(partitions)
+    }
+
+    fn select_write_partition(&mut self, partition: Option<usize>) {
+        self.core.select_write_partition(partition);
+    }
+
     fn reset_counters(&mut self) {
         self.core.counters = CoreCounters::default();
     }
