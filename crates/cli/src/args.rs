@@ -45,7 +45,7 @@ pub enum Command {
     Sweep(SweepArgs),
     /// Rebuild a disk from `emulate --write-log` as a crash at a chosen point would have left
     /// it: every write not yet made durable by a flush or FUA lost, or torn with --torn
-    /// (docs/power-loss.md).
+    /// (docs/faults.md, "Power loss").
     ReplayLog(ReplayLogArgs),
     /// List the built-in devices.
     Presets,
@@ -426,7 +426,7 @@ pub struct EmulateArgs {
     pub json: Option<PathBuf>,
     /// Model the disk's volatile write cache, so that a crash (`crash` on the control socket,
     /// --crash-after-writes, --crash-at) loses every write not made durable by a flush or FUA
-    /// (docs/power-loss.md). The other power-loss options imply it.
+    /// (docs/faults.md, "Power loss"). The other power-loss options imply it.
     #[arg(long)]
     pub power_loss: bool,
     /// The write cache's size (512, 4k, 64m, ...): when the writes not yet durable exceed it,

@@ -484,7 +484,7 @@ fn control_handler(
                     "report: the emulator's report so far (JSON)",
                     "set KEY=VALUE ...: rebuild the device with these device-file keys changed",
                     "device PRESET|FILE: switch to another device description",
-                    "crash: cut the power now (needs power loss on, docs/power-loss.md)",
+                    "crash: cut the power now (needs power loss on, docs/faults.md, "Power loss")",
                     "fault add KEY=VALUE ...: inject a fault, keys as a [[faults.rule]]'s",
                     "fault clear: remove every fault (hung requests still time out)",
                     "fault list: the faults in force",

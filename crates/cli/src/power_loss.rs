@@ -1,6 +1,6 @@
 //! Power loss on the command line: `emulate`'s crash options and the `crash` control command
 //! (through [`setup`] and [`crash_command`]), the crash log, and `storsim replay-log`
-//! (docs/power-loss.md).
+//! (docs/faults.md, "Power loss").
 
 use crate::args::{AfterCrashArg, EmulateArgs, ReplayLogArgs, TornArg};
 use crate::CliError;

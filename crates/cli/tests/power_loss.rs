@@ -1,4 +1,4 @@
-//! Power loss end to end (docs/power-loss.md): a crash over NBD that `replay-log` rebuilds
+//! Power loss end to end (docs/faults.md, "Power loss"): a crash over NBD that `replay-log` rebuilds
 //! byte for byte and that the same seed tears the same way; ext4 and sqlite on the emulated
 //! disk (FUSE, a loop device) surviving a crash with every fsync'd file and committed row; bad
 //! arguments refused. The ext4 test needs root, /dev/fuse and the tools, as the emulate tests do.

@@ -758,7 +758,7 @@ impl Emulator {
         self.shared.take(job);
     }
 
-    /// Turns power loss on (docs/power-loss.md): from now on the emulator tracks which writes
+    /// Turns power loss on (docs/faults.md, "Power loss"): from now on the emulator tracks which writes
     /// are not yet durable, so that a crash can lose them, and logs writes if asked. Call it
     /// before the front ends start: writes taken earlier count as durable. Refused when
     /// already on.

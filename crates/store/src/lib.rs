@@ -18,7 +18,7 @@
 //! docs/store.md describes the file format and the durability guarantees. [`power`] models a
 //! volatile write cache over a store and what a power cut leaves of it; [`write_log`] records
 //! every write and flush so a disk can be rebuilt as a crash at any point would leave it
-//! (docs/power-loss.md).
+//! (docs/faults.md, "Power loss").
 
 mod file;
 mod format;
