@@ -365,6 +365,10 @@ pub struct EmulateArgs {
     /// from the model table.
     #[arg(long, help = device_help())]
     pub device: String,
+    /// The seed of the faults layer's draws (a device file's `[faults]`, docs/faults.md): the
+    /// same seed and the same requests fail the same way.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub seed: u64,
     /// The emulated disk's size (512, 4k, 64m, 8g, ...); at most the device's capacity, which
     /// is the default.
     #[arg(long)]
@@ -637,6 +641,10 @@ pub struct CosimArgs {
     /// from the model table.
     #[arg(long, help = device_help())]
     pub device: String,
+    /// The seed of the faults layer's draws (a device file's `[faults]`, docs/faults.md): the
+    /// same seed and the same requests fail the same way.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub seed: u64,
     /// The windows of the report's time series (`series`), in the model's virtual time:
     /// `auto` (a few hundred over the run) or a width such as `10ms`.
     #[arg(long, default_value = "auto", value_name = "auto|DURATION", value_parser = parse_window_width)]

@@ -154,7 +154,7 @@ fn start_emulator(
 ) -> Result<(Arc<Emulator>, u64), CliError> {
     let loaded = &checked.loaded;
     let mut spec = loaded.spec.clone();
-    with_fault_control(&mut spec, &checked.faults);
+    with_fault_control(&mut spec, &checked.faults, args.seed);
     let device = spec
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", loaded.name)))?;
@@ -250,8 +250,12 @@ impl FrontEnds {
         };
         let control = match &args.control {
             Some(path) => {
-                let handler =
-                    control_handler(Arc::clone(emulator), &args.device, checked.faults.clone());
+                let handler = control_handler(
+                    Arc::clone(emulator),
+                    &args.device,
+                    checked.faults.clone(),
+                    args.seed,
+                );
                 let socket = ControlSocket::bind(path, handler)
                     .map_err(|e| CliError::failure(format!("--control {}: {e}", path.display())))?;
                 crate::stdout::sayln!("control: {}", path.display());
@@ -448,6 +452,7 @@ fn control_handler(
     emulator: Arc<Emulator>,
     device: &str,
     faults: FaultControl,
+    seed: u64,
 ) -> storsim_emulate::control::CommandHandler {
     let choice = Mutex::new(DeviceChoice {
         base: device.to_string(),
@@ -470,7 +475,7 @@ fn control_handler(
                     all.extend(rest.split_whitespace().map(str::to_string));
                     (choice.base.clone(), all)
                 };
-                switch_device(&emulator, &base, &overrides, &faults).map(|name| {
+                switch_device(&emulator, &base, &overrides, &faults, seed).map(|name| {
                     choice.base = base;
                     choice.overrides = overrides;
                     json!({"ok": true, "device": name})
@@ -484,7 +489,7 @@ fn control_handler(
                     "report: the emulator's report so far (JSON)",
                     "set KEY=VALUE ...: rebuild the device with these device-file keys changed",
                     "device PRESET|FILE: switch to another device description",
-                    "crash: cut the power now (needs power loss on, docs/faults.md, "Power loss")",
+                    "crash: cut the power now (needs power loss on, docs/faults.md)",
                     "fault add KEY=VALUE ...: inject a fault, keys as a [[faults.rule]]'s",
                     "fault clear: remove every fault (hung requests still time out)",
                     "fault list: the faults in force",
@@ -500,10 +505,12 @@ fn control_handler(
 
 /// Puts the emulator's faults layer over the device: the description's `[faults]` if it has
 /// one, an empty one otherwise, with `control` attached so that the control socket's `fault`
-/// commands reach it. The description's rules replace those the socket added before.
-fn with_fault_control(spec: &mut storsim_config::DeviceSpec, control: &FaultControl) {
+/// commands reach it, its draws seeded with `--seed`. The description's rules replace those the
+/// socket added before.
+fn with_fault_control(spec: &mut storsim_config::DeviceSpec, control: &FaultControl, seed: u64) {
     let mut plan = spec.faults().cloned().unwrap_or_default();
     plan.control = Some(control.clone());
+    plan.seed = seed;
     spec.set_faults(Some(plan));
 }
 
@@ -554,6 +561,7 @@ fn switch_device(
     base: &str,
     overrides: &[String],
     faults: &FaultControl,
+    seed: u64,
 ) -> Result<String, String> {
     if base.is_empty() {
         return Err("`device` needs a preset name or a device file".into());
@@ -561,7 +569,7 @@ fn switch_device(
     let loaded = storsim_config::load_device_with(base, overrides).map_err(|e| e.to_string())?;
     crate::simulate::check_memory(&loaded.name, &loaded.spec).map_err(|e| e.message)?;
     let mut spec = loaded.spec;
-    with_fault_control(&mut spec, faults);
+    with_fault_control(&mut spec, faults, seed);
     let device = spec.build().map_err(|e| format!("{}: {e}", loaded.name))?;
     emulator
         .replace_device(device, &loaded.name)

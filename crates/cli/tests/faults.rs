@@ -539,3 +539,69 @@ fn the_same_seed_strikes_the_same_requests_and_another_seed_others() {
     let b = run_with("2");
     assert_ne!(a.0, b.0, "another seed strikes other requests");
 }
+
+#[test]
+fn emulate_s_seed_picks_which_reads_fail_the_same_way_every_time() {
+    if !have("qemu-io") {
+        return;
+    }
+    let tmp = temp_dir("faults-emulate-seed");
+    let dir = tmp.path();
+    let device = dir.join("flaky.toml");
+    std::fs::write(
+        &device,
+        "preset = \"stec-zeus\"\n[faults]\n[[faults.rule]]\nkind = \"read_error\"\n\
+         rate_per_million = 500000\n",
+    )
+    .unwrap();
+    // Which of 48 reads, one after another, fail under a seed.
+    let failures = |seed: &str| -> Vec<bool> {
+        let nbd = dir.join(format!("nbd-{seed}.sock"));
+        let emu = Emulator::start(&[
+            "--device",
+            device.to_str().unwrap(),
+            "--size",
+            "16m",
+            "--seed",
+            seed,
+            "--nbd-unix",
+            nbd.to_str().unwrap(),
+        ]);
+        let mut args = vec!["-f", "raw", emu.nbd()];
+        let commands: Vec<String> = (0..48).map(|i| format!("read {}k 4k", i * 4)).collect();
+        for c in &commands {
+            args.extend(["-c", c.as_str()]);
+        }
+        let o = run("qemu-io", &args);
+        let out = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let (status, _, err) = emu.stop();
+        assert!(status.success(), "{err}");
+        // qemu-io answers each command with a line: the bytes read, or the error.
+        let answers: Vec<bool> = out
+            .lines()
+            .filter_map(|l| {
+                if l.starts_with("read 4096/4096 bytes") {
+                    Some(false)
+                } else if l.contains("Input/output error") {
+                    Some(true)
+                } else {
+                    None
+                }
+            })
+            .collect();
+        assert_eq!(answers.len(), 48, "{out}");
+        answers
+    };
+    let first = failures("5");
+    assert!(first.contains(&true) && first.contains(&false), "{first:?}");
+    assert_eq!(failures("5"), first, "the same seed struck other reads");
+    assert_ne!(
+        failures("6"),
+        first,
+        "another seed struck the same 48 reads"
+    );
+}
