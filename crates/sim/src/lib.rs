@@ -180,7 +180,12 @@ impl Session {
         cancel: Option<CancelToken>,
     ) -> Result<Outcome, SimError> {
         let mut collector = Collector::with_options(self.collector);
-        let mut recorder = self.window.map(SeriesRecorder::new);
+        let include_failed = self.collector.latency_includes_failed;
+        let mut recorder = self.window.map(|width| {
+            let mut recorder = SeriesRecorder::new(width);
+            recorder.include_failed_latencies(include_failed);
+            recorder
+        });
         let mut recording = Recording {
             collector: &mut collector,
             recorder: recorder.as_mut(),
