@@ -200,14 +200,19 @@ pub fn simulate(
 /// Runs `storsim inspect ARGS...` and returns the characterisation's JSON document, as
 /// `inspect --json` writes it.
 pub fn inspect(args: &[String]) -> Result<String, CliError> {
-    let parsed = Cli::try_parse_from(line("inspect", args)).map_err(clap_error)?;
+    let line = line("inspect", args);
+    let parsed = Cli::try_parse_from(&line).map_err(clap_error)?;
     let Command::Inspect(parsed) = parsed.command else {
         unreachable!("the line starts with `inspect`")
     };
     let workload = inspect::open(&parsed)?;
     let name = workload.name.clone();
     let c = storsim_workload::trace::inspect(workload).map_err(CliError::input)?;
-    report::json_text(&report::inspect_json(&name, &c))
+    let mut doc = report::inspect_json(&name, &c);
+    // The document records the command line of the process; here that is the caller's, not
+    // the command this stands for.
+    doc["command_line"] = report::without_outputs(line.into_iter().skip(1)).into();
+    report::json_text(&doc)
 }
 
 /// clap's message without its `error: ` and the usage hint meant for a terminal.
@@ -288,6 +293,17 @@ impl SweepPlan {
     /// spec and what is wrong.
     pub fn load(path: &Path, size: Option<&str>) -> Result<SweepPlan, CliError> {
         let spec = Spec::load(path, size).map_err(CliError::input)?;
+        SweepPlan::expand(spec, path)
+    }
+
+    /// [`SweepPlan::load`] of the spec text `text` as if read from `file` (which names it in
+    /// messages and whose folder relative paths start from; it need not exist).
+    pub fn parse(text: &str, file: &Path, size: Option<&str>) -> Result<SweepPlan, CliError> {
+        let spec = Spec::parse(text, file, size).map_err(CliError::input)?;
+        SweepPlan::expand(spec, file)
+    }
+
+    fn expand(spec: Spec, path: &Path) -> Result<SweepPlan, CliError> {
         let points = storsim_sweep::expand(&spec).map_err(CliError::input)?;
         let runner = SimulateRunner {
             dir: spec.dir().to_path_buf(),
@@ -435,21 +451,53 @@ impl SweepPlan {
     }
 }
 
+/// A trace a sweep point reads from a copy (shipped to a cluster's worker) rather than from
+/// the path its command line names.
+#[derive(Debug, Clone, Copy)]
+pub struct TraceCopy<'a> {
+    /// The path the command line names.
+    pub original: &'a str,
+    /// The copy's path on this machine.
+    pub local: &'a str,
+}
+
 /// Runs one sweep point from its command line (`storsim simulate ...`, [`SweepPoint`]'s) and
 /// returns its document's text, as `storsim sweep` writes it; `None` when `cancel` stopped
-/// it. `recorded` is the command line the document records, when the run reads its files
-/// from other paths than the spec named (a trace shipped to a cluster's worker).
+/// it. With `copy`, the trace is read from the copy, and the document is the one reading the
+/// original gives (the same command line and workload name).
 pub fn run_point(
     command_line: &[String],
-    recorded: Option<&[String]>,
     point_json: &str,
+    copy: Option<TraceCopy>,
     cancel: &CancelToken,
 ) -> Result<Option<String>, CliError> {
-    let args = sweep::parse_simulate(command_line).map_err(CliError::input)?;
     let point: serde_json::Value = serde_json::from_str(point_json)
         .map_err(|e| CliError::input(format!("the point's JSON: {e}")))?;
-    let recorded = recorded.unwrap_or(command_line).to_vec();
-    sweep::point_document(&args, recorded, point, cancel)
+    let Some(copy) = copy else {
+        let args = sweep::parse_simulate(command_line).map_err(CliError::input)?;
+        return sweep::point_document(&args, command_line.to_vec(), None, point, cancel);
+    };
+    let local: Vec<String> = command_line
+        .iter()
+        .map(|a| match a == copy.original {
+            true => copy.local.to_string(),
+            false => a.clone(),
+        })
+        .collect();
+    let args = sweep::parse_simulate(&local).map_err(CliError::input)?;
+    if args.workload != copy.local {
+        return Err(CliError::input(format!(
+            "the point's workload is not the trace {}",
+            copy.original
+        )));
+    }
+    sweep::point_document(
+        &args,
+        command_line.to_vec(),
+        Some(copy.original),
+        point,
+        cancel,
+    )
 }
 
 /// The library's sweeps report nothing while they run.

@@ -154,10 +154,13 @@ pub(crate) fn parse_simulate(line: &[String]) -> Result<SimulateArgs, String> {
 
 /// Runs a sweep point's `storsim simulate` and returns its document's text, with `point` as
 /// the document's `point` and `command_line` as its `command_line`; `None` when `cancel`
-/// stopped it.
+/// stopped it. `workload_name`, if given, is the name the document gives the workload: a
+/// trace shipped to a cluster's worker is read from a copy, and the document names the
+/// original.
 pub(crate) fn point_document(
     args: &SimulateArgs,
     command_line: Vec<String>,
+    workload_name: Option<&str>,
     point: serde_json::Value,
     cancel: &CancelToken,
 ) -> Result<Option<String>, CliError> {
@@ -166,6 +169,9 @@ pub(crate) fn point_document(
         return Ok(None);
     }
     let mut doc = report::simulation_json(&done.results(args, command_line));
+    if let Some(name) = workload_name {
+        doc["workload"]["name"] = name.into();
+    }
     doc["point"] = point;
     report::json_text(&doc).map(Some)
 }
@@ -189,7 +195,7 @@ impl PointRunner for SimulateRunner {
 
     fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {
         let (line, args) = self.arguments(point)?;
-        point_document(&args, line, point.json(), cancel).map_err(|e| e.message)
+        point_document(&args, line, None, point.json(), cancel).map_err(|e| e.message)
     }
 }
 
