@@ -463,8 +463,8 @@ pub struct TraceCopy<'a> {
 
 /// Runs one sweep point from its command line (`storsim simulate ...`, [`SweepPoint`]'s) and
 /// returns its document's text, as `storsim sweep` writes it; `None` when `cancel` stopped
-/// it. With `copy`, the trace is read from the copy, and the document is the one reading the
-/// original gives (the same command line and workload name).
+/// it. With `copy`, the trace is read from the copy, and the document (or the error message)
+/// is the one reading the original gives (the same command line and workload name).
 pub fn run_point(
     command_line: &[String],
     point_json: &str,
@@ -498,6 +498,11 @@ pub fn run_point(
         point,
         cancel,
     )
+    .map_err(|e| CliError {
+        // A message names the trace as the spec does, whichever copy was read.
+        message: e.message.replace(copy.local, copy.original),
+        status: e.status,
+    })
 }
 
 /// The library's sweeps report nothing while they run.
