@@ -41,6 +41,7 @@ __all__ = [
     "presets",
     "report",
     "simulate",
+    "simulate_args",
     "sweep",
 ]
 
