@@ -209,3 +209,17 @@ def test_report_draws_runs_and_files(tmp_path):
     assert "<html" in text.lower() and "b.json" in text
     with pytest.raises(storsim.StorsimError):
         storsim.report([tmp_path / "missing.json"], page)
+
+
+def test_a_requests_csv_is_written_beside_the_columns(cli, tmp_path):
+    ours = tmp_path / "ours.csv"
+    run = storsim.simulate("flashsim-2009", SYNTHETIC, requests=True, requests_csv=ours)
+    theirs = tmp_path / "theirs.csv"
+    expected = cli_document(
+        cli, tmp_path, "--device", "flashsim-2009", "--workload", SYNTHETIC,
+        "--requests-csv", str(theirs),
+    )
+    assert ours.read_bytes() == theirs.read_bytes()
+    # Where the CSV went is not part of the document.
+    assert run.to_json() == expected
+    assert len(run.requests) == 4000
