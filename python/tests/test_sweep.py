@@ -96,6 +96,8 @@ def test_a_dask_sweep_is_the_local_sweep_and_the_commands(study, cluster):
     check_table(storsim.sweep(spec, client=client), expected)
     # The workers read the trace from a copy shipped to them: the same table.
     check_table(storsim.sweep(spec, client=client, ship_traces=True), expected)
+    # With Dask's progress bar drawn on the way.
+    check_table(storsim.sweep(spec, client=client, progress=True), expected)
 
 
 def test_a_dask_sweep_writes_and_resumes_an_output_folder(study, cluster, tmp_path):

@@ -592,6 +592,40 @@ mod tests {
     }
 
     #[test]
+    fn a_table_of_points_run_elsewhere_is_the_sweeps_own() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        let spec = dir.path().join("spec.toml");
+        let text = r#"
+            devices = ["flashsim-2009"]
+            workloads = ["synthetic:rw=randwrite,bs=4k,requests=300", "missing.trace"]
+            seeds = [1, 2]
+        "#;
+        // The trace is there when the spec is checked, and gone when its points run.
+        std::fs::write(dir.path().join("missing.trace"), "0 0 0 8 1\n").expect("the trace");
+        let plan = SweepPlan::parse(text, &spec, None).expect("the plan");
+        std::fs::remove_file(dir.path().join("missing.trace")).expect("removed");
+        let (csv, results) = plan
+            .run(&dir.path().join("out"), 2, &CancelToken::new())
+            .expect("the sweep");
+        assert_eq!(results.len(), 4);
+        assert!(matches!(results[2], PointResult::Failed(_)), "{results:?}");
+        // Each point run again one by one, as a cluster's worker runs it.
+        let elsewhere: Vec<PointResult> = plan
+            .points()
+            .iter()
+            .map(
+                |p| match run_point(&p.command_line, &p.point_json, None, &CancelToken::new()) {
+                    Ok(Some(text)) => PointResult::Ran(text),
+                    Ok(None) => PointResult::Pending,
+                    Err(e) => PointResult::Failed(e.message),
+                },
+            )
+            .collect();
+        assert_eq!(elsewhere, results);
+        assert_eq!(plan.table_csv(&elsewhere, None).expect("the table"), csv);
+    }
+
+    #[test]
     fn a_cancelled_token_stops_the_run() {
         let cancel = CancelToken::new();
         cancel.cancel();
