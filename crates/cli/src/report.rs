@@ -222,7 +222,7 @@ pub fn command_line() -> Vec<String> {
     )
 }
 
-fn without_outputs(args: impl Iterator<Item = String>) -> Vec<String> {
+pub(crate) fn without_outputs(args: impl Iterator<Item = String>) -> Vec<String> {
     let mut out = vec!["storsim".to_string()];
     let mut args = args.peekable();
     while let Some(arg) = args.next() {

@@ -83,6 +83,16 @@ pub(crate) fn execute(
     stop: CancelToken,
     progress: bool,
 ) -> Result<Done, CliError> {
+    execute_into(args, stop, progress, None)
+}
+
+/// [`execute`], also handing every completion to `also` (the library's request columns).
+pub(crate) fn execute_into(
+    args: &SimulateArgs,
+    stop: CancelToken,
+    progress: bool,
+    mut also: Option<&mut dyn CompletionSink>,
+) -> Result<Done, CliError> {
     let source = workload_arg::source(&args.workload, &args.trace)?;
     let mut device = storsim_sim::load_device(&args.device, &args.set)
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
@@ -98,8 +108,21 @@ pub(crate) fn execute(
         Some(path) => Some(CsvSink::create(path)?),
         None => None,
     };
-    // Without a CSV to write, no sink: the statistics are collected in any case.
-    let sink = csv.as_mut().map(|c| c as &mut dyn CompletionSink);
+    // Without a CSV to write or columns to fill, no sink: the statistics are collected in
+    // any case.
+    let mut both;
+    let sink = match (csv.as_mut(), also.as_mut()) {
+        (Some(csv), Some(also)) => {
+            both = |c: &Completion| {
+                csv.completed(c);
+                also.completed(c);
+            };
+            Some(&mut both as &mut dyn CompletionSink)
+        }
+        (Some(csv), None) => Some(csv as &mut dyn CompletionSink),
+        (None, Some(also)) => Some(&mut **also as &mut dyn CompletionSink),
+        (None, None) => None,
+    };
     let mut line = Progress::new(!progress, args.max_requests);
     let outcome = session
         .run(&options, sink, &mut |n, t| line.update(n, t), Some(stop))
