@@ -18,10 +18,10 @@
 
 mod mapping;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use storsim_core::{
     check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
-    QUEUE_DEPTH_MAX, SECTOR_BYTES,
+    Status, QUEUE_DEPTH_MAX, SECTOR_BYTES,
 };
 
 use mapping::{raid0_capacity_bytes, raid0_pieces, Piece};
@@ -72,6 +72,9 @@ struct Parent {
     remaining: usize,
     service_start: Option<SimTime>,
     finish: SimTime,
+    /// The first error a child completed a piece with; the host sees the request fail if any
+    /// piece failed, as a striped or mirrored write is only done when all its copies are.
+    status: Status,
 }
 
 /// A host request whose pieces are all done, waiting for `advance` to report it.
@@ -142,6 +145,9 @@ pub struct ArrayDevice {
     plan: Vec<Piece>,
     child_done: Vec<Completion>,
     counts: ArrayCounts,
+    /// RAID-1 reads that failed on a copy (a media error from a faults layer), by piece id:
+    /// how many copies they have been sent to again. At most one entry per piece.
+    reread: BTreeMap<u64, usize>,
 }
 
 impl ArrayDevice {
@@ -216,6 +222,7 @@ impl ArrayDevice {
             plan: Vec::with_capacity(n),
             child_done: Vec::new(),
             counts: ArrayCounts::default(),
+            reread: BTreeMap::new(),
         })
     }
 
@@ -425,6 +432,7 @@ impl ArrayDevice {
             request: parent.request,
             service_start: parent.service_start.unwrap_or(parent.finish),
             finish: parent.finish,
+            status: parent.status,
         };
         assert!(
             completion.request.arrival <= completion.service_start
@@ -527,12 +535,48 @@ impl ArrayDevice {
                             .service_start
                             .map_or(c.service_start, |s| s.min(c.service_start)),
                     );
+                    if self.read_other_copy(t, i, &c, slot) {
+                        continue;
+                    }
+                    let parent = self.parents[slot]
+                        .as_mut()
+                        .expect("a piece belongs to an outstanding request");
+                    if parent.status.is_ok() {
+                        parent.status = c.status;
+                    }
+                    self.reread.remove(&c.request.id);
                     self.piece_gone(slot, c.request.id, c.finish);
                 }
                 self.child_done = done;
                 self.drain_pending(i, t);
             }
         }
+    }
+
+    /// A RAID-1 read that failed on child `i` with a media error is read from the next copy
+    /// that has not failed and has not been tried, as a mirror repairs a bad sector's read;
+    /// says whether it was. Counted as a redirected read.
+    fn read_other_copy(&mut self, now: SimTime, i: usize, c: &Completion, slot: usize) -> bool {
+        if !(matches!(self.level, RaidLevel::Raid1 { .. })
+            && c.request.op == Op::Read
+            && c.status == Status::MediaError)
+        {
+            return false;
+        }
+        let n = self.children.len();
+        let tried = self.reread.get(&c.request.id).copied().unwrap_or(0);
+        let Some(j) = (1..n - tried)
+            .map(|k| (i + k) % n)
+            .find(|&j| self.children[j].failed.is_none())
+        else {
+            return false;
+        };
+        self.reread.insert(c.request.id, tried + (j + n - i) % n);
+        self.counts.redirected_reads += 1;
+        // An accepted request cannot be refused any more, so the result is always Ok; a child
+        // that refuses it now loses the piece as any other refusal does.
+        let _ = self.place(now, j, c.request, slot, false);
+        true
     }
 
     /// Gives back `slot` after a refused request, undoing its registration.
@@ -599,6 +643,7 @@ impl Device for ArrayDevice {
             remaining: pieces.len(),
             service_start: None,
             finish: now,
+            status: Status::Ok,
         });
         let mut accepted = false;
         let mut result = Ok(());

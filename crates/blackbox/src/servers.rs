@@ -2,7 +2,7 @@
 //! A request starts when the earliest server frees up and holds it for a service time the
 //! model computes at submission; nothing preempts, so start and finish are known at submit.
 
-use storsim_core::{Completion, DeviceError, EventQueue, Request, SimDuration, SimTime};
+use storsim_core::{Completion, DeviceError, EventQueue, Request, SimDuration, SimTime, Status};
 
 pub struct FifoServers {
     /// When each server finishes its last assigned request.
@@ -77,6 +77,7 @@ impl FifoServers {
             request,
             service_start,
             finish,
+            status: Status::Ok,
         };
         // Room was checked above, so the push cannot fail.
         self.in_flight

@@ -43,6 +43,10 @@ pub enum Command {
     /// Run a sweep: every point of a spec's grid of devices, device-file overrides, workloads
     /// and seeds, in parallel, into one results table and a report (docs/sweep.md).
     Sweep(SweepArgs),
+    /// Rebuild a disk from `emulate --write-log` as a crash at a chosen point would have left
+    /// it: every write not yet made durable by a flush or FUA lost, or torn with --torn
+    /// (docs/faults.md, "Power loss").
+    ReplayLog(ReplayLogArgs),
     /// List the built-in devices.
     Presets,
 }
@@ -279,6 +283,17 @@ pub struct SimulateArgs {
     /// is not erased on raw flash (`ftl = "raw"`).
     #[arg(long, value_enum, default_value = "stop")]
     pub on_refused: RefusedArg,
+    /// Resubmit a request that failed (an error from the device's `[faults]`) up to this many
+    /// times before its failure stands, as a host's block layer retries (docs/faults.md).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub retries: u32,
+    /// How long after a failure `--retries` resubmits the request, such as `10ms`.
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = parse_delay)]
+    pub retry_delay: u64,
+    /// Count failed requests in the latency, queueing and service statistics; by default they
+    /// are left out (and counted under `errors`), so that a timeout does not pass for service.
+    #[arg(long)]
+    pub latency_includes_failed: bool,
     /// Stop after this many requests.
     #[arg(long)]
     pub max_requests: Option<u64>,
@@ -365,6 +380,10 @@ pub struct EmulateArgs {
     /// from the model table.
     #[arg(long, help = device_help())]
     pub device: String,
+    /// The seed of the faults layer's draws (a device file's `[faults]`, docs/faults.md): the
+    /// same seed and the same requests fail the same way.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub seed: u64,
     /// The emulated disk's size (512, 4k, 64m, 8g, ...); at most the device's capacity, which
     /// is the default.
     #[arg(long)]
@@ -422,6 +441,80 @@ pub struct EmulateArgs {
     #[arg(long, value_name = "CPU")]
     pub pacing_cpu: Option<usize>,
     /// Write the final report as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
+    /// Model the disk's volatile write cache, so that a crash (`crash` on the control socket,
+    /// --crash-after-writes, --crash-at) loses every write not made durable by a flush or FUA
+    /// (docs/faults.md, "Power loss"). The other power-loss options imply it.
+    #[arg(long)]
+    pub power_loss: bool,
+    /// The write cache's size (512, 4k, 64m, ...): when the writes not yet durable exceed it,
+    /// the oldest become durable, as a disk's cache destages them.
+    #[arg(long, default_value = "32m", value_name = "SIZE")]
+    pub write_cache: String,
+    /// Crash right after the host's N-th write (writes, write-zeroes and trims, counted from 1).
+    #[arg(long, value_name = "N")]
+    pub crash_after_writes: Option<u64>,
+    /// Crash this long after the start (`500ms`, `10s`, ...).
+    #[arg(long, value_name = "DURATION", value_parser = parse_crash_at)]
+    pub crash_at: Option<u64>,
+    /// At a crash, keep a seeded subset of the writes not durable, whole 512-byte sectors or
+    /// 4 KiB pages of them, rather than losing them all.
+    #[arg(long, value_enum, value_name = "sector|page")]
+    pub torn: Option<TornArg>,
+    /// The seed of --torn: the same seed and the same writes tear the same way.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub crash_seed: u64,
+    /// After a crash, `serve` the post-crash image (a disk powered on again) or `stop`: fail
+    /// every request until the emulator is stopped, so a host still running writes nothing over
+    /// the post-crash image.
+    #[arg(long, value_enum, default_value = "serve")]
+    pub after_crash: AfterCrashArg,
+    /// Append one JSON line per crash to this file: every write not durable, and what of it was
+    /// lost.
+    #[arg(long, value_name = "FILE")]
+    pub crash_log: Option<PathBuf>,
+    /// Record every write (with its data), flush and crash to this file, for
+    /// `storsim replay-log`.
+    #[arg(long, value_name = "FILE")]
+    pub write_log: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum TornArg {
+    Sector,
+    Page,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AfterCrashArg {
+    Serve,
+    Stop,
+}
+
+#[derive(Args)]
+pub struct ReplayLogArgs {
+    /// The log `emulate --write-log` wrote.
+    pub log: PathBuf,
+    /// Crash right after the log's N-th write (as `emulate --crash-after-writes N` would).
+    #[arg(long, value_name = "N", conflicts_with = "to_flush")]
+    pub to_write: Option<u64>,
+    /// Crash right after the log's K-th flush (from 1): nothing is lost there.
+    #[arg(long, value_name = "K")]
+    pub to_flush: Option<u64>,
+    /// Keep a seeded subset of the writes not durable at the crash, by sector or page.
+    #[arg(long, value_enum, value_name = "sector|page")]
+    pub torn: Option<TornArg>,
+    /// The seed of --torn.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the rebuilt disk here as a raw image (sparse).
+    #[arg(long, value_name = "IMAGE", required_unless_present = "list")]
+    pub out: Option<PathBuf>,
+    /// Print the log's write count and the writes after which flushes came, and stop.
+    #[arg(long)]
+    pub list: bool,
+    /// Write what the crash lost as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
 }
@@ -563,6 +656,10 @@ pub struct CosimArgs {
     /// from the model table.
     #[arg(long, help = device_help())]
     pub device: String,
+    /// The seed of the faults layer's draws (a device file's `[faults]`, docs/faults.md): the
+    /// same seed and the same requests fail the same way.
+    #[arg(long, default_value_t = 1, value_name = "SEED")]
+    pub seed: u64,
     /// The windows of the report's time series (`series`), in the model's virtual time:
     /// `auto` (a few hundred over the run) or a width such as `10ms`.
     #[arg(long, default_value = "auto", value_name = "auto|DURATION", value_parser = parse_window_width)]
@@ -644,6 +741,19 @@ fn parse_window(text: &str) -> Result<Window, String> {
         _ => parse_window_width(text)
             .map(|w| Window(Some(w)))
             .map_err(|e| format!("off, {e}")),
+    }
+}
+
+/// `--crash-at`: a duration from the start, in nanoseconds.
+fn parse_crash_at(text: &str) -> Result<u64, String> {
+    storsim_workload::synthetic::parse_duration(text)
+}
+
+/// `--retry-delay`: a duration in nanoseconds (`0`, `500us`, `10ms`).
+fn parse_delay(text: &str) -> Result<u64, String> {
+    match text {
+        "0" => Ok(0),
+        _ => storsim_workload::synthetic::parse_duration(text).map_err(|e| e.to_string()),
     }
 }
 

@@ -106,8 +106,9 @@ pub fn run(args: CosimArgs) -> Result<(), CliError> {
     let cpu_speed = cpu_speed(&args.cpu_speed)?;
     let extent_bytes = storsim_workload::synthetic::parse_size(&args.extent_size)
         .map_err(|e| CliError::input(format!("--extent-size {}: {e}", args.extent_size)))?;
-    let device = loaded
-        .spec
+    let mut spec = loaded.spec.clone();
+    spec.seed_faults(args.seed);
+    let device = spec
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", loaded.name)))?;
     if let Some(reason) = unreachable_reason(Path::new(&args.program[0])) {
@@ -153,6 +154,7 @@ pub fn run(args: CosimArgs) -> Result<(), CliError> {
         program: &args.program,
         extent_bytes,
         report: &cosim,
+        faults: loaded.spec.faults(),
     };
     if let Some(path) = &args.report {
         report::write_json(path, &report::cosim_json(&results))?;

@@ -6,6 +6,7 @@ use crate::CliError;
 use serde_json::json;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::{mpsc, Arc, Mutex};
+use storsim_config::FaultControl;
 use storsim_emulate::control::ControlSocket;
 use storsim_emulate::cpus;
 use storsim_emulate::frontend::{FuseFrontend, NbdFrontend};
@@ -36,10 +37,12 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
         keep_off_pacing_cpu(cpu)?;
     }
     let (emulator, export_bytes) = start_emulator(&args, &checked)?;
+    crate::power_loss::setup(&args, &emulator, export_bytes)?;
 
     let (stop_tx, stop_rx) = mpsc::channel::<StopReason>();
     {
         let emulator = Arc::clone(&emulator);
+        let faults = checked.faults.clone();
         // SIGUSR1 also rewrites `--json FILE` with the document so far (the exit replaces it),
         // so that a long run can be plotted while it goes; standard output is left to the
         // final document.
@@ -53,7 +56,8 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
                     let so_far = emulator.report();
                     eprint!("{}", report::emulation_text(&so_far));
                     if let Some(path) = &json_file {
-                        if let Err(e) = report::write_json(path, &report::emulation_json(&so_far)) {
+                        let doc = emulation_document(&so_far, &faults);
+                        if let Err(e) = report::write_json(path, &doc) {
                             eprintln!("storsim: {}", e.message);
                         }
                     }
@@ -82,7 +86,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     front_ends.stop(reason)?;
     let final_report = emulator.shutdown().map_err(CliError::failure)?;
     if let Some(path) = &args.json {
-        report::write_json(path, &report::emulation_json(&final_report))?;
+        report::write_json(path, &emulation_document(&final_report, &checked.faults))?;
     }
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
         crate::stdout::say!("{}", report::emulation_text(&final_report));
@@ -98,6 +102,8 @@ struct CheckedArgs {
     late_threshold_ns: u64,
     spin_margin_ns: u64,
     fuse_transport: storsim_fuse::Transport,
+    /// The faults layer's rules as the control socket changes them.
+    faults: FaultControl,
 }
 
 /// Loads the device and checks every argument that can be checked before anything starts, in
@@ -136,6 +142,7 @@ fn check_args(args: &EmulateArgs) -> Result<CheckedArgs, CliError> {
         late_threshold_ns,
         spin_margin_ns,
         fuse_transport,
+        faults: FaultControl::new(),
     })
 }
 
@@ -146,8 +153,9 @@ fn start_emulator(
     checked: &CheckedArgs,
 ) -> Result<(Arc<Emulator>, u64), CliError> {
     let loaded = &checked.loaded;
-    let device = loaded
-        .spec
+    let mut spec = loaded.spec.clone();
+    with_fault_control(&mut spec, &checked.faults, args.seed);
+    let device = spec
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", loaded.name)))?;
     let export_bytes = export_bytes(args, &loaded.name, device.capacity_bytes())?;
@@ -242,7 +250,12 @@ impl FrontEnds {
         };
         let control = match &args.control {
             Some(path) => {
-                let handler = control_handler(Arc::clone(emulator), &args.device);
+                let handler = control_handler(
+                    Arc::clone(emulator),
+                    &args.device,
+                    checked.faults.clone(),
+                    args.seed,
+                );
                 let socket = ControlSocket::bind(path, handler)
                     .map_err(|e| CliError::failure(format!("--control {}: {e}", path.display())))?;
                 crate::stdout::sayln!("control: {}", path.display());
@@ -438,6 +451,8 @@ struct DeviceChoice {
 fn control_handler(
     emulator: Arc<Emulator>,
     device: &str,
+    faults: FaultControl,
+    seed: u64,
 ) -> storsim_emulate::control::CommandHandler {
     let choice = Mutex::new(DeviceChoice {
         base: device.to_string(),
@@ -449,7 +464,7 @@ fn control_handler(
         let answer = match command {
             "report" | "stats" => Ok(json!({
                 "ok": true,
-                "report": report::emulation_json(&emulator.report()),
+                "report": emulation_document(&emulator.report(), &faults),
             })),
             "device" | "set" => {
                 let mut choice = choice.lock().unwrap_or_else(|p| p.into_inner());
@@ -460,18 +475,24 @@ fn control_handler(
                     all.extend(rest.split_whitespace().map(str::to_string));
                     (choice.base.clone(), all)
                 };
-                switch_device(&emulator, &base, &overrides).map(|name| {
+                switch_device(&emulator, &base, &overrides, &faults, seed).map(|name| {
                     choice.base = base;
                     choice.overrides = overrides;
                     json!({"ok": true, "device": name})
                 })
             }
+            "crash" => crate::power_loss::crash_command(&emulator),
+            "fault" => fault_command(&faults, rest),
             "help" | "" => Ok(json!({
                 "ok": true,
                 "commands": [
                     "report: the emulator's report so far (JSON)",
                     "set KEY=VALUE ...: rebuild the device with these device-file keys changed",
                     "device PRESET|FILE: switch to another device description",
+                    "crash: cut the power now (needs power loss on, docs/faults.md)",
+                    "fault add KEY=VALUE ...: inject a fault, keys as a [[faults.rule]]'s",
+                    "fault clear: remove every fault (hung requests still time out)",
+                    "fault list: the faults in force",
                 ],
             })),
             other => Err(format!("unknown command `{other}` (try `help`)")),
@@ -482,18 +503,74 @@ fn control_handler(
     })
 }
 
+/// Puts the emulator's faults layer over the device: the description's `[faults]` if it has
+/// one, an empty one otherwise, with `control` attached so that the control socket's `fault`
+/// commands reach it, its draws seeded with `--seed`. The description's rules replace those the
+/// socket added before.
+fn with_fault_control(spec: &mut storsim_config::DeviceSpec, control: &FaultControl, seed: u64) {
+    let mut plan = spec.faults().cloned().unwrap_or_default();
+    plan.control = Some(control.clone());
+    plan.seed = seed;
+    spec.set_faults(Some(plan));
+}
+
+/// The emulate document with the faults in force as the device's `faults.rules`.
+fn emulation_document(
+    r: &storsim_emulate::EmulatorReport,
+    faults: &FaultControl,
+) -> serde_json::Value {
+    let mut doc = report::emulation_json(r);
+    doc["device"]["faults"] = json!({"rules": fault_rules_json(faults)});
+    doc
+}
+
+/// The rules `faults` holds now, as the simulate document's `device.faults.rules`.
+fn fault_rules_json(faults: &FaultControl) -> serde_json::Value {
+    let plan = storsim_config::FaultPlan {
+        rules: faults.rules(),
+        ..Default::default()
+    };
+    report::faults_json(&plan)["rules"].clone()
+}
+
+/// `fault add KEY=VALUE ...`, `fault clear` and `fault list`.
+fn fault_command(faults: &FaultControl, rest: &str) -> Result<serde_json::Value, String> {
+    let mut words = rest.split_whitespace();
+    let list = fault_rules_json;
+    match words.next() {
+        Some("add") => {
+            let args: Vec<&str> = words.collect();
+            let rule =
+                storsim_config::parse_fault_rule(&args, "fault add").map_err(|e| e.to_string())?;
+            faults.add(rule);
+            Ok(json!({"ok": true, "faults": list(faults)}))
+        }
+        Some("clear") => {
+            faults.clear();
+            Ok(json!({"ok": true, "faults": list(faults)}))
+        }
+        Some("list") => Ok(json!({"ok": true, "faults": list(faults)})),
+        _ => Err("`fault` takes add KEY=VALUE ..., clear or list".into()),
+    }
+}
+
 /// Builds a device from an argument and overrides and hands it to the emulator; the old model
 /// finishes the requests it holds.
-fn switch_device(emulator: &Emulator, base: &str, overrides: &[String]) -> Result<String, String> {
+fn switch_device(
+    emulator: &Emulator,
+    base: &str,
+    overrides: &[String],
+    faults: &FaultControl,
+    seed: u64,
+) -> Result<String, String> {
     if base.is_empty() {
         return Err("`device` needs a preset name or a device file".into());
     }
     let loaded = storsim_config::load_device_with(base, overrides).map_err(|e| e.to_string())?;
     crate::simulate::check_memory(&loaded.name, &loaded.spec).map_err(|e| e.message)?;
-    let device = loaded
-        .spec
-        .build()
-        .map_err(|e| format!("{}: {e}", loaded.name))?;
+    let mut spec = loaded.spec;
+    with_fault_control(&mut spec, faults, seed);
+    let device = spec.build().map_err(|e| format!("{}: {e}", loaded.name))?;
     emulator
         .replace_device(device, &loaded.name)
         .map_err(|e| e.to_string())?;

@@ -27,7 +27,7 @@ pub fn run(args: InspectArgs) -> Result<(), CliError> {
 /// The trace file, or the requests a generator spec describes. `inspect` has no device, so a
 /// spec must say where its requests fall (`span`, with `offset`), and must end by itself: a
 /// closed loop with a `duration` ends only when a device's pace says so.
-fn open(args: &InspectArgs) -> Result<Workload, CliError> {
+pub(crate) fn open(args: &InspectArgs) -> Result<Workload, CliError> {
     let text = args.trace.to_string_lossy();
     if !WorkloadSource::is_synthetic(&text) {
         let options = workload_arg::trace_options(&args.options)?;

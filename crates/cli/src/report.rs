@@ -6,11 +6,13 @@ use serde_json::{json, Map, Value};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use storsim_config::FaultPlan;
 use storsim_core::{BlockWear, Completion, Device, DeviceCounter, Op};
 use storsim_cosim::{CosimReport, ProgramExit};
 use storsim_emulate::{Backing, EmulatorReport};
 use storsim_engine::{Replay, RunInfo};
-use storsim_stats::{Demerit, Distribution, OpSummary, Series, Summary};
+use storsim_faults::Delay;
+use storsim_stats::{Demerit, Distribution, ErrorCounts, OpSummary, Series, Summary};
 use storsim_workload::flows::{Extent, FlowSpec};
 use storsim_workload::trace::Characterisation;
 use storsim_workload::Workload;
@@ -27,6 +29,8 @@ pub struct SimulationResults<'a> {
     pub summary: &'a Summary,
     /// The run in windows of simulated time, unless `--window off`.
     pub series: Option<&'a Series>,
+    /// The device's faults layer, if it has one (the device's `faults`).
+    pub faults: Option<&'a FaultPlan>,
     /// Each flow of a workload of several flows, in order; empty for a workload of one.
     pub flows: Vec<FlowResult<'a>>,
     /// With `--fairness`: the smallest slowdown over the largest (`None` inside when no flow
@@ -202,6 +206,12 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
         "summary": summary_json(r.summary),
         "series": r.series.map(|s| series_json(s, "simulated")),
     });
+    if let Some(plan) = r.faults {
+        doc["device"]["faults"] = faults_json(plan);
+    }
+    if r.summary.errors_counted {
+        doc["run"]["retries"] = json!(r.info.retries);
+    }
     // A workload of one flow writes neither key, so that its document stays as it was.
     if !r.flows.is_empty() {
         doc["flows"] = Value::Array(r.flows.iter().enumerate().map(flow_json).collect());
@@ -266,7 +276,7 @@ pub fn command_line() -> Vec<String> {
     )
 }
 
-fn without_outputs(args: impl Iterator<Item = String>) -> Vec<String> {
+pub(crate) fn without_outputs(args: impl Iterator<Item = String>) -> Vec<String> {
     let mut out = vec!["storsim".to_string()];
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
@@ -534,7 +544,85 @@ fn latency_table(s: &Summary) -> String {
     row("  flush", &s.flush.latency_ns, s.flush.requests);
     row("queueing", &s.all.queueing_ns, s.all.requests);
     row("service", &s.all.service_ns, s.all.requests);
+    if s.errors_counted {
+        out += &errors_text(s);
+    }
     out
+}
+
+/// The failed requests by operation and kind, and whether the latencies above count them.
+fn errors_text(s: &Summary) -> String {
+    let mut out = format!(
+        "errors          {} failed ({} the latencies above)\n",
+        s.all.errors.total(),
+        if s.latency_includes_failed {
+            "counted in"
+        } else {
+            "left out of"
+        }
+    );
+    for (name, op) in [
+        ("read", &s.read),
+        ("write", &s.write),
+        ("trim", &s.trim),
+        ("flush", &s.flush),
+    ] {
+        let kinds: Vec<String> = op
+            .errors
+            .iter()
+            .filter(|&(_, n)| n > 0)
+            .map(|(kind, n)| format!("{n} {kind}"))
+            .collect();
+        if !kinds.is_empty() {
+            out += &format!("  {name:<14}{}\n", kinds.join(", "));
+        }
+    }
+    out
+}
+
+/// A summary's error counts (`errors`: the total and each kind) for one operation.
+fn errors_json(e: &ErrorCounts) -> Value {
+    let mut map: Map<String, Value> = e
+        .iter()
+        .map(|(k, n)| (k.name().to_string(), json!(n)))
+        .collect();
+    map.insert("total".into(), json!(e.total()));
+    Value::Object(map)
+}
+
+/// The faults layer's plan, as the device's `faults` object.
+pub fn faults_json(plan: &FaultPlan) -> Value {
+    let rules: Vec<Value> = plan
+        .rules
+        .iter()
+        .map(|r| {
+            let delay = r.delay.map(|d| match d {
+                Delay::Fixed { ns } => json!({"distribution": "fixed", "ns": ns}),
+                Delay::Uniform { min_ns, max_ns } => {
+                    json!({"distribution": "uniform", "min_ns": min_ns, "max_ns": max_ns})
+                }
+                Delay::Exponential { mean_ns } => {
+                    json!({"distribution": "exponential", "mean_ns": mean_ns})
+                }
+            });
+            json!({
+                "kind": r.kind.name(),
+                "op": r.op.map(|op| op.name()),
+                "rate_per_million": r.rate_per_million,
+                "lba_start": r.sectors.map(|s| s.0),
+                "lba_end": r.sectors.map(|s| s.1),
+                "from_request": r.from_request,
+                "from_ns": r.from_ns,
+                "duration_ns": r.duration_ns,
+                "delay": delay,
+            })
+        })
+        .collect();
+    json!({
+        "host_timeout_ns": plan.host_timeout_ns,
+        "seed": plan.seed,
+        "rules": rules,
+    })
 }
 
 /// The summary's JSON object: all operations' figures at the top level, then one object per
@@ -549,6 +637,24 @@ fn summary_json(s: &Summary) -> Value {
     summary.insert("write".into(), op_json(&s.write));
     summary.insert("trim".into(), op_json(&s.trim));
     summary.insert("flush".into(), op_json(&s.flush));
+    // A run that cannot fail reads as before errors were counted.
+    if s.errors_counted {
+        summary.insert("errors".into(), errors_json(&s.all.errors));
+        for (name, op) in [
+            ("read", &s.read),
+            ("write", &s.write),
+            ("trim", &s.trim),
+            ("flush", &s.flush),
+        ] {
+            if let Some(Value::Object(m)) = summary.get_mut(name) {
+                m.insert("errors".into(), errors_json(&op.errors));
+            }
+        }
+        summary.insert(
+            "latency_includes_failed".into(),
+            json!(s.latency_includes_failed),
+        );
+    }
     summary.insert(
         "latency_cdf".into(),
         Value::Array(
@@ -632,6 +738,8 @@ pub struct CosimResults<'a> {
     pub program: &'a [std::ffi::OsString],
     pub extent_bytes: u64,
     pub report: &'a CosimReport,
+    /// The device's faults layer, if it has one (the device's `faults`, as in simulate).
+    pub faults: Option<&'a FaultPlan>,
 }
 
 fn cpu_speed_json(speed: f64) -> Value {
@@ -647,7 +755,7 @@ fn cpu_speed_json(speed: f64) -> Value {
 pub fn cosim_json(r: &CosimResults) -> Value {
     let c = &r.report.calls;
     let t = r.report;
-    json!({
+    let mut doc = json!({
         "schema": SCHEMA,
         "kind": "cosim",
         "command_line": command_line(),
@@ -689,7 +797,11 @@ pub fn cosim_json(r: &CosimResults) -> Value {
             "skipped_ns": t.clock_series.iter().map(|c| c.skipped_virtual_ns).collect::<Vec<_>>(),
         },
         "warnings": t.warnings,
-    })
+    });
+    if let Some(plan) = r.faults {
+        doc["device"]["faults"] = faults_json(plan);
+    }
+    doc
 }
 
 /// The human-readable cosim report (written to standard error: standard output is the

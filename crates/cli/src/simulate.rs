@@ -9,7 +9,9 @@ use crate::{interrupt, report_html, workload_arg, CliError};
 use std::path::Path;
 use std::time::Duration;
 use storsim_core::Completion;
-use storsim_engine::{CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay};
+use storsim_engine::{
+    CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay, Retry,
+};
 use storsim_sim::{Fairness, Session, WorkloadSource};
 use storsim_stats::Summary;
 use storsim_workload::{Pacing, Workload};
@@ -88,6 +90,7 @@ impl Done {
                 })
                 .collect(),
             fairness: self.alone.as_ref().map(|(_, f)| f.fairness),
+            faults: self.session.faults.as_ref(),
         }
     }
 }
@@ -98,6 +101,16 @@ pub(crate) fn execute(
     args: &SimulateArgs,
     stop: CancelToken,
     progress: bool,
+) -> Result<Done, CliError> {
+    execute_into(args, stop, progress, None)
+}
+
+/// [`execute`], also handing every completion to `also` (the library's request columns).
+pub(crate) fn execute_into(
+    args: &SimulateArgs,
+    stop: CancelToken,
+    progress: bool,
+    mut also: Option<&mut dyn CompletionSink>,
 ) -> Result<Done, CliError> {
     let source = workload_arg::simulate_source(args)?;
     let mut device = storsim_sim::load_device(&args.device, &args.set)
@@ -110,12 +123,26 @@ pub(crate) fn execute(
         Session::new(device, &source, args.seed).map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let options = engine_options(args, &session.workload)?;
     session.window = args.window.0;
+    session.collector.latency_includes_failed = args.latency_includes_failed;
     let mut csv = match &args.requests_csv {
         Some(path) => Some(CsvSink::create(path)?),
         None => None,
     };
-    // Without a CSV to write, no sink: the statistics are collected in any case.
-    let sink = csv.as_mut().map(|c| c as &mut dyn CompletionSink);
+    // Without a CSV to write or columns to fill, no sink: the statistics are collected in
+    // any case.
+    let mut both;
+    let sink = match (csv.as_mut(), also.as_mut()) {
+        (Some(csv), Some(also)) => {
+            both = |c: &Completion| {
+                csv.completed(c);
+                also.completed(c);
+            };
+            Some(&mut both as &mut dyn CompletionSink)
+        }
+        (Some(csv), None) => Some(csv as &mut dyn CompletionSink),
+        (None, Some(also)) => Some(&mut **also as &mut dyn CompletionSink),
+        (None, None) => None,
+    };
     let mut line = Progress::new(!progress, args.max_requests);
     let outcome = session
         .run(&options, sink, &mut |n, t| line.update(n, t), Some(stop))
@@ -224,6 +251,10 @@ fn engine_options(args: &SimulateArgs, workload: &Workload) -> Result<EngineOpti
         },
         max_requests: args.max_requests,
         duration_ns: workload.duration_ns,
+        retry: Retry {
+            attempts: args.retries,
+            delay_ns: args.retry_delay,
+        },
     })
 }
 

@@ -7,10 +7,10 @@ use crate::args::{Cli, Command, SimulateArgs, SweepArgs};
 use crate::progress::Progress;
 use crate::{interrupt, report, report_html, simulate, workload_arg, CliError};
 use clap::Parser;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use storsim_engine::CancelToken;
-use storsim_sweep::{Observer, Point, PointRunner, RunOptions, Spec, Status};
+use storsim_sweep::{Observer, Point, PointRunner, RunOptions, Spec, Status, Table};
 
 /// Runs `storsim sweep SPEC --out DIR`.
 pub fn run(args: SweepArgs) -> Result<(), CliError> {
@@ -50,12 +50,13 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     .map_err(CliError::failure)?;
     observer.progress.finish();
 
-    let mut csv = Vec::new();
-    outcome
-        .table
-        .write_csv(&mut csv)
-        .map_err(|e| CliError::failure(format!("writing the results: {e}")))?;
-    storsim_sweep::write_whole(&args.out.join("results.csv"), &csv).map_err(CliError::failure)?;
+    write_outputs(
+        &spec,
+        &points,
+        &outcome.table,
+        &args.out,
+        args.plots.as_deref(),
+    )?;
     if args.parquet {
         let bytes = outcome
             .table
@@ -64,14 +65,6 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         storsim_sweep::write_whole(&args.out.join("results.parquet"), &bytes)
             .map_err(CliError::failure)?;
     }
-
-    report_html::write_sweep(
-        &spec,
-        &points,
-        &outcome.table,
-        &args.out,
-        args.plots.as_deref(),
-    )?;
 
     let count = |wanted: fn(&Status) -> bool| outcome.statuses.iter().filter(|s| wanted(s)).count();
     let ran = count(|s| *s == Status::Ran);
@@ -102,28 +95,85 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
     Ok(())
 }
 
+/// `results.csv`'s bytes.
+pub(crate) fn csv_bytes(table: &Table) -> Result<Vec<u8>, CliError> {
+    let mut csv = Vec::new();
+    table
+        .write_csv(&mut csv)
+        .map_err(|e| CliError::failure(format!("writing the results: {e}")))?;
+    Ok(csv)
+}
+
+/// Writes a sweep's `results.csv` and `report.html` (with the plots into `plots` if given)
+/// into the output folder `out`; returns `results.csv`'s bytes.
+pub(crate) fn write_outputs(
+    spec: &Spec,
+    points: &[Point],
+    table: &Table,
+    out: &Path,
+    plots: Option<&Path>,
+) -> Result<Vec<u8>, CliError> {
+    let csv = csv_bytes(table)?;
+    storsim_sweep::write_whole(&out.join("results.csv"), &csv).map_err(CliError::failure)?;
+    report_html::write_sweep(spec, points, table, out, plots)?;
+    Ok(csv)
+}
+
 /// Runs points as `storsim simulate` commands.
-struct SimulateRunner {
+pub(crate) struct SimulateRunner {
     /// The spec's directory, which relative paths in it start from.
-    dir: PathBuf,
+    pub dir: PathBuf,
 }
 
 impl SimulateRunner {
     /// The point's `storsim simulate` arguments, parsed as that command parses them.
-    fn arguments(&self, point: &Point) -> Result<(Vec<String>, SimulateArgs), String> {
+    pub(crate) fn arguments(&self, point: &Point) -> Result<(Vec<String>, SimulateArgs), String> {
         let mut line = vec!["storsim".to_string()];
         line.extend(point.simulate_args(&self.dir));
-        let parsed = Cli::try_parse_from(&line).map_err(|e| {
-            // clap's message starts with "error: " and ends with a usage hint for a terminal.
-            let message = e.to_string();
-            let first = message.lines().next().unwrap_or_default();
-            first.trim_start_matches("error: ").to_string()
-        })?;
-        match parsed.command {
-            Command::Simulate(args) => Ok((line, args)),
-            _ => unreachable!("the line starts with `simulate`"),
-        }
+        let args = parse_simulate(&line)?;
+        Ok((line, args))
     }
+}
+
+/// `line` (`storsim simulate ...`) parsed as the command parses it; the error is clap's
+/// message without its `error: ` and the usage hint meant for a terminal.
+pub(crate) fn parse_simulate(line: &[String]) -> Result<SimulateArgs, String> {
+    let parsed = Cli::try_parse_from(line).map_err(|e| {
+        let message = e.to_string();
+        let first = message.lines().next().unwrap_or_default();
+        first.trim_start_matches("error: ").to_string()
+    })?;
+    match parsed.command {
+        Command::Simulate(args) => Ok(args),
+        _ => Err(format!(
+            "expected the arguments of `storsim simulate`, got `{}`",
+            line.join(" ")
+        )),
+    }
+}
+
+/// Runs a sweep point's `storsim simulate` and returns its document's text, with `point` as
+/// the document's `point` and `command_line` as its `command_line`; `None` when `cancel`
+/// stopped it. `workload_name`, if given, is the name the document gives the workload: a
+/// trace shipped to a cluster's worker is read from a copy, and the document names the
+/// original.
+pub(crate) fn point_document(
+    args: &SimulateArgs,
+    command_line: Vec<String>,
+    workload_name: Option<&str>,
+    point: serde_json::Value,
+    cancel: &CancelToken,
+) -> Result<Option<String>, CliError> {
+    let done = simulate::execute(args, cancel.clone(), false)?;
+    if done.outcome.info.cancelled {
+        return Ok(None);
+    }
+    let mut doc = report::simulation_json(&done.results(args, command_line));
+    if let Some(name) = workload_name {
+        doc["workload"]["name"] = name.into();
+    }
+    doc["point"] = point;
+    report::json_text(&doc).map(Some)
 }
 
 impl PointRunner for SimulateRunner {
@@ -136,13 +186,7 @@ impl PointRunner for SimulateRunner {
 
     fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {
         let (line, args) = self.arguments(point)?;
-        let done = simulate::execute(&args, cancel.clone(), false).map_err(|e| e.message)?;
-        if done.outcome.info.cancelled {
-            return Ok(None);
-        }
-        let mut doc = report::simulation_json(&done.results(&args, line));
-        doc["point"] = point.json();
-        report::json_text(&doc).map(Some).map_err(|e| e.message)
+        point_document(&args, line, None, point.json(), cancel).map_err(|e| e.message)
     }
 }
 

@@ -5,9 +5,9 @@
 
 mod common;
 
-use common::system::{have, run, run_ok, Emulator, Loop, Mounted};
+use common::system::{control, have, run, run_ok, Emulator, Loop, Mounted};
 use common::{repo_root, temp_dir};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -751,14 +751,6 @@ fn record_rows_with_lengths(path: &Path) -> Vec<(u64, String, u64)> {
         )
         .map(|((received, _, op, _), len)| (received, op, len))
         .collect()
-}
-
-fn control(socket: &Path, command: &str) -> serde_json::Value {
-    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
-    stream.write_all(format!("{command}\n").as_bytes()).unwrap();
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).unwrap();
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
 }
 
 #[test]

@@ -10,7 +10,7 @@
 
 mod common;
 
-use common::system::{emulate_with_qemu_io, have};
+use common::system::{emulate_with_qemu_io, have, run_ok, Emulator};
 use common::{repo_root, storsim, temp_dir};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -240,8 +240,30 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
                 "synthetic:rw=randwrite,bs=4k,iodepth=2,requests=200",
             ],
         ),
+        // A faults layer: the plan, the error counts and the retries appear.
+        simulate(
+            "faults",
+            &[
+                "--device",
+                "examples/faults/flaky-ssd.toml",
+                "--workload",
+                synthetic,
+                "--retries",
+                "1",
+            ],
+        ),
     ];
-    assert_documented("## The simulate document", &runs, &[]);
+    // The example's one latency spike draws from an exponential; the other delay shapes write
+    // their own keys, which the faults tests cover.
+    assert_documented(
+        "## The simulate document",
+        &runs,
+        &[
+            "device.faults.rules[].delay.ns",
+            "device.faults.rules[].delay.min_ns",
+            "device.faults.rules[].delay.max_ns",
+        ],
+    );
     for run in &runs {
         assert_series_matches_the_run(run);
     }
@@ -587,7 +609,8 @@ fn every_key_of_the_cosim_report_is_documented_and_every_documented_key_is_writt
             .into_iter()
             .filter(|p| {
                 p.starts_with("device.") || p.starts_with("summary.") || p.starts_with("series.")
-            }),
+            })
+            .filter(|p| !with_faults_only(p)),
     );
     assert_documented_paths("## The cosim document", &documented, &runs, &[]);
     assert_eq!(runs[0]["series"]["clock"], "simulated");
@@ -621,6 +644,7 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
     documented.extend(
         documented_paths("## The simulate document")
             .into_iter()
+            .filter(|p| !with_faults_only(p))
             .filter_map(|p| {
                 p.strip_prefix("summary.")
                     .map(|rest| format!("model.{rest}"))
@@ -630,13 +654,91 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
     assert_eq!(run["series"]["clock"], "wall");
     assert_series_matches(&run, &run["model"]);
     // A switch needs a `set` on the control socket, and whether the pacing thread polls a
-    // front end depends on timing: these two may be missing from a run.
-    assert_documented_paths(
-        "## The emulate document",
-        &documented,
-        &[run],
-        &["device.switches", "requests.polled.<front_end>"],
+    // front end depends on timing: these two may be missing from a run. This run has no
+    // faults, so its list of rules is empty (tests/faults.rs reads the rules of runs that do).
+    let mut unwritable = vec!["device.switches", "requests.polled.<front_end>"];
+    unwritable.extend(
+        documented
+            .iter()
+            .filter(|p| p.starts_with("device.faults.rules[]."))
+            .map(String::as_str),
     );
+    assert_eq!(run["device"]["faults"]["rules"], serde_json::json!([]));
+    assert_documented_paths("## The emulate document", &documented, &[run], &unwritable);
+}
+
+/// The simulate document's paths written only with a faults layer (docs/faults.md), which the
+/// cosim and emulate runs here have not; crates/cli/tests/faults.rs reads them from those.
+fn with_faults_only(path: &str) -> bool {
+    path.starts_with("device.faults.")
+        || path.starts_with("summary.errors.")
+        || path.contains(".errors.")
+        || path.ends_with("latency_includes_failed")
+}
+
+#[test]
+fn every_key_of_the_replay_log_json_is_documented_and_every_documented_key_is_written() {
+    if !have("qemu-io") {
+        return;
+    }
+    let tmp = temp_dir("json-replay-log");
+    let dir = tmp.path();
+    let log = dir.join("writes.log");
+    let socket = dir.join("nbd.sock");
+    let emu = Emulator::start(&[
+        "--device",
+        "stec-zeus",
+        "--size",
+        "16m",
+        "--nbd-unix",
+        socket.to_str().unwrap(),
+        "--write-log",
+        log.to_str().unwrap(),
+    ]);
+    // Through a write-back cache the write is no FUA: replayed to it, before the flush of
+    // qemu-io's close, it is at risk.
+    let uri = emu.nbd().to_string();
+    run_ok(
+        "qemu-io",
+        &[
+            "-t",
+            "writeback",
+            "-f",
+            "raw",
+            &uri,
+            "-c",
+            "write -P 9 0 64k",
+        ],
+    );
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+    let log = log.to_str().unwrap();
+    let image = dir.join("replayed.img");
+    let image = image.to_str().unwrap();
+    let torn = run_json(
+        "json-replay-log-torn",
+        &[
+            "replay-log",
+            log,
+            "--to-write",
+            "1",
+            "--torn",
+            "page",
+            "--seed",
+            "4",
+            "--out",
+            image,
+        ],
+        "--json",
+    );
+    assert_eq!(torn["crash"]["volatile_writes"], 1);
+    let whole = run_json(
+        "json-replay-log-whole",
+        &["replay-log", log, "--out", image],
+        "--json",
+    );
+    assert_eq!(whole["crash"]["volatile_writes"], 0);
+    assert_documented("## The replay-log document", &[torn, whole], &[]);
 }
 
 #[test]

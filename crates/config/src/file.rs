@@ -135,11 +135,14 @@ pub(crate) fn parse_nested(
     file: &str,
     nesting: &models::array::Nesting,
 ) -> Result<DeviceSpec, ConfigError> {
-    if let Some((parsed, merged)) = merged_over_preset_file(text, file)? {
-        return resolve(parsed, file, nesting).map_err(|e| merged.explain(e, file));
-    }
-    let parsed: DeviceFile = toml::from_str(text).map_err(|e| syntax(file, e.to_string()))?;
-    resolve(parsed, file, nesting)
+    let mut spec = if let Some((parsed, merged)) = merged_over_preset_file(text, file)? {
+        resolve(parsed, file, nesting).map_err(|e| merged.explain(e, file))?
+    } else {
+        let parsed: DeviceFile = toml::from_str(text).map_err(|e| syntax(file, e.to_string()))?;
+        resolve(parsed, file, nesting)?
+    };
+    spec.set_faults(crate::faults::parse_faults(text, file)?);
+    Ok(spec)
 }
 
 fn syntax(file: &str, message: String) -> ConfigError {

@@ -23,6 +23,7 @@
 
 pub mod disksim;
 mod error;
+mod faults;
 mod file;
 mod host_interface;
 mod merge;
@@ -30,6 +31,7 @@ mod models;
 mod presets;
 
 pub use error::ConfigError;
+pub use faults::parse_fault_rule;
 pub use file::{load_device, load_device_with, parse_device_toml};
 pub use host_interface::host_interface_toml;
 pub use models::array::ArraySpec;
@@ -38,6 +40,7 @@ pub use models::ftl::ftl_section_toml;
 pub use models::hybrid::{HybridConfiguration, HybridSpec};
 pub use models::ssd::{precondition_ssds, PreconditionMode};
 pub use presets::{preset, preset_spec, presets, PresetInfo};
+pub use storsim_faults::{FaultControl, FaultPlan};
 
 pub use models::{models, ModelInfo};
 
@@ -98,54 +101,86 @@ impl<P: ModelParams + Clone + PartialEq> AnyParams for P {
     }
 }
 
-/// A fully resolved device description: which model, with every parameter set, and the host
-/// interface in front of it, if any. It holds one model's [`ModelParams`];
+/// A fully resolved device description: which model, with every parameter set, and the
+/// layers over it: the host interface in front of it (`[host_interface]`) and the faults layer
+/// between the two (`[faults]`), if any. It holds one model's [`ModelParams`];
 /// [`params`](Self::params) looks at them as their concrete type.
-pub struct DeviceSpec(Box<dyn AnyParams>, Option<HostInterfaceParams>);
+pub struct DeviceSpec {
+    model: Box<dyn AnyParams>,
+    // The layers are boxed so that a description without them stays small: `into_params`
+    // hands the whole description back as its error.
+    host_interface: Option<Box<HostInterfaceParams>>,
+    faults: Option<Box<FaultPlan>>,
+}
 
 impl DeviceSpec {
-    /// A description holding `params`, with no host interface.
+    /// A description holding `params`, with no host interface and no faults layer.
     pub fn new<P: ModelParams + Clone + PartialEq>(params: P) -> DeviceSpec {
-        DeviceSpec(Box::new(params), None)
+        DeviceSpec {
+            model: Box::new(params),
+            host_interface: None,
+            faults: None,
+        }
+    }
+
+    /// The faults layer's plan, if the description has one (`[faults]`).
+    pub fn faults(&self) -> Option<&FaultPlan> {
+        self.faults.as_deref()
+    }
+
+    /// Puts a faults layer with `plan` over the model, or takes it away.
+    pub fn set_faults(&mut self, plan: Option<FaultPlan>) {
+        self.faults = plan.map(Box::new);
+    }
+
+    /// Seeds the faults layer's draws with the run's seed; says whether there is a layer.
+    pub fn seed_faults(&mut self, seed: u64) -> bool {
+        match &mut self.faults {
+            Some(plan) => {
+                plan.seed = seed;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The host interface in front of the model (a `[host_interface]` section), if any.
     pub fn host_interface(&self) -> Option<&HostInterfaceParams> {
-        self.1.as_ref()
+        self.host_interface.as_deref()
     }
 
     /// The host interface for changing: a multi-flow workload sets its flows' bindings here
     /// (`HostInterfaceParams::flows`) before the device is built.
     pub fn host_interface_mut(&mut self) -> Option<&mut HostInterfaceParams> {
-        self.1.as_mut()
+        self.host_interface.as_deref_mut()
     }
 
     /// Puts `host_interface` in front of the model (or takes the interface away with `None`).
     pub fn set_host_interface(&mut self, host_interface: Option<HostInterfaceParams>) {
-        self.1 = host_interface;
+        self.host_interface = host_interface.map(Box::new);
     }
 
     /// The model's name, as a device file's `model` key writes it.
     pub fn model_name(&self) -> &'static str {
-        self.0.model_name()
+        self.model.model_name()
     }
 
     /// The parameters, if they are of type `P` (that is, if the model is `P`'s).
     pub fn params<P: ModelParams>(&self) -> Option<&P> {
-        self.0.as_any().downcast_ref()
+        self.model.as_any().downcast_ref()
     }
 
     /// The parameters for changing, if they are of type `P`.
     pub fn params_mut<P: ModelParams>(&mut self) -> Option<&mut P> {
-        self.0.as_any_mut().downcast_mut()
+        self.model.as_any_mut().downcast_mut()
     }
 
     /// The parameters by value, if they are of type `P`; the description itself otherwise. The
-    /// host interface, if any, is not part of them.
+    /// layers (host interface, faults), if any, are not part of them.
     pub fn into_params<P: ModelParams>(self) -> Result<P, DeviceSpec> {
         if self.params::<P>().is_some() {
             Ok(*self
-                .0
+                .model
                 .into_any()
                 .downcast::<P>()
                 .expect("the type was checked just before"))
@@ -161,7 +196,7 @@ impl DeviceSpec {
     /// Drivers compare it with the memory they have before building, so that an oversized
     /// geometry is an error rather than an allocation failure.
     pub fn state_bytes_bound(&self) -> Option<u64> {
-        self.0.state_bytes_bound()
+        self.model.state_bytes_bound()
     }
 
     /// Instantiates the model in its initial state. Building can fail for models that do work
@@ -171,26 +206,38 @@ impl DeviceSpec {
     /// There is deliberately no capacity query on a description: an SSD's capacity is what its
     /// FTL leaves of the geometry, known only once the FTL is built. Ask the built device.
     pub fn build(&self) -> Result<Box<dyn Device>, String> {
-        host_interface::wrap(self.0.build()?, self.1.as_ref())
+        // The layers from the inside out: faults over the model, the host interface over both,
+        // so that injected errors and delays happen at the device, behind the host's queues.
+        let model = faults::with_faults(self.model.build()?, self.faults.as_deref());
+        host_interface::wrap(model, self.host_interface.as_deref())
     }
 }
 
 impl Clone for DeviceSpec {
     fn clone(&self) -> Self {
-        DeviceSpec(self.0.clone_box(), self.1.clone())
+        DeviceSpec {
+            model: self.model.clone_box(),
+            host_interface: self.host_interface.clone(),
+            faults: self.faults.clone(),
+        }
     }
 }
 
 impl PartialEq for DeviceSpec {
     fn eq(&self, other: &Self) -> bool {
-        self.0.eq_dyn(other.0.as_ref()) && self.1 == other.1
+        self.model.eq_dyn(other.model.as_ref())
+            && self.host_interface == other.host_interface
+            && self.faults == other.faults
     }
 }
 
 impl fmt::Debug for DeviceSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)?;
-        match &self.1 {
+        self.model.fmt(f)?;
+        if let Some(faults) = &self.faults {
+            write!(f, " with {faults:?}")?;
+        }
+        match &self.host_interface {
             Some(host_interface) => write!(f, " behind {host_interface:?}"),
             None => Ok(()),
         }

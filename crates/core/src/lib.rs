@@ -17,5 +17,5 @@ mod time;
 pub use device::{check_range, BlockWear, Device, DeviceCounter, DeviceError, QUEUE_DEPTH_MAX};
 pub use event_queue::{EventQueue, EventQueueFull};
 pub use prng::Prng;
-pub use request::{Completion, Op, Request, SECTOR_BYTES};
+pub use request::{Completion, Op, Request, Status, SECTOR_BYTES};
 pub use time::{SimDuration, SimTime};

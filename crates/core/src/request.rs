@@ -64,13 +64,105 @@ impl Request {
     }
 }
 
+/// How a request ended: done, or the error the host sees. Device models complete every request
+/// [`Status::Ok`]; errors come from a faults layer (`storsim-faults`) or a composite passing a
+/// child's error up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Status {
+    /// The request did what it asked.
+    #[default]
+    Ok,
+    /// An unrecoverable media error: the data could not be read (a read's EIO).
+    MediaError,
+    /// The data could not be written, or a flush could not make it durable (a write's or
+    /// flush's EIO).
+    WriteError,
+    /// The device has no space left for the write (ENOSPC, a thin-provisioned device full).
+    NoSpace,
+    /// The device never answered: the host gave up after its timeout (ETIMEDOUT).
+    Timeout,
+    /// The device has become read-only and refuses writes, trims and flushes (EROFS).
+    ReadOnly,
+    /// The whole device has failed and answers every request with an error (EIO).
+    DeviceFailed,
+}
+
+impl Status {
+    /// Every error kind, in the order of [`Status::error_index`].
+    pub const ERRORS: [Status; 6] = [
+        Status::MediaError,
+        Status::WriteError,
+        Status::NoSpace,
+        Status::Timeout,
+        Status::ReadOnly,
+        Status::DeviceFailed,
+    ];
+
+    /// Whether the request succeeded.
+    #[inline]
+    pub fn is_ok(self) -> bool {
+        self == Status::Ok
+    }
+
+    /// The kind's name as results and device files write it (`ok`, `media_error`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::MediaError => "media_error",
+            Status::WriteError => "write_error",
+            Status::NoSpace => "no_space",
+            Status::Timeout => "timeout",
+            Status::ReadOnly => "read_only",
+            Status::DeviceFailed => "device_failed",
+        }
+    }
+
+    /// The status named `name` (as [`Status::name`] writes it).
+    pub fn from_name(name: &str) -> Option<Status> {
+        std::iter::once(Status::Ok)
+            .chain(Status::ERRORS)
+            .find(|s| s.name() == name)
+    }
+
+    /// Index into per-kind error arrays, in the order of [`Status::ERRORS`]; `None` for `Ok`.
+    #[inline]
+    pub fn error_index(self) -> Option<usize> {
+        match self {
+            Status::Ok => None,
+            other => Some(other as usize - 1),
+        }
+    }
+
+    /// The Linux errno a host's system call returns for this status (0 for `Ok`). These are
+    /// POSIX's numbers as Linux assigns them on every architecture storsim runs on; front ends
+    /// map them onto their protocol's own error codes.
+    pub fn errno(self) -> i32 {
+        match self {
+            Status::Ok => 0,
+            Status::MediaError | Status::WriteError | Status::DeviceFailed => 5, // EIO
+            Status::NoSpace => 28,                                               // ENOSPC
+            Status::ReadOnly => 30,                                              // EROFS
+            Status::Timeout => 110,                                              // ETIMEDOUT
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// A finished request. `service_start` is when the device began working on it (after any
-/// queueing inside the device); `finish` is when the host sees it complete.
+/// queueing inside the device); `finish` is when the host sees it complete; `status` says
+/// whether it succeeded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Completion {
     pub request: Request,
     pub service_start: SimTime,
     pub finish: SimTime,
+    /// How the request ended. Models answer [`Status::Ok`]; a faults layer sets the errors.
+    pub status: Status,
 }
 
 impl Completion {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use storsim_core::conformance::{self, Options, Recorder, ViolationKind};
 use storsim_core::{
     check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request,
-    SimDuration, SimTime,
+    SimDuration, SimTime, Status,
 };
 
 /// One way of breaking the contract.
@@ -49,6 +49,8 @@ enum Flaw {
     WearMisshapen,
     /// `block_wear()` counts the devices built before it, as if erases leaked between runs.
     WearNondeterministic,
+    /// Request 45 completes with a media error, which only a faults layer may report.
+    FailsARequest,
 }
 
 /// A single FIFO server: 10 µs plus 1 ns a byte per request, 3 µs a flush.
@@ -134,9 +136,11 @@ impl Device for Fifo {
             request,
             service_start: start.min(finish),
             finish,
+            status: Status::Ok,
         };
         match self.flaw {
             Flaw::AltersRequest if request.id == 30 => completion.request.len_bytes += 512,
+            Flaw::FailsARequest if request.id == 45 => completion.status = Status::MediaError,
             Flaw::StartsAfterFinish if request.id == 35 => {
                 completion.service_start = finish + SimDuration(1);
             }
@@ -258,6 +262,7 @@ fn each_broken_device_is_reported_with_its_seed_and_request() {
         (Flaw::ReversesTies, ViolationKind::OutOfOrder),
         (Flaw::WearMisshapen, ViolationKind::BlockWearShape),
         (Flaw::WearNondeterministic, ViolationKind::Nondeterministic),
+        (Flaw::FailsARequest, ViolationKind::ErrorStatus),
     ];
     for (flaw, kind) in cases {
         let options = options();

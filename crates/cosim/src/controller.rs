@@ -666,7 +666,9 @@ impl Controller {
                         }),
                     );
                 }
-                self.piece_done(c.request.id, 0);
+                // A faults layer's error reaches the program as its call's errno, in virtual
+                // time like any completion.
+                self.piece_done(c.request.id, -i64::from(c.status.errno()));
             }
             self.done = done;
             let waiting = std::mem::take(&mut self.queued);

@@ -10,6 +10,7 @@ use crate::{
     ReplyBatch, Responder,
 };
 use std::sync::Arc;
+use storsim_core::Status;
 
 /// Most requests one poll of an NBD connection serves: the spin checks its deadline between
 /// polls, so a burst that arrived at once (32 requests in one receive at queue depth 32) is
@@ -115,6 +116,13 @@ fn nbd_errno(failure: IoFailure) -> storsim_nbd::Errno {
         IoFailure::OutOfRange => storsim_nbd::Errno::Inval,
         IoFailure::Store(_) | IoFailure::DeviceFailed(_) => storsim_nbd::Errno::Io,
         IoFailure::ShuttingDown => storsim_nbd::Errno::Shutdown,
+        // NBD has few error codes: a full device is its ENOSPC, a read-only one its EPERM
+        // (what a server answers a write to a read-only export), every other failure EIO.
+        IoFailure::Injected(status) => match status {
+            Status::NoSpace => storsim_nbd::Errno::NoSpc,
+            Status::ReadOnly => storsim_nbd::Errno::Perm,
+            _ => storsim_nbd::Errno::Io,
+        },
     }
 }
 
@@ -213,5 +221,6 @@ fn fuse_errno(failure: IoFailure) -> i32 {
         IoFailure::OutOfRange => libc::EINVAL,
         IoFailure::Store(_) | IoFailure::DeviceFailed(_) => libc::EIO,
         IoFailure::ShuttingDown => libc::ESHUTDOWN,
+        IoFailure::Injected(status) => status.errno(),
     }
 }

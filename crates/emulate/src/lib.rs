@@ -26,6 +26,7 @@ pub mod cpus;
 pub mod frontend;
 mod lateness;
 mod pacer;
+pub mod power;
 pub mod signals;
 
 pub use lateness::{Lateness, LatenessSummary, PercentDistribution, PercentPoint};
@@ -39,10 +40,10 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Write;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{SyncSender, TrySendError};
-use std::sync::{mpsc, Arc, Condvar, Mutex};
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use storsim_core::{Device, DeviceCounter, Op, SimTime};
+use storsim_core::{Device, DeviceCounter, Op, SimTime, Status};
 use storsim_stats::{
     Collector, Distribution, Histogram, Series, SeriesRecorder, Summary, WindowWidth,
 };
@@ -98,6 +99,9 @@ pub enum IoFailure {
     Store(String),
     /// The device model has failed (a worn-out flash device, say) and takes no more requests.
     DeviceFailed(String),
+    /// A faults layer (`[faults]`, or the control socket's `fault add`) failed the request
+    /// with this error, at the instant the model's timing says.
+    Injected(Status),
     /// The emulator is shutting down.
     ShuttingDown,
 }
@@ -300,6 +304,8 @@ pub enum EmulateError {
     Replacement(String),
     /// The pacing thread stopped with an error (writing the record, say).
     Pacer(String),
+    /// Power loss was asked for in a way that cannot be done.
+    PowerLoss(String),
     /// The pacing thread cannot be restricted to the processor asked for.
     PacingCpu {
         cpu: usize,
@@ -321,6 +327,7 @@ impl std::fmt::Display for EmulateError {
             ),
             EmulateError::Replacement(m) => write!(f, "cannot switch devices: {m}"),
             EmulateError::Pacer(m) => write!(f, "pacing thread: {m}"),
+            EmulateError::PowerLoss(m) => write!(f, "power loss: {m}"),
             EmulateError::PacingCpu { cpu, error } => {
                 write!(f, "cannot run the pacing thread on CPU {cpu}: {error}")
             }
@@ -391,6 +398,8 @@ struct Shared {
     /// and the recorded trace comes out sorted.
     stamp: Mutex<u64>,
     tally: Mutex<Tally>,
+    /// Power loss, once enabled: every change to the store then goes through it.
+    power: OnceLock<power::PowerLoss>,
 }
 
 /// The counters the pacing thread keeps and reports read.
@@ -442,10 +451,21 @@ impl Shared {
         if !in_range {
             return fail(IoFailure::OutOfRange, responder);
         }
+        let powered_off = || {
+            let off = "the disk is powered off after a crash (--after-crash stop)".to_string();
+            IoFailure::DeviceFailed(off)
+        };
+        if self.powered_off() {
+            return fail(powered_off(), responder);
+        }
         let read_data = match self.store_part(&io) {
             Ok(data) => data,
             Err(e) => return fail(IoFailure::Store(e.to_string()), responder),
         };
+        // A write that set a crash off is never acknowledged by a disk left off.
+        if self.powered_off() {
+            return fail(powered_off(), responder);
+        }
         if io.len_bytes == 0 && io.op != HostOp::Flush {
             // Nothing for the model to time: devices refuse empty transfers.
             self.skip(seq);
@@ -472,9 +492,23 @@ impl Shared {
         }
     }
 
+    /// Whether a crash left the disk off (power loss's `--after-crash stop`).
+    fn powered_off(&self) -> bool {
+        self.power.get().is_some_and(|p| p.powered_off())
+    }
+
     /// The data part of a host I/O, done on the caller's thread before the model sees it.
     fn store_part(&self, io: &HostIo) -> Result<Option<Vec<u8>>, StoreError> {
         let store = &self.store;
+        if let Some(power) = self.power.get().filter(|_| io.op != HostOp::Read) {
+            power.store_part(store, io, self.clock.now())?;
+            // The model of the cache decides what a crash loses; the backing file is still
+            // made durable where the host asked, for a crash of the machine itself.
+            if io.syncs() {
+                store.flush()?;
+            }
+            return Ok(None);
+        }
         match io.op {
             HostOp::Read => {
                 let mut buf = vec![0u8; io.len_bytes as usize];
@@ -637,6 +671,7 @@ impl Emulator {
             store_thread_jobs: AtomicU64::new(0),
             stamp: Mutex::new(0),
             tally: Mutex::new(tally),
+            power: OnceLock::new(),
         });
         let pacer = Pacer::new(Arc::clone(&shared), device, record).map_err(EmulateError::Io)?;
         let pacing_cpu = shared.options.pacing_cpu;
@@ -721,6 +756,31 @@ impl Emulator {
             _ => job,
         };
         self.shared.take(job);
+    }
+
+    /// Turns power loss on (docs/faults.md, "Power loss"): from now on the emulator tracks which writes
+    /// are not yet durable, so that a crash can lose them, and logs writes if asked. Call it
+    /// before the front ends start: writes taken earlier count as durable. Refused when
+    /// already on.
+    pub fn enable_power_loss(&self, options: power::PowerLossOptions) -> Result<(), EmulateError> {
+        self.shared
+            .power
+            .set(power::PowerLoss::new(options))
+            .map_err(|_| EmulateError::PowerLoss("power loss is already on".into()))
+    }
+
+    /// Cuts the power now: the store goes back to what the disk's medium holds, losing or
+    /// tearing every write not yet durable; afterwards the disk serves that image or stays
+    /// off, as the options said. Refused when power loss is off.
+    pub fn crash(&self, trigger: power::CrashTrigger) -> Result<power::Crash, EmulateError> {
+        let Some(power) = self.shared.power.get() else {
+            return Err(EmulateError::PowerLoss(
+                "power loss is off: start the emulator with it on to crash".into(),
+            ));
+        };
+        power
+            .crash(&self.shared.store, trigger, self.shared.clock.now())
+            .map_err(|e| EmulateError::PowerLoss(format!("crashing: {e}")))
     }
 
     /// Lets the pacing thread serve a front end's source of requests while it spins (see
@@ -817,6 +877,11 @@ impl Emulator {
     /// that no request is refused as shutting down.
     pub fn shutdown(&self) -> Result<EmulatorReport, EmulateError> {
         self.stop()?;
+        if let Some(power) = self.shared.power.get() {
+            power.finish().map_err(|e| {
+                EmulateError::Io(std::io::Error::other(format!("writing the write log: {e}")))
+            })?;
+        }
         self.shared.store.flush().map_err(|e| {
             EmulateError::Io(std::io::Error::other(format!("flushing the store: {e}")))
         })?;

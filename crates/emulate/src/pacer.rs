@@ -18,7 +18,7 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
-use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime};
+use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status};
 use storsim_stats::series::{ChannelId, SeriesRecorder, WindowWidth};
 use storsim_workload::trace::{RecordWriter, RecordedIo};
 
@@ -693,7 +693,12 @@ impl Pacer {
         );
         let service_start = self.emulator_time(completion.service_start);
         request.service_start.get_or_insert(service_start);
-        if request.stage == Stage::Main && request.io.fua && request.io.op == Op::Write {
+        // A FUA write that failed is answered at once: there is nothing to make durable.
+        if request.stage == Stage::Main
+            && request.io.fua
+            && request.io.op == Op::Write
+            && completion.status.is_ok()
+        {
             request.stage = Stage::FuaFlush;
             self.submit(request, now);
             return;
@@ -702,9 +707,13 @@ impl Pacer {
         let overran = intended < request.known_at;
         let arrival = request.offered;
         let io = request.io;
-        let outcome = match io.read_data {
-            Some(data) => Outcome::Data(data),
-            None => Outcome::Done,
+        let outcome = match (completion.status, io.read_data) {
+            (Status::Ok, Some(data)) => Outcome::Data(data),
+            (Status::Ok, None) => Outcome::Done,
+            (status, _) => {
+                self.shared.tally().failed += 1;
+                Outcome::Failed(IoFailure::Injected(status))
+            }
         };
         self.due.push(Due {
             reply: Some((io.responder, outcome)),
@@ -721,6 +730,7 @@ impl Pacer {
                 },
                 service_start: request.service_start.unwrap_or(arrival),
                 finish: intended,
+                status: completion.status,
             },
             overran,
         });

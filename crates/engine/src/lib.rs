@@ -120,6 +120,22 @@ pub enum Refused {
 /// so that a trace refused throughout does not grow memory.
 pub const REFUSED_KEPT: usize = 10;
 
+/// How the host answers a request that failed ([`storsim_core::Status`] not `Ok`): resubmit it
+/// up to `attempts` more times, each `delay_ns` after the failure, as an operating system's
+/// block layer retries a failed command. The default, no attempts, hands every failure to the
+/// sink as it comes.
+///
+/// A retried request keeps its id and its arrival, so its latency is what the host waited in
+/// all: the failed attempts, the delays and the last attempt. Only its last attempt reaches the
+/// sink; [`RunInfo::retries`] counts the resubmissions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Retry {
+    /// How many times a failed request is resubmitted before its failure stands.
+    pub attempts: u32,
+    /// How long after a failure the request is resubmitted, in nanoseconds.
+    pub delay_ns: u64,
+}
+
 /// How a run replays its workload; the default is open loop at the trace's own pace, stopping
 /// at the first request that does not fit or that the device refuses.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -136,6 +152,8 @@ pub struct EngineOptions {
     pub max_requests: Option<u64>,
     /// Stop issuing requests that would arrive at or after this simulated instant.
     pub duration_ns: Option<u64>,
+    /// Whether and how failed requests are resubmitted.
+    pub retry: Retry,
 }
 
 impl Default for EngineOptions {
@@ -146,6 +164,7 @@ impl Default for EngineOptions {
             on_refused: Refused::Stop,
             max_requests: None,
             duration_ns: None,
+            retry: Retry::default(),
         }
     }
 }
@@ -189,8 +208,11 @@ impl<F: FnMut(&Completion)> CompletionSink for F {
 pub struct RunInfo {
     /// Requests the device accepted.
     pub requests_issued: u64,
-    /// Requests the device completed and the sink received.
+    /// Requests the device completed and the sink received (failed ones included; a retried
+    /// request once, with its last attempt).
     pub requests_completed: u64,
+    /// Resubmissions of failed requests under [`EngineOptions::retry`].
+    pub retries: u64,
     /// Open-loop records whose timestamp was earlier than the previous record's; they were issued
     /// at the previous record's time, since arrivals cannot go back in time.
     pub out_of_order_records: u64,

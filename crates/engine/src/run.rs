@@ -13,6 +13,7 @@ use crate::{
     CancelToken, CompletionSink, EngineError, EngineOptions, Flow, OutOfRange, Refused,
     RefusedRequest, Replay, RunInfo, CHECK_INTERVAL, FLOWS_MAX, PROGRESS_INTERVAL, REFUSED_KEPT,
 };
+use std::collections::BTreeMap;
 use storsim_core::{
     Completion, Device, DeviceError, EventQueue, Request, SimTime, QUEUE_DEPTH_MAX,
 };
@@ -91,6 +92,13 @@ pub(crate) struct Run<'r, D: Device + ?Sized> {
     done: Vec<Completion>,
     /// The sink wants the device's counters at the first event after this instant.
     counters_due_after: SimTime,
+    /// Failed requests waiting to be resubmitted ([`EngineOptions::retry`]), each with its
+    /// last failed completion, keyed by the instant they are due. They came from the device,
+    /// so there are at most `device_depth` of them; each keeps its slot meanwhile.
+    retrying: EventQueue<Completion>,
+    /// How many times each request now retrying or resubmitted has been resubmitted, by id;
+    /// at most `device_depth` entries, removed when the request's last attempt completes.
+    attempts: BTreeMap<u64, u32>,
 }
 
 impl<'r, D: Device + ?Sized> Run<'r, D> {
@@ -165,6 +173,13 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
             admit_base: SimTime::ZERO,
             done: Vec::with_capacity(device_depth),
             counters_due_after,
+            // An event queue holds at least one event; without retries it stays empty.
+            retrying: EventQueue::with_capacity(if options.retry.attempts > 0 {
+                device_depth
+            } else {
+                1
+            }),
+            attempts: BTreeMap::new(),
         })
     }
 
@@ -183,7 +198,11 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
             // The run ends with its last completion. A device may still have work of its own
             // (garbage collection in idle time): simulating it would cost time, count flash
             // work the workload never waited for, and stretch busy time past the run's end.
-            if self.exhausted && self.ready.is_empty() && self.outstanding == 0 {
+            if self.exhausted
+                && self.ready.is_empty()
+                && self.outstanding == 0
+                && self.retrying.is_empty()
+            {
                 break;
             }
             let next = self.next_event()?;
@@ -432,6 +451,9 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
     #[inline]
     fn submit_ready(&mut self) -> Result<bool, EngineError> {
         let mut submitted_any = false;
+        if !self.retrying.is_empty() {
+            self.resubmit_due();
+        }
         while self.outstanding < self.device_depth
             && !self.device_full
             && self.ready.peek_time().is_some_and(|t| t <= self.now)
@@ -511,7 +533,10 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
     #[inline]
     fn next_event(&mut self) -> Result<SimTime, EngineError> {
         let next_arrival = if self.outstanding < self.device_depth && !self.device_full {
-            self.ready.peek_time()
+            match (self.ready.peek_time(), self.retrying.peek_time()) {
+                (Some(a), Some(r)) => Some(a.min(r)),
+                (a, r) => a.or(r),
+            }
         } else {
             None
         };
@@ -565,6 +590,12 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
                 )));
             }
             self.outstanding -= 1;
+            if !c.status.is_ok() && self.retry(&c) {
+                continue;
+            }
+            if !self.attempts.is_empty() {
+                self.attempts.remove(&c.request.id);
+            }
             // A device completes only requests it was given, each carrying its flow's index.
             self.sources[usize::from(c.request.flow)].slots_used -= 1;
             self.info.requests_completed += 1;
@@ -577,6 +608,55 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
         self.admit_base = self.now;
         self.device_full = false;
         Ok(())
+    }
+
+    /// Puts the failed request of `failed` up for resubmission if it has attempts left and
+    /// the run goes on; says whether it did.
+    fn retry(&mut self, failed: &Completion) -> bool {
+        if self.exhausted && (self.info.cancelled || self.info.device_failed.is_some()) {
+            return false;
+        }
+        let done = self.attempts.get(&failed.request.id).copied().unwrap_or(0);
+        if done >= self.options.retry.attempts {
+            return false;
+        }
+        let due = self.now + storsim_core::SimDuration(self.options.retry.delay_ns);
+        if self.retrying.push(due, *failed).is_err() {
+            // More requests failed at once than the device holds: impossible, as each came
+            // from it; let the failure stand rather than lose the request.
+            return false;
+        }
+        self.attempts.insert(failed.request.id, done + 1);
+        self.info.retries += 1;
+        true
+    }
+
+    /// Resubmits the failed requests due by now, while the device has room. A request the
+    /// device refuses now (it has failed since) ends with its last failure.
+    fn resubmit_due(&mut self) {
+        while self.outstanding < self.device_depth
+            && !self.device_full
+            && self.retrying.peek_time().is_some_and(|t| t <= self.now)
+        {
+            let (_, failed) = self.retrying.pop().expect("peeked");
+            match self.device.submit(self.now, failed.request) {
+                Ok(()) => self.outstanding += 1,
+                Err(DeviceError::QueueFull { .. }) => {
+                    let _ = self.retrying.push(self.now, failed);
+                    self.device_full = true;
+                }
+                Err(_) => self.give_up(failed),
+            }
+        }
+    }
+
+    /// A retrying request's last failure stands: it reaches the sink now.
+    fn give_up(&mut self, mut failed: Completion) {
+        self.attempts.remove(&failed.request.id);
+        failed.finish = failed.finish.max(self.now);
+        self.sources[usize::from(failed.request.flow)].slots_used -= 1;
+        self.info.requests_completed += 1;
+        self.sink.completed(&failed);
     }
 
     /// The device's counters for the sink, before anything happens at `next`.
@@ -614,6 +694,10 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
             self.sources[usize::from(request.flow)].slots_used -= 1;
         }
         self.open_in_ready = false;
+        // Requests waiting to be retried are not resubmitted: their last failure stands.
+        while let Some((_, failed)) = self.retrying.pop() {
+            self.give_up(failed);
+        }
     }
 
     fn model_fault(&self, message: String) -> EngineError {

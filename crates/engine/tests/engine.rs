@@ -9,11 +9,11 @@ use std::time::Duration;
 use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
 use storsim_blackbox::SequentialDetect;
 use storsim_core::{
-    Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime,
+    Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime, Status,
 };
 use storsim_engine::{
     run, CancelToken, EngineError, EngineOptions, OutOfRange, Refused, RefusedRequest, Replay,
-    RunInfo, Simulation, CHECK_INTERVAL, PROGRESS_INTERVAL, REFUSED_KEPT,
+    Retry, RunInfo, Simulation, CHECK_INTERVAL, PROGRESS_INTERVAL, REFUSED_KEPT,
 };
 use storsim_workload::{Origin, Pacing, Record, Workload};
 
@@ -444,6 +444,7 @@ impl Device for RefusingDevice {
             request,
             service_start,
             finish,
+            status: Status::Ok,
         });
         Ok(())
     }
@@ -1124,4 +1125,138 @@ fn progress_is_reported_every_progress_interval_completions() {
     // One server at 100 ns a request: the n-th completion is at n × 100 ns.
     assert_eq!(calls[0].1, SimTime(PROGRESS_INTERVAL * 100));
     assert_eq!(calls[1].1, SimTime(2 * PROGRESS_INTERVAL * 100));
+}
+
+/// A device serving one request at a time in `service_ns` that fails the request at each
+/// offset of `failures` that many times (with a media error) before it succeeds.
+struct FailingDevice {
+    service_ns: u64,
+    failures: Vec<(u64, u32)>,
+    queue: VecDeque<Completion>,
+    busy_until: SimTime,
+    submissions: u64,
+}
+
+impl Device for FailingDevice {
+    fn model_name(&self) -> &'static str {
+        "failing"
+    }
+    fn capacity_bytes(&self) -> u64 {
+        1 << 30
+    }
+    fn queue_depth(&self) -> usize {
+        4
+    }
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        if self.queue.len() >= 4 {
+            return Err(DeviceError::QueueFull { queue_depth: 4 });
+        }
+        self.submissions += 1;
+        let status = match self
+            .failures
+            .iter_mut()
+            .find(|(offset, left)| *offset == request.offset_bytes && *left > 0)
+        {
+            Some((_, left)) => {
+                *left -= 1;
+                Status::MediaError
+            }
+            None => Status::Ok,
+        };
+        let service_start = now.max(self.busy_until);
+        let finish = service_start + SimDuration(self.service_ns);
+        self.busy_until = finish;
+        self.queue.push_back(Completion {
+            request,
+            service_start,
+            finish,
+            status,
+        });
+        Ok(())
+    }
+    fn next_deadline(&self) -> Option<SimTime> {
+        self.queue.front().map(|c| c.finish)
+    }
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        while self.queue.front().is_some_and(|c| c.finish <= now) {
+            done.extend(self.queue.pop_front());
+        }
+    }
+    fn counters(&self) -> Vec<DeviceCounter> {
+        Vec::new()
+    }
+}
+
+fn failing_run(failures: &[(u64, u32)], retry: Retry) -> (Vec<Completion>, RunInfo, u64) {
+    let mut device = FailingDevice {
+        service_ns: 1_000,
+        failures: failures.to_vec(),
+        queue: VecDeque::new(),
+        busy_until: SimTime::ZERO,
+        submissions: 0,
+    };
+    let records = (0..4)
+        .map(|i| record(i * 10_000, i * 4096, i + 1))
+        .collect();
+    let mut w = workload(records, Pacing::Open);
+    let mut out = Vec::new();
+    let options = EngineOptions { retry, ..open(1.0) };
+    let info = run(
+        &mut device,
+        &mut w,
+        &options,
+        &mut |c: &Completion| out.push(*c),
+        &mut |_, _| {},
+    )
+    .unwrap();
+    (out, info, device.submissions)
+}
+
+#[test]
+fn failed_requests_reach_the_sink_with_their_status_without_retries() {
+    let (done, info, submissions) = failing_run(&[(4096, 5)], Retry::default());
+    assert_eq!(submissions, 4);
+    assert_eq!(info.retries, 0);
+    assert_eq!(done.len(), 4);
+    let failed: Vec<_> = done.iter().filter(|c| !c.status.is_ok()).collect();
+    assert_eq!(failed.len(), 1);
+    assert_eq!(failed[0].request.offset_bytes, 4096);
+    assert_eq!(failed[0].status, Status::MediaError);
+}
+
+#[test]
+fn a_retried_request_succeeds_after_its_failures_and_its_latency_counts_them() {
+    // Request 1 (arriving at 10 µs) fails twice: 1 µs each, then 2 µs delays.
+    let retry = Retry {
+        attempts: 3,
+        delay_ns: 2_000,
+    };
+    let (done, info, submissions) = failing_run(&[(4096, 2)], retry);
+    assert_eq!(info.retries, 2);
+    assert_eq!(submissions, 6);
+    assert_eq!(done.len(), 4);
+    assert!(done.iter().all(|c| c.status.is_ok()));
+    let c = done
+        .iter()
+        .find(|c| c.request.offset_bytes == 4096)
+        .unwrap();
+    assert_eq!(c.request.arrival, SimTime(10_000));
+    // Fail at 11 µs, resubmit at 13, fail at 14, resubmit at 16, succeed at 17.
+    assert_eq!(c.finish, SimTime(17_000));
+    assert_eq!(c.latency(), SimDuration(7_000));
+}
+
+#[test]
+fn a_failure_stands_when_the_attempts_run_out() {
+    let retry = Retry {
+        attempts: 1,
+        delay_ns: 0,
+    };
+    let (done, info, submissions) = failing_run(&[(0, 10)], retry);
+    assert_eq!(info.retries, 1);
+    assert_eq!(submissions, 5);
+    assert_eq!(info.requests_completed, 4);
+    let c = done.iter().find(|c| c.request.offset_bytes == 0).unwrap();
+    assert_eq!(c.status, Status::MediaError);
+    assert_eq!(c.finish, SimTime(2_000));
 }

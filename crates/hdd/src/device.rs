@@ -25,7 +25,7 @@ use crate::{layout::Layout, HddError};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use storsim_core::{
-    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status,
     QUEUE_DEPTH_MAX, SECTOR_BYTES,
 };
 
@@ -1219,6 +1219,7 @@ impl Device for HddDevice {
                 request: s.request,
                 service_start: s.start,
                 finish: s.finish,
+                status: Status::Ok,
             });
             self.dispatch(s.finish);
         }

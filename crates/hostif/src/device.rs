@@ -6,7 +6,7 @@ use crate::HostIfError;
 use std::collections::{HashMap, VecDeque};
 use storsim_core::{
     check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op,
-    Request, SimDuration, SimTime,
+    Request, SimDuration, SimTime, Status,
 };
 
 /// What happens next to a command, or to the controller.
@@ -32,6 +32,8 @@ struct Command {
     seq: u64,
     /// The round that fetched it: when the device began work on it.
     fetched_at: SimTime,
+    /// How the device answered it (ok until it answers).
+    status: Status,
 }
 
 /// One submission/completion queue pair.
@@ -214,6 +216,12 @@ impl HostInterfaceDevice {
             .expect("an event names a live command")
     }
 
+    fn command_mut(&mut self, slot: u32) -> &mut Command {
+        self.slots[slot as usize]
+            .as_mut()
+            .expect("an event names a live command")
+    }
+
     /// One arbitration round at `now`: fetches what the arbiter picks, each command's entry
     /// crossing the link and then the controller.
     fn round(&mut self, now: SimTime) {
@@ -270,9 +278,11 @@ impl HostInterfaceDevice {
             }
             Err(e) => {
                 // The host was told the command was accepted when it rang the doorbell, so a
-                // refusal now completes it at once, counted; a failed device takes no more.
+                // refusal now completes it at once, counted, as failed; a failed device takes no
+                // more.
                 self.refused_commands += 1;
                 self.in_device -= 1;
+                self.command_mut(slot).status = Status::DeviceFailed;
                 if let DeviceError::Failed { reason } = e {
                     self.failed.get_or_insert(reason);
                 }
@@ -284,10 +294,12 @@ impl HostInterfaceDevice {
 
     /// The inner device finished the command in `slot` at `now`: a read's data and the
     /// completion entry cross the link to the host.
-    fn inner_finished(&mut self, now: SimTime, slot: u32) {
+    fn inner_finished(&mut self, now: SimTime, slot: u32, status: Status) {
         self.in_device -= 1;
+        self.command_mut(slot).status = status;
         let request = self.command(slot).request;
-        let data = if request.op == Op::Read {
+        // A failed read sends no data back, only its completion entry.
+        let data = if request.op == Op::Read && status.is_ok() {
             request.len_bytes
         } else {
             0
@@ -315,6 +327,7 @@ impl HostInterfaceDevice {
                 request: command.request,
                 service_start: command.fetched_at,
                 finish: now,
+                status: command.status,
             },
         ));
         let q = command.queue as usize;
@@ -372,6 +385,7 @@ impl Device for HostInterfaceDevice {
             queue: q,
             seq,
             fetched_at: now,
+            status: Status::Ok,
         });
         let depth = self.params.queue_depth;
         let queue = &mut self.queues[q as usize];
@@ -427,7 +441,7 @@ impl Device for HostInterfaceDevice {
                             .in_inner
                             .remove(&c.request.id)
                             .expect("the inner device completes only what it was given");
-                        self.inner_finished(t, slot);
+                        self.inner_finished(t, slot, c.status);
                     }
                     self.inner_done = inner_done;
                 }

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use storsim_core::{
-    BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status,
 };
 
 /// Which child a request goes to.
@@ -205,6 +205,7 @@ impl<T> Fanout<T> {
                                 request,
                                 service_start: now,
                                 finish: now,
+                                status: Status::Ok,
                             },
                             tag,
                             error: Some(error),

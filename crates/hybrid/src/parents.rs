@@ -3,7 +3,7 @@
 //! for the next `advance`.
 
 use std::collections::VecDeque;
-use storsim_core::{Completion, DeviceError, Request, SimTime};
+use storsim_core::{Completion, DeviceError, Request, SimTime, Status};
 
 /// One host request and the child requests it became.
 pub(crate) struct Parent {
@@ -17,6 +17,9 @@ pub(crate) struct Parent {
     /// Whether the flash (0) and the disk (1) served part of it.
     pub(crate) sides: [bool; 2],
     pub(crate) finish: SimTime,
+    /// The first error a child request of it completed with; the host request fails if any
+    /// of its parts did.
+    pub(crate) status: Status,
 }
 
 impl Parent {
@@ -67,6 +70,7 @@ impl Parents {
             dispatched: false,
             sides: [false; 2],
             finish: now,
+            status: Status::Ok,
         });
         self.next_seq += 1;
         self.waiting.push_back(slot);
@@ -93,6 +97,7 @@ impl Parents {
                 request: p.request,
                 service_start: p.service_start,
                 finish,
+                status: p.status,
             },
         ));
         p

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use storsim_config::LoadedDevice;
 use storsim_engine::{EngineOptions, Simulation};
-use storsim_stats::{Collector, Summary};
+use storsim_stats::{Collector, CollectorOptions, Summary};
 use storsim_workload::flows::FlowSpec;
 use storsim_workload::trace::TraceOptions;
 
@@ -101,6 +101,12 @@ fn run_one_alone(
     // Alone, the flow is flow 0: its queues, class and partitions go with it.
     let mut device = device.clone();
     crate::binding::bind_flows(&mut device, std::slice::from_ref(flow))?;
+    // As the shared run's session does: the faults draw from the run's seed.
+    device.spec.seed_faults(seed);
+    let collector_options = CollectorOptions {
+        latency_includes_failed: false,
+        errors_counted: device.spec.faults().is_some(),
+    };
     let mut built = device
         .spec
         .build()
@@ -112,7 +118,7 @@ fn run_one_alone(
         built.capacity_bytes(),
         seed,
     )?;
-    let mut collector = Collector::new();
+    let mut collector = Collector::with_options(collector_options);
     let mut sink = |c: &storsim_core::Completion| collector.record(c);
     let engine_flows = opened
         .iter_mut()
@@ -145,6 +151,7 @@ mod tests {
                 request,
                 service_start: SimTime(0),
                 finish: SimTime(l),
+                status: storsim_core::Status::Ok,
             });
         }
         collector.summary()

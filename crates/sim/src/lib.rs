@@ -34,7 +34,7 @@ use storsim_core::{Completion, Device, SimTime};
 use storsim_engine::{
     CancelToken, CompletionSink, EngineError, EngineOptions, Flow, Replay, RunInfo, Simulation,
 };
-use storsim_stats::{Collector, Series, SeriesRecorder, Summary, WindowWidth};
+use storsim_stats::{Collector, CollectorOptions, Series, SeriesRecorder, Summary, WindowWidth};
 use storsim_workload::flows::{self, FlowSpec};
 use storsim_workload::trace::{self, TraceOptions};
 use storsim_workload::{synthetic, Origin, Pacing, Workload, WorkloadError};
@@ -135,6 +135,11 @@ pub struct Session {
     /// The windows of the run's time series ([`Outcome::series`]); `None` records none. An
     /// automatic width unless the caller sets another.
     pub window: Option<WindowWidth>,
+    /// How the summary treats failed requests; `errors_counted` is set when the device has a
+    /// faults layer, so its error counts show even if nothing failed.
+    pub collector: CollectorOptions,
+    /// The device's faults layer as it was built (seeded with the run's seed), if it has one.
+    pub faults: Option<storsim_config::FaultPlan>,
 }
 
 impl Session {
@@ -169,6 +174,8 @@ impl Session {
             binding::bind_flows(&mut device, flows)?;
         }
         check_memory(&device.name, &device.spec)?;
+        device.spec.seed_faults(seed);
+        let faults = device.spec.faults().cloned();
         let built = device
             .spec
             .build()
@@ -193,6 +200,11 @@ impl Session {
             workload,
             flows,
             window: Some(WindowWidth::Auto),
+            collector: CollectorOptions {
+                latency_includes_failed: false,
+                errors_counted: faults.is_some(),
+            },
+            faults,
         })
     }
 
@@ -207,9 +219,18 @@ impl Session {
         progress: &mut dyn FnMut(u64, SimTime),
         cancel: Option<CancelToken>,
     ) -> Result<Outcome, SimError> {
-        let mut collector = Collector::new();
-        let mut recorder = self.window.map(SeriesRecorder::new);
-        let mut per_flow: Vec<Collector> = self.flows.iter().map(|_| Collector::new()).collect();
+        let mut collector = Collector::with_options(self.collector);
+        let include_failed = self.collector.latency_includes_failed;
+        let mut recorder = self.window.map(|width| {
+            let mut recorder = SeriesRecorder::new(width);
+            recorder.include_failed_latencies(include_failed);
+            recorder
+        });
+        let mut per_flow: Vec<Collector> = self
+            .flows
+            .iter()
+            .map(|_| Collector::with_options(self.collector))
+            .collect();
         let mut recording = Recording {
             collector: &mut collector,
             recorder: recorder.as_mut(),

@@ -29,7 +29,7 @@ use release::ReleaseQueue;
 use stats::{BufferCounts, OpCounts};
 use storsim_core::{
     check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op,
-    Request, SimDuration, SimTime,
+    Request, SimDuration, SimTime, Status,
 };
 use storsim_flash::Scheduler;
 use storsim_ftl::{Ftl, FtlError};
@@ -617,6 +617,7 @@ impl Device for SsdDevice {
             request,
             service_start,
             finish,
+            status: Status::Ok,
         };
         self.completions
             .push(finish, completion)

@@ -9,4 +9,6 @@ mod summary;
 pub use demerit::{disksim_demerit, Demerit};
 pub use histogram::Histogram;
 pub use series::{ChannelId, ChannelSeries, Observed, Series, SeriesRecorder, WindowWidth};
-pub use summary::{cdf, CdfPoint, Collector, Distribution, OpSummary, Summary};
+pub use summary::{
+    cdf, CdfPoint, Collector, CollectorOptions, Distribution, ErrorCounts, OpSummary, Summary,
+};

@@ -269,6 +269,10 @@ pub struct SeriesRecorder {
     scratch: Vec<f64>,
     /// The extra channels' names, in the order of their ids.
     channel_names: Vec<String>,
+    /// Whether failed requests count in the windows' requests and latencies, as in the
+    /// summary ([`crate::CollectorOptions::latency_includes_failed`]); they never count in
+    /// the bytes.
+    latency_includes_failed: bool,
 }
 
 /// Names a channel of values added with [`SeriesRecorder::add_channel`].
@@ -295,7 +299,16 @@ impl SeriesRecorder {
             device_order: None,
             scratch: Vec::new(),
             channel_names: Vec::new(),
+            latency_includes_failed: false,
         }
+    }
+
+    /// Counts failed requests in the windows' requests and latencies too, as
+    /// [`crate::CollectorOptions::latency_includes_failed`] does in the summary. By default,
+    /// as there, they are left out: a request that timed out after 30 s says nothing of how
+    /// fast the device serves.
+    pub fn include_failed_latencies(&mut self, include: bool) {
+        self.latency_includes_failed = include;
     }
 
     /// Adds a channel of values beside the requests' figures: each window then also holds the
@@ -429,14 +442,20 @@ impl SeriesRecorder {
             self.fold_pending();
             self.pending.window = i;
         }
-        let latency_ns = c.latency().as_ns();
-        let op = c.request.op.index();
-        self.pending.record(op, latency_ns);
-        let w = &mut self.windows[i].ops[op];
-        w.requests += 1;
-        w.bytes += c.request.len_bytes;
-        w.latency_sum_ns += u128::from(latency_ns);
-        w.latency_max_ns = w.latency_max_ns.max(latency_ns);
+        // As in the summary, a failed request moved no data the host can use, and its latency
+        // counts only when asked; it held its place in the queues either way.
+        if c.status.is_ok() || self.latency_includes_failed {
+            let latency_ns = c.latency().as_ns();
+            let op = c.request.op.index();
+            self.pending.record(op, latency_ns);
+            let w = &mut self.windows[i].ops[op];
+            w.requests += 1;
+            if c.status.is_ok() {
+                w.bytes += c.request.len_bytes;
+            }
+            w.latency_sum_ns += u128::from(latency_ns);
+            w.latency_max_ns = w.latency_max_ns.max(latency_ns);
+        }
         let arrival = c.request.arrival.as_ns();
         if finish > arrival {
             self.add_interval(arrival, finish, |w, ns| w.system_queue_ns += ns);
@@ -876,7 +895,7 @@ mod tests {
     use super::*;
     use std::collections::VecDeque;
     use storsim_core::conformance::{self, mixed_requests, Mix};
-    use storsim_core::{Prng, SimDuration};
+    use storsim_core::{Prng, SimDuration, Status};
 
     /// One server taking `service_ns` per request, first come first served, with counters of
     /// what it accepted and completed.
@@ -942,6 +961,7 @@ mod tests {
                     request,
                     service_start: start,
                     finish,
+                    status: Status::Ok,
                 });
             }
         }
@@ -965,6 +985,7 @@ mod tests {
             },
             service_start: SimTime(arrival),
             finish: SimTime(finish),
+            status: Status::Ok,
         }
     }
 
@@ -1178,6 +1199,28 @@ mod tests {
             series.ops[0].latency_mean_ns,
             vec![None, None, Some(30_000.0)]
         );
+    }
+
+    #[test]
+    fn failed_requests_count_in_the_windows_only_as_the_summary_counts_them() {
+        // One ok read of 10 ns and one failed read of 1000 ns in the same window.
+        let failed = Completion {
+            status: Status::Timeout,
+            ..completion(Op::Read, 0, 1_000, 4096)
+        };
+        let window = |include: bool| {
+            let mut recorder = SeriesRecorder::new(WindowWidth::Fixed { width_ns: 10_000 });
+            recorder.include_failed_latencies(include);
+            recorder.completed(&completion(Op::Read, 0, 10, 4096));
+            recorder.completed(&failed);
+            let series = recorder.finish(SimTime(1_000), Vec::new());
+            let all = &series.ops[0];
+            (all.requests[0], all.bytes[0], all.latency_mean_ns[0])
+        };
+        // Left out by default: one request, its bytes, its latency.
+        assert_eq!(window(false), (1, 4096, Some(10.0)));
+        // Counted when asked, but a failed request's bytes never are.
+        assert_eq!(window(true), (2, 4096, Some(505.0)));
     }
 
     #[test]

@@ -15,12 +15,17 @@
 //! threads at once: blocks are guarded by locks sharded by 64 KiB stripe, so I/O to unrelated
 //! places does not serialise.
 //!
-//! docs/store.md describes the file format and the durability guarantees.
+//! docs/store.md describes the file format and the durability guarantees. [`power`] models a
+//! volatile write cache over a store and what a power cut leaves of it; [`write_log`] records
+//! every write and flush so a disk can be rebuilt as a crash at any point would leave it
+//! (docs/faults.md, "Power loss").
 
 mod file;
 mod format;
 mod layout;
 mod memory;
+pub mod power;
+pub mod write_log;
 
 use std::fmt;
 use std::path::{Path, PathBuf};

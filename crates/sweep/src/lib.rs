@@ -40,7 +40,8 @@ mod table;
 pub use options::OptionValue;
 pub use point::{expand, parameter_columns, Point};
 pub use runner::{
-    check, point_file, run, write_whole, Observer, Outcome, PointRunner, RunOptions, Status,
+    check, point_file, read_point, results_table, run, write_whole, Observer, Outcome, PointRunner,
+    RunOptions, Status,
 };
 pub use spec::{CdfOp, ExplicitPoint, PlotSpec, Spec};
 pub use table::{flatten, Cell, Table};

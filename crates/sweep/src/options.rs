@@ -16,7 +16,7 @@ enum Kind {
 }
 
 /// The options, in the order a point's command line gives them.
-const OPTIONS: [(&str, Kind); 14] = [
+const OPTIONS: [(&str, Kind); 17] = [
     ("replay", Kind::Word),
     ("iodepth", Kind::Integer),
     ("time_scale", Kind::Number),
@@ -30,6 +30,9 @@ const OPTIONS: [(&str, Kind); 14] = [
     ("blkparse_event", Kind::Word),
     ("parse_thread", Kind::Word),
     ("precondition", Kind::Word),
+    ("retries", Kind::Integer),
+    ("retry_delay", Kind::Word),
+    ("latency_includes_failed", Kind::Flag),
     ("fairness", Kind::Flag),
 ];
 

@@ -120,7 +120,7 @@ pub fn run(
     let mut rows: Vec<Option<Vec<(String, Cell)>>> = vec![None; points.len()];
     let mut todo = Vec::new();
     for (i, point) in points.iter().enumerate() {
-        match read_back(&point_file(out, point), point) {
+        match read_point(out, point) {
             Some(row) => {
                 statuses[i] = Status::Reused;
                 rows[i] = Some(row);
@@ -186,9 +186,24 @@ pub fn run(
         }
     });
 
+    let table = results_table(points, &statuses, rows);
+    Ok(Outcome { statuses, table })
+}
+
+/// The results table of `points` whose statuses are `statuses` and whose results (a document
+/// [`flatten`]ed, for those that ran or were read back) are `rows`, all in point order: the
+/// leading columns, the parameters, then the results. [`run`] makes its table so; a caller
+/// that runs the points elsewhere (on a cluster) makes the same table with it.
+pub fn results_table(
+    points: &[Point],
+    statuses: &[Status],
+    rows: Vec<Option<Vec<(String, Cell)>>>,
+) -> Table {
+    assert_eq!(points.len(), statuses.len(), "a status for every point");
+    assert_eq!(points.len(), rows.len(), "a row for every point");
     let named: Vec<Vec<(String, Cell)>> = points
         .iter()
-        .zip(&statuses)
+        .zip(statuses)
         .zip(rows)
         .map(|((point, status), results)| {
             let error = match status {
@@ -215,10 +230,7 @@ pub fn run(
     if let Some(first) = points.first() {
         leading.extend(first.parameters.iter().map(|(c, _)| c.clone()));
     }
-    Ok(Outcome {
-        statuses,
-        table: Table::from_named(&leading, &named),
-    })
+    Table::from_named(&leading, &named)
 }
 
 enum Message {
@@ -247,11 +259,11 @@ fn run_one(
     Ok(Some(flatten(&doc)))
 }
 
-/// The results of a point whose document is in `path` from an earlier run, if it is there
+/// The results of `point` if its document is in the output folder `out` from an earlier run
 /// and is that point's (a document is written whole or not at all, so one that does not
 /// parse was put there by something else, and the point runs again).
-fn read_back(path: &Path, point: &Point) -> Option<Vec<(String, Cell)>> {
-    let text = std::fs::read_to_string(path).ok()?;
+pub fn read_point(out: &Path, point: &Point) -> Option<Vec<(String, Cell)>> {
+    let text = std::fs::read_to_string(point_file(out, point)).ok()?;
     let doc: serde_json::Value = serde_json::from_str(&text).ok()?;
     (doc.get("point")?.get("id")?.as_str()? == point.id).then(|| flatten(&doc))
 }

@@ -174,6 +174,16 @@ impl Drop for Emulator {
     }
 }
 
+/// Sends one command to an emulator's control socket and returns its JSON answer.
+pub fn control(socket: &Path, command: &str) -> serde_json::Value {
+    use std::io::Write;
+    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    stream.write_all(format!("{command}\n").as_bytes()).unwrap();
+    let mut line = String::new();
+    BufReader::new(stream).read_line(&mut line).unwrap();
+    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+}
+
 /// Attaches `file` to a loop device with direct I/O, detached on drop.
 pub struct Loop(pub String);
 

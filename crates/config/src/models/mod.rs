@@ -261,6 +261,10 @@ macro_rules! device_models {
             pub model: Option<ModelRef>,
             pub capacity_bytes: Option<u64>,
             pub queue_depth: Option<usize>,
+            /// The faults layer's section, read on its own (with its lines) by `faults.rs`;
+            /// named here only so that the models' reading accepts it.
+            #[serde(rename = "faults")]
+            pub _faults: Option<serde::de::IgnoredAny>,
             /// A host interface in front of the model, whatever the model.
             pub host_interface: Option<crate::host_interface::HostInterfaceSection>,
             $(pub $section: Option<<$model as Model>::Section>,)*

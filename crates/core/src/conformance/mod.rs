@@ -87,6 +87,10 @@ pub struct Options {
     /// `advance` calls in a row that may complete nothing while requests are outstanding before
     /// the device counts as stalled.
     pub stall_advances: u64,
+    /// Whether a completion may carry an error status. A model completes every request
+    /// [`crate::Status::Ok`]; only a layer that injects faults (`storsim-faults`) sets this.
+    /// [`drive`] and [`drive_one_at_a_time`] never look at the status.
+    pub allow_errors: bool,
 }
 
 impl Default for Options {
@@ -97,6 +101,7 @@ impl Default for Options {
             max_request_bytes: 256 * 1024,
             allow_invalid: false,
             stall_advances: 100_000,
+            allow_errors: false,
         }
     }
 }
@@ -177,6 +182,8 @@ pub enum ViolationKind {
     BlockWearShape,
     /// `counter_values()` differs from the values of `counters()`.
     CounterValues,
+    /// A completion carried an error status where none is allowed ([`Options::allow_errors`]).
+    ErrorStatus,
 }
 
 /// A broken promise: which device, which seed, which request, what happened.
@@ -243,7 +250,8 @@ where
         run(
             device,
             &requests,
-            Monitor::new(model, Some(seed), options.stall_advances),
+            Monitor::new(model, Some(seed), options.stall_advances)
+                .with_errors_allowed(options.allow_errors),
             Some(root.fork(2)),
             options.allow_invalid,
             &mut |_, _| {},
@@ -256,7 +264,8 @@ where
     let plain = run(
         &mut make_device(),
         &requests,
-        Monitor::new(model, Some(seed), options.stall_advances),
+        Monitor::new(model, Some(seed), options.stall_advances)
+            .with_errors_allowed(options.allow_errors),
         None,
         options.allow_invalid,
         &mut |_, _| {},

@@ -35,6 +35,8 @@ pub(crate) struct Monitor {
     /// `advance` calls in a row with requests outstanding and nothing completed.
     idle_advances: u64,
     stall_advances: u64,
+    /// Whether a completion may carry an error status (a faults layer); models may not.
+    allow_errors: bool,
 }
 
 impl Monitor {
@@ -51,7 +53,15 @@ impl Monitor {
             last_reported: None,
             idle_advances: 0,
             stall_advances,
+            allow_errors: true,
         }
+    }
+
+    /// The monitor of [`crate::conformance::check`]: completions must be `Ok` unless
+    /// `allow_errors`.
+    pub(crate) fn with_errors_allowed(mut self, allow_errors: bool) -> Self {
+        self.allow_errors = allow_errors;
+        self
     }
 
     /// Requests accepted and not yet completed.
@@ -268,6 +278,16 @@ impl Monitor {
         }
         if let Err(detail) = completion_announced(c, now, announced) {
             return fail(ViolationKind::CompletionWithoutDeadline, detail);
+        }
+        if !self.allow_errors && !c.status.is_ok() {
+            return fail(
+                ViolationKind::ErrorStatus,
+                format!(
+                    "it completed with status {}; a model completes every request ok (errors \
+                     come from a faults layer)",
+                    c.status
+                ),
+            );
         }
         if let Some(last) = self.last_advance {
             if pending.advances_before < self.advances && c.finish <= last {

@@ -218,6 +218,9 @@ impl HybridDevice {
                 }
                 let p = self.parents.get_mut(parent);
                 p.children_left -= 1;
+                if p.status.is_ok() {
+                    p.status = done.completion.status;
+                }
                 p.finish = p.finish.max(done.completion.finish);
                 if p.children_left == 0 && p.dispatched {
                     self.complete(parent, now);

@@ -1,0 +1,174 @@
+//! The `storsim` command as a library: the command line itself ([`cli_main`], which the
+//! binary calls), and [`api`], the same commands for programs (the Python package `storsim`
+//! drives it) without a process, a terminal or files in between.
+//!
+//! The modules stay private: [`api`] is the public surface, so that the command's internals
+//! can change without breaking a caller.
+
+pub mod api;
+mod args;
+mod calibrate;
+mod calibrate_report;
+mod cosim;
+mod emulate;
+mod import;
+mod inspect;
+mod interrupt;
+mod power_loss;
+mod progress;
+mod report;
+mod report_html;
+mod simulate;
+mod stdout;
+mod sweep;
+mod validate;
+mod workload_arg;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Exit status for bad input (malformed trace, bad device file, bad option): the user can fix it.
+pub const EXIT_BAD_INPUT: u8 = 2;
+/// Exit status when something outside the input failed (for example writing an output file), or
+/// a device model broke its contract during a run (a bug in the model, not the user's input).
+pub const EXIT_FAILURE: u8 = 1;
+/// Exit status when the simulated device failed during the run (wore out): the results up to
+/// the failure were still reported.
+pub const EXIT_DEVICE_FAILED: u8 = 3;
+
+/// A failure with the exit status it maps to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CliError {
+    /// What went wrong, as the command prints it after `storsim: error: `.
+    pub message: String,
+    /// The exit status: [`EXIT_BAD_INPUT`], [`EXIT_FAILURE`], [`EXIT_DEVICE_FAILED`] or 130
+    /// for an interrupted run.
+    pub status: u8,
+}
+
+impl std::fmt::Display for CliError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CliError {}
+
+impl CliError {
+    /// Bad input, which the user can fix ([`EXIT_BAD_INPUT`]).
+    pub fn input(message: impl std::fmt::Display) -> Self {
+        CliError {
+            message: message.to_string(),
+            status: EXIT_BAD_INPUT,
+        }
+    }
+    /// A failure outside the input ([`EXIT_FAILURE`]).
+    pub fn failure(message: impl std::fmt::Display) -> Self {
+        CliError {
+            message: message.to_string(),
+            status: EXIT_FAILURE,
+        }
+    }
+
+    /// A simulation's error: [`CliError::engine`] for the run's, bad input for the rest.
+    pub fn sim(error: storsim_sim::SimError, seed: Option<u64>) -> Self {
+        match error {
+            storsim_sim::SimError::Engine(e) => CliError::engine(e, seed),
+            other => CliError::input(other),
+        }
+    }
+
+    /// A run's error: a device model's fault is a failure that says it is a bug in the model
+    /// and gives the `seed` (when the run had one) to reproduce it; everything else the engine
+    /// reports is bad input.
+    pub fn engine(error: storsim_engine::EngineError, seed: Option<u64>) -> Self {
+        if !matches!(error, storsim_engine::EngineError::Model { .. }) {
+            return CliError::input(error);
+        }
+        let seed = match seed {
+            Some(seed) => format!(", --seed {seed}"),
+            None => String::new(),
+        };
+        CliError::failure(format!(
+            "model failure: {error}. This is a bug in the device model, not in the input; \
+             please report it with the device file, the workload and the options{seed}"
+        ))
+    }
+}
+
+/// The `storsim` command: parses the process's arguments, runs the command and returns its
+/// exit status (the message of a failure is printed on standard error).
+#[doc(hidden)]
+pub fn cli_main() -> ExitCode {
+    let cli = args::Cli::parse();
+    let result = match cli.command {
+        args::Command::Simulate(a) => simulate::run(a),
+        args::Command::Inspect(a) => inspect::run(a),
+        args::Command::Emulate(a) => emulate::run(a),
+        args::Command::Import(args::ImportCommand::Disksim(a)) => import::disksim(a),
+        args::Command::Validate(args::ValidateCommand::Disksim(a)) => validate::disksim(a),
+        args::Command::Validate(args::ValidateCommand::Trace(a)) => validate::trace(a),
+        args::Command::Calibrate(a) => calibrate::run(a),
+        args::Command::Cosim(a) => cosim::run(a),
+        args::Command::Report(a) => report_html::run(a),
+        args::Command::Sweep(a) => sweep::run(a),
+        args::Command::ReplayLog(a) => power_loss::replay_log(a),
+        args::Command::Presets => {
+            for p in storsim_config::presets() {
+                crate::stdout::sayln!("{:<18} {:<8} {}", p.name, p.model(), p.summary);
+            }
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            // Not eprintln!: with standard error closed it would panic instead of exiting.
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "storsim: error: {}", e.message);
+            ExitCode::from(e.status)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use storsim_engine::EngineError;
+
+    fn stall() -> EngineError {
+        EngineError::Model {
+            device: "ssd".into(),
+            at: "1000 ns into the run, with 3 requests completed".into(),
+            message: "the device stalled".into(),
+        }
+    }
+
+    #[test]
+    fn a_model_fault_exits_1_saying_it_is_a_model_bug_with_the_seed() {
+        let e = CliError::engine(stall(), Some(42));
+        assert_eq!(e.status, EXIT_FAILURE);
+        assert!(e.message.starts_with("model failure: "), "{}", e.message);
+        assert!(
+            e.message.contains("bug in the device model"),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("--seed 42"), "{}", e.message);
+        assert!(e.message.contains("the device stalled"), "{}", e.message);
+        let e = CliError::engine(stall(), None);
+        assert!(!e.message.contains("--seed"), "{}", e.message);
+    }
+
+    #[test]
+    fn other_engine_errors_are_bad_input() {
+        let e = CliError::engine(
+            EngineError::Options {
+                message: "time scale must be a positive number, got 0".into(),
+            },
+            Some(42),
+        );
+        assert_eq!(e.status, EXIT_BAD_INPUT);
+        assert!(!e.message.contains("model"), "{}", e.message);
+    }
+}

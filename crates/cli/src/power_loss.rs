@@ -1,0 +1,248 @@
+//! Power loss on the command line: `emulate`'s crash options and the `crash` control command
+//! (through [`setup`] and [`crash_command`]), the crash log, and `storsim replay-log`
+//! (docs/faults.md, "Power loss").
+
+use crate::args::{AfterCrashArg, EmulateArgs, ReplayLogArgs, TornArg};
+use crate::CliError;
+use serde_json::{json, Value};
+use std::fs::File;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use storsim_emulate::power::write_log::{self, ReplayTo, WriteLogWriter};
+use storsim_emulate::power::{
+    AfterCrash, Atomicity, Crash, CrashMode, CrashReport, CrashTrigger, PowerLossOptions,
+};
+use storsim_emulate::{Emulator, Store};
+
+/// The crash mode `--torn` and `--crash-seed` ask for.
+fn crash_mode(torn: Option<TornArg>, seed: u64) -> CrashMode {
+    match torn {
+        None => CrashMode::DropAll,
+        Some(TornArg::Sector) => CrashMode::Torn {
+            atomicity: Atomicity::Sector,
+            seed,
+        },
+        Some(TornArg::Page) => CrashMode::Torn {
+            atomicity: Atomicity::Page,
+            seed,
+        },
+    }
+}
+
+/// Whether `emulate`'s arguments ask for power loss.
+fn wanted(args: &EmulateArgs) -> bool {
+    args.power_loss
+        || args.crash_after_writes.is_some()
+        || args.crash_at.is_some()
+        || args.torn.is_some()
+        || args.write_log.is_some()
+        || args.crash_log.is_some()
+}
+
+/// What a crash log line and `replay-log --json` say of a crash.
+pub fn crash_json(report: &CrashReport) -> Value {
+    let (mode, atomicity, seed) = match report.mode {
+        CrashMode::DropAll => ("drop-all", None, None),
+        CrashMode::Torn { atomicity, seed } => ("torn", Some(atomicity.to_string()), Some(seed)),
+    };
+    let lost: Vec<Value> = report
+        .volatile
+        .iter()
+        .map(|w| {
+            json!({
+                "write": w.index,
+                "offset_bytes": w.offset_bytes,
+                "len_bytes": w.len_bytes,
+                "dropped": w.dropped.iter().map(|&(o, l)| json!([o, l])).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "writes": report.writes,
+        "mode": mode,
+        "atomicity": atomicity,
+        "seed": seed,
+        "volatile_writes": report.volatile.len(),
+        "dropped_writes": report.volatile.iter().filter(|w| !w.dropped.is_empty()).count(),
+        "dropped_bytes": report.dropped_bytes(),
+        "volatile": lost,
+    })
+}
+
+/// One line for standard error about a crash.
+fn crash_line(crash: &Crash) -> String {
+    let r = &crash.report;
+    format!(
+        "storsim: crash {} ({}) after {} writes, {:.3} s in: {} writes not durable, {} bytes of \
+         them lost ({})",
+        crash.number,
+        crash.trigger.name(),
+        r.writes,
+        crash.at.as_ns() as f64 / 1e9,
+        r.volatile.len(),
+        r.dropped_bytes(),
+        r.mode
+    )
+}
+
+/// Turns power loss on in `emulator` as `emulate`'s arguments ask, before any front end starts,
+/// and starts the `--crash-at` timer. Returns whether it is on (the `crash` command needs it).
+pub fn setup(
+    args: &EmulateArgs,
+    emulator: &Arc<Emulator>,
+    export_bytes: u64,
+) -> Result<bool, CliError> {
+    // Checked even when power loss is off: a bad value is refused wherever it is.
+    let write_cache_bytes = storsim_workload::synthetic::parse_size(&args.write_cache)
+        .map_err(|e| CliError::input(format!("--write-cache {}: {e}", args.write_cache)))?;
+    if write_cache_bytes == 0 {
+        return Err(CliError::input(
+            "--write-cache: a cache of 0 bytes holds nothing to lose; leave power loss off instead",
+        ));
+    }
+    if !wanted(args) {
+        return Ok(false);
+    }
+    if args.crash_after_writes == Some(0) {
+        return Err(CliError::input(
+            "--crash-after-writes: writes are counted from 1, so 0 never comes",
+        ));
+    }
+    let write_log = match &args.write_log {
+        Some(path) => Some(
+            WriteLogWriter::create(path, export_bytes, write_cache_bytes)
+                .map_err(|e| CliError::input(format!("--write-log: {e}")))?,
+        ),
+        None => None,
+    };
+    let crash_log = match &args.crash_log {
+        Some(path) => Some(Mutex::new(File::create(path).map_err(|e| {
+            CliError::input(format!("--crash-log {}: {e}", path.display()))
+        })?)),
+        None => None,
+    };
+    let crash_log_path = args.crash_log.clone().unwrap_or_default();
+    let on_crash = move |crash: &Crash| {
+        eprintln!("{}", crash_line(crash));
+        if let Some(file) = &crash_log {
+            let mut line = crash_json(&crash.report);
+            line["crash"] = json!(crash.number);
+            line["trigger"] = json!(crash.trigger.name());
+            line["at_ns"] = json!(crash.at.as_ns());
+            let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(e) = writeln!(file, "{line}").and_then(|()| file.flush()) {
+                eprintln!("storsim: --crash-log {}: {e}", crash_log_path.display());
+            }
+        }
+    };
+    emulator
+        .enable_power_loss(PowerLossOptions {
+            write_cache_bytes,
+            mode: crash_mode(args.torn, args.crash_seed),
+            crash_after_writes: args.crash_after_writes,
+            after_crash: match args.after_crash {
+                AfterCrashArg::Serve => AfterCrash::Serve,
+                AfterCrashArg::Stop => AfterCrash::Stop,
+            },
+            write_log,
+            on_crash: Some(Box::new(on_crash)),
+        })
+        .map_err(CliError::failure)?;
+    if let Some(at_ns) = args.crash_at {
+        let emulator = Arc::clone(emulator);
+        std::thread::Builder::new()
+            .name("storsim-crash-at".into())
+            .spawn(move || {
+                std::thread::sleep(std::time::Duration::from_nanos(at_ns));
+                if let Err(e) = emulator.crash(CrashTrigger::Time) {
+                    eprintln!("storsim: --crash-at: {e}");
+                }
+            })
+            .map_err(|e| CliError::failure(format!("starting the --crash-at timer: {e}")))?;
+    }
+    Ok(true)
+}
+
+/// The control socket's `crash` command.
+pub fn crash_command(emulator: &Emulator) -> Result<Value, String> {
+    let crash = emulator
+        .crash(CrashTrigger::Command)
+        .map_err(|e| e.to_string())?;
+    Ok(json!({"ok": true, "crash": crash.number, "report": crash_json(&crash.report)}))
+}
+
+/// `storsim replay-log`.
+pub fn replay_log(args: ReplayLogArgs) -> Result<(), CliError> {
+    let (writes, flushes) = write_log::flush_points(&args.log).map_err(CliError::input)?;
+    if args.list {
+        crate::stdout::sayln!("writes: {writes}");
+        let points: Vec<String> = flushes.iter().map(u64::to_string).collect();
+        crate::stdout::sayln!("flushes after writes: {}", points.join(" "));
+        return Ok(());
+    }
+    let Some(out) = &args.out else {
+        return Err(CliError::input(
+            "replay-log: --out IMAGE is needed (or --list to see the crash points)",
+        ));
+    };
+    let to = match (args.to_write, args.to_flush) {
+        // clap refuses the two together.
+        (Some(n), _) => ReplayTo::Write(n),
+        (None, Some(k)) => ReplayTo::Flush(k),
+        (None, None) => ReplayTo::End,
+    };
+    let mode = crash_mode(args.torn, args.seed);
+    let replayed = write_log::replay(&args.log, to, mode).map_err(CliError::input)?;
+    write_image(&replayed.store, out)?;
+    let crash = &replayed.crash;
+    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    // Standard output is left to the document when it goes there.
+    if !json_to_stdout {
+        crate::stdout::sayln!(
+            "replayed {} of {writes} writes into {}; the crash lost {} bytes of {} writes not \
+         durable ({})",
+            replayed.writes,
+            out.display(),
+            crash.dropped_bytes(),
+            crash.volatile.len(),
+            crash.mode
+        );
+    }
+    if let Some(path) = &args.json {
+        let document = json!({
+            "schema": crate::report::SCHEMA,
+            "version": env!("CARGO_PKG_VERSION"),
+            "kind": "replay-log",
+            "command_line": crate::report::command_line(),
+            "log": args.log.display().to_string(),
+            "log_writes": writes,
+            "writes": replayed.writes,
+            "crash": crash_json(crash),
+        });
+        crate::report::write_json(path, &document)?;
+    }
+    Ok(())
+}
+
+/// Writes the store as a raw image: the device's bytes from offset 0, with runs of zeros left
+/// as holes.
+fn write_image(store: &Store, out: &Path) -> Result<(), CliError> {
+    let failed = |e: std::io::Error| CliError::failure(format!("--out {}: {e}", out.display()));
+    let mut file = File::create(out).map_err(failed)?;
+    const CHUNK: u64 = 1 << 20;
+    let size = store.size_bytes();
+    let mut buf = vec![0u8; CHUNK as usize];
+    let mut at = 0;
+    while at < size {
+        let len = CHUNK.min(size - at) as usize;
+        store.read(at, &mut buf[..len]).map_err(CliError::failure)?;
+        if buf[..len].iter().any(|&b| b != 0) {
+            file.seek(SeekFrom::Start(at)).map_err(failed)?;
+            file.write_all(&buf[..len]).map_err(failed)?;
+        }
+        at += len as u64;
+    }
+    file.set_len(size).map_err(failed)?;
+    file.sync_all().map_err(failed)
+}
