@@ -485,7 +485,7 @@ pub fn run_point(
         })
         .collect();
     let args = sweep::parse_simulate(&local).map_err(CliError::input)?;
-    if args.workload != copy.local {
+    if args.workload.as_deref() != Some(copy.local) {
         return Err(CliError::input(format!(
             "the point's workload is not the trace {}",
             copy.original

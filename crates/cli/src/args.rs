@@ -243,9 +243,24 @@ pub struct SimulateArgs {
     /// the file decides.
     #[arg(long, value_enum, value_name = "clean|fill|steady")]
     pub precondition: Option<PreconditionArg>,
-    /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`.
+    /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`, or a flow file
+    /// (`[[flow]]` tables: several flows sharing the device, docs/workloads/flows.md).
+    #[arg(long, required_unless_present = "flow", conflicts_with = "flow")]
+    pub workload: Option<String>,
+    /// One flow of a workload of several (repeat for each): a trace or a generator spec, then
+    /// the flow's keys, e.g. `synthetic:rw=randread,bs=4k,iodepth=8,start=1s,class=high`
+    /// (docs/workloads/flows.md).
+    #[arg(long, value_name = "SPEC,KEY=VALUE...")]
+    pub flow: Vec<String>,
+    /// Also run each flow alone on the same device with the same seed, and report each flow's
+    /// slowdown (shared over alone mean response time) and the fairness (smallest slowdown
+    /// over largest).
     #[arg(long)]
-    pub workload: String,
+    pub fairness: bool,
+    /// Threads for `--fairness`'s alone runs (default: one per processor); the results do
+    /// not depend on it.
+    #[arg(long)]
+    pub jobs: Option<usize>,
     #[command(flatten)]
     pub trace: TraceArgs,
     /// Seed for everything random in the run (synthetic workloads, models). Printed with the results.

@@ -13,6 +13,7 @@ use storsim_emulate::{Backing, EmulatorReport};
 use storsim_engine::{Replay, RunInfo};
 use storsim_faults::Delay;
 use storsim_stats::{Demerit, Distribution, ErrorCounts, OpSummary, Series, Summary};
+use storsim_workload::flows::{Extent, FlowSpec};
 use storsim_workload::trace::Characterisation;
 use storsim_workload::Workload;
 
@@ -30,6 +31,19 @@ pub struct SimulationResults<'a> {
     pub series: Option<&'a Series>,
     /// The device's faults layer, if it has one (the device's `faults`).
     pub faults: Option<&'a FaultPlan>,
+    /// Each flow of a workload of several flows, in order; empty for a workload of one.
+    pub flows: Vec<FlowResult<'a>>,
+    /// With `--fairness`: the smallest slowdown over the largest (`None` inside when no flow
+    /// has a slowdown).
+    pub fairness: Option<Option<f64>>,
+}
+
+/// One flow's results: what it was, its statistics in the shared run, and with `--fairness`
+/// its statistics alone and its slowdown.
+pub struct FlowResult<'a> {
+    pub spec: &'a FlowSpec,
+    pub summary: &'a Summary,
+    pub alone: Option<(&'a Summary, Option<f64>)>,
 }
 
 /// Counters are f64 in the model interface; whole numbers are written as JSON integers so that
@@ -198,7 +212,47 @@ pub fn simulation_json(r: &SimulationResults) -> Value {
     if r.summary.errors_counted {
         doc["run"]["retries"] = json!(r.info.retries);
     }
+    // A workload of one flow writes neither key, so that its document stays as it was.
+    if !r.flows.is_empty() {
+        doc["flows"] = Value::Array(r.flows.iter().enumerate().map(flow_json).collect());
+    }
+    if let Some(fairness) = r.fairness {
+        doc["fairness"] = json!(fairness);
+    }
     doc
+}
+
+/// One entry of a document's `flows` (docs/json.md).
+fn flow_json((index, f): (usize, &FlowResult)) -> Value {
+    let extent = |e: Extent| match e {
+        Extent::Bytes(b) => json!({"bytes": b}),
+        Extent::Percent(p) => json!({"percent": p}),
+    };
+    let spec = f.spec;
+    json!({
+        "index": index,
+        "name": spec.name,
+        "workload": spec.workload,
+        "start_ns": spec.start_ns,
+        "stop_ns": spec.stop_ns,
+        "class": spec.class.name(),
+        "queues": spec.queues,
+        "iodepth": spec.iodepth,
+        "data_cache": spec.data_cache.map(|m| m.name()),
+        "lba": spec.lba.map(|l| json!({
+            "offset": extent(l.offset),
+            "size": l.size.map(extent),
+        })),
+        "resources": spec.resources.as_ref().map(|r| json!({
+            "channels": r.channels,
+            "chips": r.chips,
+            "dies": r.dies,
+            "planes": r.planes,
+        })),
+        "summary": summary_json(f.summary),
+        "alone_summary": f.alone.map(|(a, _)| summary_json(a)),
+        "slowdown": f.alone.and_then(|(_, s)| s),
+    })
 }
 
 /// The options that name where results go, with a value each; [`command_line`] leaves them out.
@@ -384,10 +438,61 @@ pub fn simulation_text(r: &SimulationResults) -> String {
         human_bytes(s.all.bandwidth_bytes_per_s)
     );
     out += &latency_table(s);
+    if !r.flows.is_empty() {
+        out += &flows_text(r);
+    }
     let counters = r.device.counters();
     if !counters.is_empty() {
         out += "\ndevice counters\n";
         out += &counter_lines(&counters);
+    }
+    out
+}
+
+/// The flows of a workload of several: a line of figures each, then each flow's latency
+/// table, then with `--fairness` the slowdowns and the fairness.
+fn flows_text(r: &SimulationResults) -> String {
+    let mut out = format!(
+        "\n{:<6}{:<16}{:<8}{:>10}{:>12}{:>14}{:>12}{:>12}{:>10}\n",
+        "flow",
+        "name",
+        "class",
+        "requests",
+        "IOPS",
+        "bandwidth/s",
+        "mean (us)",
+        "p99 (us)",
+        "slowdown"
+    );
+    for (index, f) in r.flows.iter().enumerate() {
+        let s = &f.summary.all;
+        let slowdown = match f.alone {
+            Some((_, Some(x))) => format!("{x:.3}"),
+            Some((_, None)) => "-".to_string(),
+            None => String::new(),
+        };
+        out += &format!(
+            "{:<6}{:<16}{:<8}{:>10}{:>12.1}{:>14}{:>12}{:>12}{:>10}\n",
+            index,
+            f.spec.name,
+            f.spec.class.name(),
+            s.requests,
+            s.iops,
+            human_bytes(s.bandwidth_bytes_per_s),
+            us(s.latency_ns.mean),
+            us(s.latency_ns.p99 as f64),
+            slowdown
+        );
+    }
+    if let Some(fairness) = r.fairness {
+        match fairness {
+            Some(f) => out += &format!("fairness  {f:.3} (smallest slowdown over largest)\n"),
+            None => out += "fairness  - (no flow completed requests both shared and alone)\n",
+        }
+    }
+    for (index, f) in r.flows.iter().enumerate() {
+        out += &format!("\nflow {index} ({})\n", f.spec.name);
+        out += &latency_table(f.summary);
     }
     out
 }

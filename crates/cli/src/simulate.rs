@@ -12,7 +12,8 @@ use storsim_core::Completion;
 use storsim_engine::{
     CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay, Retry,
 };
-use storsim_sim::Session;
+use storsim_sim::{Fairness, Session, WorkloadSource};
+use storsim_stats::Summary;
 use storsim_workload::{Pacing, Workload};
 
 /// Runs `storsim simulate`: the run ([`execute`]), the reports, and the exit status of a
@@ -50,6 +51,8 @@ pub(crate) struct Done {
     session: Session,
     replay: Replay,
     pub outcome: storsim_sim::Outcome,
+    /// With `--fairness`, each flow's statistics alone on the device and the fairness.
+    alone: Option<(Vec<Summary>, Fairness)>,
     wall: Duration,
     cpu: Option<Duration>,
 }
@@ -71,6 +74,22 @@ impl Done {
             info: &self.outcome.info,
             summary: &self.outcome.summary,
             series: self.outcome.series.as_ref(),
+            flows: self
+                .session
+                .flows
+                .iter()
+                .zip(&self.outcome.flows)
+                .enumerate()
+                .map(|(index, (flow, summary))| report::FlowResult {
+                    spec: &flow.spec,
+                    summary,
+                    alone: self
+                        .alone
+                        .as_ref()
+                        .map(|(alone, fairness)| (&alone[index], fairness.slowdowns[index])),
+                })
+                .collect(),
+            fairness: self.alone.as_ref().map(|(_, f)| f.fairness),
             faults: self.session.faults.as_ref(),
         }
     }
@@ -93,12 +112,13 @@ pub(crate) fn execute_into(
     progress: bool,
     mut also: Option<&mut dyn CompletionSink>,
 ) -> Result<Done, CliError> {
-    let source = workload_arg::source(&args.workload, &args.trace)?;
+    let source = workload_arg::simulate_source(args)?;
     let mut device = storsim_sim::load_device(&args.device, &args.set)
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
     if let Some(how) = args.precondition {
         precondition(&mut device, how)?;
     }
+    let alone_device = args.fairness.then(|| device.clone());
     let mut session =
         Session::new(device, &source, args.seed).map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let options = engine_options(args, &session.workload)?;
@@ -135,10 +155,35 @@ pub(crate) fn execute_into(
     if let Some(csv) = csv {
         csv.finish()?;
     }
+    let alone = match (alone_device, &source) {
+        (
+            Some(device),
+            WorkloadSource::Flows {
+                flows,
+                options: trace,
+                ..
+            },
+        ) => {
+            let jobs = args.jobs.unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+            });
+            let alone = storsim_sim::run_alone(&device, flows, trace, args.seed, &options, jobs)
+                .map_err(|e| CliError::sim(e, Some(args.seed)))?;
+            let fairness = storsim_sim::fairness(&outcome.flows, &alone);
+            Some((alone, fairness))
+        }
+        (Some(_), _) => {
+            return Err(CliError::input(
+                "--fairness compares flows: give a flow file or --flow arguments",
+            ))
+        }
+        (None, _) => None,
+    };
     Ok(Done {
         session,
         replay: options.replay,
         outcome,
+        alone,
         wall,
         cpu,
     })

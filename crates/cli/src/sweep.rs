@@ -180,17 +180,8 @@ impl PointRunner for SimulateRunner {
     fn check(&self, point: &Point) -> Result<(), String> {
         let (_, args) = self.arguments(point)?;
         storsim_config::load_device_with(&args.device, &args.set).map_err(|e| e.to_string())?;
-        let source = workload_arg::source(&args.workload, &args.trace).map_err(|e| e.message)?;
-        match source {
-            storsim_sim::WorkloadSource::Synthetic(text) if text.starts_with("synthetic:") => {
-                storsim_workload::synthetic::parse(&text).map_err(|e| e.to_string())?;
-            }
-            storsim_sim::WorkloadSource::Trace { path, .. } => {
-                std::fs::metadata(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-            }
-            storsim_sim::WorkloadSource::Synthetic(_) => {}
-        }
-        Ok(())
+        let source = workload_arg::simulate_source(&args).map_err(|e| e.message)?;
+        workload_arg::check_source(&source)
     }
 
     fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {

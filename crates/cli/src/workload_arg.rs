@@ -1,9 +1,10 @@
-//! Turning the `--workload` argument and trace options into a [`WorkloadSource`].
+//! Turning the `--workload` or `--flow` arguments and trace options into a [`WorkloadSource`].
 
-use crate::args::{Switch, TraceArgs};
+use crate::args::{SimulateArgs, Switch, TraceArgs};
 use crate::CliError;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use storsim_sim::WorkloadSource;
+use storsim_workload::flows;
 use storsim_workload::trace::{BlkparseEvent, DeviceSelection, TraceFormat, TraceOptions};
 
 pub fn trace_options(args: &TraceArgs) -> Result<TraceOptions, CliError> {
@@ -53,4 +54,60 @@ pub fn source(arg: &str, args: &TraceArgs) -> Result<WorkloadSource, CliError> {
         path: PathBuf::from(arg),
         options: trace_options(args)?,
     })
+}
+
+/// What a `simulate` command runs: its `--flow` arguments as a workload of several flows, or
+/// its `--workload`, a flow file read as one.
+pub fn simulate_source(args: &SimulateArgs) -> Result<WorkloadSource, CliError> {
+    let options = trace_options(&args.trace)?;
+    if !args.flow.is_empty() {
+        let specs = args
+            .flow
+            .iter()
+            .enumerate()
+            .map(|(index, text)| flows::parse_arg(index, text))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| CliError::input(e.to_string()))?;
+        return Ok(WorkloadSource::Flows {
+            name: args.flow.join(" "),
+            flows: specs,
+            options,
+        });
+    }
+    let arg = args
+        .workload
+        .as_deref()
+        .ok_or_else(|| CliError::input("--workload or --flow is required"))?;
+    if !WorkloadSource::is_synthetic(arg) && flows::is_flow_file(Path::new(arg)) {
+        let specs = flows::read_file(Path::new(arg)).map_err(|e| CliError::input(e.to_string()))?;
+        return Ok(WorkloadSource::Flows {
+            name: arg.to_string(),
+            flows: specs,
+            options,
+        });
+    }
+    source(arg, &args.trace)
+}
+
+/// Checks what can be checked of a workload before running it: a generator spec parses, a
+/// trace file exists; each flow's, for a workload of several. The error says what is wrong.
+pub fn check_source(source: &WorkloadSource) -> Result<(), String> {
+    let check_one = |workload: &str| -> Result<(), String> {
+        if workload.starts_with("synthetic:") {
+            storsim_workload::synthetic::parse(workload).map_err(|e| e.to_string())?;
+        } else if !WorkloadSource::is_synthetic(workload) {
+            std::fs::metadata(workload).map_err(|e| format!("{workload}: {e}"))?;
+        }
+        Ok(())
+    };
+    match source {
+        WorkloadSource::Synthetic(text) => check_one(text),
+        WorkloadSource::Trace { path, .. } => {
+            std::fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            Ok(())
+        }
+        WorkloadSource::Flows { flows, .. } => {
+            flows.iter().try_for_each(|flow| check_one(&flow.workload))
+        }
+    }
 }

@@ -209,6 +209,37 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
                 synthetic,
             ],
         ),
+        // Several flows, each way an LBA partition and a resource partition can be stated,
+        // with the alone runs of --fairness.
+        simulate(
+            "flows-fairness",
+            &[
+                "--device",
+                "bench2g",
+                "--fairness",
+                "--flow",
+                "synthetic:rw=randread,bs=4k,iodepth=4,requests=300,name=r,class=high,\
+                 lba_offset=1m,lba_size=25%,channels=0-1,chips=0,dies=0,planes=0-1,queues=1,\
+                 data_cache=off",
+                "--flow",
+                "synthetic:rw=randwrite,bs=4k,iodepth=2,requests=200,start=1ms,stop=1s,\
+                 lba_offset=50%,lba_size=64m",
+                "--flow",
+                "synthetic:rw=randread,bs=4k,requests=100,lba_offset=75%",
+            ],
+        ),
+        // Several flows without --fairness and without partitions.
+        simulate(
+            "flows",
+            &[
+                "--device",
+                "stec-zeus",
+                "--flow",
+                "synthetic:rw=randread,bs=4k,iodepth=4,requests=300",
+                "--flow",
+                "synthetic:rw=randwrite,bs=4k,iodepth=2,requests=200",
+            ],
+        ),
         // A faults layer: the plan, the error counts and the retries appear.
         simulate(
             "faults",

@@ -376,12 +376,44 @@ impl CancelToken {
     }
 }
 
-/// One simulation run, set up step by step: a device, a workload and options, then optionally
-/// a sink for the completions, a progress callback and a cancel token. The crate
-/// documentation has an example.
+/// One flow of a multi-flow run ([`Simulation::flows`]): its workload and when and how its
+/// records become requests. Its requests carry its index in the run's list as
+/// [`storsim_core::Request::flow`].
+pub struct Flow<'a> {
+    /// The flow's records.
+    pub workload: &'a mut Workload,
+    /// How the flow's records become requests; `None` takes [`EngineOptions::replay`]. Each
+    /// closed-loop flow keeps its own number of requests outstanding.
+    pub replay: Option<Replay>,
+    /// The instant the flow starts: an open-loop flow's first record arrives then (its later
+    /// ones keep their distance from it), a closed-loop flow issues nothing before it.
+    pub start_ns: u64,
+    /// The flow issues no request that would arrive at or after this instant.
+    pub stop_ns: Option<u64>,
+}
+
+impl<'a> Flow<'a> {
+    /// A flow that starts at instant 0, never stops early and replays as the options say: a
+    /// workload of one flow, as [`Simulation::new`] runs it.
+    pub fn whole(workload: &'a mut Workload) -> Self {
+        Flow {
+            workload,
+            replay: None,
+            start_ns: 0,
+            stop_ns: None,
+        }
+    }
+}
+
+/// The most flows a run may have: [`storsim_core::Request::flow`] numbers them in a `u16`.
+pub const FLOWS_MAX: usize = u16::MAX as usize + 1;
+
+/// One simulation run, set up step by step: a device, a workload (or several flows) and
+/// options, then optionally a sink for the completions, a progress callback and a cancel
+/// token. The crate documentation has an example.
 pub struct Simulation<'a, D: Device + ?Sized> {
     device: &'a mut D,
-    workload: &'a mut Workload,
+    flows: Vec<Flow<'a>>,
     options: EngineOptions,
     sink: Option<&'a mut dyn CompletionSink>,
     progress: Option<&'a mut dyn FnMut(u64, SimTime)>,
@@ -392,9 +424,17 @@ impl<'a, D: Device + ?Sized> Simulation<'a, D> {
     /// A run of `workload` on `device` with `options`, whose completions go nowhere until
     /// [`Simulation::sink`] says where.
     pub fn new(device: &'a mut D, workload: &'a mut Workload, options: EngineOptions) -> Self {
+        Simulation::flows(device, vec![Flow::whole(workload)], options)
+    }
+
+    /// A run of several flows on `device`: each flow's records become requests as its own
+    /// [`Flow`] says, and the open-loop flows' requests arrive merged by arrival time, ties
+    /// going to the flow listed first. The options' limits (request count, duration) hold for
+    /// the run as a whole. A run of one [`Flow::whole`] is [`Simulation::new`]'s.
+    pub fn flows(device: &'a mut D, flows: Vec<Flow<'a>>, options: EngineOptions) -> Self {
         Simulation {
             device,
-            workload,
+            flows,
             options,
             sink: None,
             progress: None,
@@ -441,18 +481,21 @@ impl<'a, D: Device + ?Sized> Simulation<'a, D> {
             Some(progress) => progress,
             None => &mut no_progress,
         };
-        let mut lookahead = Lookahead::new();
+        let mut flows = self.flows;
+        let mut lookaheads: Vec<Lookahead> = flows.iter().map(|_| Lookahead::new()).collect();
         let result = Run::new(
             self.device,
-            self.workload,
+            &mut flows,
             &self.options,
             sink,
             progress,
             self.cancel.as_ref(),
-            &mut lookahead,
+            &mut lookaheads,
         )
         .and_then(Run::run);
-        lookahead.finish(self.workload);
+        for (flow, lookahead) in flows.iter_mut().zip(&mut lookaheads) {
+            lookahead.finish(flow.workload);
+        }
         result
     }
 }

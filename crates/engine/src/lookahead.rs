@@ -28,6 +28,7 @@ impl Lookahead {
     }
 
     /// The workload's next record: the one read ahead, if any.
+    #[inline]
     pub fn next(&mut self, workload: &mut Workload) -> Option<Item> {
         match self.peeked.take() {
             Some(item) => item,
@@ -37,6 +38,7 @@ impl Lookahead {
 
     /// The record [`Lookahead::next`] will return, read now if it was not yet; `None` at the
     /// end of the workload or when it is an error.
+    #[inline]
     pub fn peek(&mut self, workload: &mut Workload) -> Option<&Record> {
         if self.peeked.is_none() {
             self.counted_before = (workload.skipped.get(), workload.ignored.get());

@@ -4,12 +4,14 @@
 //! there and delivers its completions.
 //!
 //! Everything a run changes as it goes lives in [`Run`]; the steps are small so that each reads
-//! on its own, and `#[inline]` keeps them in one loop, as fast as when they were one function.
+//! on its own, and `#[inline]` keeps them in one loop, as fast as when they were one function
+//! (`#[inline(always)]` for the helpers of admission, which the compiler otherwise leaves as
+//! calls once a run has several flows to choose from).
 
 use crate::lookahead::Lookahead;
 use crate::{
-    CancelToken, CompletionSink, EngineError, EngineOptions, OutOfRange, Refused, RefusedRequest,
-    Replay, RunInfo, CHECK_INTERVAL, PROGRESS_INTERVAL, REFUSED_KEPT,
+    CancelToken, CompletionSink, EngineError, EngineOptions, Flow, OutOfRange, Refused,
+    RefusedRequest, Replay, RunInfo, CHECK_INTERVAL, FLOWS_MAX, PROGRESS_INTERVAL, REFUSED_KEPT,
 };
 use std::collections::BTreeMap;
 use storsim_core::{
@@ -24,40 +26,64 @@ const _: () = assert!(
         && CHECK_INTERVAL <= PROGRESS_INTERVAL
 );
 
+/// One flow's part of a run: its workload, how it is replayed, and where it has got to.
+struct Source<'r> {
+    workload: &'r mut Workload,
+    lookahead: &'r mut Lookahead,
+    replay: Replay,
+    /// How many of the flow's records may be admitted and not yet completed in a closed loop;
+    /// 1 in open loop, where the flows' next records are merged one at a time.
+    depth: usize,
+    origin: Origin,
+    start_ns: u64,
+    stop_ns: Option<u64>,
+    /// Open loop: the next record, admitted to `ready` when it is the earliest of the open
+    /// flows' next records.
+    head: Option<(Request, u64)>,
+    /// Closed loop: slots in use (admitted, not yet completed).
+    slots_used: usize,
+    /// Nothing more will be admitted from this flow.
+    exhausted: bool,
+    /// Open loop: the first record's timestamp, which becomes instant `start_ns`.
+    first_timestamp: Option<u64>,
+    last_timestamp: u64,
+    last_arrival_ns: u64,
+}
+
+impl Source<'_> {
+    fn is_open(&self) -> bool {
+        matches!(self.replay, Replay::Open { .. })
+    }
+}
+
 /// The state of one run between its events.
 pub(crate) struct Run<'r, D: Device + ?Sized> {
     device: &'r mut D,
-    workload: &'r mut Workload,
+    /// The flows, in the order the run lists them: a request's `flow` is its index here.
+    sources: Vec<Source<'r>>,
     options: &'r EngineOptions,
     sink: &'r mut dyn CompletionSink,
     progress: &'r mut dyn FnMut(u64, SimTime),
     cancel: Option<&'r CancelToken>,
-    lookahead: &'r mut Lookahead,
-    /// How many records may be admitted and not yet completed: 1 in open loop (the next
-    /// record), the loop's depth in closed loop.
-    depth: usize,
     device_depth: usize,
     capacity_bytes: u64,
-    origin: Origin,
     /// Requests admitted from the workload but not yet submitted, ordered by arrival time, each
-    /// with its record's position. In open loop it holds the next record; in closed loop one
-    /// entry per free slot.
+    /// with its record's position. It holds the open-loop flows' earliest next record and one
+    /// entry per free slot of each closed-loop flow.
     ready: EventQueue<(Request, u64)>,
-    /// Closed loop: slots in use (admitted, not yet completed).
-    slots_used: usize,
+    /// Whether `ready` holds an open-loop flow's record.
+    open_in_ready: bool,
+    /// Flows that may still admit records.
+    live_sources: usize,
     /// Requests the device accepted and has not completed.
     outstanding: usize,
-    /// Nothing more will be admitted: the workload ended, a limit was reached, the device
+    /// Nothing more will be admitted: every flow ended, a limit was reached, the device
     /// failed or the run was cancelled.
     exhausted: bool,
     /// The device refused a request as full below its advertised depth; nothing is submitted
     /// until its state next changes.
     device_full: bool,
     info: RunInfo,
-    /// Open loop: the first record's timestamp, which becomes instant 0.
-    first_timestamp: Option<u64>,
-    last_timestamp: u64,
-    last_arrival_ns: u64,
     next_id: u64,
     now: SimTime,
     /// Closed loop: the instant think times count from (the last event).
@@ -79,59 +105,69 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
     /// Checks the options against the device and sets up an empty run.
     pub(crate) fn new(
         device: &'r mut D,
-        workload: &'r mut Workload,
+        flows: &'r mut [Flow<'_>],
         options: &'r EngineOptions,
         sink: &'r mut dyn CompletionSink,
         progress: &'r mut dyn FnMut(u64, SimTime),
         cancel: Option<&'r CancelToken>,
-        lookahead: &'r mut Lookahead,
+        lookaheads: &'r mut [Lookahead],
     ) -> Result<Self, EngineError> {
-        let depth = match options.replay {
-            Replay::Open { time_scale } => {
-                if !(time_scale.is_finite() && time_scale > 0.0) {
-                    return Err(EngineError::Options {
-                        message: format!("time scale must be a positive number, got {time_scale}"),
-                    });
-                }
-                1
-            }
-            Replay::Closed { depth } => {
-                if !(1..=QUEUE_DEPTH_MAX).contains(&depth) {
-                    return Err(EngineError::Options {
-                        message: format!(
-                            "queue depth must be from 1 to {QUEUE_DEPTH_MAX}, got {depth}"
-                        ),
-                    });
-                }
-                depth as usize
-            }
-            Replay::AsFastAsPossible => device.queue_depth().max(1),
-        };
+        if flows.is_empty() || flows.len() > FLOWS_MAX {
+            return Err(EngineError::Options {
+                message: format!(
+                    "a run needs from 1 to {FLOWS_MAX} flows, got {}",
+                    flows.len()
+                ),
+            });
+        }
         let device_depth = device.queue_depth().max(1);
+        let mut sources = Vec::with_capacity(flows.len());
+        for (flow, lookahead) in flows.iter_mut().zip(lookaheads.iter_mut()) {
+            let replay = flow.replay.unwrap_or(options.replay);
+            let depth = replay_depth(replay, device_depth)?;
+            sources.push(Source {
+                origin: flow.workload.origin,
+                workload: &mut *flow.workload,
+                lookahead,
+                replay,
+                depth,
+                start_ns: flow.start_ns,
+                stop_ns: flow.stop_ns,
+                head: None,
+                slots_used: 0,
+                exhausted: false,
+                first_timestamp: None,
+                last_timestamp: 0,
+                last_arrival_ns: 0,
+            });
+        }
+        // One open-loop record at a time, and each closed-loop flow's depth.
+        let any_open = sources.iter().any(Source::is_open);
+        let ready_capacity = usize::from(any_open)
+            + sources
+                .iter()
+                .filter(|s| !s.is_open())
+                .map(|s| s.depth)
+                .sum::<usize>();
         let capacity_bytes = device.capacity_bytes();
         let counters_due_after = sink.counters_due_after();
-        let origin = workload.origin;
+        let live_sources = sources.len();
         Ok(Run {
             device,
-            workload,
+            sources,
             options,
             sink,
             progress,
             cancel,
-            lookahead,
-            depth,
             device_depth,
             capacity_bytes,
-            origin,
-            ready: EventQueue::with_capacity(depth),
-            slots_used: 0,
+            ready: EventQueue::with_capacity(ready_capacity),
+            open_in_ready: false,
+            live_sources,
             outstanding: 0,
             exhausted: false,
             device_full: false,
             info: RunInfo::default(),
-            first_timestamp: None,
-            last_timestamp: 0,
-            last_arrival_ns: 0,
             next_id: 0,
             now: SimTime::ZERO,
             admit_base: SimTime::ZERO,
@@ -180,21 +216,102 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
         Ok(self.info)
     }
 
-    /// Admits records from the workload while there is room for them: turns each into a
-    /// request with its arrival time and puts it in `ready`.
+    /// Admits records from the flows while there is room for them: the earliest of the
+    /// open-loop flows' next records, and a record per free slot of each closed-loop flow.
     #[inline]
     fn admit(&mut self) -> Result<(), EngineError> {
-        while !self.exhausted
-            && self.ready.len() < self.depth
-            && (self.options.replay_is_open() || self.slots_used < self.depth)
-        {
-            if self.options.max_requests.is_some_and(|m| self.next_id >= m) {
-                self.exhausted = true;
+        if self.sources.len() == 1 {
+            return self.admit_one();
+        }
+        while !self.exhausted && !self.open_in_ready {
+            if self.request_limit_reached() {
                 break;
             }
-            let Some(record) = self.lookahead.next(self.workload) else {
-                self.exhausted = true;
+            // The earliest next record of the open-loop flows, the first listed on a tie.
+            let mut earliest: Option<(SimTime, usize)> = None;
+            for index in 0..self.sources.len() {
+                if !self.sources[index].is_open() {
+                    continue;
+                }
+                if self.sources[index].head.is_none() && !self.sources[index].exhausted {
+                    self.sources[index].head = self.next_request(index)?;
+                }
+                if let Some((request, _)) = &self.sources[index].head {
+                    if earliest.is_none_or(|(t, _)| request.arrival < t) {
+                        earliest = Some((request.arrival, index));
+                    }
+                }
+            }
+            let Some((_, index)) = earliest else {
                 break;
+            };
+            let (request, origin) = self.sources[index].head.take().expect("chosen");
+            self.push_ready(index, request, origin);
+            self.open_in_ready = true;
+        }
+        for index in 0..self.sources.len() {
+            if self.sources[index].is_open() {
+                continue;
+            }
+            while !self.exhausted
+                && !self.sources[index].exhausted
+                && self.sources[index].slots_used < self.sources[index].depth
+            {
+                if self.request_limit_reached() {
+                    break;
+                }
+                let Some((request, origin)) = self.next_request(index)? else {
+                    break;
+                };
+                self.push_ready(index, request, origin);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Run::admit`] for a workload of one flow, the common case: its records go straight to
+    /// `ready`, with nothing to merge and no head to hold, while it has room.
+    #[inline(always)]
+    fn admit_one(&mut self) -> Result<(), EngineError> {
+        let open = self.sources[0].is_open();
+        while !self.exhausted
+            && (if open {
+                !self.open_in_ready
+            } else {
+                self.sources[0].slots_used < self.sources[0].depth
+            })
+        {
+            if self.request_limit_reached() {
+                break;
+            }
+            let Some((request, origin)) = self.next_request(0)? else {
+                break;
+            };
+            self.push_ready(0, request, origin);
+            self.open_in_ready = open;
+        }
+        Ok(())
+    }
+
+    /// Whether `--max-requests` has been reached; if so, nothing more is admitted.
+    #[inline(always)]
+    fn request_limit_reached(&mut self) -> bool {
+        if self.options.max_requests.is_some_and(|m| self.next_id >= m) {
+            self.exhaust_all();
+            return true;
+        }
+        false
+    }
+
+    /// Flow `index`'s next request, with its arrival time and record position, or `None` when
+    /// the flow has ended (it is then marked exhausted).
+    #[inline(always)]
+    fn next_request(&mut self, index: usize) -> Result<Option<(Request, u64)>, EngineError> {
+        loop {
+            let source = &mut self.sources[index];
+            let Some(record) = source.lookahead.next(source.workload) else {
+                self.exhaust(index);
+                return Ok(None);
             };
             let record = record?;
             let Some(record) = prepare(
@@ -203,53 +320,92 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
                 self.options.out_of_range,
                 &mut self.info,
             )
-            .map_err(|error| self.device_error(record.origin, error))?
+            .map_err(|error| self.device_error(index, record.origin, error))?
             else {
                 continue;
             };
-            let arrival_ns = self.arrival_ns(&record);
+            let arrival_ns = self.arrival_ns(index, &record);
+            let source = &self.sources[index];
             if arrival_ns > SimTime::ARRIVAL_LIMIT.as_ns() as u128 {
                 return Err(EngineError::ArrivalTooLate {
-                    source: self.workload.name.clone(),
-                    position: self.origin.describe(record.origin),
+                    source: source.workload.name.clone(),
+                    position: source.origin.describe(record.origin),
                     arrival_ns,
                 });
             }
             let arrival_ns = arrival_ns as u64;
             if self.options.duration_ns.is_some_and(|d| arrival_ns >= d) {
-                self.exhausted = true;
-                break;
+                if self.sources.len() == 1 {
+                    self.exhaust_all();
+                } else {
+                    self.exhaust(index);
+                }
+                return Ok(None);
             }
-            self.last_arrival_ns = arrival_ns;
-            let request = Request {
-                id: self.next_id,
-                op: record.op,
-                offset_bytes: record.offset_bytes,
-                len_bytes: record.len_bytes,
-                arrival: SimTime(arrival_ns),
-                flow: 0,
-            };
-            self.next_id += 1;
-            self.slots_used += 1;
-            let arrival = request.arrival;
-            // `ready` has room: the loop condition checked its length.
-            let _ = self.ready.push(arrival, (request, record.origin));
-            self.hint_next(arrival);
+            if source.stop_ns.is_some_and(|s| arrival_ns >= s) {
+                self.exhaust(index);
+                return Ok(None);
+            }
+            self.sources[index].last_arrival_ns = arrival_ns;
+            return Ok(Some((
+                Request {
+                    id: 0,
+                    op: record.op,
+                    offset_bytes: record.offset_bytes,
+                    len_bytes: record.len_bytes,
+                    arrival: SimTime(arrival_ns),
+                    flow: index as u16,
+                },
+                record.origin,
+            )));
         }
-        Ok(())
     }
 
-    /// When `record` arrives, in u128 so that no timestamp, scale or think time can overflow
-    /// before the caller checks it against the arrival limit.
-    #[inline]
-    fn arrival_ns(&mut self, record: &Record) -> u128 {
-        match self.options.replay {
+    /// Puts flow `index`'s request in `ready`, numbering it, and hints the flow's next one.
+    #[inline(always)]
+    fn push_ready(&mut self, index: usize, mut request: Request, origin: u64) {
+        request.id = self.next_id;
+        self.next_id += 1;
+        self.sources[index].slots_used += 1;
+        let arrival = request.arrival;
+        // `ready` has room: each open-loop flow's record waits in its head until `ready`
+        // holds none, and a closed-loop flow admits only to its free slots.
+        let _ = self.ready.push(arrival, (request, origin));
+        self.hint_next(index, arrival);
+    }
+
+    /// Flow `index` admits nothing more.
+    fn exhaust(&mut self, index: usize) {
+        let source = &mut self.sources[index];
+        if !source.exhausted {
+            source.exhausted = true;
+            self.live_sources -= 1;
+            if self.live_sources == 0 {
+                self.exhausted = true;
+            }
+        }
+    }
+
+    /// No flow admits anything more, including the records waiting in their heads.
+    fn exhaust_all(&mut self) {
+        for index in 0..self.sources.len() {
+            self.sources[index].head = None;
+            self.exhaust(index);
+        }
+    }
+
+    /// When `record` of flow `index` arrives, in u128 so that no timestamp, scale or think
+    /// time can overflow before the caller checks it against the arrival limit.
+    #[inline(always)]
+    fn arrival_ns(&mut self, index: usize, record: &Record) -> u128 {
+        let source = &mut self.sources[index];
+        match source.replay {
             Replay::Open { time_scale } => {
-                let t0 = *self.first_timestamp.get_or_insert(record.timestamp_ns);
-                if record.timestamp_ns < self.last_timestamp {
+                let t0 = *source.first_timestamp.get_or_insert(record.timestamp_ns);
+                if record.timestamp_ns < source.last_timestamp {
                     self.info.out_of_order_records += 1;
                 }
-                self.last_timestamp = record.timestamp_ns;
+                source.last_timestamp = record.timestamp_ns;
                 let rel = record.timestamp_ns.saturating_sub(t0);
                 let scaled = if time_scale == 1.0 {
                     rel as u128
@@ -257,30 +413,33 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
                     // A float-to-int cast saturates; the caller's limit check catches it.
                     (rel as f64 * time_scale).round() as u128
                 };
-                scaled.max(self.last_arrival_ns as u128)
+                (source.start_ns as u128 + scaled).max(source.last_arrival_ns as u128)
             }
-            Replay::Closed { .. } => self.admit_base.as_ns() as u128 + record.think_ns as u128,
-            Replay::AsFastAsPossible => self.admit_base.as_ns() as u128,
+            Replay::Closed { .. } => {
+                self.admit_base.as_ns().max(source.start_ns) as u128 + record.think_ns as u128
+            }
+            Replay::AsFastAsPossible => self.admit_base.as_ns().max(source.start_ns) as u128,
         }
     }
 
-    /// Tells the device which request comes after the one just admitted, unless the request
-    /// limit means none will.
-    #[inline]
-    fn hint_next(&mut self, arrival: SimTime) {
+    /// Tells the device which request of flow `index` comes after the one just admitted,
+    /// unless the request limit means none will.
+    #[inline(always)]
+    fn hint_next(&mut self, index: usize, arrival: SimTime) {
         let more_to_come = match self.options.max_requests {
             Some(m) => self.next_id < m,
             None => true,
         };
         if more_to_come {
-            if let Some(next) = self.lookahead.peek(self.workload) {
+            let source = &mut self.sources[index];
+            if let Some(next) = source.lookahead.peek(source.workload) {
                 self.device.prefetch(&Request {
                     id: self.next_id,
                     op: next.op,
                     offset_bytes: next.offset_bytes,
                     len_bytes: next.len_bytes,
                     arrival,
-                    flow: 0,
+                    flow: index as u16,
                 });
             }
         }
@@ -301,6 +460,10 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
         {
             let (_, (request, record_origin)) = self.ready.pop().expect("peeked");
             let arrival = request.arrival;
+            let index = usize::from(request.flow);
+            if self.sources[index].is_open() {
+                self.open_in_ready = false;
+            }
             match self.device.submit(self.now, request) {
                 Ok(()) => {
                     self.outstanding += 1;
@@ -324,16 +487,20 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
                                 .into(),
                         ));
                     }
+                    if self.sources[index].is_open() {
+                        self.open_in_ready = true;
+                    }
                     self.device_full = true;
                     break;
                 }
                 Err(DeviceError::Failed { reason }) => {
                     // The run ends here: nothing more is admitted, what the device accepted
                     // drains, and the caller reports the results up to the failure.
+                    let source = &self.sources[index];
                     self.info.device_failed = Some(format!(
                         "{}: {}: the device has failed: {reason}",
-                        self.workload.name,
-                        self.origin.describe(record_origin)
+                        source.workload.name,
+                        source.origin.describe(record_origin)
                     ));
                     self.stop_issuing();
                     break;
@@ -345,17 +512,17 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
                     // its slot as a completion would, so a closed loop admits the next record
                     // its think time after now (`admit_base` is `now` here) instead of waiting
                     // for a completion that will never come.
-                    self.slots_used -= 1;
+                    self.sources[index].slots_used -= 1;
                     submitted_any = true;
                     self.info.refused_requests += 1;
                     if self.info.first_refused.len() < REFUSED_KEPT {
                         self.info.first_refused.push(RefusedRequest {
-                            position: self.origin.describe(record_origin),
+                            position: self.sources[index].origin.describe(record_origin),
                             reason,
                         });
                     }
                 }
-                Err(error) => return Err(self.device_error(record_origin, error)),
+                Err(error) => return Err(self.device_error(index, record_origin, error)),
             }
         }
         Ok(submitted_any)
@@ -429,7 +596,8 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
             if !self.attempts.is_empty() {
                 self.attempts.remove(&c.request.id);
             }
-            self.slots_used -= 1;
+            // A device completes only requests it was given, each carrying its flow's index.
+            self.sources[usize::from(c.request.flow)].slots_used -= 1;
             self.info.requests_completed += 1;
             self.sink.completed(&c);
             if self.info.requests_completed & (CHECK_INTERVAL - 1) == 0 {
@@ -486,7 +654,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
     fn give_up(&mut self, mut failed: Completion) {
         self.attempts.remove(&failed.request.id);
         failed.finish = failed.finish.max(self.now);
-        self.slots_used -= 1;
+        self.sources[usize::from(failed.request.flow)].slots_used -= 1;
         self.info.requests_completed += 1;
         self.sink.completed(&failed);
     }
@@ -521,13 +689,15 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
 
     /// Nothing more is admitted or submitted; what the device accepted drains.
     fn stop_issuing(&mut self) {
-        self.exhausted = true;
-        self.ready.clear();
+        self.exhaust_all();
+        while let Some((_, (request, _))) = self.ready.pop() {
+            self.sources[usize::from(request.flow)].slots_used -= 1;
+        }
+        self.open_in_ready = false;
         // Requests waiting to be retried are not resubmitted: their last failure stands.
         while let Some((_, failed)) = self.retrying.pop() {
             self.give_up(failed);
         }
-        self.slots_used = self.outstanding;
     }
 
     fn model_fault(&self, message: String) -> EngineError {
@@ -542,7 +712,7 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
         }
     }
 
-    fn device_error(&self, at: u64, error: DeviceError) -> EngineError {
+    fn device_error(&self, index: usize, at: u64, error: DeviceError) -> EngineError {
         let wrap_would_help = match error {
             DeviceError::OutOfRange {
                 len_bytes,
@@ -553,9 +723,10 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
         };
         let count_would_help = matches!(error, DeviceError::Invalid { .. })
             && self.options.on_refused == Refused::Stop;
+        let source = &self.sources[index];
         EngineError::Device {
-            source: self.workload.name.clone(),
-            position: self.origin.describe(at),
+            source: source.workload.name.clone(),
+            position: source.origin.describe(at),
             error,
             wrap_would_help,
             count_would_help,
@@ -563,9 +734,30 @@ impl<'r, D: Device + ?Sized> Run<'r, D> {
     }
 }
 
-impl EngineOptions {
-    fn replay_is_open(&self) -> bool {
-        matches!(self.replay, Replay::Open { .. })
+/// How many of a flow's records may be admitted and not yet completed under `replay`, after
+/// checking it: 1 in open loop, the loop's depth in closed loop, the device's as fast as
+/// possible.
+fn replay_depth(replay: Replay, device_depth: usize) -> Result<usize, EngineError> {
+    match replay {
+        Replay::Open { time_scale } => {
+            if !(time_scale.is_finite() && time_scale > 0.0) {
+                return Err(EngineError::Options {
+                    message: format!("time scale must be a positive number, got {time_scale}"),
+                });
+            }
+            Ok(1)
+        }
+        Replay::Closed { depth } => {
+            if !(1..=QUEUE_DEPTH_MAX).contains(&depth) {
+                return Err(EngineError::Options {
+                    message: format!(
+                        "queue depth must be from 1 to {QUEUE_DEPTH_MAX}, got {depth}"
+                    ),
+                });
+            }
+            Ok(depth as usize)
+        }
+        Replay::AsFastAsPossible => Ok(device_depth),
     }
 }
 

@@ -106,6 +106,49 @@ fn header(out: &mut String, run: &Run, index: usize) {
     out.push_str("</table>\n");
 }
 
+/// A run of several flows: a row per flow (its class, requests, IOPS, bandwidth, mean and
+/// 99th percentile latency, and with `--fairness` its slowdown), then the fairness.
+fn flows_table(out: &mut String, run: &Run, index: usize) {
+    let Some(flows) = run.doc.get("flows").and_then(Value::as_array) else {
+        return;
+    };
+    let _ = write!(
+        out,
+        "<table class=\"flows\" id=\"run{}-flows\"><tr><th>flow</th><th>name</th><th>class</th>\
+         <th>requests</th><th>IOPS</th><th>MB/s</th><th>mean latency (µs)</th>\
+         <th>p99 latency (µs)</th><th>slowdown</th></tr>",
+        index + 1
+    );
+    let num = |v: &Value, path: &[&str]| path.iter().try_fold(v, |v, k| v.get(k))?.as_f64();
+    let show = |v: Option<f64>| v.map_or_else(String::new, format_number);
+    for (i, flow) in flows.iter().enumerate() {
+        let s = flow.get("summary").unwrap_or(&Value::Null);
+        let name = flow.get("name").and_then(Value::as_str).unwrap_or("");
+        let class = flow.get("class").and_then(Value::as_str).unwrap_or("");
+        let _ = write!(
+            out,
+            "<tr><td>{i}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+             <td>{}</td><td>{}</td></tr>",
+            escape(name),
+            escape(class),
+            show(num(s, &["requests"])),
+            show(num(s, &["iops"])),
+            show(num(s, &["bandwidth_bytes_per_s"]).map(|b| b / 1e6)),
+            show(num(s, &["latency_ns", "mean"]).map(|ns| ns / 1e3)),
+            show(num(s, &["latency_ns", "p99"]).map(|ns| ns / 1e3)),
+            show(num(flow, &["slowdown"])),
+        );
+    }
+    if let Some(fairness) = run.doc.get("fairness").and_then(Value::as_f64) {
+        let _ = write!(
+            out,
+            "<tr><th colspan=\"8\">fairness (smallest slowdown over largest)</th><td>{}</td></tr>",
+            format_number(fairness)
+        );
+    }
+    out.push_str("</table>\n");
+}
+
 /// Inlines `plots` as figures.
 fn figures(out: &mut String, plots: &[Plot]) {
     if plots.is_empty() {
@@ -370,6 +413,7 @@ pub(crate) fn page(runs: &[Run], per_run: &[Vec<Plot>], compare: &[Plot]) -> Str
     }
     for (i, (run, plots)) in runs.iter().zip(per_run).enumerate() {
         header(&mut out, run, i);
+        flows_table(&mut out, run, i);
         figures(&mut out, plots);
     }
     let data: Vec<Value> = runs.iter().map(embedded).collect();

@@ -309,6 +309,9 @@ pub(crate) fn run_plots(run: &Run, index: usize) -> Vec<Plot> {
         latency_cdf(&mut plots, s, run.kind);
         latency_split(&mut plots, s, run.kind);
     }
+    if let Some(flows) = run.doc.get("flows").and_then(Value::as_array) {
+        flow_cdfs(&mut plots, flows);
+    }
     let series = run.doc.get("series");
     let timeline = series.and_then(Timeline::of);
     if let (Some(series), Some(t)) = (series, &timeline) {
@@ -464,6 +467,40 @@ fn latency_cdf(plots: &mut Plots, s: &Value, kind: Kind) {
         &format!("{field}.latency_cdf; {field}.<op>.latency_ns percentiles"),
         XyChart {
             title: "Latency CDF".into(),
+            x: Axis::log("latency (µs)"),
+            y: Axis::linear("fraction of requests"),
+            lines,
+            legend: Legend::LowerRight,
+        },
+    );
+}
+
+/// Each flow's latency CDF on one pair of axes, and with `--fairness` each flow's CDF when it
+/// ran alone, dashed in the same colour: the gap between the two is the flow's slowdown.
+fn flow_cdfs(plots: &mut Plots, flows: &[Value]) {
+    let mut lines = Vec::new();
+    for (i, flow) in flows.iter().enumerate() {
+        let name = flow.get("name").and_then(Value::as_str).unwrap_or("?");
+        for (field, label, style) in [
+            ("summary", name.to_string(), Style::Solid),
+            ("alone_summary", format!("{name} alone"), Style::Dashed),
+        ] {
+            let Some(s) = flow.get(field).filter(|s| s.is_object()) else {
+                continue;
+            };
+            if num(s, &["requests"]).unwrap_or(0.0) > 0.0 {
+                lines.push(line(label, latency_cdf_points(s), i, style));
+            }
+        }
+    }
+    if lines.is_empty() {
+        return;
+    }
+    plots.xy(
+        "flows-latency-cdf",
+        "flows[].summary.latency_cdf; flows[].alone_summary.latency_cdf",
+        XyChart {
+            title: "Latency CDF per flow".into(),
             x: Axis::log("latency (µs)"),
             y: Axis::linear("fraction of requests"),
             lines,

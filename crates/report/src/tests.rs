@@ -571,3 +571,42 @@ fn spoiled_documents_are_refused_or_drawn_never_a_panic() {
         "seed {seed}: only {drawn} spoiled documents were drawn"
     );
 }
+
+#[test]
+fn a_run_of_several_flows_gets_their_table_and_their_cdfs() {
+    let flow = |name: &str, p99: u64, slowdown: f64| {
+        json!({"name": name, "class": "high", "summary": summary(p99),
+               "alone_summary": summary(p99 / 2), "slowdown": slowdown})
+    };
+    let doc = json!({"schema": 1, "version": "0.1.0", "seed": 1,
+        "device": {"name": "stec-zeus", "model": "linear", "counters": {}, "block_wear": []},
+        "workload": {"name": "w"}, "summary": summary(5000),
+        "flows": [flow("reader<1>", 4000, 1.5), flow("writer", 9000, 3.0)],
+        "fairness": 0.5});
+    let report = render(&[run(doc)]);
+    assert_drawn(&report, "run1-flows-latency-cdf");
+    // Each flow shared and alone: four curves, each named in the legend.
+    let plot = report
+        .plots
+        .iter()
+        .find(|p| p.id == "run1-flows-latency-cdf")
+        .unwrap();
+    for label in [
+        "reader&lt;1&gt;",
+        "reader&lt;1&gt; alone",
+        "writer",
+        "writer alone",
+    ] {
+        assert!(plot.svg.contains(label), "{label} missing from the legend");
+    }
+    assert!(report.html.contains("id=\"run1-flows\""));
+    assert!(report.html.contains("<td>reader&lt;1&gt;</td>"));
+    assert!(
+        report.html.contains("<td>0.5000</td>"),
+        "the fairness is shown"
+    );
+    // A run of one flow has neither.
+    let single = render(&[run(ssd_doc(4, false))]);
+    assert!(!single.html.contains("class=\"flows\""));
+    assert!(!ids(&single).iter().any(|id| id.contains("flows")));
+}

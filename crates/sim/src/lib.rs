@@ -23,16 +23,21 @@
 //! # Ok::<(), storsim_sim::SimError>(())
 //! ```
 
+mod binding;
+mod fairness;
+
+pub use fairness::{fairness, run_alone, Fairness};
 use std::fmt;
 use std::path::PathBuf;
 use storsim_config::{DeviceSpec, LoadedDevice};
 use storsim_core::{Completion, Device, SimTime};
 use storsim_engine::{
-    CancelToken, CompletionSink, EngineError, EngineOptions, RunInfo, Simulation,
+    CancelToken, CompletionSink, EngineError, EngineOptions, Flow, Replay, RunInfo, Simulation,
 };
 use storsim_stats::{Collector, CollectorOptions, Series, SeriesRecorder, Summary, WindowWidth};
+use storsim_workload::flows::{self, FlowSpec};
 use storsim_workload::trace::{self, TraceOptions};
-use storsim_workload::{synthetic, Workload, WorkloadError};
+use storsim_workload::{synthetic, Origin, Pacing, Workload, WorkloadError};
 
 /// Where a run's requests come from.
 #[derive(Clone, Debug)]
@@ -47,12 +52,22 @@ pub enum WorkloadSource {
     /// A generator spec as `--workload` takes it: `synthetic:KEY=VALUE,...` or `vdbench:...`
     /// (docs/workloads/).
     Synthetic(String),
+    /// Several flows sharing the device (docs/workloads/flows.md), each a trace (read with
+    /// `options`) or a generator spec.
+    Flows {
+        /// The workload's name in results: the flow file's path, or the `--flow` arguments.
+        name: String,
+        /// The flows, in order: a request's `flow` is its flow's index here.
+        flows: Vec<FlowSpec>,
+        /// How the flows' traces are read.
+        options: TraceOptions,
+    },
 }
 
 impl WorkloadSource {
     /// Whether `arg` names a generator rather than a file, as `--workload` tells them apart.
     pub fn is_synthetic(arg: &str) -> bool {
-        arg.starts_with("synthetic:") || arg.starts_with("vdbench:")
+        flows::is_generator(arg)
     }
 }
 
@@ -98,6 +113,9 @@ pub struct Outcome {
     pub info: RunInfo,
     /// The run in windows of simulated time, unless [`Session::window`] was `None`.
     pub series: Option<Series>,
+    /// Each flow's statistics, in the flows' order, for a workload of several flows
+    /// ([`WorkloadSource::Flows`]); empty for a workload of one.
+    pub flows: Vec<Summary>,
 }
 
 /// A built device and an opened workload, ready to run once.
@@ -106,8 +124,14 @@ pub struct Session {
     pub device_name: String,
     /// The device model, whose counters stay readable after the run.
     pub device: Box<dyn Device>,
-    /// The workload, whose name, pacing and counters of skipped records stay readable.
+    /// The workload, whose name, pacing and counters of skipped records stay readable. For
+    /// a workload of several flows, a stand-in that yields no record: its name is the
+    /// workload's, its counters are the flows' summed after the run, and the flows are in
+    /// [`Session::flows`].
     pub workload: Workload,
+    /// The flows of a workload of several flows ([`WorkloadSource::Flows`]), in order; empty
+    /// for a workload of one.
+    pub flows: Vec<OpenedFlow>,
     /// The windows of the run's time series ([`Outcome::series`]); `None` records none. An
     /// automatic width unless the caller sets another.
     pub window: Option<WindowWidth>,
@@ -142,23 +166,39 @@ impl Session {
     /// A device whose model state would not fit in the memory available is refused with a
     /// message that says so, instead of the allocation aborting the process.
     pub fn new(
-        device: LoadedDevice,
+        mut device: LoadedDevice,
         workload: &WorkloadSource,
         seed: u64,
     ) -> Result<Self, SimError> {
+        if let WorkloadSource::Flows { flows, .. } = workload {
+            binding::bind_flows(&mut device, flows)?;
+        }
         check_memory(&device.name, &device.spec)?;
-        let mut device = device;
         device.spec.seed_faults(seed);
         let faults = device.spec.faults().cloned();
         let built = device
             .spec
             .build()
             .map_err(|e| SimError::Device(format!("{}: {e}", device.name)))?;
-        let workload = open_workload(workload, built.capacity_bytes(), seed)?;
+        let (workload, flows) = match workload {
+            WorkloadSource::Flows {
+                name,
+                flows,
+                options,
+            } => {
+                let opened = open_flows(flows, options, built.capacity_bytes(), seed)?;
+                (stand_in(name, seed), opened)
+            }
+            single => (
+                open_workload(single, built.capacity_bytes(), seed)?,
+                Vec::new(),
+            ),
+        };
         Ok(Session {
             device_name: device.name,
             device: built,
             workload,
+            flows,
             window: Some(WindowWidth::Auto),
             collector: CollectorOptions {
                 latency_includes_failed: false,
@@ -186,24 +226,51 @@ impl Session {
             recorder.include_failed_latencies(include_failed);
             recorder
         });
+        let mut per_flow: Vec<Collector> = self
+            .flows
+            .iter()
+            .map(|_| Collector::with_options(self.collector))
+            .collect();
         let mut recording = Recording {
             collector: &mut collector,
             recorder: recorder.as_mut(),
             sink,
         };
-        let info = run_on(
-            self.device.as_mut(),
-            &mut self.workload,
-            options,
-            &mut recording,
-            progress,
-            cancel,
-        )?;
+        let mut flows_recording = FlowsRecording {
+            recording: &mut recording,
+            per_flow: &mut per_flow,
+        };
+        // A workload of one flow records through `Recording` alone, whose one call of
+        // `Collector::record` the compiler keeps inlined on the fastest runs' path.
+        let sink: &mut dyn CompletionSink = if self.flows.is_empty() {
+            flows_recording.recording
+        } else {
+            &mut flows_recording
+        };
+        let engine_flows = if self.flows.is_empty() {
+            vec![Flow::whole(&mut self.workload)]
+        } else {
+            self.flows.iter_mut().map(OpenedFlow::engine_flow).collect()
+        };
+        let mut simulation = Simulation::flows(self.device.as_mut(), engine_flows, *options)
+            .sink(sink)
+            .progress(progress);
+        if let Some(token) = cancel {
+            simulation = simulation.cancel(token);
+        }
+        let info = simulation.run().map_err(SimError::Engine)?;
+        if !self.flows.is_empty() {
+            let sum =
+                |count: fn(&Workload) -> u64| self.flows.iter().map(|f| count(&f.workload)).sum();
+            self.workload.skipped.set(sum(|w| w.skipped.get()));
+            self.workload.ignored.set(sum(|w| w.ignored.get()));
+        }
         let series = recorder.map(|r| r.finish(SimTime(info.end_ns), self.device.counters()));
         Ok(Outcome {
             summary: collector.summary(),
             info,
             series,
+            flows: per_flow.iter().map(Collector::summary).collect(),
         })
     }
 }
@@ -216,6 +283,40 @@ struct Recording<'a, 's> {
     collector: &'a mut Collector,
     recorder: Option<&'a mut SeriesRecorder>,
     sink: Option<&'a mut (dyn CompletionSink + 's)>,
+}
+
+/// The engine's sink for a workload of several flows: [`Recording`], and each completion in
+/// its flow's collector.
+struct FlowsRecording<'r, 'a, 's> {
+    recording: &'r mut Recording<'a, 's>,
+    /// One collector per flow, in the flows' order.
+    per_flow: &'r mut [Collector],
+}
+
+impl CompletionSink for FlowsRecording<'_, '_, '_> {
+    fn completed(&mut self, c: &Completion) {
+        self.recording.completed(c);
+        if let Some(flow) = self.per_flow.get_mut(usize::from(c.request.flow)) {
+            flow.record(c);
+        }
+    }
+
+    fn waited(&mut self, arrival: SimTime, now: SimTime) {
+        self.recording.waited(arrival, now);
+    }
+
+    fn counters_due_after(&self) -> SimTime {
+        self.recording.counters_due_after()
+    }
+
+    fn counters(
+        &mut self,
+        now: SimTime,
+        values: &mut dyn FnMut(&mut Vec<f64>),
+        named: &dyn Fn() -> Vec<storsim_core::DeviceCounter>,
+    ) {
+        self.recording.counters(now, values, named);
+    }
 }
 
 impl CompletionSink for Recording<'_, '_> {
@@ -252,24 +353,6 @@ impl CompletionSink for Recording<'_, '_> {
             recorder.sample_with(now, values, named);
         }
     }
-}
-
-/// One engine run of `workload` on `device`, as [`Session::run`] sets it up.
-fn run_on<D: Device + ?Sized>(
-    device: &mut D,
-    workload: &mut Workload,
-    options: &EngineOptions,
-    sink: &mut dyn CompletionSink,
-    progress: &mut dyn FnMut(u64, SimTime),
-    cancel: Option<CancelToken>,
-) -> Result<RunInfo, SimError> {
-    let mut simulation = Simulation::new(device, workload, *options)
-        .sink(sink)
-        .progress(progress);
-    if let Some(token) = cancel {
-        simulation = simulation.cancel(token);
-    }
-    simulation.run().map_err(SimError::Engine)
 }
 
 /// Runs `workload` on the device `device_arg` (a preset name or a device file) with `options`
@@ -351,6 +434,101 @@ pub fn open_workload(
         WorkloadSource::Trace { path, options } => {
             trace::open(path, options).map_err(SimError::Workload)
         }
+        WorkloadSource::Flows { name, .. } => Err(SimError::Workload(WorkloadError::Spec {
+            message: format!("{name}: a workload of several flows opens with Session::new"),
+        })),
+    }
+}
+
+/// One flow of a session: what the flow file or `--flow` said, and its opened workload.
+pub struct OpenedFlow {
+    /// The flow as stated.
+    pub spec: FlowSpec,
+    /// Its records, already moved into its LBA partition if it has one.
+    pub workload: Workload,
+}
+
+impl OpenedFlow {
+    /// The flow as the engine runs it. Its replay: a closed loop at its `iodepth` if it names
+    /// one, else its workload's own closed loop (a generator's `iodepth`), else the run's.
+    /// It stops at its `stop`, or when its generator's `duration` after its start has passed,
+    /// whichever comes first.
+    fn engine_flow(&mut self) -> Flow<'_> {
+        let replay = match (self.spec.iodepth, self.workload.pacing) {
+            (Some(depth), _) | (None, Pacing::Closed { depth }) => Some(Replay::Closed { depth }),
+            (None, Pacing::Open) => None,
+        };
+        let generated_end = self
+            .workload
+            .duration_ns
+            .map(|d| self.spec.start_ns.saturating_add(d));
+        let stop_ns = match (self.spec.stop_ns, generated_end) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Flow {
+            workload: &mut self.workload,
+            replay,
+            start_ns: self.spec.start_ns,
+            stop_ns,
+        }
+    }
+}
+
+/// Opens each flow's workload for a device of `capacity_bytes`: a generator over its LBA
+/// partition's length (or the whole device), a trace with `options`, then its records moved
+/// into the partition. A generator naming no seed of its own gets `seed` plus its flow's
+/// index, so that two flows of one spec do not repeat each other.
+pub fn open_flows(
+    specs: &[FlowSpec],
+    options: &TraceOptions,
+    capacity_bytes: u64,
+    seed: u64,
+) -> Result<Vec<OpenedFlow>, SimError> {
+    let mut opened = Vec::with_capacity(specs.len());
+    for (index, spec) in specs.iter().enumerate() {
+        let partition = match &spec.lba {
+            Some(lba) => Some(lba.resolve(capacity_bytes).map_err(|message| {
+                SimError::Workload(WorkloadError::Spec {
+                    message: format!("flow {}: {message}", spec.name),
+                })
+            })?),
+            None => None,
+        };
+        let space = partition.map_or(capacity_bytes, |(_, len)| len);
+        let source = if flows::is_generator(&spec.workload) {
+            WorkloadSource::Synthetic(spec.workload.clone())
+        } else {
+            WorkloadSource::Trace {
+                path: PathBuf::from(&spec.workload),
+                options: options.clone(),
+            }
+        };
+        let mut workload = open_workload(&source, space, seed.wrapping_add(index as u64))?;
+        if let Some((offset, len)) = partition {
+            workload = flows::map_into(workload, offset, len);
+        }
+        opened.push(OpenedFlow {
+            spec: spec.clone(),
+            workload,
+        });
+    }
+    Ok(opened)
+}
+
+/// The [`Session::workload`] of a workload of several flows: named as the workload, with no
+/// record of its own.
+fn stand_in(name: &str, seed: u64) -> Workload {
+    Workload {
+        name: name.to_string(),
+        records: Box::new(std::iter::empty()),
+        pacing: Pacing::Open,
+        origin: Origin::Index,
+        duration_ns: None,
+        skipped: Default::default(),
+        ignored: Default::default(),
+        format: None,
+        seed: Some(seed),
     }
 }
 

@@ -16,7 +16,7 @@ enum Kind {
 }
 
 /// The options, in the order a point's command line gives them.
-const OPTIONS: [(&str, Kind); 16] = [
+const OPTIONS: [(&str, Kind); 17] = [
     ("replay", Kind::Word),
     ("iodepth", Kind::Integer),
     ("time_scale", Kind::Number),
@@ -33,6 +33,7 @@ const OPTIONS: [(&str, Kind); 16] = [
     ("retries", Kind::Integer),
     ("retry_delay", Kind::Word),
     ("latency_includes_failed", Kind::Flag),
+    ("fairness", Kind::Flag),
 ];
 
 /// A checked option value.

@@ -297,8 +297,13 @@ pub fn expand(spec: &Spec) -> Result<Vec<Point>, SweepError> {
 /// The columns every results table has before the parameters.
 pub const LEADING_COLUMNS: [&str; 4] = ["point", "label", "status", "error"];
 
-/// The first parts of the results' columns: the point document's sections (table.rs).
-const RESULT_SECTIONS: [&str; 4] = ["summary.", "device.", "run.", "workload."];
+/// The first parts of the results' columns: the point document's sections (table.rs), and a
+/// run of several flows' flows by name (`flows.reader.slowdown`).
+const RESULT_SECTIONS: [&str; 5] = ["summary.", "device.", "run.", "workload.", "flows."];
+
+/// The results' columns that are a document's top-level figures: a run of several flows'
+/// `fairness`.
+const RESULT_FIGURES: [&str; 1] = ["fairness"];
 
 /// Refuses a plot naming a column no row can have: not a parameter, not one of the leading
 /// columns, not in a section of the results. (Which results a run has is known only once it
@@ -308,6 +313,7 @@ fn check_plot_columns(spec: &Spec, parameters: &[String]) -> Result<(), SweepErr
         LEADING_COLUMNS.contains(&column)
             || parameters.iter().any(|p| p == column)
             || RESULT_SECTIONS.iter().any(|s| column.starts_with(s))
+            || RESULT_FIGURES.contains(&column)
     };
     for (i, plot) in spec.plots.iter().enumerate() {
         let (named, filter): (Vec<(&str, &String)>, _) = match plot {
@@ -335,10 +341,11 @@ fn check_plot_columns(spec: &Spec, parameters: &[String]) -> Result<(), SweepErr
                     key: format!("plot[{i}].{key}"),
                     message: format!(
                         "no column `{column}`: columns are {}, the parameters ({}) and the \
-                         results under {}",
+                         results under {} and {}",
                         LEADING_COLUMNS.join(", "),
                         parameters.join(", "),
-                        RESULT_SECTIONS.map(|s| format!("{s}*")).join(", ")
+                        RESULT_SECTIONS.map(|s| format!("{s}*")).join(", "),
+                        RESULT_FIGURES.join(", ")
                     ),
                 });
             }

@@ -93,13 +93,24 @@ const NOT_RESULTS: [&str; 7] = [
 ];
 
 /// Every number, string and flag of a point's document outside arrays, named by its path
-/// with dots (`summary.all.latency_ns.p99`), in the document's order.
+/// with dots (`summary.all.latency_ns.p99`), in the document's order; a run of several flows'
+/// `flows` array by each flow's name (`flows.reader.slowdown`), so that flows are columns.
 pub fn flatten(doc: &Value) -> Vec<(String, Cell)> {
     let mut out = Vec::new();
     if let Value::Object(map) = doc {
         for (key, value) in map {
-            if !NOT_RESULTS.contains(&key.as_str()) {
-                flatten_into(key.clone(), value, &mut out);
+            if NOT_RESULTS.contains(&key.as_str()) {
+                continue;
+            }
+            match (key.as_str(), value) {
+                ("flows", Value::Array(flows)) => {
+                    for flow in flows {
+                        if let Some(name) = flow.get("name").and_then(Value::as_str) {
+                            flatten_into(format!("flows.{name}"), flow, &mut out);
+                        }
+                    }
+                }
+                _ => flatten_into(key.clone(), value, &mut out),
             }
         }
     }
@@ -324,6 +335,32 @@ mod tests {
         );
         assert_eq!(flat[1].1, Cell::Number(1.5));
         assert_eq!(flat[3].1, Cell::Bool(false));
+    }
+
+    #[test]
+    fn a_run_of_several_flows_flattens_each_flow_under_its_name() {
+        let doc = json!({
+            "flows": [
+                {"name": "reader", "slowdown": 1.5, "summary": {"iops": 10.0}},
+                {"name": "writer", "slowdown": 3.0, "summary": {"iops": 20.0}},
+            ],
+            "fairness": 0.5,
+        });
+        let flat = flatten(&doc);
+        let names: Vec<&str> = flat.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "fairness",
+                "flows.reader.name",
+                "flows.reader.slowdown",
+                "flows.reader.summary.iops",
+                "flows.writer.name",
+                "flows.writer.slowdown",
+                "flows.writer.summary.iops"
+            ]
+        );
+        assert_eq!(flat[2].1, Cell::Number(1.5));
     }
 
     #[test]
