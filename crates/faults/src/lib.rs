@@ -13,7 +13,7 @@
 //! ```
 //!
 //! Read, write and flush errors go through the model, so they take its time, and come back
-//! with an error [`Status`](storsim_core::Status); a read-only or failed device and a full one
+//! with an error [`Status`]; a read-only or failed device and a full one
 //! answer at once without the model; a request that hangs never reaches the model and the host
 //! sees a timeout after the plan's `host_timeout_ns`; a latency spike holds a completion back.
 

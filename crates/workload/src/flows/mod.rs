@@ -6,8 +6,8 @@
 //! A flow file (`--workload flows.toml`, [`read_file`]) lists them as `[[flow]]` tables;
 //! `--flow` arguments ([`parse_arg`]) state one each. Both give [`FlowSpec`]s, plain data:
 //! opening each flow's workload is the caller's (the same openers as for one workload), and
-//! [`LbaPartition::map`] moves its records into its partition. docs/workloads/flows.md is the
-//! user's guide.
+//! [`map_into`] moves its records into its partition (whose bounds [`LbaPartition::resolve`]
+//! gives). docs/workloads/flows.md is the user's guide.
 
 mod arg;
 mod file;
