@@ -4,18 +4,8 @@
 
 mod common;
 
-use common::system::{have, run, run_ok, Emulator, Loop, Mounted};
+use common::system::{control, have, run, run_ok, Emulator, Loop, Mounted};
 use common::{repo_root, storsim, temp_dir};
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-
-fn control(socket: &Path, command: &str) -> serde_json::Value {
-    let mut stream = std::os::unix::net::UnixStream::connect(socket).unwrap();
-    stream.write_all(format!("{command}\n").as_bytes()).unwrap();
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).unwrap();
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-}
 
 /// qemu-io's output for one command on the export.
 fn qemu_io(emu: &Emulator, command: &str) -> String {
@@ -288,19 +278,8 @@ fn ext4_on_the_emulated_disk_goes_read_only_after_an_injected_metadata_write_err
     }
     let tmp = temp_dir("faults-ext4");
     let dir = tmp.path();
-    let mountpoint = dir.join("fuse");
-    std::fs::create_dir_all(&mountpoint).unwrap();
     let socket = dir.join("control.sock");
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
-        "64m",
-        "--fuse",
-        mountpoint.to_str().unwrap(),
-        "--control",
-        socket.to_str().unwrap(),
-    ]);
+    let emu = Emulator::over_fuse(dir, "64m", &["--control", socket.to_str().unwrap()]);
     let disk = emu.fuse_file.clone().unwrap();
     let Some(lo) = Loop::attach(&disk) else {
         return;
@@ -351,19 +330,8 @@ fn fio_continuing_past_errors_counts_exactly_the_injected_read_errors_through_fu
     }
     let tmp = temp_dir("faults-fio-fuse");
     let dir = tmp.path();
-    let mountpoint = dir.join("fuse");
-    std::fs::create_dir_all(&mountpoint).unwrap();
     let socket = dir.join("control.sock");
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
-        "16m",
-        "--fuse",
-        mountpoint.to_str().unwrap(),
-        "--control",
-        socket.to_str().unwrap(),
-    ]);
+    let emu = Emulator::over_fuse(dir, "16m", &["--control", socket.to_str().unwrap()]);
     let disk = emu.fuse_file.clone().unwrap();
     let Some(lo) = Loop::attach(&disk) else {
         return;

@@ -492,24 +492,13 @@ fn ext4_is_consistent_at_every_crash_point_of_a_write_log() {
     }
     let tmp = temp_dir("power-log-ext4");
     let dir = tmp.path();
-    let mountpoint = dir.join("fuse");
-    std::fs::create_dir_all(&mountpoint).unwrap();
     let log = dir.join("writes.log");
     let fs = dir.join("ext4");
     // (file, the flush point its fsync made) for every fsync'd file.
     let mut synced = Vec::new();
     let made;
     {
-        let emu = Emulator::start(&[
-            "--device",
-            "stec-zeus",
-            "--size",
-            "64m",
-            "--fuse",
-            mountpoint.to_str().unwrap(),
-            "--write-log",
-            log.to_str().unwrap(),
-        ]);
+        let emu = Emulator::over_fuse(dir, "64m", &["--write-log", log.to_str().unwrap()]);
         let disk = emu.fuse_file.clone().unwrap();
         let Some(lo) = Loop::attach(&disk) else {
             return;

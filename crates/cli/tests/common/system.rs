@@ -77,6 +77,23 @@ pub struct Emulator {
 }
 
 impl Emulator {
+    /// Starts the emulator serving the `stec-zeus` model as a FUSE file of `size` at
+    /// `dir/fuse` (made here), with `extra` arguments after those.
+    pub fn over_fuse(dir: &Path, size: &str, extra: &[&str]) -> Emulator {
+        let mountpoint = dir.join("fuse");
+        std::fs::create_dir_all(&mountpoint).unwrap();
+        let mut args = vec![
+            "--device",
+            "stec-zeus",
+            "--size",
+            size,
+            "--fuse",
+            mountpoint.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        Emulator::start(&args)
+    }
+
     /// Starts the emulator and reads the addresses it prints (one line per front end).
     pub fn start(args: &[&str]) -> Emulator {
         let mut child = Command::new(env!("CARGO_BIN_EXE_storsim"))
