@@ -17,12 +17,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 shared=$root/../shared
 cache=${REFSET_CACHE:-/tmp/storsim-refset}
 mkdir -p "$cache"
-for t in w100:0:2000000:1 r90:90:25000:2; do
-  IFS=: read -r name pct iat seed <<<"$t"
-  trace=$cache/${name}_1m.trace
-  [ -s "$trace" ] || python3 "$shared/bench/gen_trace.py" --lba-pages 341000 --read-pct "$pct" \
-    --iat-ns "$iat" --prefill --prefill-gap-ns 2000000 --seed "$seed" -o "$trace"
-done
+. "$root/bench/common.sh"
+bench2g_traces "$shared" "$cache"
 out=$(mktemp /tmp/storsim-flows-bench.XXXXXX.json)
 trap 'rm -f "$out"' EXIT
 timed() {

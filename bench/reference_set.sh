@@ -49,12 +49,10 @@ if [ ! -d "$shared" ]; then
 fi
 
 # bench2g, as docs/PERFORMANCE.md runs it.
-for t in w100:0:2000000:1 r90:90:25000:2; do
-  IFS=: read -r name pct iat seed <<<"$t"
-  trace=$cache/${name}_1m.trace
-  [ -s "$trace" ] || python3 "$shared/bench/gen_trace.py" --lba-pages 341000 --read-pct "$pct" \
-    --iat-ns "$iat" --prefill --prefill-gap-ns 2000000 --seed "$seed" -o "$trace"
-  run "bench2g-$name" --device bench2g --workload "$trace"
+. bench/common.sh
+bench2g_traces "$shared" "$cache"
+for name in w100 r90; do
+  run "bench2g-$name" --device bench2g --workload "$cache/${name}_1m.trace"
 done
 
 # Every FTL on Financial1 (raw flash refuses overwrites: counted).
