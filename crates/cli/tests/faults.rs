@@ -26,16 +26,7 @@ fn qemu_io_sees_a_read_error_injected_through_the_control_socket_until_it_is_cle
     let dir = tmp.path();
     let socket = dir.join("control.sock");
     let nbd = dir.join("nbd.sock");
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
-        "16m",
-        "--nbd-unix",
-        nbd.to_str().unwrap(),
-        "--control",
-        socket.to_str().unwrap(),
-    ]);
+    let emu = Emulator::over_nbd(&nbd, "16m", &["--control", socket.to_str().unwrap()]);
     assert!(qemu_io(&emu, "read 0 4k").contains("read 4096/4096 bytes"));
     let added = control(&socket, "fault add kind=read_error lba_start=0 lba_end=8");
     assert_eq!(added["ok"], true, "{added}");

@@ -685,16 +685,7 @@ fn every_key_of_the_replay_log_json_is_documented_and_every_documented_key_is_wr
     let dir = tmp.path();
     let log = dir.join("writes.log");
     let socket = dir.join("nbd.sock");
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
-        "16m",
-        "--nbd-unix",
-        socket.to_str().unwrap(),
-        "--write-log",
-        log.to_str().unwrap(),
-    ]);
+    let emu = Emulator::over_nbd(&socket, "16m", &["--write-log", log.to_str().unwrap()]);
     // Through a write-back cache the write is no FUA: replayed to it, before the flush of
     // qemu-io's close, it is at risk.
     let uri = emu.nbd().to_string();

@@ -19,24 +19,22 @@ fn crash_over_nbd(dir: &Path, seed: u64) -> (serde_json::Value, Vec<u8>) {
     let crash_log = dir.join("crash.jsonl");
     let write_log = dir.join("writes.log");
     let seed = seed.to_string();
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
+    let emu = Emulator::over_nbd(
+        &socket,
         "16m",
-        "--nbd-unix",
-        socket.to_str().unwrap(),
-        "--crash-after-writes",
-        "3",
-        "--torn",
-        "sector",
-        "--crash-seed",
-        &seed,
-        "--crash-log",
-        crash_log.to_str().unwrap(),
-        "--write-log",
-        write_log.to_str().unwrap(),
-    ]);
+        &[
+            "--crash-after-writes",
+            "3",
+            "--torn",
+            "sector",
+            "--crash-seed",
+            &seed,
+            "--crash-log",
+            crash_log.to_str().unwrap(),
+            "--write-log",
+            write_log.to_str().unwrap(),
+        ],
+    );
     let uri = emu.nbd().to_string();
     run_ok(
         "qemu-io",
@@ -211,18 +209,16 @@ fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
     let dir = tmp.path();
     let socket = dir.join("nbd.sock");
     let crash_log = dir.join("crash.jsonl");
-    let emu = Emulator::start(&[
-        "--device",
-        "stec-zeus",
-        "--size",
+    let emu = Emulator::over_nbd(
+        &socket,
         "1m",
-        "--nbd-unix",
-        socket.to_str().unwrap(),
-        "--crash-at",
-        "200ms",
-        "--crash-log",
-        crash_log.to_str().unwrap(),
-    ]);
+        &[
+            "--crash-at",
+            "200ms",
+            "--crash-log",
+            crash_log.to_str().unwrap(),
+        ],
+    );
     // The crash log's line is written and flushed at the crash.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let line = loop {

@@ -77,6 +77,21 @@ pub struct Emulator {
 }
 
 impl Emulator {
+    /// Starts the emulator serving the `stec-zeus` model of `size` over NBD on the Unix
+    /// socket `socket`, with `extra` arguments after those.
+    pub fn over_nbd(socket: &Path, size: &str, extra: &[&str]) -> Emulator {
+        let mut args = vec![
+            "--device",
+            "stec-zeus",
+            "--size",
+            size,
+            "--nbd-unix",
+            socket.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        Emulator::start(&args)
+    }
+
     /// Starts the emulator serving the `stec-zeus` model as a FUSE file of `size` at
     /// `dir/fuse` (made here), with `extra` arguments after those.
     pub fn over_fuse(dir: &Path, size: &str, extra: &[&str]) -> Emulator {
