@@ -149,3 +149,63 @@ fn imported_drives_round_trip_through_toml() {
     }
     std::fs::remove_dir_all(out).ok();
 }
+
+/// The counts of one access-time distribution DiskSim printed in an `.outv` file (one line per
+/// bucket: the end of its range in ms, its count, the fraction and the cumulative fraction).
+fn outv_histogram(outv: &str, title: &str) -> Vec<(f64, u64)> {
+    let lines = outv.lines().skip_while(|l| l.trim() != title).skip(1);
+    let mut buckets = Vec::new();
+    for line in lines {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let [start, count, _, _] = fields[..] else {
+            break;
+        };
+        buckets.push((
+            start.parse().expect("a bucket start"),
+            count.parse().expect("a count"),
+        ));
+    }
+    assert!(!buckets.is_empty(), "{title} in the .outv file");
+    buckets
+}
+
+/// One value per counted request, half a µs below its bucket's end, so that any bucketing puts
+/// it back into the same bucket (every bucket is at least 1 µs wide).
+fn samples(histogram: &[(f64, u64)]) -> Vec<f64> {
+    histogram
+        .iter()
+        .flat_map(|&(end_ms, count)| {
+            std::iter::repeat_n(end_ms - 0.0005, usize::try_from(count).expect("count"))
+        })
+        .collect()
+}
+
+/// `disksim_demerit` computes what DiskSim's own `rms` tool computes: given the two histograms
+/// DiskSim 4.0 printed for each drive, it gives the rms the README beside them reports, to its
+/// six digits. (storsim's number for storsim's run differs from DiskSim's number only by the
+/// histograms themselves.)
+#[test]
+fn the_demerit_is_disksims_rms_on_disksims_own_histograms() {
+    let Some(dir) = storsim_testenv::shared("disksim-valid/disksim40-outv") else {
+        return;
+    };
+    for (stem, disksim) in DRIVES {
+        let outv = std::fs::read_to_string(dir.join(format!("{stem}.outv"))).expect("readable");
+        let simulated = samples(&outv_histogram(
+            &outv,
+            "IOdriver Physical access time distribution",
+        ));
+        let measured = samples(&outv_histogram(
+            &outv,
+            "VALIDATE Trace access time distribution",
+        ));
+        assert_eq!(simulated.len(), measured.len(), "{stem}");
+        let d = storsim_stats::disksim_demerit(&simulated, &measured)
+            .expect("requests")
+            .demerit_ms;
+        assert!(
+            (d - disksim).abs() < 5e-7,
+            "{stem}: {d:.6} ms from DiskSim's histograms, its rms says {disksim:.6}"
+        );
+    }
+}
