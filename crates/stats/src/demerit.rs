@@ -13,11 +13,14 @@
 //! difference; the demerit is the root of the mean. Reproducing the bucketing, the six-decimal
 //! rounding and the floating-point stepping of y keeps the number comparable.
 //!
-//! One difference remains, on purpose. DiskSim 4.0, built for 32-bit x86, scales a time by 1000
-//! in x87 extended precision, so a measured 2.135 ms (2.134999… as a double) goes into the
-//! bucket of 2134 µs; here the scaling is done in double arithmetic, which keeps 2135. Doing it
-//! DiskSim's way reproduces its `rms` to the last digit on its own histograms, but moves storsim's
-//! demerits only by single requests one µs bucket over, in either direction (docs/VALIDATION.md).
+//! Given the two histograms DiskSim 4.0 printed for a drive, this computation gives the rms
+//! DiskSim's own tool reports, to its last digit (crates/config/tests/disksim_validation.rs
+//! checks the ten validation drives). One difference remains, on purpose, in how a raw time is
+//! bucketed: DiskSim, built for 32-bit x86, scales it by 1000 in x87 extended precision, so a
+//! measured 2.135 ms (2.134999… as a double) goes into the bucket of 2134 µs; here the scaling
+//! is done in double arithmetic, which keeps 2135. Bucketing DiskSim's way moves storsim's
+//! demerits only by single requests one µs bucket over, in either direction
+//! (docs/VALIDATION.md).
 
 /// Buckets in DiskSim's access-time distributions.
 const BUCKETS: usize = 1750;
