@@ -453,14 +453,24 @@ fn the_page_is_self_contained_and_embeds_the_data() {
 #[test]
 fn data_marks_leave_out_axes_and_legends() {
     let axis = r#"<polyline fill="none" stroke-width="1" points="78,359 83,359 90,1 "/>"#;
-    let legend = r#"<polyline fill="none" stroke-width="2" points="1,2 21,2 "/>"#;
+    // Everything from the legend's box on is the legend: a solid sample, a dashed one whose
+    // dashes are as long as a data line's, a marker and a bar chart's swatch.
+    let legend = concat!(
+        r##"<rect x="606" opacity="0.85" fill="#FFFFFF" stroke="none"/>"##,
+        r#"<polyline fill="none" stroke-width="2" points="1,2 21,2 "/>"#,
+        r#"<polyline fill="none" stroke-width="2" points="1,9 9,9 "/>"#,
+        r#"<polyline fill="none" stroke-width="2" points="14,9 21,9 "/>"#,
+        r#"<circle cx="11" cy="16" r="4"/>"#,
+        r##"<rect x="1" fill="#0072B2" stroke="none"/>"##,
+    );
     let curve = r#"<polyline fill="none" stroke-width="2" points="1,2 3,4 5,6 "/>"#;
     let level = r#"<polyline fill="none" stroke-width="2" points="1,2 300,2 "/>"#;
+    let dash = r#"<polyline fill="none" stroke-width="2" points="1,2 9,2 "/>"#;
     let background = r##"<rect x="0" fill="#FFFFFF" stroke="none"/>"##;
     let bar = r##"<rect x="0" fill="#0072B2" stroke="none"/>"##;
-    assert_eq!(data_marks(&format!("{axis}{legend}{background}")), 0);
-    let all = format!("{axis}{legend}{curve}{level}{background}{bar}");
-    assert_eq!(data_marks(&all), 3);
+    assert_eq!(data_marks(&format!("{axis}{background}{legend}")), 0);
+    let all = format!("{axis}{curve}{level}{dash}{background}{bar}{legend}");
+    assert_eq!(data_marks(&all), 4);
     // A chart drawn without data shows no marks.
     let empty = chart::xy(&chart::XyChart {
         title: "t".into(),
