@@ -305,7 +305,8 @@ pub struct SimulateArgs {
     /// Write the results as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
-    /// Write one CSV line per request (arrival, service start, finish, ...) to this file.
+    /// Write one CSV line per request (arrival, service start, finish, ...) to this file; a
+    /// workload of several flows adds a last column, `flow`, the request's flow's index.
     #[arg(long, value_name = "OUT")]
     pub requests_csv: Option<PathBuf>,
     /// Write the results as a self-contained HTML page of plots (as `storsim report` draws).

@@ -987,27 +987,35 @@ fn counter_value(v: f64) -> String {
     }
 }
 
-/// One CSV line per completed request, in completion order.
+/// One CSV line per completed request, in completion order (`simulate --requests-csv`).
 pub struct RequestsCsv {
     out: BufWriter<File>,
+    /// Whether each line ends with the request's flow: only for a workload of several flows,
+    /// so that a single flow's CSV stays what it always was.
+    flow_column: bool,
 }
 
 impl RequestsCsv {
-    pub fn create(path: &Path) -> Result<Self, CliError> {
+    /// Creates the file at `path` and writes the header, with a `flow` column last when the
+    /// workload has more than one of its `flows`.
+    pub fn create(path: &Path, flows: usize) -> Result<Self, CliError> {
         let file = File::create(path)
             .map_err(|e| CliError::failure(format!("creating {}: {e}", path.display())))?;
         let mut out = BufWriter::with_capacity(1 << 20, file);
+        let flow_column = flows > 1;
         writeln!(
             out,
-            "id,op,offset_bytes,len_bytes,arrival_ns,service_start_ns,finish_ns,queueing_ns,service_ns,latency_ns"
+            "id,op,offset_bytes,len_bytes,arrival_ns,service_start_ns,finish_ns,queueing_ns,service_ns,latency_ns{}",
+            if flow_column { ",flow" } else { "" }
         )
         .map_err(CliError::failure)?;
-        Ok(RequestsCsv { out })
+        Ok(RequestsCsv { out, flow_column })
     }
 
+    /// Writes the line of one completed request.
     pub fn write(&mut self, c: &Completion) -> std::io::Result<()> {
         let r = &c.request;
-        writeln!(
+        write!(
             self.out,
             "{},{},{},{},{},{},{},{},{},{}",
             r.id,
@@ -1020,9 +1028,16 @@ impl RequestsCsv {
             c.queueing().as_ns(),
             c.service().as_ns(),
             c.latency().as_ns()
-        )
+        )?;
+        // The flow's index, as the library's request columns (Python's `Run.requests`) and
+        // the document's `flows[].index` give it.
+        if self.flow_column {
+            write!(self.out, ",{}", r.flow)?;
+        }
+        writeln!(self.out)
     }
 
+    /// Flushes what is buffered to the file.
     pub fn finish(mut self) -> std::io::Result<()> {
         self.out.flush()
     }

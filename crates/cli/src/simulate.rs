@@ -124,8 +124,12 @@ pub(crate) fn execute_into(
     let options = engine_options(args, &session.workload)?;
     session.window = args.window.0;
     session.collector.latency_includes_failed = args.latency_includes_failed;
+    let flows = match &source {
+        WorkloadSource::Flows { flows, .. } => flows.len(),
+        _ => 1,
+    };
     let mut csv = match &args.requests_csv {
-        Some(path) => Some(CsvSink::create(path)?),
+        Some(path) => Some(CsvSink::create(path, flows)?),
         None => None,
     };
     // Without a CSV to write or columns to fill, no sink: the statistics are collected in
@@ -292,9 +296,9 @@ struct CsvSink {
 }
 
 impl CsvSink {
-    fn create(path: &Path) -> Result<CsvSink, CliError> {
+    fn create(path: &Path, flows: usize) -> Result<CsvSink, CliError> {
         Ok(CsvSink {
-            csv: RequestsCsv::create(path)?,
+            csv: RequestsCsv::create(path, flows)?,
             error: None,
         })
     }

@@ -136,23 +136,70 @@ fn a_flows_addresses_stay_in_its_lba_partition() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&csv).unwrap();
-    let (mut first, mut second) = (0, 0);
-    for line in text.lines().skip(1) {
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().ends_with(",latency_ns,flow"));
+    let mut per_flow = [0; 2];
+    for line in lines {
         let fields: Vec<&str> = line.split(',').collect();
         let offset: u64 = fields[2].parse().unwrap();
         let len: u64 = fields[3].parse().unwrap();
-        if fields[1] == "read" && len == 4096 && (1 << 30..(1 << 30) + (64 << 20)).contains(&offset)
-        {
-            first += 1;
-        } else {
-            assert!(
-                (2 << 30..3 << 30).contains(&offset) && offset + len <= 3 << 30,
-                "{line}"
-            );
-            second += 1;
-        }
+        let flow: usize = fields[10].parse().unwrap();
+        let partition = [1 << 30..(1 << 30) + (64 << 20), 2 << 30..3 << 30][flow].clone();
+        assert!(
+            partition.contains(&offset) && offset + len <= partition.end,
+            "{line}"
+        );
+        per_flow[flow] += 1;
     }
-    assert_eq!((first, second), (500, 5000));
+    assert_eq!(per_flow, [500, 5000]);
+}
+
+#[test]
+fn the_requests_csv_names_each_requests_flow_when_there_are_several() {
+    let dir = temp_dir("flows-csv");
+    let (csv, json) = (dir.path().join("r.csv"), dir.path().join("r.json"));
+    let o = storsim(&[
+        "simulate",
+        "--quiet",
+        "--device",
+        "tlc-nvme",
+        "--flow",
+        "synthetic:rw=randread,bs=4k,iodepth=4,requests=700,name=reader",
+        "--flow",
+        "synthetic:rw=randwrite,bs=16k,iodepth=2,requests=300,name=writer,lba_offset=50%",
+        "--requests-csv",
+        csv.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header.last(), Some(&"flow"), "{header:?}");
+    let mut per_flow = [0u64; 2];
+    for line in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        assert_eq!(fields.len(), header.len(), "{line}");
+        let flow: usize = fields[header.len() - 1].parse().unwrap();
+        // The flows are told apart by what they do, too: the reader reads 4 KiB, the writer
+        // writes 16 KiB.
+        let expected = [("read", "4096"), ("write", "16384")][flow];
+        assert_eq!((fields[1], fields[3]), expected, "{line}");
+        per_flow[flow] += 1;
+    }
+    // As many lines of each flow as the document counts of it, the flow's index being the
+    // document's `flows[].index`.
+    for (i, flow) in doc["flows"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(flow["index"], i);
+        assert_eq!(
+            Some(per_flow[i]),
+            flow["summary"]["requests"].as_u64(),
+            "flow {i}"
+        );
+    }
+    assert_eq!(per_flow, [700, 300]);
 }
 
 #[test]

@@ -6,6 +6,7 @@
 use plotters::chart::MeshStyle;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
 /// Okabe & Ito's eight colours, in the order series take them (yellow, hard to see on white,
@@ -48,6 +49,14 @@ impl Axis {
         }
     }
 }
+
+/// A dashed line's dashes and the gaps between them, in pixels: the same in the chart and in
+/// its legend, whose [`SAMPLE_PX`] wide sample then shows two dashes and a gap.
+const DASH_PX: i32 = 8;
+const GAP_PX: i32 = 5;
+
+/// The width of a line's sample in the legend, in pixels: in the 30 px plotters leaves for it.
+pub(crate) const SAMPLE_PX: i32 = 20;
 
 /// How a series is drawn.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -419,9 +428,12 @@ where
         draw_error_bars(&mut ctx, whiskers, c)?;
         let drawn = match line.style {
             Style::Solid => ctx.draw_series(LineSeries::new(points, c.stroke_width(2))),
-            Style::Dashed => {
-                ctx.draw_series(DashedLineSeries::new(points, 8, 5, c.stroke_width(2)))
-            }
+            Style::Dashed => ctx.draw_series(DashedLineSeries::new(
+                points,
+                DASH_PX,
+                GAP_PX,
+                c.stroke_width(2),
+            )),
             Style::Markers => {
                 ctx.draw_series(points.into_iter().map(|p| Circle::new(p, 4, c.filled())))
             }
@@ -443,18 +455,27 @@ where
             continue;
         }
         let style = line.style;
-        drawn
-            .label(&line.name)
-            .legend(move |(lx, ly)| -> DynElement<_, _> {
-                match style {
-                    Style::Markers => Circle::new((lx + 10, ly), 4, c.filled()).into_dyn(),
-                    Style::HollowMarkers => {
-                        Circle::new((lx + 10, ly), 5, c.stroke_width(2)).into_dyn()
-                    }
-                    _ => PathElement::new(vec![(lx, ly), (lx + 20, ly)], c.stroke_width(2))
-                        .into_dyn(),
+        drawn.label(&line.name).legend(move |(lx, ly)| {
+            // The sample is drawn as the series is, so that a dashed series and a solid
+            // one of the same colour ("reader alone" and "reader") tell apart.
+            let (line, mid) = (
+                vec![(lx, ly), (lx + SAMPLE_PX, ly)],
+                (lx + SAMPLE_PX / 2, ly),
+            );
+            match style {
+                // A line with markers shows its line only: an element composed of a line
+                // and a marker names the backend's type, whose borrow of the page is shorter
+                // than plotters' legend asks of its elements ('static).
+                Style::Solid | Style::SolidMarkers => {
+                    PathElement::new(line, c.stroke_width(2)).into_dyn()
                 }
-            });
+                Style::Dashed => {
+                    DashedPathElement::new(line, DASH_PX, GAP_PX, c.stroke_width(2)).into_dyn()
+                }
+                Style::Markers => Circle::new(mid, 4, c.filled()).into_dyn(),
+                Style::HollowMarkers => Circle::new(mid, 5, c.stroke_width(2)).into_dyn(),
+            }
+        });
     }
     if chart.lines.iter().filter(|l| !l.name.is_empty()).count() > 1 {
         draw_legend(&mut ctx, legend.position())?;
@@ -501,6 +522,10 @@ where
     Ok(())
 }
 
+/// The opacity of the legend box's white background: enough to read the legend over data
+/// lines, which still show through.
+const LEGEND_OPACITY: f64 = 0.85;
+
 /// The legend box of the labelled series, the same in every chart.
 fn draw_legend<'a, CT: CoordTranslate>(
     ctx: &mut ChartContext<'a, SVGBackend<'a>, CT>,
@@ -508,11 +533,26 @@ fn draw_legend<'a, CT: CoordTranslate>(
 ) -> Result<(), String> {
     ctx.configure_series_labels()
         .position(position)
-        .background_style(WHITE.mix(0.85))
+        .background_style(WHITE.mix(LEGEND_OPACITY))
         .border_style(RGBColor(0, 0, 0).mix(0.3))
         .label_font(("sans-serif", 13))
         .draw()
         .map_err(|e| e.to_string())
+}
+
+/// A chart's SVG split where its legend box begins: what is drawn before (the data, axes and
+/// grid) and the legend (its box, marks and names), which every chart draws last. A chart
+/// without a legend is all before.
+pub(crate) fn split_at_legend(svg: &str) -> (&str, &str) {
+    let background = format!("opacity=\"{LEGEND_OPACITY}\" fill=\"#FFFFFF\"");
+    let legend_box = svg.match_indices("<rect").map(|(at, _)| at).find(|&at| {
+        let rect = &svg[at..];
+        rect[..rect.find('>').unwrap_or(rect.len())].contains(&background)
+    });
+    match legend_box {
+        Some(at) => svg.split_at(at),
+        None => (svg, ""),
+    }
 }
 
 /// Draws [`Bars`]: the categories along x, a group of bars in each.
@@ -864,6 +904,43 @@ mod tests {
         let (legend, top) = bars_legend(&chart([10.0, 10.0]), (0.0, 10.0));
         assert_eq!(legend, Legend::UpperRight);
         assert!(top > 11.0, "{top}");
+    }
+
+    #[test]
+    fn a_legend_draws_each_lines_sample_as_the_line_is_drawn() {
+        let line = |name: &str, style| Line {
+            name: name.into(),
+            points: vec![(0.0, 0.0), (1.0, 0.5), (10.0, 1.0)],
+            colour: 0,
+            style,
+            ranges: Vec::new(),
+        };
+        // A flow shared and alone: the same colour, told apart by the dashes alone.
+        let svg = xy(&XyChart {
+            title: "T".into(),
+            x: Axis::linear("x"),
+            y: Axis::linear("y"),
+            lines: vec![
+                line("reader", Style::Solid),
+                line("reader alone", Style::Dashed),
+                line("measured", Style::Markers),
+                line("fitted", Style::SolidMarkers),
+            ],
+            legend: Legend::LowerRight,
+        });
+        use crate::LegendSample::{Dashed, Solid};
+        assert_eq!(crate::legend_samples(&svg), [Solid, Dashed, Solid], "{svg}");
+        // The dashed sample's dashes and gaps are the line's.
+        let (_, legend) = split_at_legend(&svg);
+        let dashes: Vec<Vec<(i64, i64)>> = crate::elements(legend, "<polyline")
+            .map(crate::polyline_points)
+            .filter(|p| p[1].0 - p[0].0 < SAMPLE_PX.into())
+            .collect();
+        assert_eq!(dashes.len(), 2, "{legend}");
+        assert_eq!(dashes[0][1].0 - dashes[0][0].0, i64::from(DASH_PX));
+        assert_eq!(dashes[1][0].0 - dashes[0][1].0, i64::from(GAP_PX));
+        // The markers' entry is its marker, not a line.
+        assert_eq!(legend.matches("<circle").count(), 1, "{legend}");
     }
 
     #[test]

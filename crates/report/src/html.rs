@@ -120,7 +120,13 @@ fn flows_table(out: &mut String, run: &Run, index: usize) {
         index + 1
     );
     let num = |v: &Value, path: &[&str]| path.iter().try_fold(v, |v, k| v.get(k))?.as_f64();
-    let show = |v: Option<f64>| v.map_or_else(String::new, format_number);
+    // Each column to the precision its figure has: a count whole, rates to four significant
+    // figures, latencies (in µs, as the plots show them) to three, a slowdown to hundredths.
+    let show = |v: Option<f64>, format: fn(f64) -> String| v.map_or_else(String::new, format);
+    let count = |v: f64| format!("{v:.0}");
+    let rate = |v: f64| significant(v, 4);
+    let latency = |v: f64| significant(v, 3);
+    let slowdown = |v: f64| format!("{v:.2}");
     for (i, flow) in flows.iter().enumerate() {
         let s = flow.get("summary").unwrap_or(&Value::Null);
         let name = flow.get("name").and_then(Value::as_str).unwrap_or("");
@@ -131,19 +137,19 @@ fn flows_table(out: &mut String, run: &Run, index: usize) {
              <td>{}</td><td>{}</td></tr>",
             escape(name),
             escape(class),
-            show(num(s, &["requests"])),
-            show(num(s, &["iops"])),
-            show(num(s, &["bandwidth_bytes_per_s"]).map(|b| b / 1e6)),
-            show(num(s, &["latency_ns", "mean"]).map(|ns| ns / 1e3)),
-            show(num(s, &["latency_ns", "p99"]).map(|ns| ns / 1e3)),
-            show(num(flow, &["slowdown"])),
+            show(num(s, &["requests"]), count),
+            show(num(s, &["iops"]), rate),
+            show(num(s, &["bandwidth_bytes_per_s"]).map(|b| b / 1e6), rate),
+            show(num(s, &["latency_ns", "mean"]).map(|ns| ns / 1e3), latency),
+            show(num(s, &["latency_ns", "p99"]).map(|ns| ns / 1e3), latency),
+            show(num(flow, &["slowdown"]), slowdown),
         );
     }
+    // The fairness, between 0 and 1, to thousandths: near 1 is where runs differ.
     if let Some(fairness) = run.doc.get("fairness").and_then(Value::as_f64) {
         let _ = write!(
             out,
-            "<tr><th colspan=\"8\">fairness (smallest slowdown over largest)</th><td>{}</td></tr>",
-            format_number(fairness)
+            "<tr><th colspan=\"8\">fairness (smallest slowdown over largest)</th><td>{fairness:.3}</td></tr>"
         );
     }
     out.push_str("</table>\n");
@@ -258,6 +264,20 @@ pub(crate) fn cell(value: Option<f64>, first: Option<f64>) -> String {
         _ => String::new(),
     };
     format!("<td class=\"n\">{shown}{diff}</td>")
+}
+
+/// `v` to `figures` significant figures, but never rounding a whole part away (12345 to three
+/// figures is "12345", not "12300"): 21.2253 to four is "21.23", 0.012345 to three "0.0123".
+fn significant(v: f64, figures: i32) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let mut decimals = (figures - 1 - v.abs().log10().floor() as i32).max(0);
+    // Rounding can carry into a new leading digit (9.9996 to four figures is "10.00").
+    if decimals > 0 && (v.abs() * 10f64.powi(decimals)).round() >= 10f64.powi(figures) {
+        decimals -= 1;
+    }
+    format!("{v:.0$}", decimals as usize)
 }
 
 fn format_number(v: f64) -> String {

@@ -110,43 +110,85 @@ pub fn plot_png(plot: &Plot) -> Result<Vec<u8>, ReportError> {
 }
 
 /// How many marks of data an SVG plot of this crate draws: lines, markers, and filled shapes
-/// other than the white background and legend box. Axes, ticks, grid lines and a line
-/// legend's marks are not data. For tests that check, in the
-/// page as a browser holds it, that a plot is not empty.
+/// other than the white background. Axes, ticks, grid lines and the legend (its box, marks
+/// and names) are not data. For tests that check, in the page as a browser holds it, that a
+/// plot is not empty.
 pub fn data_marks(svg: &str) -> usize {
-    let lines = svg
-        .split("<polyline")
-        .skip(1)
-        .filter(|element| {
-            let element = &element[..element.find("/>").unwrap_or(element.len())];
-            // Data lines are drawn 2 px wide, axes and ticks 1 px; a legend's mark is a
-            // level line 20 px long.
-            let points: Vec<(i64, i64)> = element
-                .split("points=\"")
-                .nth(1)
-                .and_then(|p| p.split('"').next())
-                .unwrap_or("")
-                .split_whitespace()
-                .filter_map(|xy| {
-                    let (x, y) = xy.split_once(',')?;
-                    Some((x.parse().ok()?, y.parse().ok()?))
-                })
-                .collect();
-            let legend_mark =
-                points.len() == 2 && points[0].1 == points[1].1 && points[1].0 - points[0].0 == 20;
-            element.contains("stroke-width=\"2\"") && points.len() >= 2 && !legend_mark
-        })
+    let (data, _legend) = chart::split_at_legend(svg);
+    // Data lines are drawn 2 px wide, axes, ticks and grid lines 1 px.
+    let lines = elements(data, "<polyline")
+        .filter(|e| e.contains("stroke-width=\"2\"") && polyline_points(e).len() >= 2)
         .count();
-    let markers = svg.matches("<circle").count();
-    let shapes = svg
-        .split("<rect")
-        .skip(1)
-        .filter(|element| {
-            let element = &element[..element.find("/>").unwrap_or(element.len())];
-            !element.contains("fill=\"#FFFFFF\"") && !element.contains("fill=\"none\"")
-        })
+    let markers = data.matches("<circle").count();
+    let shapes = elements(data, "<rect")
+        .filter(|e| !e.contains("fill=\"#FFFFFF\"") && !e.contains("fill=\"none\""))
         .count();
     lines + markers + shapes
+}
+
+/// The attributes of each `tag ...>` element of `svg` (`tag` is `<rect`, say), in document
+/// order: up to its tag's end, which is `/>` as plotters writes it and `>` as a browser
+/// serializes it.
+fn elements<'s>(svg: &'s str, tag: &'static str) -> impl Iterator<Item = &'s str> {
+    svg.split(tag)
+        .skip(1)
+        .map(|e| &e[..e.find('>').unwrap_or(e.len())])
+}
+
+/// The points of a polyline element's attributes, in pixels.
+fn polyline_points(element: &str) -> Vec<(i64, i64)> {
+    element
+        .split("points=\"")
+        .nth(1)
+        .and_then(|p| p.split('"').next())
+        .unwrap_or("")
+        .split_whitespace()
+        .filter_map(|xy| {
+            let (x, y) = xy.split_once(',')?;
+            Some((x.parse().ok()?, y.parse().ok()?))
+        })
+        .collect()
+}
+
+/// How a line's legend entry draws its sample.
+#[cfg(test)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum LegendSample {
+    /// One unbroken stroke.
+    Solid,
+    /// Several strokes with gaps between them along the same level line.
+    Dashed,
+}
+
+/// The samples of a line chart's legend entries, top to bottom: the level strokes in its
+/// legend, grouped by their height (each entry is a row). Marker entries (circles) have no
+/// stroke and are left out.
+#[cfg(test)]
+fn legend_samples(svg: &str) -> Vec<LegendSample> {
+    let (_data, legend) = chart::split_at_legend(svg);
+    let mut rows: std::collections::BTreeMap<i64, Vec<(i64, i64)>> = Default::default();
+    for points in elements(legend, "<polyline").map(polyline_points) {
+        if let [(x0, y0), (x1, y1)] = points[..] {
+            if y0 == y1 {
+                rows.entry(y0).or_default().push((x0, x1));
+            }
+        }
+    }
+    rows.into_values()
+        .map(|mut strokes| {
+            strokes.sort_unstable();
+            let width = strokes[strokes.len() - 1].1 - strokes[0].0;
+            assert_eq!(width, i64::from(chart::SAMPLE_PX), "a sample {strokes:?}");
+            // A dashed sample's strokes leave gaps between each other; strokes that touch
+            // would be one solid line drawn in pieces, which this crate does not draw.
+            let gaps = strokes.windows(2).all(|w| w[1].0 > w[0].1);
+            match strokes.len() {
+                1 => LegendSample::Solid,
+                _ if gaps => LegendSample::Dashed,
+                _ => panic!("a sample of strokes without gaps {strokes:?}"),
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -3,7 +3,8 @@
 //! histogram per point), empty selections become a note, and hostile tables never panic.
 
 use super::*;
-use crate::data_marks;
+use crate::chart::split_at_legend;
+use crate::{data_marks, elements, legend_samples, polyline_points, LegendSample};
 use serde_json::json;
 
 fn text(s: &str) -> Cell {
@@ -127,40 +128,12 @@ fn plot<'r>(report: &'r Report, id: &str) -> &'r Plot {
     })
 }
 
-/// The data lines of a line chart: polylines 2 px wide of more than two points (a legend
-/// mark has two, an error bar's stem and caps two each).
+/// The data lines of a line chart: polylines 2 px wide of more than two points (an error
+/// bar's stem and caps have two each; the legend is left out).
 fn curves(svg: &str) -> Vec<&str> {
-    svg.split("<polyline")
-        .skip(1)
-        .map(|e| &e[..e.find("/>").unwrap_or(e.len())])
-        .filter(|e| {
-            e.contains("stroke-width=\"2\"")
-                && e.split("points=\"")
-                    .nth(1)
-                    .is_some_and(|p| p.split('"').next().unwrap().split_whitespace().count() > 2)
-        })
+    elements(split_at_legend(svg).0, "<polyline")
+        .filter(|e| e.contains("stroke-width=\"2\"") && polyline_points(e).len() > 2)
         .collect()
-}
-
-/// The legend's marks of lines: level polylines 20 px long.
-fn legend_lines(svg: &str) -> usize {
-    svg.split("<polyline")
-        .skip(1)
-        .filter(|e| {
-            let e = &e[..e.find("/>").unwrap_or(e.len())];
-            let points: Vec<(i64, i64)> = e
-                .split("points=\"")
-                .nth(1)
-                .map_or("", |p| p.split('"').next().unwrap())
-                .split_whitespace()
-                .filter_map(|p| {
-                    let (x, y) = p.split_once(',')?;
-                    Some((x.parse().ok()?, y.parse().ok()?))
-                })
-                .collect();
-            points.len() == 2 && points[0].1 == points[1].1 && points[1].0 - points[0].0 == 20
-        })
-        .count()
 }
 
 /// Whether `svg` has a text element reading `s`.
@@ -173,24 +146,9 @@ fn has_text(svg: &str, s: &str) -> bool {
 
 /// The error bars' stems: vertical polylines of two points, 2 px wide.
 fn stems(svg: &str) -> usize {
-    svg.split("<polyline")
-        .skip(1)
-        .filter(|e| {
-            let e = &e[..e.find("/>").unwrap_or(e.len())];
-            if !e.contains("stroke-width=\"2\"") {
-                return false;
-            }
-            let points: Vec<&str> = e
-                .split("points=\"")
-                .nth(1)
-                .map_or("", |p| p.split('"').next().unwrap())
-                .split_whitespace()
-                .collect();
-            points.len() == 2 && {
-                let x = |p: &str| p.split(',').next().unwrap().to_string();
-                x(points[0]) == x(points[1]) && points[0] != points[1]
-            }
-        })
+    elements(svg, "<polyline")
+        .filter(|e| e.contains("stroke-width=\"2\""))
+        .filter(|e| matches!(polyline_points(e)[..], [(x0, y0), (x1, y1)] if x0 == x1 && y0 != y1))
         .count()
 }
 
@@ -209,7 +167,6 @@ fn a_numeric_x_draws_a_line_per_series_with_error_bars_for_replicates() {
     )];
     let report = render_sweep("s", "", &t, &spec, &no_points);
     let p = plot(&report, "sweep-1-metric");
-    std::fs::write("/tmp/sr/m.svg", &p.svg).unwrap();
     assert!(data_marks(&p.svg) > 0);
     assert_eq!(curves(&p.svg).len(), FTLS.len(), "{}", p.svg);
     // One error bar per (FTL, over-provisioning): three seeds each.
@@ -397,8 +354,18 @@ fn a_cdf_plot_draws_one_line_per_selected_point() {
     }];
     let report = render_sweep("s", "", &t, &spec, &points(&t));
     let p = plot(&report, "sweep-1-cdf");
-    // Past the eighth, the lines are dashed: counted by their legend entries.
-    assert_eq!(legend_lines(&p.svg), CDF_LINES_MAX, "{}", p.svg);
+    // Every line drawn has its legend entry; past the palette's eight colours, the lines
+    // and their samples are dashed.
+    let samples = legend_samples(&p.svg);
+    assert_eq!(samples.len(), CDF_LINES_MAX, "{}", p.svg);
+    for (i, sample) in samples.iter().enumerate() {
+        let drawn = if i < 8 {
+            LegendSample::Solid
+        } else {
+            LegendSample::Dashed
+        };
+        assert_eq!(*sample, drawn, "entry {i}");
+    }
     // The default label is the label column.
     assert!(has_text(&p.svg, "page op=0.07 bs=4k"), "{}", p.svg);
     // 18 rows selected, 16 drawn: the caption says so.

@@ -453,14 +453,24 @@ fn the_page_is_self_contained_and_embeds_the_data() {
 #[test]
 fn data_marks_leave_out_axes_and_legends() {
     let axis = r#"<polyline fill="none" stroke-width="1" points="78,359 83,359 90,1 "/>"#;
-    let legend = r#"<polyline fill="none" stroke-width="2" points="1,2 21,2 "/>"#;
+    // Everything from the legend's box on is the legend: a solid sample, a dashed one whose
+    // dashes are as long as a data line's, a marker and a bar chart's swatch.
+    let legend = concat!(
+        r##"<rect x="606" opacity="0.85" fill="#FFFFFF" stroke="none"/>"##,
+        r#"<polyline fill="none" stroke-width="2" points="1,2 21,2 "/>"#,
+        r#"<polyline fill="none" stroke-width="2" points="1,9 9,9 "/>"#,
+        r#"<polyline fill="none" stroke-width="2" points="14,9 21,9 "/>"#,
+        r#"<circle cx="11" cy="16" r="4"/>"#,
+        r##"<rect x="1" fill="#0072B2" stroke="none"/>"##,
+    );
     let curve = r#"<polyline fill="none" stroke-width="2" points="1,2 3,4 5,6 "/>"#;
     let level = r#"<polyline fill="none" stroke-width="2" points="1,2 300,2 "/>"#;
+    let dash = r#"<polyline fill="none" stroke-width="2" points="1,2 9,2 "/>"#;
     let background = r##"<rect x="0" fill="#FFFFFF" stroke="none"/>"##;
     let bar = r##"<rect x="0" fill="#0072B2" stroke="none"/>"##;
-    assert_eq!(data_marks(&format!("{axis}{legend}{background}")), 0);
-    let all = format!("{axis}{legend}{curve}{level}{background}{bar}");
-    assert_eq!(data_marks(&all), 3);
+    assert_eq!(data_marks(&format!("{axis}{background}{legend}")), 0);
+    let all = format!("{axis}{curve}{level}{dash}{background}{bar}{legend}");
+    assert_eq!(data_marks(&all), 4);
     // A chart drawn without data shows no marks.
     let empty = chart::xy(&chart::XyChart {
         title: "t".into(),
@@ -573,6 +583,46 @@ fn spoiled_documents_are_refused_or_drawn_never_a_panic() {
 }
 
 #[test]
+fn the_flows_table_shows_each_column_to_its_precision() {
+    let flow = |name: &str, iops: f64, bytes_per_s: f64, mean_ns: f64, p99_ns: f64, slowdown| {
+        let mut s = summary(0);
+        s["requests"] = json!(123_456);
+        s["iops"] = json!(iops);
+        s["bandwidth_bytes_per_s"] = json!(bytes_per_s);
+        s["latency_ns"]["mean"] = json!(mean_ns);
+        s["latency_ns"]["p99"] = json!(p99_ns);
+        json!({"name": name, "class": "high", "summary": s, "slowdown": slowdown})
+    };
+    let doc = json!({"schema": 1, "version": "0.1.0", "seed": 1,
+        "device": {"name": "stec-zeus", "model": "linear", "counters": {}, "block_wear": []},
+        "workload": {"name": "w"}, "summary": summary(5000),
+        "flows": [flow("small", 5181.6, 21_225_300.0, 12_345.6, 98_765.4, 1.234_56),
+                  flow("large", 123_456.7, 9_999_600.0, 1_234_567.0, 987.0, 12.0)],
+        "fairness": 0.102_88});
+    let html = render(&[run(doc)]).html;
+    let row = |name: &str| {
+        let start = html.find(&format!("<td>{name}</td>")).unwrap();
+        html[start..start + html[start..].find("</tr>").unwrap()].to_string()
+    };
+    // Requests whole; IOPS and MB/s to four significant figures (a whole part is never
+    // rounded away, a carry adds no figure); latencies in µs to three; slowdown to hundredths.
+    assert_eq!(
+        row("small"),
+        "<td>small</td><td>high</td><td>123456</td><td>5182</td><td>21.23</td>\
+         <td>12.3</td><td>98.8</td><td>1.23</td>"
+    );
+    assert_eq!(
+        row("large"),
+        "<td>large</td><td>high</td><td>123456</td><td>123457</td><td>10.00</td>\
+         <td>1235</td><td>0.987</td><td>12.00</td>"
+    );
+    assert!(
+        html.contains("</th><td>0.103</td></tr>"),
+        "the fairness to thousandths"
+    );
+}
+
+#[test]
 fn a_run_of_several_flows_gets_their_table_and_their_cdfs() {
     let flow = |name: &str, p99: u64, slowdown: f64| {
         json!({"name": name, "class": "high", "summary": summary(p99),
@@ -602,8 +652,8 @@ fn a_run_of_several_flows_gets_their_table_and_their_cdfs() {
     assert!(report.html.contains("id=\"run1-flows\""));
     assert!(report.html.contains("<td>reader&lt;1&gt;</td>"));
     assert!(
-        report.html.contains("<td>0.5000</td>"),
-        "the fairness is shown"
+        report.html.contains("<td>0.500</td>"),
+        "the fairness is shown to thousandths"
     );
     // A run of one flow has neither.
     let single = render(&[run(ssd_doc(4, false))]);
