@@ -238,6 +238,53 @@ fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
     assert!(err.contains("crash 1 (time)"), "{err}");
 }
 
+/// ext4's mount options for the crash tests: no background work flushes the disk, so that
+/// only the host's fsyncs (and the unmount) make writes durable. A 60 s commit interval keeps
+/// the journal's timer away; `noinit_itable` keeps the `ext4lazyinit` thread from zeroing the
+/// inode tables mkfs left uninitialised, which it starts at a random moment within 5 s of the
+/// mount and whose first group ends with a FLUSH: landing between the unsynced writes and the
+/// crash, that made them durable (the test failed so on a loaded machine, which stretched the
+/// test past that moment).
+const NO_BACKGROUND_FLUSH: &str = "commit=60,noinit_itable";
+
+/// The flushes the emulator behind `control_socket` has answered so far.
+fn flushes(control_socket: &Path) -> u64 {
+    let report = control(control_socket, "report");
+    assert_eq!(report["ok"], true, "{report}");
+    report["report"]["requests"]["flush"].as_u64().unwrap()
+}
+
+/// Where `file`'s bytes are on its device: `(offset, len)` in bytes, as `filefrag` reads them
+/// from the file system's extents.
+fn extents(file: &Path) -> Vec<(u64, u64)> {
+    let listed = run_ok("filefrag", &["-e", "-b1", file.to_str().unwrap()]);
+    // Rows such as `   0:        0..   65535:   26498048..  26563583:  65536:   ...`.
+    listed
+        .lines()
+        .filter_map(|row| {
+            let cells: Vec<&str> = row.split(':').map(str::trim).collect();
+            cells[0].parse::<u64>().ok()?;
+            let physical = cells[2].split("..").next()?.trim().parse().ok()?;
+            Some((physical, cells[3].parse().ok()?))
+        })
+        .collect()
+}
+
+/// Whether the byte ranges `ranges` (`(offset, len)`, in any order) cover every byte of
+/// `[offset, offset + len)`.
+fn covers(ranges: &[(u64, u64)], offset: u64, len: u64) -> bool {
+    let mut sorted = ranges.to_vec();
+    sorted.sort_unstable();
+    let mut covered_to = offset;
+    for (start, n) in sorted {
+        if start > covered_to {
+            break;
+        }
+        covered_to = covered_to.max(start + n);
+    }
+    covered_to >= offset + len
+}
+
 /// Bytes of the file an fsync'd file `i` holds.
 fn synced_contents(i: usize) -> Vec<u8> {
     (0..(i + 1) * 7919)
@@ -249,11 +296,11 @@ fn sqlite(db: &Path, sql: &str) -> String {
     run_ok("sqlite3", &[db.to_str().unwrap(), sql])
 }
 
-/// ext4 on the emulated disk (FUSE file, loop device), mounted with a 60 s commit interval so
-/// that only fsyncs commit: files written and fsync'd, sqlite transactions committed in WAL
-/// mode with synchronous=FULL, then writes with no fsync after them (O_DIRECT, so they reach
-/// the disk), then a crash that loses what the disk had not made durable, the disk staying
-/// off. A second emulator on the same backing file is the disk powered on again: the mount
+/// ext4 on the emulated disk (FUSE file, loop device), mounted so that only fsyncs flush the
+/// disk (see [`NO_BACKGROUND_FLUSH`]): files written and fsync'd, sqlite transactions committed
+/// in WAL mode with synchronous=FULL, then writes with no fsync after them (O_DIRECT, so they
+/// reach the disk), then a crash that loses what the disk had not made durable, the disk
+/// staying off. A second emulator on the same backing file is the disk powered on again: the mount
 /// replays ext4's journal, every fsync'd file and committed row is there, sqlite's
 /// integrity_check is ok and e2fsck -fn, after the unmount, finds nothing to fix.
 #[test]
@@ -276,7 +323,15 @@ fn ext4_and_sqlite_across_a_crash(name: &str, crash_options: &[&str]) {
     if !fuse {
         storsim_testenv::missing("no /dev/fuse");
     }
-    let tools = ["losetup", "mkfs.ext4", "e2fsck", "sqlite3", "dd", "mount"];
+    let tools = [
+        "losetup",
+        "mkfs.ext4",
+        "e2fsck",
+        "filefrag",
+        "sqlite3",
+        "dd",
+        "mount",
+    ];
     if !(fuse && tools.iter().all(|t| have(t))) {
         return;
     }
@@ -315,7 +370,10 @@ fn ext4_and_sqlite_across_a_crash(name: &str, crash_options: &[&str]) {
         };
         run_ok("mkfs.ext4", &["-q", "-F", &lo.0]);
         std::fs::create_dir_all(&fs).unwrap();
-        run_ok("mount", &["-o", "commit=60", &lo.0, fs.to_str().unwrap()]);
+        run_ok(
+            "mount",
+            &["-o", NO_BACKGROUND_FLUSH, &lo.0, fs.to_str().unwrap()],
+        );
         let mounted = Mounted(fs.clone());
         // A directory fsync'd after its files, so that their names are durable too.
         let files = fs.join("synced");
@@ -363,37 +421,64 @@ fn ext4_and_sqlite_across_a_crash(name: &str, crash_options: &[&str]) {
             "no WAL while the connection is open"
         );
         // Writes that reach the disk with no flush after them: the disk may lose them.
-        for name in ["unsynced-a", "unsynced-b"] {
+        let flushes_before = flushes(&control_socket);
+        let unsynced = ["unsynced-a", "unsynced-b"].map(|name| fs.join(name));
+        for path in &unsynced {
             run_ok(
                 "dd",
                 &[
                     "if=/dev/urandom",
-                    &format!("of={}", fs.join(name).display()),
+                    &format!("of={}", path.display()),
                     "bs=64k",
                     "count=16",
                     "oflag=direct",
                 ],
             );
         }
+        let extents: Vec<(u64, u64)> = unsynced.iter().flat_map(|p| extents(p)).collect();
+        assert_eq!(
+            extents.iter().map(|&(_, len)| len).sum::<u64>(),
+            2 * 16 * 65536,
+            "{extents:?}"
+        );
+        // Nothing but the host's fsyncs flushes the disk, so that the unsynced files are
+        // still in its cache at the crash, however long the host took to get here.
+        assert_eq!(
+            flushes(&control_socket),
+            flushes_before,
+            "a flush reached the disk between the unsynced writes and the crash"
+        );
         let crash = control(&control_socket, "crash");
         assert_eq!(crash["ok"], true, "{crash}");
-        let lost = crash["report"]["dropped_bytes"].as_u64().unwrap();
-        let at_risk: u64 = crash["report"]["volatile"]
-            .as_array()
-            .unwrap()
+        let volatile = crash["report"]["volatile"].as_array().unwrap();
+        let range = |w: &serde_json::Value| {
+            let (offset, len) = (&w["offset_bytes"], &w["len_bytes"]);
+            (offset.as_u64().unwrap(), len.as_u64().unwrap())
+        };
+        let at_risk: Vec<(u64, u64)> = volatile.iter().map(range).collect();
+        let dropped: Vec<(u64, u64)> = volatile
             .iter()
-            .map(|w| w["len_bytes"].as_u64().unwrap())
-            .sum();
-        // The unsynced files' 2 MiB were among the writes at risk; a torn crash loses about
-        // half of what was at risk, the other all of it.
-        assert!(
-            at_risk >= 2 * 16 * 65536,
-            "the unsynced files were not at risk: {crash}"
-        );
+            .flat_map(|w| w["dropped"].as_array().unwrap())
+            .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()))
+            .collect();
+        // Every byte of the unsynced files was among the writes at risk; a crash that drops
+        // all loses every one of them, a torn one about half of what was at risk.
+        for &(offset, len) in &extents {
+            assert!(
+                covers(&at_risk, offset, len),
+                "the unsynced files' bytes {offset}+{len} were not at risk: {crash}"
+            );
+        }
+        let lost: u64 = dropped.iter().map(|&(_, len)| len).sum();
+        let risked: u64 = at_risk.iter().map(|&(_, len)| len).sum();
+        assert_eq!(crash["report"]["dropped_bytes"], lost, "{crash}");
         if crash_options.is_empty() {
-            assert_eq!(lost, at_risk, "{crash}");
+            for &(offset, len) in &extents {
+                assert!(covers(&dropped, offset, len), "{offset}+{len}: {crash}");
+            }
+            assert_eq!(lost, risked, "{crash}");
         } else {
-            assert!(lost > 0 && lost < at_risk, "{crash}");
+            assert!(lost > 0 && lost < risked, "{crash}");
         }
         // The host is still up: its sqlite connection ends and its unmount writes; the disk,
         // off, takes none of it.
