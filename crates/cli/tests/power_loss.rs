@@ -13,11 +13,12 @@ use std::path::Path;
 /// Serves stec-zeus over NBD with power loss, crashing torn after the third write with `seed`,
 /// while qemu-io writes, flushes and writes twice more through a write-back cache (so that no
 /// write is FUA); then copies the post-crash disk out. Returns the crash log's line and the
-/// image.
+/// image, having checked the crash's summary in emulate's JSON against the line.
 fn crash_over_nbd(dir: &Path, seed: u64) -> (serde_json::Value, Vec<u8>) {
     let socket = dir.join("nbd.sock");
     let crash_log = dir.join("crash.jsonl");
     let write_log = dir.join("writes.log");
+    let json = dir.join("emulate.json");
     let seed = seed.to_string();
     let emu = Emulator::over_nbd(
         &socket,
@@ -33,6 +34,8 @@ fn crash_over_nbd(dir: &Path, seed: u64) -> (serde_json::Value, Vec<u8>) {
             crash_log.to_str().unwrap(),
             "--write-log",
             write_log.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
         ],
     );
     let uri = emu.nbd().to_string();
@@ -74,6 +77,29 @@ fn crash_over_nbd(dir: &Path, seed: u64) -> (serde_json::Value, Vec<u8>) {
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 1, "{log}");
     let crash: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    // Emulate's JSON has the options in force and the crash in a few numbers: the crash log's
+    // line without its writes one by one.
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let power = &document["power_loss"];
+    assert_eq!(power["mode"], "torn", "{power}");
+    assert_eq!(power["atomicity"], "sector");
+    assert_eq!(power["seed"], seed.parse::<u64>().unwrap());
+    assert_eq!(power["crash_after_writes"], 3);
+    assert_eq!(power["after_crash"], "serve");
+    assert_eq!(power["crash_log"], crash_log.to_str().unwrap());
+    assert_eq!(power["write_log"], write_log.to_str().unwrap());
+    // The crash came after the third write and qemu-img only read after it: nothing is at risk.
+    assert_eq!(power["writes"], 3);
+    assert_eq!(power["volatile_writes"], 0);
+    assert_eq!(power["powered_off"], false);
+    let crashes = power["crashes"].as_array().unwrap();
+    assert_eq!(crashes.len(), lines.len(), "{power}");
+    assert_eq!(crashes[0]["dropped_writes"], crash["dropped_writes"]);
+    assert_eq!(crashes[0]["dropped_bytes"], crash["dropped_bytes"]);
+    let mut summary = crash.clone();
+    summary.as_object_mut().unwrap().remove("volatile");
+    assert_eq!(crashes[0], summary);
     (crash, std::fs::read(&image).unwrap())
 }
 
@@ -104,6 +130,7 @@ fn a_torn_crash_over_nbd_is_the_same_for_the_same_seed_and_replay_log_rebuilds_i
     assert_eq!(written, vec![2, 3]);
     let dropped = crash["dropped_bytes"].as_u64().unwrap();
     assert!(dropped > 0 && dropped < 8192 + 65536, "{crash}");
+    assert_eq!(crash["volatile_bytes"], 8192 + 65536);
     // The durable write is whole; each sector of the others holds its write or the old zeros.
     assert!(image[..4096].iter().all(|&b| b == 1));
     for sector in image[4096..12288].chunks(512) {
@@ -209,6 +236,7 @@ fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
     let dir = tmp.path();
     let socket = dir.join("nbd.sock");
     let crash_log = dir.join("crash.jsonl");
+    let json = dir.join("emulate.json");
     let emu = Emulator::over_nbd(
         &socket,
         "1m",
@@ -217,6 +245,8 @@ fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
             "200ms",
             "--crash-log",
             crash_log.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
         ],
     );
     // The crash log's line is written and flushed at the crash.
@@ -236,6 +266,13 @@ fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
     let (status, _, err) = emu.stop();
     assert!(status.success(), "{err}");
     assert!(err.contains("crash 1 (time)"), "{err}");
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let power = &document["power_loss"];
+    assert_eq!(power["crash_at_ns"], 200_000_000, "{power}");
+    assert_eq!(power["mode"], "drop-all");
+    assert_eq!(power["crashes"][0]["trigger"], "time");
+    assert_eq!(power["crashes"][0]["at_ns"], crash["at_ns"]);
 }
 
 /// ext4's mount options for the crash tests: no background work flushes the disk, so that
@@ -480,6 +517,14 @@ fn ext4_and_sqlite_across_a_crash(name: &str, crash_options: &[&str]) {
         } else {
             assert!(lost > 0 && lost < risked, "{crash}");
         }
+        // The control socket's report says the same, and that the disk is off.
+        let so_far = control(&control_socket, "report");
+        let power = &so_far["report"]["power_loss"];
+        assert_eq!(power["powered_off"], true, "{power}");
+        assert_eq!(power["after_crash"], "stop");
+        assert_eq!(power["crashes"][0]["trigger"], "command");
+        assert_eq!(power["crashes"][0]["dropped_bytes"], lost);
+        assert_eq!(power["crashes"][0]["volatile_bytes"], risked);
         // The host is still up: its sqlite connection ends and its unmount writes; the disk,
         // off, takes none of it.
         open.kill().unwrap();

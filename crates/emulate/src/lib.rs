@@ -375,6 +375,9 @@ pub struct EmulatorReport {
     /// the model's time): the replies as the model timed them, the queues, the device's
     /// counters, and a channel named `lateness_ns` with each window's replies' lateness.
     pub series: Series,
+    /// Power loss's options, cache and crashes, when it is on
+    /// ([`Emulator::enable_power_loss`]).
+    pub power_loss: Option<power::PowerLossReport>,
 }
 
 /// State shared between the front ends, the control socket and the pacing thread.
@@ -855,6 +858,7 @@ impl Emulator {
             lateness,
             device_counters,
             series,
+            power_loss: self.shared.power.get().map(power::PowerLoss::report),
         }
     }
 

@@ -94,7 +94,24 @@ fn a_crash_keeps_flushed_and_fua_writes_and_loses_the_rest() {
     // The disk goes on serving the post-crash image.
     write(&emulator, 4096, 5, false);
     assert_eq!(read(&emulator, 4096), vec![5; 4096]);
-    emulator.shutdown().unwrap();
+    // The report keeps the crash in a few numbers, and the cache as it is now: the write after
+    // the crash is in it.
+    let report = emulator.shutdown().unwrap();
+    let power = report.power_loss.expect("power loss is on");
+    assert_eq!(power.crashes, vec![crash.summary()]);
+    let summary = &power.crashes[0];
+    assert_eq!(summary.trigger, CrashTrigger::Command);
+    assert_eq!((summary.writes, summary.volatile_writes), (4, 2));
+    assert_eq!(
+        (summary.volatile_bytes, summary.dropped_bytes),
+        (8192, 8192)
+    );
+    assert_eq!(summary.dropped_writes, 2);
+    assert_eq!((power.writes, power.volatile_writes), (5, 1));
+    assert!(!power.powered_off);
+    assert_eq!(power.after_crash, AfterCrash::Serve);
+    assert_eq!(power.mode, CrashMode::DropAll);
+    assert!(!power.write_log);
 }
 
 #[test]
@@ -137,6 +154,10 @@ fn after_the_nth_write_the_disk_crashes_and_stays_off_when_asked() {
     assert!(buf[4096..].iter().all(|&b| b == 0));
     let report = emulator.shutdown().unwrap();
     assert_eq!(report.failed, 3);
+    let power = report.power_loss.expect("power loss is on");
+    assert!(power.powered_off);
+    assert_eq!(power.crash_after_writes, Some(3));
+    assert_eq!(power.crashes, vec![crashes[0].summary()]);
 }
 
 #[test]
@@ -152,6 +173,7 @@ fn without_power_loss_a_crash_is_refused() {
     .unwrap();
     let e = emulator.crash(CrashTrigger::Command).unwrap_err();
     assert!(e.to_string().contains("power loss is off"), "{e}");
+    assert!(emulator.report().power_loss.is_none());
 }
 
 /// A torn crash after write 40 of a seeded workload: the image and what was dropped.
