@@ -43,6 +43,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     {
         let emulator = Arc::clone(&emulator);
         let faults = checked.faults.clone();
+        let power_loss = checked.power_loss.clone();
         // SIGUSR1 also rewrites `--json FILE` with the document so far (the exit replaces it),
         // so that a long run can be plotted while it goes; standard output is left to the
         // final document.
@@ -56,7 +57,7 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
                     let so_far = emulator.report();
                     eprint!("{}", report::emulation_text(&so_far));
                     if let Some(path) = &json_file {
-                        let doc = emulation_document(&so_far, &faults);
+                        let doc = emulation_document(&so_far, &faults, &power_loss);
                         if let Err(e) = report::write_json(path, &doc) {
                             eprintln!("storsim: {}", e.message);
                         }
@@ -86,7 +87,8 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     front_ends.stop(reason)?;
     let final_report = emulator.shutdown().map_err(CliError::failure)?;
     if let Some(path) = &args.json {
-        report::write_json(path, &emulation_document(&final_report, &checked.faults))?;
+        let document = emulation_document(&final_report, &checked.faults, &checked.power_loss);
+        report::write_json(path, &document)?;
     }
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
         crate::stdout::say!("{}", report::emulation_text(&final_report));
@@ -104,6 +106,8 @@ struct CheckedArgs {
     fuse_transport: storsim_fuse::Transport,
     /// The faults layer's rules as the control socket changes them.
     faults: FaultControl,
+    /// What the JSON says of power loss beyond the emulator's report.
+    power_loss: crate::power_loss::CommandLineOptions,
 }
 
 /// Loads the device and checks every argument that can be checked before anything starts, in
@@ -143,6 +147,7 @@ fn check_args(args: &EmulateArgs) -> Result<CheckedArgs, CliError> {
         spin_margin_ns,
         fuse_transport,
         faults: FaultControl::new(),
+        power_loss: crate::power_loss::CommandLineOptions::of(args),
     })
 }
 
@@ -254,6 +259,7 @@ impl FrontEnds {
                     Arc::clone(emulator),
                     &args.device,
                     checked.faults.clone(),
+                    checked.power_loss.clone(),
                     args.seed,
                 );
                 let socket = ControlSocket::bind(path, handler)
@@ -452,6 +458,7 @@ fn control_handler(
     emulator: Arc<Emulator>,
     device: &str,
     faults: FaultControl,
+    power_loss: crate::power_loss::CommandLineOptions,
     seed: u64,
 ) -> storsim_emulate::control::CommandHandler {
     let choice = Mutex::new(DeviceChoice {
@@ -464,7 +471,7 @@ fn control_handler(
         let answer = match command {
             "report" | "stats" => Ok(json!({
                 "ok": true,
-                "report": emulation_document(&emulator.report(), &faults),
+                "report": emulation_document(&emulator.report(), &faults, &power_loss),
             })),
             "device" | "set" => {
                 let mut choice = choice.lock().unwrap_or_else(|p| p.into_inner());
@@ -514,13 +521,18 @@ fn with_fault_control(spec: &mut storsim_config::DeviceSpec, control: &FaultCont
     spec.set_faults(Some(plan));
 }
 
-/// The emulate document with the faults in force as the device's `faults.rules`.
+/// The emulate document with the faults in force as the device's `faults.rules` and, when
+/// power loss is on, its `power_loss` (left out when it is off).
 fn emulation_document(
     r: &storsim_emulate::EmulatorReport,
     faults: &FaultControl,
+    power_loss: &crate::power_loss::CommandLineOptions,
 ) -> serde_json::Value {
     let mut doc = report::emulation_json(r);
     doc["device"]["faults"] = json!({"rules": fault_rules_json(faults)});
+    if let Some(power) = &r.power_loss {
+        doc["power_loss"] = crate::power_loss::power_loss_json(power, power_loss);
+    }
     doc
 }
 

@@ -7,11 +7,12 @@ use crate::CliError;
 use serde_json::{json, Value};
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use storsim_emulate::power::write_log::{self, ReplayTo, WriteLogWriter};
 use storsim_emulate::power::{
-    AfterCrash, Atomicity, Crash, CrashMode, CrashReport, CrashTrigger, PowerLossOptions,
+    AfterCrash, Atomicity, Crash, CrashMode, CrashReport, CrashSummary, CrashTrigger,
+    PowerLossOptions, PowerLossReport,
 };
 use storsim_emulate::{Emulator, Store};
 
@@ -40,12 +41,17 @@ fn wanted(args: &EmulateArgs) -> bool {
         || args.crash_log.is_some()
 }
 
-/// What a crash log line and `replay-log --json` say of a crash.
-pub fn crash_json(report: &CrashReport) -> Value {
-    let (mode, atomicity, seed) = match report.mode {
+/// A crash mode as the JSON says it: `mode`, `atomicity` and `seed` (null unless torn).
+fn mode_json(mode: CrashMode) -> (&'static str, Option<String>, Option<u64>) {
+    match mode {
         CrashMode::DropAll => ("drop-all", None, None),
         CrashMode::Torn { atomicity, seed } => ("torn", Some(atomicity.to_string()), Some(seed)),
-    };
+    }
+}
+
+/// What a crash log line and `replay-log --json` say of a crash.
+pub fn crash_json(report: &CrashReport) -> Value {
+    let (mode, atomicity, seed) = mode_json(report.mode);
     let lost: Vec<Value> = report
         .volatile
         .iter()
@@ -64,9 +70,73 @@ pub fn crash_json(report: &CrashReport) -> Value {
         "atomicity": atomicity,
         "seed": seed,
         "volatile_writes": report.volatile.len(),
-        "dropped_writes": report.volatile.iter().filter(|w| !w.dropped.is_empty()).count(),
+        "volatile_bytes": report.volatile_bytes(),
+        "dropped_writes": report.dropped_writes(),
         "dropped_bytes": report.dropped_bytes(),
         "volatile": lost,
+    })
+}
+
+/// What emulate's JSON says of a crash: its crash log line without the writes one by one.
+fn crash_summary_json(crash: &CrashSummary) -> Value {
+    let (mode, atomicity, seed) = mode_json(crash.mode);
+    json!({
+        "crash": crash.number,
+        "trigger": crash.trigger.name(),
+        "at_ns": crash.at.as_ns(),
+        "writes": crash.writes,
+        "mode": mode,
+        "atomicity": atomicity,
+        "seed": seed,
+        "volatile_writes": crash.volatile_writes,
+        "volatile_bytes": crash.volatile_bytes,
+        "dropped_writes": crash.dropped_writes,
+        "dropped_bytes": crash.dropped_bytes,
+    })
+}
+
+/// Power loss's options that only the command line knows (the emulator's report holds the
+/// rest), for emulate's JSON.
+#[derive(Clone, Debug, Default)]
+pub struct CommandLineOptions {
+    crash_at_ns: Option<u64>,
+    write_log: Option<PathBuf>,
+    crash_log: Option<PathBuf>,
+}
+
+impl CommandLineOptions {
+    /// Those `emulate`'s arguments give.
+    pub fn of(args: &EmulateArgs) -> CommandLineOptions {
+        CommandLineOptions {
+            crash_at_ns: args.crash_at,
+            write_log: args.write_log.clone(),
+            crash_log: args.crash_log.clone(),
+        }
+    }
+}
+
+/// Emulate's JSON `power_loss` (docs/json.md): the options in force, the cache now and a
+/// summary of each crash.
+pub fn power_loss_json(report: &PowerLossReport, options: &CommandLineOptions) -> Value {
+    let (mode, atomicity, seed) = mode_json(report.mode);
+    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+    json!({
+        "write_cache_bytes": report.write_cache_bytes,
+        "mode": mode,
+        "atomicity": atomicity,
+        "seed": seed,
+        "crash_after_writes": report.crash_after_writes,
+        "crash_at_ns": options.crash_at_ns,
+        "after_crash": match report.after_crash {
+            AfterCrash::Serve => "serve",
+            AfterCrash::Stop => "stop",
+        },
+        "write_log": path(&options.write_log),
+        "crash_log": path(&options.crash_log),
+        "writes": report.writes,
+        "volatile_writes": report.volatile_writes,
+        "powered_off": report.powered_off,
+        "crashes": report.crashes.iter().map(crash_summary_json).collect::<Vec<_>>(),
     })
 }
 
@@ -126,10 +196,8 @@ pub fn setup(
     let on_crash = move |crash: &Crash| {
         eprintln!("{}", crash_line(crash));
         if let Some(file) = &crash_log {
-            let mut line = crash_json(&crash.report);
-            line["crash"] = json!(crash.number);
-            line["trigger"] = json!(crash.trigger.name());
-            line["at_ns"] = json!(crash.at.as_ns());
+            let mut line = crash_summary_json(&crash.summary());
+            line["volatile"] = crash_json(&crash.report)["volatile"].take();
             let mut file = file.lock().unwrap_or_else(|p| p.into_inner());
             if let Err(e) = writeln!(file, "{line}").and_then(|()| file.flush()) {
                 eprintln!("storsim: --crash-log {}: {e}", crash_log_path.display());

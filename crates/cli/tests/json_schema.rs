@@ -664,7 +664,37 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
             .map(String::as_str),
     );
     assert_eq!(run["device"]["faults"]["rules"], serde_json::json!([]));
-    assert_documented_paths("## The emulate document", &documented, &[run], &unwritable);
+    // Without power loss the document has no `power_loss`; a run with it and a crash writes
+    // every key of it (a torn crash after the first write, every option given).
+    assert!(run.get("power_loss").is_none(), "{}", run["power_loss"]);
+    let dir = tmp.path().join("power-loss");
+    std::fs::create_dir_all(&dir).unwrap();
+    let crash_log = dir.join("crash.jsonl");
+    let write_log = dir.join("writes.log");
+    let out = emulate_with_qemu_io(
+        &dir,
+        &[
+            "--crash-after-writes",
+            "1",
+            "--crash-at",
+            "1h",
+            "--torn",
+            "page",
+            "--crash-log",
+            crash_log.to_str().unwrap(),
+            "--write-log",
+            write_log.to_str().unwrap(),
+        ],
+        &["write -P 0xa5 0 64k", "write -P 0x5a 64k 64k"],
+    );
+    let crashed: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(crashed["power_loss"]["crashes"][0]["crash"], 1, "{crashed}");
+    assert_documented_paths(
+        "## The emulate document",
+        &documented,
+        &[run, crashed],
+        &unwritable,
+    );
 }
 
 /// The simulate document's paths written only with a faults layer (docs/faults.md), which the

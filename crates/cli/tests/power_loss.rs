@@ -13,11 +13,12 @@ use std::path::Path;
 /// Serves stec-zeus over NBD with power loss, crashing torn after the third write with `seed`,
 /// while qemu-io writes, flushes and writes twice more through a write-back cache (so that no
 /// write is FUA); then copies the post-crash disk out. Returns the crash log's line and the
-/// image.
+/// image, having checked the crash's summary in emulate's JSON against the line.
 fn crash_over_nbd(dir: &Path, seed: u64) -> (serde_json::Value, Vec<u8>) {
     let socket = dir.join("nbd.sock");
     let crash_log = dir.join("crash.jsonl");
     let write_log = dir.join("writes.log");
+    let json = dir.join("emulate.json");
     let seed = seed.to_string();
     let emu = Emulator::over_nbd(
         &socket,
@@ -33,6 +34,8 @@ fn crash_over_nbd(dir: &Path, seed: u64) -> (serde_json::Value, Vec<u8>) {
             crash_log.to_str().unwrap(),
             "--write-log",
             write_log.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
         ],
     );
     let uri = emu.nbd().to_string();
@@ -74,6 +77,29 @@ fn crash_over_nbd(dir: &Path, seed: u64) -> (serde_json::Value, Vec<u8>) {
     let lines: Vec<&str> = log.lines().collect();
     assert_eq!(lines.len(), 1, "{log}");
     let crash: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    // Emulate's JSON has the options in force and the crash in a few numbers: the crash log's
+    // line without its writes one by one.
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let power = &document["power_loss"];
+    assert_eq!(power["mode"], "torn", "{power}");
+    assert_eq!(power["atomicity"], "sector");
+    assert_eq!(power["seed"], seed.parse::<u64>().unwrap());
+    assert_eq!(power["crash_after_writes"], 3);
+    assert_eq!(power["after_crash"], "serve");
+    assert_eq!(power["crash_log"], crash_log.to_str().unwrap());
+    assert_eq!(power["write_log"], write_log.to_str().unwrap());
+    // The crash came after the third write and qemu-img only read after it: nothing is at risk.
+    assert_eq!(power["writes"], 3);
+    assert_eq!(power["volatile_writes"], 0);
+    assert_eq!(power["powered_off"], false);
+    let crashes = power["crashes"].as_array().unwrap();
+    assert_eq!(crashes.len(), lines.len(), "{power}");
+    assert_eq!(crashes[0]["dropped_writes"], crash["dropped_writes"]);
+    assert_eq!(crashes[0]["dropped_bytes"], crash["dropped_bytes"]);
+    let mut summary = crash.clone();
+    summary.as_object_mut().unwrap().remove("volatile");
+    assert_eq!(crashes[0], summary);
     (crash, std::fs::read(&image).unwrap())
 }
 
@@ -104,6 +130,7 @@ fn a_torn_crash_over_nbd_is_the_same_for_the_same_seed_and_replay_log_rebuilds_i
     assert_eq!(written, vec![2, 3]);
     let dropped = crash["dropped_bytes"].as_u64().unwrap();
     assert!(dropped > 0 && dropped < 8192 + 65536, "{crash}");
+    assert_eq!(crash["volatile_bytes"], 8192 + 65536);
     // The durable write is whole; each sector of the others holds its write or the old zeros.
     assert!(image[..4096].iter().all(|&b| b == 1));
     for sector in image[4096..12288].chunks(512) {
@@ -209,6 +236,7 @@ fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
     let dir = tmp.path();
     let socket = dir.join("nbd.sock");
     let crash_log = dir.join("crash.jsonl");
+    let json = dir.join("emulate.json");
     let emu = Emulator::over_nbd(
         &socket,
         "1m",
@@ -217,6 +245,8 @@ fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
             "200ms",
             "--crash-log",
             crash_log.to_str().unwrap(),
+            "--json",
+            json.to_str().unwrap(),
         ],
     );
     // The crash log's line is written and flushed at the crash.
@@ -236,6 +266,60 @@ fn a_crash_at_a_time_happens_then_and_is_logged_with_its_trigger() {
     let (status, _, err) = emu.stop();
     assert!(status.success(), "{err}");
     assert!(err.contains("crash 1 (time)"), "{err}");
+    let document: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let power = &document["power_loss"];
+    assert_eq!(power["crash_at_ns"], 200_000_000, "{power}");
+    assert_eq!(power["mode"], "drop-all");
+    assert_eq!(power["crashes"][0]["trigger"], "time");
+    assert_eq!(power["crashes"][0]["at_ns"], crash["at_ns"]);
+}
+
+/// ext4's mount options for the crash tests: no background work flushes the disk, so that
+/// only the host's fsyncs (and the unmount) make writes durable. A 60 s commit interval keeps
+/// the journal's timer away; `noinit_itable` keeps the `ext4lazyinit` thread from zeroing the
+/// inode tables mkfs left uninitialised, which it starts at a random moment within 5 s of the
+/// mount and whose first group ends with a FLUSH: landing between the unsynced writes and the
+/// crash, that made them durable (the test failed so on a loaded machine, which stretched the
+/// test past that moment).
+const NO_BACKGROUND_FLUSH: &str = "commit=60,noinit_itable";
+
+/// The flushes the emulator behind `control_socket` has answered so far.
+fn flushes(control_socket: &Path) -> u64 {
+    let report = control(control_socket, "report");
+    assert_eq!(report["ok"], true, "{report}");
+    report["report"]["requests"]["flush"].as_u64().unwrap()
+}
+
+/// Where `file`'s bytes are on its device: `(offset, len)` in bytes, as `filefrag` reads them
+/// from the file system's extents.
+fn extents(file: &Path) -> Vec<(u64, u64)> {
+    let listed = run_ok("filefrag", &["-e", "-b1", file.to_str().unwrap()]);
+    // Rows such as `   0:        0..   65535:   26498048..  26563583:  65536:   ...`.
+    listed
+        .lines()
+        .filter_map(|row| {
+            let cells: Vec<&str> = row.split(':').map(str::trim).collect();
+            cells[0].parse::<u64>().ok()?;
+            let physical = cells[2].split("..").next()?.trim().parse().ok()?;
+            Some((physical, cells[3].parse().ok()?))
+        })
+        .collect()
+}
+
+/// Whether the byte ranges `ranges` (`(offset, len)`, in any order) cover every byte of
+/// `[offset, offset + len)`.
+fn covers(ranges: &[(u64, u64)], offset: u64, len: u64) -> bool {
+    let mut sorted = ranges.to_vec();
+    sorted.sort_unstable();
+    let mut covered_to = offset;
+    for (start, n) in sorted {
+        if start > covered_to {
+            break;
+        }
+        covered_to = covered_to.max(start + n);
+    }
+    covered_to >= offset + len
 }
 
 /// Bytes of the file an fsync'd file `i` holds.
@@ -249,11 +333,11 @@ fn sqlite(db: &Path, sql: &str) -> String {
     run_ok("sqlite3", &[db.to_str().unwrap(), sql])
 }
 
-/// ext4 on the emulated disk (FUSE file, loop device), mounted with a 60 s commit interval so
-/// that only fsyncs commit: files written and fsync'd, sqlite transactions committed in WAL
-/// mode with synchronous=FULL, then writes with no fsync after them (O_DIRECT, so they reach
-/// the disk), then a crash that loses what the disk had not made durable, the disk staying
-/// off. A second emulator on the same backing file is the disk powered on again: the mount
+/// ext4 on the emulated disk (FUSE file, loop device), mounted so that only fsyncs flush the
+/// disk (see [`NO_BACKGROUND_FLUSH`]): files written and fsync'd, sqlite transactions committed
+/// in WAL mode with synchronous=FULL, then writes with no fsync after them (O_DIRECT, so they
+/// reach the disk), then a crash that loses what the disk had not made durable, the disk
+/// staying off. A second emulator on the same backing file is the disk powered on again: the mount
 /// replays ext4's journal, every fsync'd file and committed row is there, sqlite's
 /// integrity_check is ok and e2fsck -fn, after the unmount, finds nothing to fix.
 #[test]
@@ -276,7 +360,15 @@ fn ext4_and_sqlite_across_a_crash(name: &str, crash_options: &[&str]) {
     if !fuse {
         storsim_testenv::missing("no /dev/fuse");
     }
-    let tools = ["losetup", "mkfs.ext4", "e2fsck", "sqlite3", "dd", "mount"];
+    let tools = [
+        "losetup",
+        "mkfs.ext4",
+        "e2fsck",
+        "filefrag",
+        "sqlite3",
+        "dd",
+        "mount",
+    ];
     if !(fuse && tools.iter().all(|t| have(t))) {
         return;
     }
@@ -315,7 +407,10 @@ fn ext4_and_sqlite_across_a_crash(name: &str, crash_options: &[&str]) {
         };
         run_ok("mkfs.ext4", &["-q", "-F", &lo.0]);
         std::fs::create_dir_all(&fs).unwrap();
-        run_ok("mount", &["-o", "commit=60", &lo.0, fs.to_str().unwrap()]);
+        run_ok(
+            "mount",
+            &["-o", NO_BACKGROUND_FLUSH, &lo.0, fs.to_str().unwrap()],
+        );
         let mounted = Mounted(fs.clone());
         // A directory fsync'd after its files, so that their names are durable too.
         let files = fs.join("synced");
@@ -363,38 +458,73 @@ fn ext4_and_sqlite_across_a_crash(name: &str, crash_options: &[&str]) {
             "no WAL while the connection is open"
         );
         // Writes that reach the disk with no flush after them: the disk may lose them.
-        for name in ["unsynced-a", "unsynced-b"] {
+        let flushes_before = flushes(&control_socket);
+        let unsynced = ["unsynced-a", "unsynced-b"].map(|name| fs.join(name));
+        for path in &unsynced {
             run_ok(
                 "dd",
                 &[
                     "if=/dev/urandom",
-                    &format!("of={}", fs.join(name).display()),
+                    &format!("of={}", path.display()),
                     "bs=64k",
                     "count=16",
                     "oflag=direct",
                 ],
             );
         }
+        let extents: Vec<(u64, u64)> = unsynced.iter().flat_map(|p| extents(p)).collect();
+        assert_eq!(
+            extents.iter().map(|&(_, len)| len).sum::<u64>(),
+            2 * 16 * 65536,
+            "{extents:?}"
+        );
+        // Nothing but the host's fsyncs flushes the disk, so that the unsynced files are
+        // still in its cache at the crash, however long the host took to get here.
+        assert_eq!(
+            flushes(&control_socket),
+            flushes_before,
+            "a flush reached the disk between the unsynced writes and the crash"
+        );
         let crash = control(&control_socket, "crash");
         assert_eq!(crash["ok"], true, "{crash}");
-        let lost = crash["report"]["dropped_bytes"].as_u64().unwrap();
-        let at_risk: u64 = crash["report"]["volatile"]
-            .as_array()
-            .unwrap()
+        let volatile = crash["report"]["volatile"].as_array().unwrap();
+        let range = |w: &serde_json::Value| {
+            let (offset, len) = (&w["offset_bytes"], &w["len_bytes"]);
+            (offset.as_u64().unwrap(), len.as_u64().unwrap())
+        };
+        let at_risk: Vec<(u64, u64)> = volatile.iter().map(range).collect();
+        let dropped: Vec<(u64, u64)> = volatile
             .iter()
-            .map(|w| w["len_bytes"].as_u64().unwrap())
-            .sum();
-        // The unsynced files' 2 MiB were among the writes at risk; a torn crash loses about
-        // half of what was at risk, the other all of it.
-        assert!(
-            at_risk >= 2 * 16 * 65536,
-            "the unsynced files were not at risk: {crash}"
-        );
-        if crash_options.is_empty() {
-            assert_eq!(lost, at_risk, "{crash}");
-        } else {
-            assert!(lost > 0 && lost < at_risk, "{crash}");
+            .flat_map(|w| w["dropped"].as_array().unwrap())
+            .map(|r| (r[0].as_u64().unwrap(), r[1].as_u64().unwrap()))
+            .collect();
+        // Every byte of the unsynced files was among the writes at risk; a crash that drops
+        // all loses every one of them, a torn one about half of what was at risk.
+        for &(offset, len) in &extents {
+            assert!(
+                covers(&at_risk, offset, len),
+                "the unsynced files' bytes {offset}+{len} were not at risk: {crash}"
+            );
         }
+        let lost: u64 = dropped.iter().map(|&(_, len)| len).sum();
+        let risked: u64 = at_risk.iter().map(|&(_, len)| len).sum();
+        assert_eq!(crash["report"]["dropped_bytes"], lost, "{crash}");
+        if crash_options.is_empty() {
+            for &(offset, len) in &extents {
+                assert!(covers(&dropped, offset, len), "{offset}+{len}: {crash}");
+            }
+            assert_eq!(lost, risked, "{crash}");
+        } else {
+            assert!(lost > 0 && lost < risked, "{crash}");
+        }
+        // The control socket's report says the same, and that the disk is off.
+        let so_far = control(&control_socket, "report");
+        let power = &so_far["report"]["power_loss"];
+        assert_eq!(power["powered_off"], true, "{power}");
+        assert_eq!(power["after_crash"], "stop");
+        assert_eq!(power["crashes"][0]["trigger"], "command");
+        assert_eq!(power["crashes"][0]["dropped_bytes"], lost);
+        assert_eq!(power["crashes"][0]["volatile_bytes"], risked);
         // The host is still up: its sqlite connection ends and its unmount writes; the disk,
         // off, takes none of it.
         open.kill().unwrap();

@@ -375,6 +375,9 @@ pub struct EmulatorReport {
     /// the model's time): the replies as the model timed them, the queues, the device's
     /// counters, and a channel named `lateness_ns` with each window's replies' lateness.
     pub series: Series,
+    /// Power loss's options, cache and crashes, when it is on
+    /// ([`Emulator::enable_power_loss`]).
+    pub power_loss: Option<power::PowerLossReport>,
 }
 
 /// State shared between the front ends, the control socket and the pacing thread.
@@ -411,6 +414,9 @@ struct Tally {
     /// From a front end receiving a request to the model being offered it.
     intake: Histogram,
     failed: u64,
+    /// Of `failed`, those answered at the model's instant (injected errors, replies falling due
+    /// after a crash left the disk off), which the lateness counts as replies too.
+    failed_replies: u64,
     answered_at_once: u64,
     /// The model's counters and the series when the pacing thread stopped.
     final_snapshot: Option<Snapshot>,
@@ -451,10 +457,6 @@ impl Shared {
         if !in_range {
             return fail(IoFailure::OutOfRange, responder);
         }
-        let powered_off = || {
-            let off = "the disk is powered off after a crash (--after-crash stop)".to_string();
-            IoFailure::DeviceFailed(off)
-        };
         if self.powered_off() {
             return fail(powered_off(), responder);
         }
@@ -492,7 +494,8 @@ impl Shared {
         }
     }
 
-    /// Whether a crash left the disk off (power loss's `--after-crash stop`).
+    /// Whether a crash left the disk off (power loss's `--after-crash stop`): it answers
+    /// nothing more, neither requests arriving now nor those it held at the crash.
     fn powered_off(&self) -> bool {
         self.power.get().is_some_and(|p| p.powered_off())
     }
@@ -563,6 +566,11 @@ impl Shared {
     fn count_failed(&self) {
         self.tally().failed += 1;
     }
+}
+
+/// How a request fails once a crash has left the disk off (power loss's `--after-crash stop`).
+fn powered_off() -> IoFailure {
+    IoFailure::DeviceFailed("the disk is powered off after a crash (--after-crash stop)".into())
 }
 
 /// Most store jobs waiting for the store threads; beyond them the pacing thread does the work
@@ -651,6 +659,7 @@ impl Emulator {
             model: Collector::new(),
             intake: Histogram::new(),
             failed: 0,
+            failed_replies: 0,
             answered_at_once: 0,
             final_snapshot: None,
         };
@@ -849,12 +858,14 @@ impl Emulator {
                 .clone(),
             store_thread_jobs: self.shared.store_thread_jobs.load(Ordering::Relaxed),
             answered_at_once: tally.answered_at_once,
-            in_flight: submitted
-                .saturating_sub(lateness.replies + tally.failed + tally.answered_at_once),
+            in_flight: submitted.saturating_sub(
+                lateness.replies + tally.failed - tally.failed_replies + tally.answered_at_once,
+            ),
             switches: tally.switches.clone(),
             lateness,
             device_counters,
             series,
+            power_loss: self.shared.power.get().map(power::PowerLoss::report),
         }
     }
 

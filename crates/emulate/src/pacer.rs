@@ -711,7 +711,9 @@ impl Pacer {
             (Status::Ok, Some(data)) => Outcome::Data(data),
             (Status::Ok, None) => Outcome::Done,
             (status, _) => {
-                self.shared.tally().failed += 1;
+                let mut tally = self.shared.tally();
+                tally.failed += 1;
+                tally.failed_replies += 1;
                 Outcome::Failed(IoFailure::Injected(status))
             }
         };
@@ -749,6 +751,17 @@ impl Pacer {
         let mut write_times = std::mem::take(&mut self.write_times);
         let clock = self.clock;
         for (responder, outcome) in due.iter_mut().filter_map(|d| d.reply.take()) {
+            // A disk a crash left off answers nothing more: a request it held at the crash
+            // (stored, not yet answered) fails at its instant rather than being acknowledged.
+            let outcome = match outcome {
+                Outcome::Data(_) | Outcome::Done if self.shared.powered_off() => {
+                    let mut tally = self.shared.tally();
+                    tally.failed += 1;
+                    tally.failed_replies += 1;
+                    Outcome::Failed(crate::powered_off())
+                }
+                outcome => outcome,
+            };
             let at = clock.now();
             left.push(match responder.respond_batched(outcome, &mut self.batch) {
                 Departure::Sent => Left::At(at),

@@ -68,6 +68,68 @@ pub struct Crash {
     pub report: CrashReport,
 }
 
+impl Crash {
+    /// The crash without its list of writes: what [`PowerLossReport::crashes`] keeps.
+    pub fn summary(&self) -> CrashSummary {
+        CrashSummary {
+            number: self.number,
+            trigger: self.trigger,
+            at: self.at,
+            writes: self.report.writes,
+            mode: self.report.mode,
+            volatile_writes: self.report.volatile.len() as u64,
+            volatile_bytes: self.report.volatile_bytes(),
+            dropped_writes: self.report.dropped_writes(),
+            dropped_bytes: self.report.dropped_bytes(),
+        }
+    }
+}
+
+/// One crash in a few numbers, without the writes it lost one by one (those can be many: the
+/// crash log and the control socket's `crash` answer list them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrashSummary {
+    /// The emulator's crashes counted from 1.
+    pub number: u64,
+    pub trigger: CrashTrigger,
+    /// Emulator time (wall clock since the start) of the crash.
+    pub at: SimTime,
+    /// The host's writes seen before the crash.
+    pub writes: u64,
+    pub mode: CrashMode,
+    /// Writes not durable at the crash.
+    pub volatile_writes: u64,
+    /// The bytes they held.
+    pub volatile_bytes: u64,
+    /// Those of which the crash lost something.
+    pub dropped_writes: u64,
+    /// Bytes lost over all of them.
+    pub dropped_bytes: u64,
+}
+
+/// Power loss so far: the options in force, where the cache stands and every crash.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PowerLossReport {
+    /// [`PowerLossOptions::write_cache_bytes`].
+    pub write_cache_bytes: u64,
+    /// [`PowerLossOptions::mode`].
+    pub mode: CrashMode,
+    /// [`PowerLossOptions::crash_after_writes`].
+    pub crash_after_writes: Option<u64>,
+    /// [`PowerLossOptions::after_crash`].
+    pub after_crash: AfterCrash,
+    /// Whether writes and flushes are recorded in a write log.
+    pub write_log: bool,
+    /// The host's writes so far (writes, write-zeroes and trims), crashes or not.
+    pub writes: u64,
+    /// Writes not durable now: what a crash now would put at risk.
+    pub volatile_writes: u64,
+    /// Whether a crash left the disk off ([`AfterCrash::Stop`]).
+    pub powered_off: bool,
+    /// Every crash so far, in order.
+    pub crashes: Vec<CrashSummary>,
+}
+
 /// What [`PowerLossOptions::on_crash`] holds.
 pub type OnCrash = Box<dyn Fn(&Crash) + Send + Sync>;
 
@@ -112,7 +174,7 @@ impl Default for PowerLossOptions {
 struct State {
     volatile: VolatileWrites,
     options: PowerLossOptions,
-    crashes: u64,
+    crashes: Vec<CrashSummary>,
 }
 
 /// Power loss for one emulator.
@@ -127,7 +189,7 @@ impl PowerLoss {
             state: Mutex::new(State {
                 volatile: VolatileWrites::new(options.write_cache_bytes),
                 options,
-                crashes: 0,
+                crashes: Vec::new(),
             }),
             powered_off: AtomicBool::new(false),
         }
@@ -204,20 +266,37 @@ impl PowerLoss {
         if let Some(log) = state.options.write_log.as_mut() {
             log.crash(mode)?;
         }
-        state.crashes += 1;
         if state.options.after_crash == AfterCrash::Stop {
             self.powered_off.store(true, Ordering::Release);
         }
         let crash = Crash {
-            number: state.crashes,
+            number: state.crashes.len() as u64 + 1,
             trigger,
             at: now,
             report,
         };
+        state.crashes.push(crash.summary());
         if let Some(on_crash) = &state.options.on_crash {
             on_crash(&crash);
         }
         Ok(crash)
+    }
+
+    /// The options in force, the cache now and every crash so far.
+    pub fn report(&self) -> PowerLossReport {
+        let state = self.state();
+        let options = &state.options;
+        PowerLossReport {
+            write_cache_bytes: state.volatile.capacity_bytes(),
+            mode: options.mode,
+            crash_after_writes: options.crash_after_writes,
+            after_crash: options.after_crash,
+            write_log: options.write_log.is_some(),
+            writes: state.volatile.writes(),
+            volatile_writes: state.volatile.volatile_writes() as u64,
+            powered_off: self.powered_off(),
+            crashes: state.crashes.clone(),
+        }
     }
 
     /// Pushes the write log's buffer to its file.

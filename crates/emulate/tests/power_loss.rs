@@ -4,7 +4,8 @@
 
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
-use storsim_blackbox::linear::{stec_zeus, LinearDevice};
+use storsim_blackbox::linear::{stec_zeus, LinearCost, LinearDevice};
+use storsim_core::SimDuration;
 use storsim_emulate::power::{
     AfterCrash, Atomicity, Crash, CrashMode, CrashTrigger, PowerLossOptions,
 };
@@ -24,9 +25,13 @@ impl Responder for ToChannel {
 }
 
 fn start(options: PowerLossOptions) -> Emulator {
+    start_with(LinearDevice::new(stec_zeus()), options)
+}
+
+fn start_with(device: LinearDevice, options: PowerLossOptions) -> Emulator {
     let store = Arc::new(Store::open(&Backing::Memory, EXPORT_BYTES).unwrap());
     let emulator = Emulator::start(
-        Box::new(LinearDevice::new(stec_zeus())),
+        Box::new(device),
         "stec-zeus",
         store,
         EmulatorOptions::new(EXPORT_BYTES),
@@ -38,6 +43,19 @@ fn start(options: PowerLossOptions) -> Emulator {
 }
 
 fn io(emulator: &Emulator, op: HostOp, offset_bytes: u64, data: Vec<u8>, fua: bool) -> Outcome {
+    send(emulator, op, offset_bytes, data, fua)
+        .recv_timeout(Duration::from_secs(30))
+        .unwrap()
+}
+
+/// Submits a request and returns where its outcome will arrive, without waiting for it.
+fn send(
+    emulator: &Emulator,
+    op: HostOp,
+    offset_bytes: u64,
+    data: Vec<u8>,
+    fua: bool,
+) -> mpsc::Receiver<Outcome> {
     let len_bytes = match op {
         HostOp::Read => 4096,
         HostOp::Flush => 0,
@@ -54,7 +72,7 @@ fn io(emulator: &Emulator, op: HostOp, offset_bytes: u64, data: Vec<u8>, fua: bo
         },
         Box::new(ToChannel(tx)),
     );
-    rx.recv_timeout(Duration::from_secs(30)).unwrap()
+    rx
 }
 
 fn write(emulator: &Emulator, offset_bytes: u64, byte: u8, fua: bool) {
@@ -94,7 +112,24 @@ fn a_crash_keeps_flushed_and_fua_writes_and_loses_the_rest() {
     // The disk goes on serving the post-crash image.
     write(&emulator, 4096, 5, false);
     assert_eq!(read(&emulator, 4096), vec![5; 4096]);
-    emulator.shutdown().unwrap();
+    // The report keeps the crash in a few numbers, and the cache as it is now: the write after
+    // the crash is in it.
+    let report = emulator.shutdown().unwrap();
+    let power = report.power_loss.expect("power loss is on");
+    assert_eq!(power.crashes, vec![crash.summary()]);
+    let summary = &power.crashes[0];
+    assert_eq!(summary.trigger, CrashTrigger::Command);
+    assert_eq!((summary.writes, summary.volatile_writes), (4, 2));
+    assert_eq!(
+        (summary.volatile_bytes, summary.dropped_bytes),
+        (8192, 8192)
+    );
+    assert_eq!(summary.dropped_writes, 2);
+    assert_eq!((power.writes, power.volatile_writes), (5, 1));
+    assert!(!power.powered_off);
+    assert_eq!(power.after_crash, AfterCrash::Serve);
+    assert_eq!(power.mode, CrashMode::DropAll);
+    assert!(!power.write_log);
 }
 
 #[test]
@@ -137,6 +172,82 @@ fn after_the_nth_write_the_disk_crashes_and_stays_off_when_asked() {
     assert!(buf[4096..].iter().all(|&b| b == 0));
     let report = emulator.shutdown().unwrap();
     assert_eq!(report.failed, 3);
+    let power = report.power_loss.expect("power loss is on");
+    assert!(power.powered_off);
+    assert_eq!(power.crash_after_writes, Some(3));
+    assert_eq!(power.crashes, vec![crashes[0].summary()]);
+}
+
+/// A disk whose every request takes the model 300 ms, so that one submitted just before a crash
+/// is still in flight at it.
+fn slow_disk() -> LinearDevice {
+    let mut params = stec_zeus();
+    params.costs = [LinearCost {
+        fixed: SimDuration::from_ms(300),
+        per_kib_ps: 0,
+    }; 4];
+    params.flush = SimDuration::from_ms(300);
+    LinearDevice::new(params)
+}
+
+fn powered_off(outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Failed(IoFailure::DeviceFailed(m)) if m.contains("powered off"))
+}
+
+#[test]
+fn requests_in_flight_at_a_crash_fail_when_the_disk_stays_off_and_not_when_it_serves() {
+    for after_crash in [AfterCrash::Stop, AfterCrash::Serve] {
+        let emulator = start_with(
+            slow_disk(),
+            PowerLossOptions {
+                after_crash,
+                ..PowerLossOptions::new()
+            },
+        );
+        write(&emulator, 0, 1, false);
+        // Stored (or read) and handed to the model, not yet answered: the model takes 300 ms
+        // each.
+        let in_flight = [
+            send(&emulator, HostOp::Write, 4096, vec![2; 4096], false),
+            send(&emulator, HostOp::Read, 0, Vec::new(), false),
+        ];
+        let crash = emulator.crash(CrashTrigger::Command).unwrap();
+        // The write in flight was stored, so the crash counts it among those it lost.
+        let lost: Vec<u64> = crash.report.volatile.iter().map(|w| w.index).collect();
+        assert_eq!(lost, vec![1, 2], "{after_crash:?}");
+        for (k, rx) in in_flight.into_iter().enumerate() {
+            let outcome = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+            if k == 0 {
+                // One reply left (failed or not), the read is still in flight: once the reply
+                // is counted, the report says so (a failed reply counts once).
+                let deadline = std::time::Instant::now() + Duration::from_secs(10);
+                let mut report = emulator.report();
+                while report.lateness.replies < 2 && std::time::Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(1));
+                    report = emulator.report();
+                }
+                assert_eq!(report.lateness.replies, 2, "{after_crash:?}");
+                assert_eq!(report.in_flight, 1, "{after_crash:?}");
+            }
+            match after_crash {
+                AfterCrash::Stop => assert!(powered_off(&outcome), "{outcome:?}"),
+                AfterCrash::Serve => assert!(
+                    matches!(outcome, Outcome::Done | Outcome::Data(_)),
+                    "{outcome:?}"
+                ),
+            }
+        }
+        let report = emulator.shutdown().unwrap();
+        let failed = if after_crash == AfterCrash::Stop {
+            2
+        } else {
+            0
+        };
+        assert_eq!(report.failed, failed, "{after_crash:?}");
+        // Failed at their instant, they are replies too, and nothing is left in flight.
+        assert_eq!(report.lateness.replies, 3);
+        assert_eq!(report.in_flight, 0);
+    }
 }
 
 #[test]
@@ -152,6 +263,7 @@ fn without_power_loss_a_crash_is_refused() {
     .unwrap();
     let e = emulator.crash(CrashTrigger::Command).unwrap_err();
     assert!(e.to_string().contains("power loss is off"), "{e}");
+    assert!(emulator.report().power_loss.is_none());
 }
 
 /// A torn crash after write 40 of a seeded workload: the image and what was dropped.

@@ -121,6 +121,19 @@ impl CrashReport {
             .flat_map(|w| w.dropped.iter().map(|&(_, len)| len))
             .sum()
     }
+
+    /// Bytes the writes not durable held: what the crash could have lost.
+    pub fn volatile_bytes(&self) -> u64 {
+        self.volatile.iter().map(|w| w.len_bytes).sum()
+    }
+
+    /// The writes not durable of which the crash lost something.
+    pub fn dropped_writes(&self) -> u64 {
+        self.volatile
+            .iter()
+            .filter(|w| !w.dropped.is_empty())
+            .count() as u64
+    }
 }
 
 /// One write still in the cache, or a durable write after one (kept so that a crash replays
@@ -457,6 +470,8 @@ mod tests {
         assert_eq!(report.volatile[0].dropped, vec![(0, 512)]);
         assert_eq!(report.volatile[1].dropped, vec![(8192, 100)]);
         assert_eq!(report.dropped_bytes(), 612);
+        assert_eq!(report.volatile_bytes(), 612);
+        assert_eq!(report.dropped_writes(), 2);
         assert_eq!(v.volatile_writes(), 0);
     }
 
@@ -606,6 +621,7 @@ mod tests {
         }
         let survived = image_a.iter().filter(|&&b| b != 0).count() as u64;
         assert_eq!(survived + dropped, 64 * 4096);
+        assert_eq!(a.volatile_bytes(), 64 * 4096);
     }
 
     #[test]
