@@ -555,6 +555,8 @@ impl CacheMap {
                 slot.destage_failures += 1;
                 if slot.destage_failures == DESTAGE_ATTEMPTS_MAX {
                     unflushable += 1;
+                    self.policy
+                        .update(run.first_block + i as u64, CacheEvent::Unflushable);
                 }
             }
         }
