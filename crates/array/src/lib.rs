@@ -15,6 +15,13 @@
 //! on the surviving copies and fails when none is left. A request is refused whole when its
 //! first piece cannot be placed; a later piece that nothing can serve is counted as lost, and
 //! the array fails right there, so the run's results say so.
+//!
+//! A child may also complete a piece with an error (a faults layer over it). RAID-0 has no
+//! other copy, so the host request fails. A RAID-1 mirror does what Linux md does: a member
+//! that fails a write, trim or flush is marked failed, the host request completes from the
+//! copies that succeeded, and the array goes on degraded; a read that fails is read again from
+//! another copy. Only the last working member is never marked failed: its errors reach the
+//! host, as md keeps its last device.
 
 mod mapping;
 
@@ -72,9 +79,12 @@ struct Parent {
     remaining: usize,
     service_start: Option<SimTime>,
     finish: SimTime,
-    /// The first error a child completed a piece with; the host sees the request fail if any
-    /// piece failed, as a striped or mirrored write is only done when all its copies are.
+    /// The first error a child completed a piece with. A striped request fails if any piece
+    /// failed; a mirrored write, trim or flush fails only if no copy succeeded
+    /// (`ok_copies`).
     status: Status,
+    /// Pieces completed without error on a member that was still working then.
+    ok_copies: usize,
 }
 
 /// A host request whose pieces are all done, waiting for `advance` to report it.
@@ -114,6 +124,9 @@ struct ArrayCounts {
     redirected_reads: u64,
     degraded_pieces: u64,
     lost_pieces: u64,
+    member_errors: u64,
+    member_failures: u64,
+    degraded_writes: u64,
 }
 
 /// What to do with a piece its child refused with an error other than `QueueFull`.
@@ -145,9 +158,12 @@ pub struct ArrayDevice {
     plan: Vec<Piece>,
     child_done: Vec<Completion>,
     counts: ArrayCounts,
-    /// RAID-1 reads that failed on a copy (a media error from a faults layer), by piece id:
-    /// how many copies they have been sent to again. At most one entry per piece.
+    /// RAID-1 reads that failed on a copy (an error from a faults layer), by piece id: how
+    /// many copies they have been sent to again. At most one entry per piece.
     reread: BTreeMap<u64, usize>,
+    /// Whether `counters` lists the counters of members' errors (`member_errors`,
+    /// `member_failures`, `degraded_writes`); see [`ArrayDevice::enable_fault_counters`].
+    fault_counters: bool,
 }
 
 impl ArrayDevice {
@@ -223,7 +239,16 @@ impl ArrayDevice {
             child_done: Vec::new(),
             counts: ArrayCounts::default(),
             reread: BTreeMap::new(),
+            fault_counters: false,
         })
+    }
+
+    /// Lists the counters of members' errors among the array's counters. A driver turns them
+    /// on when a faults layer sits over a child (the only way a child completes a piece with
+    /// an error); an array without one lists the counters it always had, so its results keep
+    /// their bytes.
+    pub fn enable_fault_counters(&mut self) {
+        self.fault_counters = true;
     }
 
     pub fn level(&self) -> RaidLevel {
@@ -428,11 +453,23 @@ impl ArrayDevice {
 
     fn finish_parent(&mut self, slot: usize) {
         let parent = self.parents[slot].as_ref().expect("an outstanding request");
+        // A mirrored write, trim or flush is done when one copy is: the members that failed
+        // it are out of the array, and the copies that succeeded carry it.
+        let mirrored =
+            matches!(self.level, RaidLevel::Raid1 { .. }) && parent.request.op != Op::Read;
+        let status = if mirrored && parent.ok_copies > 0 {
+            Status::Ok
+        } else {
+            parent.status
+        };
+        if mirrored && status.is_ok() && parent.ok_copies < self.children.len() {
+            self.counts.degraded_writes += 1;
+        }
         let completion = Completion {
             request: parent.request,
             service_start: parent.service_start.unwrap_or(parent.finish),
             finish: parent.finish,
-            status: parent.status,
+            status,
         };
         assert!(
             completion.request.arrival <= completion.service_start
@@ -535,13 +572,22 @@ impl ArrayDevice {
                             .service_start
                             .map_or(c.service_start, |s| s.min(c.service_start)),
                     );
+                    if !c.status.is_ok() {
+                        self.counts.member_errors += 1;
+                        self.fail_member_on_error(i, &c);
+                    }
                     if self.read_other_copy(t, i, &c, slot) {
                         continue;
                     }
+                    let working = self.children[i].failed.is_none();
                     let parent = self.parents[slot]
                         .as_mut()
                         .expect("a piece belongs to an outstanding request");
-                    if parent.status.is_ok() {
+                    if c.status.is_ok() {
+                        // A copy on a member that has failed since it was written is out of
+                        // the array: reads no longer go to it.
+                        parent.ok_copies += usize::from(working);
+                    } else if parent.status.is_ok() {
                         parent.status = c.status;
                     }
                     self.reread.remove(&c.request.id);
@@ -553,13 +599,36 @@ impl ArrayDevice {
         }
     }
 
-    /// A RAID-1 read that failed on child `i` with a media error is read from the next copy
-    /// that has not failed and has not been tried, as a mirror repairs a bad sector's read;
-    /// says whether it was. Counted as a redirected read.
+    /// A RAID-1 member that completed piece `c` with an error is marked failed, as md marks a
+    /// mirror's member faulty, when the error says its copy can no longer be trusted: any
+    /// failed write, trim or flush (its copy now differs from the others), or a read that
+    /// found the whole device failed. A read's media error or timeout leaves the member in
+    /// (the read is served by another copy). The last working member is never marked failed:
+    /// the array keeps it, and its errors reach the host.
+    fn fail_member_on_error(&mut self, i: usize, c: &Completion) {
+        let RaidLevel::Raid1 { .. } = self.level else {
+            return;
+        };
+        let untrusted = c.request.op != Op::Read || c.status == Status::DeviceFailed;
+        if !untrusted || self.children[i].failed.is_some() || self.survivors() == 1 {
+            return;
+        }
+        let reason = format!(
+            "it completed a {} with {}",
+            c.request.op.name(),
+            c.status.name()
+        );
+        self.mark_child_failed(i, &reason);
+        self.counts.member_failures += 1;
+    }
+
+    /// A RAID-1 read that failed on child `i` (a media error, a timeout, a failed device) is
+    /// read from the next copy that has not failed and has not been tried, as a mirror repairs
+    /// a bad sector's read; says whether it was. Counted as a redirected read.
     fn read_other_copy(&mut self, now: SimTime, i: usize, c: &Completion, slot: usize) -> bool {
         if !(matches!(self.level, RaidLevel::Raid1 { .. })
             && c.request.op == Op::Read
-            && c.status == Status::MediaError)
+            && !c.status.is_ok())
         {
             return false;
         }
@@ -644,6 +713,7 @@ impl Device for ArrayDevice {
             service_start: None,
             finish: now,
             status: Status::Ok,
+            ok_copies: 0,
         });
         let mut accepted = false;
         let mut result = Ok(());
@@ -732,6 +802,13 @@ impl Device for ArrayDevice {
                 (self.children.len() - self.survivors()) as f64,
             ),
         ];
+        if self.fault_counters {
+            counters.extend([
+                DeviceCounter::new("member_errors", c.member_errors as f64),
+                DeviceCounter::new("member_failures", c.member_failures as f64),
+                DeviceCounter::new("degraded_writes", c.degraded_writes as f64),
+            ]);
+        }
         for (i, child) in self.children.iter().enumerate() {
             let k = &child.counts;
             let own = [

@@ -1,7 +1,7 @@
 //! The array keeps the Device contract (checked by the conformance kit) over every shape the
 //! array tests use: RAID-0 and RAID-1 with both read policies, array queues shallower and deeper
-//! than the children's, a nested array, and RAID-1 degraded after a child fails and failed after
-//! both have.
+//! than the children's, a nested array, RAID-1 degraded after a child fails and failed after
+//! both have, and both levels over children that fail a share of their requests.
 
 mod support;
 
@@ -111,4 +111,62 @@ fn raid1_keeps_the_device_contract_while_degraded_and_once_failed() {
         "the array fails with its last child"
     );
     assert!(failed.completed > 0);
+}
+
+/// Children behind faults layers that fail a share of their requests of every kind: RAID-1
+/// (members marked failed, reads read again, the last member kept) and RAID-0 keep the
+/// contract, at a shallow and a deep queue.
+#[test]
+fn arrays_over_failing_children_keep_the_device_contract() {
+    use storsim_faults::{FaultKind, FaultPlan, FaultRule, FaultsDevice};
+    let failing = |seed: u64, depth: usize| -> Box<dyn Device> {
+        let rule = |kind| FaultRule {
+            rate_per_million: 2_000,
+            ..FaultRule::always(kind)
+        };
+        let plan = FaultPlan {
+            rules: vec![
+                rule(FaultKind::WriteError),
+                rule(FaultKind::ReadError),
+                rule(FaultKind::Fail),
+            ],
+            seed,
+            ..FaultPlan::default()
+        };
+        Box::new(FaultsDevice::new(linear(64 << 20, 50.0, 2.0, depth), &plan))
+    };
+    let options = Options {
+        allow_errors: true,
+        ..Options::default()
+    };
+    for (array_depth, child_depth) in [(1, 1), (32, 8)] {
+        for level in [
+            RaidLevel::Raid1 {
+                read_policy: ReadPolicy::LeastOutstanding,
+            },
+            RaidLevel::Raid0 {
+                stripe_unit_bytes: 4096,
+            },
+        ] {
+            let name = format!("{} depth {array_depth} over failing children", level.name());
+            eprintln!("{name}");
+            conformance::check(
+                || {
+                    let children = (0..3).map(|i| failing(i + 1, child_depth)).collect();
+                    let mut array = ArrayDevice::new(
+                        ArrayParams {
+                            level,
+                            queue_depth: array_depth,
+                        },
+                        children,
+                    )
+                    .expect("a valid array");
+                    array.enable_fault_counters();
+                    array
+                },
+                &options,
+            )
+            .unwrap_or_else(|v| panic!("{name}: {v}"));
+        }
+    }
 }

@@ -517,8 +517,9 @@ fn control_handler(
 fn with_fault_control(spec: &mut storsim_config::DeviceSpec, control: &FaultControl, seed: u64) {
     let mut plan = spec.faults().cloned().unwrap_or_default();
     plan.control = Some(control.clone());
-    plan.seed = seed;
     spec.set_faults(Some(plan));
+    // The layer's draws and those of any layer over a child of an array or hybrid drive.
+    spec.seed_faults(seed);
 }
 
 /// The emulate document with the faults in force as the device's `faults.rules` and, when

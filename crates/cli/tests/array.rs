@@ -1,5 +1,6 @@
 //! Arrays through the `storsim` binary: the bundled RAID-0 example, a RAID-1 file whose
-//! children are files beside it, and a bad array file's exit status and message.
+//! children are files beside it, a mirror with a member that fails writes, and a bad array
+//! file's exit status and message.
 
 mod common;
 
@@ -88,6 +89,47 @@ children = ["lin.toml", "stec-zeus"]
     let reads1 = counter(&v, "child1_read_bytes") / 4096.0;
     assert_eq!(reads0 + reads1 + writes, requests as f64);
     assert!((reads0 - reads1).abs() <= 1.0, "{reads0} vs {reads1}");
+}
+
+#[test]
+fn a_mirror_drops_the_member_that_fails_writes_and_the_host_sees_no_error() {
+    let device = "examples/faults/raid1-failing-member.toml";
+    let workload = "synthetic:rw=randrw,bs=16k,iodepth=8,requests=20000,seed=3";
+    let v = simulate_json(device, workload, "raid1-failing");
+    assert_eq!(v["run"]["requests_completed"], 20000);
+    // A faults layer sits below, so the summary counts errors: there are none.
+    assert_eq!(v["summary"]["errors"]["total"], 0);
+    assert_eq!(counter(&v, "member_failures"), 1.0);
+    assert_eq!(counter(&v, "failed_children"), 1.0);
+    // Child 0 failed the writes it was given from 50 ms until it was marked failed, and no
+    // more: the writes after it skip it, each completed from child 1 alone.
+    let injected = counter(&v, "child0_linear_faults_injected_write_error");
+    assert!(injected >= 1.0);
+    assert_eq!(counter(&v, "member_errors"), injected);
+    assert!(counter(&v, "degraded_writes") > 1000.0);
+    // Reads stop reaching child 0 once it is out: its read bytes stay put in every window
+    // starting after the failure, while child 1's go on growing.
+    let series = &v["series"];
+    let window_ns = series["window_ns"].as_u64().unwrap();
+    let bytes = |child: &str| -> Vec<f64> {
+        series["device"][child]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_f64().unwrap())
+            .collect()
+    };
+    let (child0, child1) = (bytes("child0_read_bytes"), bytes("child1_read_bytes"));
+    let after = (60_000_000u64.div_ceil(window_ns)) as usize;
+    assert!(child0[0] > 0.0, "child 0 served reads before it failed");
+    assert!(child0[after..]
+        .iter()
+        .all(|&b| b == counter(&v, "child0_read_bytes")));
+    assert!(child1[after] < *child1.last().unwrap());
+    // The same run again gives the same results.
+    let again = simulate_json(device, workload, "raid1-failing-again");
+    assert_eq!(again["device"], v["device"]);
+    assert_eq!(again["summary"], v["summary"]);
 }
 
 #[test]

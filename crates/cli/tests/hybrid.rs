@@ -2,7 +2,8 @@
 //! runs a workload, a bad hybrid file exits 2 with a message naming the file and key, and the
 //! hybrid presets pass the acceptance checks (a response-time CDF above the plain
 //! disk's on small random writes, nothing on flash for a large sequential write stream) and
-//! the Momentus XT caches rereads.
+//! the Momentus XT caches rereads; over a disk that fails every write, the example drive keeps
+//! its dirty blocks on the flash.
 
 mod common;
 
@@ -29,6 +30,51 @@ fn the_example_controller_drive_offloads_small_writes() {
         counter(&v, "disk_rr_requests") > 0.0,
         "uncached reads go to the disk"
     );
+}
+
+#[test]
+fn over_a_disk_that_fails_every_write_the_drive_keeps_its_dirty_blocks_on_the_flash() {
+    let tmp = temp_dir("hybrid-failing-disk");
+    let dir = tmp.path();
+    let examples = common::repo_root().join("examples/hybrid");
+    for file in ["flash.toml", "controller.toml"] {
+        std::fs::copy(examples.join(file), dir.join(file)).unwrap();
+    }
+    let disk = std::fs::read_to_string(examples.join("disk.toml")).unwrap();
+    std::fs::write(
+        dir.join("disk.toml"),
+        format!("{disk}\n[faults]\n[[faults.rule]]\nkind = \"write_error\"\n"),
+    )
+    .unwrap();
+    let device = dir.join("controller.toml");
+    let v = simulate_json(
+        device.to_str().unwrap(),
+        "synthetic:rw=randwrite,bs=4k,iodepth=4,requests=20000,seed=3",
+        "hybrid-failing-disk-run",
+    );
+    assert_eq!(v["run"]["requests_completed"], 20000);
+    // Every flush failed: nothing reached the disk, and each block was tried three times
+    // before the flash kept it. Random blocks flush one a job.
+    let given_up = counter(&v, "flush_given_up_blocks");
+    assert!(given_up > 0.0);
+    assert_eq!(counter(&v, "flush_failed_blocks"), 3.0 * given_up);
+    for cause in ["on_demand", "space", "low_watermark", "idle"] {
+        assert_eq!(counter(&v, &format!("flush_{cause}_bytes")), 0.0, "{cause}");
+    }
+    assert_eq!(
+        counter(&v, "unflushable_blocks"),
+        counter(&v, "dirty_blocks")
+    );
+    // Once those blocks filled the flash, writes went around it to the disk and failed there:
+    // those are the host's only errors.
+    let bypassed = counter(&v, "bypassed_writes");
+    assert!(bypassed > 0.0);
+    assert_eq!(counter(&v, "host_writes_disk"), bypassed);
+    assert_eq!(
+        v["summary"]["errors"]["write_error"].as_f64().unwrap(),
+        bypassed
+    );
+    assert_eq!(v["summary"]["errors"]["total"].as_f64().unwrap(), bypassed);
 }
 
 #[test]

@@ -67,6 +67,24 @@ pub trait ModelParams: fmt::Debug + Send + Sync + 'static {
     fn state_bytes_bound(&self) -> Option<u64> {
         None
     }
+
+    /// Whether a faults layer sits over one of the model's children (at any depth); a model
+    /// without children has none.
+    fn children_have_faults(&self) -> bool {
+        false
+    }
+
+    /// Seeds the faults layers over the model's children (at any depth) from the run's seed,
+    /// each child with [`child_fault_seed`] of it; a model without children has none.
+    fn seed_child_faults(&mut self, _seed: u64) {}
+}
+
+/// The seed of child `index`'s faults layers in a composite device seeded with `seed`: the
+/// first draw of the project's generator seeded with `seed`, forked for the child's index, so
+/// that two children with the same rules draw differently, a nested child's seed differs from
+/// its parent's siblings', and the same seed always draws the same.
+pub fn child_fault_seed(seed: u64, index: usize) -> u64 {
+    storsim_core::Prng::new(seed).fork(index as u64).next_u64()
 }
 
 /// What [`DeviceSpec`] needs of its parameters beyond [`ModelParams`]: copying, comparing and
@@ -128,13 +146,22 @@ impl DeviceSpec {
         self.faults.as_deref()
     }
 
+    /// Whether a faults layer sits anywhere in the description: over the model, or over a
+    /// child of an array or hybrid drive at any depth.
+    pub fn has_faults(&self) -> bool {
+        self.faults.is_some() || self.model.children_have_faults()
+    }
+
     /// Puts a faults layer with `plan` over the model, or takes it away.
     pub fn set_faults(&mut self, plan: Option<FaultPlan>) {
         self.faults = plan.map(Box::new);
     }
 
-    /// Seeds the faults layer's draws with the run's seed; says whether there is a layer.
+    /// Seeds the faults layer's draws with the run's seed, and those of the layers over the
+    /// children of an array or hybrid drive with seeds derived from it
+    /// ([`child_fault_seed`]); says whether the description has a layer over its model.
     pub fn seed_faults(&mut self, seed: u64) -> bool {
+        self.model.seed_child_faults(seed);
         match &mut self.faults {
             Some(plan) => {
                 plan.seed = seed;

@@ -248,6 +248,182 @@ fn a_mirror_reads_the_other_copy_when_one_has_a_media_error() {
 }
 
 #[test]
+fn a_mirror_drops_a_member_that_fails_writes_and_lists_the_error_counters() {
+    use storsim_core::conformance::{drive, mixed_requests, Mix};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("bad.toml"),
+        format!("{BASE}[faults]\n[[faults.rule]]\nkind = \"write_error\"\n"),
+    )
+    .unwrap();
+    // The faulty disk sits one level down, inside a stripe: the mirror still knows.
+    std::fs::write(
+        dir.join("stripe.toml"),
+        "model = \"array\"\n[array]\nlevel = \"raid0\"\nstripe_unit_bytes = 65536\n\
+         children = [\"bad.toml\", \"stec-zeus\"]\n",
+    )
+    .unwrap();
+    let load = |children: &str| {
+        let path = dir.join("mirror.toml");
+        std::fs::write(
+            &path,
+            format!("model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = {children}\n"),
+        )
+        .unwrap();
+        storsim_config::load_device(path.to_str().unwrap())
+            .unwrap()
+            .spec
+    };
+    let spec = load("[\"stripe.toml\", \"stec-zeus\"]");
+    assert!(spec.has_faults() && spec.faults().is_none());
+    let mut device = spec.build().unwrap();
+    let requests = mixed_requests(
+        5,
+        &Mix {
+            count: 1_000,
+            capacity_bytes: device.capacity_bytes(),
+            queue_depth: device.queue_depth(),
+            max_request_bytes: 32 * 1024,
+        },
+    );
+    let done = drive(device.as_mut(), &requests).unwrap().completions;
+    assert!(done.iter().all(|c| c.status.is_ok()));
+    let counters = device.counters();
+    let value = |name: &str| counters.iter().find(|c| c.name == name).unwrap().value;
+    assert_eq!(value("member_failures"), 1.0);
+    assert!(value("degraded_writes") > 0.0);
+    // The stripe itself has no second copy: its own counters show the error it passed up.
+    assert!(value("child0_array_member_errors") >= 1.0);
+    assert_eq!(value("child0_array_member_failures"), 0.0);
+
+    // Without a faults layer anywhere, the counters are those of before faults existed.
+    let spec = load("[\"stec-zeus\", \"stec-zeus\"]");
+    assert!(!spec.has_faults());
+    let device = spec.build().unwrap();
+    assert!(!device
+        .counters()
+        .iter()
+        .any(|c| c.name.ends_with("member_errors")));
+}
+
+#[test]
+fn the_runs_seed_reaches_the_childrens_faults_each_child_its_own() {
+    use storsim_config::{child_fault_seed, ArraySpec};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("flaky.toml"),
+        format!(
+            "{BASE}[faults]\n[[faults.rule]]\nkind = \"write_error\"\nrate_per_million = 500000\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("stripe.toml"),
+        "model = \"array\"\n[array]\nlevel = \"raid0\"\nstripe_unit_bytes = 65536\n\
+         children = [\"flaky.toml\", \"flaky.toml\"]\n",
+    )
+    .unwrap();
+    let path = dir.join("mirror.toml");
+    std::fs::write(
+        &path,
+        "model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = [\"stripe.toml\", \"flaky.toml\"]\n",
+    )
+    .unwrap();
+    let mut spec = storsim_config::load_device(path.to_str().unwrap())
+        .unwrap()
+        .spec;
+    assert!(!spec.seed_faults(7), "no layer over the mirror itself");
+    let seed_of = |spec: &storsim_config::DeviceSpec| spec.faults().unwrap().seed;
+    let mirror = spec.params::<ArraySpec>().unwrap();
+    let stripe = mirror.children[0].spec.params::<ArraySpec>().unwrap();
+    let seeds = [
+        seed_of(&stripe.children[0].spec),
+        seed_of(&stripe.children[1].spec),
+        seed_of(&mirror.children[1].spec),
+    ];
+    let s0 = child_fault_seed(7, 0);
+    assert_eq!(
+        seeds,
+        [
+            child_fault_seed(s0, 0),
+            child_fault_seed(s0, 1),
+            child_fault_seed(7, 1)
+        ]
+    );
+    assert!(seeds[0] != seeds[1] && seeds[1] != seeds[2] && seeds[0] != seeds[2]);
+    // The same rules over two children, seeded apart, strike different writes: in a stripe
+    // whose 64 KiB units alternate between them, which of each child's writes failed.
+    let stripe = storsim_config::load_device(dir.join("stripe.toml").to_str().unwrap())
+        .unwrap()
+        .spec;
+    let struck = |seed: u64| {
+        let mut spec = stripe.clone();
+        spec.seed_faults(seed);
+        let mut device = spec.build().unwrap();
+        let requests: Vec<storsim_core::Request> = (0..128u64)
+            .map(|i| storsim_core::Request {
+                id: i,
+                op: Op::Write,
+                offset_bytes: i * 65536,
+                len_bytes: 4096,
+                arrival: storsim_core::SimTime(i * 10_000_000),
+                flow: 0,
+            })
+            .collect();
+        let mut done = storsim_core::conformance::drive(device.as_mut(), &requests)
+            .unwrap()
+            .completions;
+        done.sort_by_key(|c| c.request.id);
+        let failed = |child: u64| -> Vec<bool> {
+            done.iter()
+                .filter(|c| c.request.id % 2 == child)
+                .map(|c| !c.status.is_ok())
+                .collect()
+        };
+        (failed(0), failed(1))
+    };
+    let (a, b) = struck(7);
+    assert!(a.contains(&true) && a.contains(&false));
+    assert_ne!(a, b, "each child draws its own");
+    assert_eq!(
+        struck(7),
+        (a.clone(), b),
+        "the same seed strikes the same writes"
+    );
+    assert_ne!(struck(8).0, a, "another seed strikes others");
+}
+
+#[test]
+fn a_hybrid_drive_over_a_faulty_child_lists_the_error_counters() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hybrid");
+    for file in ["disk.toml", "flash.toml", "controller.toml"] {
+        std::fs::copy(examples.join(file), dir.join(file)).unwrap();
+    }
+    let has_counter = || {
+        let spec = storsim_config::load_device(dir.join("controller.toml").to_str().unwrap())
+            .unwrap()
+            .spec;
+        let counters = spec.build().unwrap().counters();
+        (
+            spec.has_faults(),
+            counters.iter().any(|c| c.name == "flush_failed_jobs"),
+        )
+    };
+    assert_eq!(has_counter(), (false, false));
+    let disk = std::fs::read_to_string(examples.join("disk.toml")).unwrap();
+    std::fs::write(
+        dir.join("disk.toml"),
+        format!("{disk}\n[faults]\n[[faults.rule]]\nkind = \"write_error\"\n"),
+    )
+    .unwrap();
+    assert_eq!(has_counter(), (true, true));
+}
+
+#[test]
 fn a_hybrid_drive_fails_the_host_reads_its_faulty_disk_serves() {
     use storsim_core::conformance::drive;
     let tmp = tempfile::tempdir().unwrap();

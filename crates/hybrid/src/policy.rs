@@ -21,6 +21,11 @@ pub enum CacheEvent {
     Written,
     /// A flush copied the block to the disk (it is clean now, and may be evicted).
     Cleaned,
+    /// Flushes of the block failed as often as the controller tries (a child's error): it
+    /// stays dirty on the flash but is no flush victim any more, until a host write
+    /// (`Written`) gives it new data. A policy need not act on it (the controller filters
+    /// victims), but walking past many such blocks for every flush is slow.
+    Unflushable,
     /// The block left the cache: evicted once clean, or dropped because a write to the disk
     /// made its flash copy stale (read admission).
     Removed,
@@ -66,15 +71,24 @@ pub trait CachePolicy: Send {
     fn is_cached(&self, block: u64) -> bool;
 }
 
+/// Which of [`StampOrder`]'s orders a block is filed in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Order {
+    Dirty,
+    Clean,
+    /// Dirty but no flush victim ([`CacheEvent::Unflushable`]): in neither order.
+    Held,
+}
+
 /// Orders blocks by a stamp: LRU refreshes the stamp on every access, FIFO only on insertion.
 /// Dirty and clean blocks are kept in separate orders, so that finding the oldest dirty block
-/// does not walk past every clean one (and the reverse): ordered maps make every operation
-/// O(log n) and the order independent of hashing.
+/// does not walk past every clean one (and the reverse), and unflushable blocks in neither:
+/// ordered maps make every operation O(log n) and the order independent of hashing.
 pub struct StampOrder {
     refresh_on_access: bool,
     next_stamp: u64,
-    /// Each block's stamp and whether it is dirty.
-    stamp_of: BTreeMap<u64, (u64, bool)>,
+    /// Each block's stamp and the order it is filed in.
+    stamp_of: BTreeMap<u64, (u64, Order)>,
     dirty_by_stamp: BTreeMap<u64, u64>,
     clean_by_stamp: BTreeMap<u64, u64>,
 }
@@ -100,28 +114,28 @@ impl StampOrder {
         }
     }
 
-    fn remove(&mut self, block: u64) -> Option<(u64, bool)> {
-        let (stamp, dirty) = self.stamp_of.remove(&block)?;
-        if dirty {
-            self.dirty_by_stamp.remove(&stamp);
-        } else {
-            self.clean_by_stamp.remove(&stamp);
-        }
-        Some((stamp, dirty))
+    fn remove(&mut self, block: u64) -> Option<(u64, Order)> {
+        let (stamp, order) = self.stamp_of.remove(&block)?;
+        match order {
+            Order::Dirty => self.dirty_by_stamp.remove(&stamp),
+            Order::Clean => self.clean_by_stamp.remove(&stamp),
+            Order::Held => None,
+        };
+        Some((stamp, order))
     }
 
-    fn place(&mut self, block: u64, stamp: u64, dirty: bool) {
-        self.stamp_of.insert(block, (stamp, dirty));
-        if dirty {
-            self.dirty_by_stamp.insert(stamp, block);
-        } else {
-            self.clean_by_stamp.insert(stamp, block);
-        }
+    fn place(&mut self, block: u64, stamp: u64, order: Order) {
+        self.stamp_of.insert(block, (stamp, order));
+        match order {
+            Order::Dirty => self.dirty_by_stamp.insert(stamp, block),
+            Order::Clean => self.clean_by_stamp.insert(stamp, block),
+            Order::Held => None,
+        };
     }
 
-    /// Re-files a held block: a new stamp when `refresh`, and its dirtiness.
-    fn touch(&mut self, block: u64, refresh: bool, dirty: Option<bool>) {
-        let Some((stamp, was_dirty)) = self.remove(block) else {
+    /// Re-files a block it holds: a new stamp when `refresh`, and its order if given.
+    fn touch(&mut self, block: u64, refresh: bool, order: Option<Order>) {
+        let Some((stamp, was)) = self.remove(block) else {
             return;
         };
         let stamp = if refresh {
@@ -130,7 +144,7 @@ impl StampOrder {
         } else {
             stamp
         };
-        self.place(block, stamp, dirty.unwrap_or(was_dirty));
+        self.place(block, stamp, order.unwrap_or(was));
     }
 }
 
@@ -150,11 +164,17 @@ impl CachePolicy for StampOrder {
             CacheEvent::Inserted | CacheEvent::Promoted => {
                 self.remove(block);
                 self.next_stamp += 1;
-                self.place(block, self.next_stamp - 1, event == CacheEvent::Inserted);
+                let order = if event == CacheEvent::Inserted {
+                    Order::Dirty
+                } else {
+                    Order::Clean
+                };
+                self.place(block, self.next_stamp - 1, order);
             }
             CacheEvent::Read => self.touch(block, self.refresh_on_access, None),
-            CacheEvent::Written => self.touch(block, self.refresh_on_access, Some(true)),
-            CacheEvent::Cleaned => self.touch(block, false, Some(false)),
+            CacheEvent::Written => self.touch(block, self.refresh_on_access, Some(Order::Dirty)),
+            CacheEvent::Cleaned => self.touch(block, false, Some(Order::Clean)),
+            CacheEvent::Unflushable => self.touch(block, false, Some(Order::Held)),
             CacheEvent::Removed => {
                 self.remove(block);
             }
@@ -186,5 +206,35 @@ impl CachePolicy for StampOrder {
 
     fn is_cached(&self, block: u64) -> bool {
         self.stamp_of.contains_key(&block)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flush_victims(policy: &mut StampOrder) -> Vec<u64> {
+        let mut victims = Vec::new();
+        policy.cleanup(Victims::Flush, 10, &mut |_| true, &mut victims);
+        victims
+    }
+
+    #[test]
+    fn an_unflushable_block_is_no_flush_victim_until_it_is_written() {
+        let mut lru = StampOrder::lru();
+        for block in [1, 2, 3] {
+            lru.update(block, CacheEvent::Inserted);
+        }
+        lru.update(2, CacheEvent::Unflushable);
+        assert_eq!(flush_victims(&mut lru), [1, 3]);
+        // Still cached, and a read keeps it out of the flush order.
+        lru.update(2, CacheEvent::Read);
+        assert!(lru.is_cached(2));
+        assert_eq!(flush_victims(&mut lru), [1, 3]);
+        lru.update(2, CacheEvent::Written);
+        assert_eq!(flush_victims(&mut lru), [1, 3, 2]);
+        lru.update(2, CacheEvent::Unflushable);
+        lru.update(2, CacheEvent::Removed);
+        assert!(!lru.is_cached(2));
     }
 }

@@ -1,6 +1,7 @@
 //! Both hybrid configurations keep the Device contract (checked by the conformance kit): the
 //! controller with each admission, flush and replacement policy, a pinned range, at queue depths
-//! 1 and 32; the host-tiered device with each placement.
+//! 1 and 32, and over children that fail a share of their requests; the host-tiered device with
+//! each placement.
 
 mod common;
 
@@ -104,6 +105,65 @@ fn the_host_tiered_device_keeps_the_device_contract() {
                 )
                 .expect("a valid host-tiered device")
             });
+        }
+    }
+}
+
+/// With children that fail a share of their requests (a faults layer over each), the
+/// controller still keeps the contract under every flush policy: failed flushes retried or
+/// given up, writes sent around unflushable blocks, failed promotions.
+#[test]
+fn the_controller_over_failing_children_keeps_the_device_contract() {
+    use storsim_faults::{FaultKind, FaultPlan, FaultRule, FaultsDevice};
+    let failing = |inner: Box<dyn Device>, seed: u64| -> Box<dyn Device> {
+        let rule = |kind| FaultRule {
+            rate_per_million: 200_000,
+            ..FaultRule::always(kind)
+        };
+        let plan = FaultPlan {
+            rules: vec![rule(FaultKind::WriteError), rule(FaultKind::ReadError)],
+            seed,
+            ..FaultPlan::default()
+        };
+        Box::new(FaultsDevice::new(inner, &plan))
+    };
+    let flushes = [
+        FlushPolicy::OnDemand,
+        FlushPolicy::LowWatermark {
+            high_fraction: 0.75,
+            low_fraction: 0.25,
+        },
+        FlushPolicy::Idle {
+            idle: storsim_core::SimDuration::from_ms(5),
+        },
+    ];
+    for admission in [Admission::Writes, Admission::Reads] {
+        for flush in flushes {
+            let params = HybridParams {
+                admission,
+                flush,
+                ..HybridParams::thesis_defaults()
+            };
+            let name = format!("controller over failing children {admission:?} {flush:?}");
+            eprintln!("{name}");
+            let options = Options {
+                allow_errors: true,
+                ..Options::default()
+            };
+            conformance::check(
+                || {
+                    let mut dev = HybridDevice::new(
+                        params.clone(),
+                        failing(Box::new(flash_blocks(64, 8)), 1),
+                        failing(Box::new(disk(8)), 2),
+                    )
+                    .expect("a valid hybrid");
+                    dev.enable_fault_counters();
+                    dev
+                },
+                &options,
+            )
+            .unwrap_or_else(|violation| panic!("{name}: {violation}"));
         }
     }
 }

@@ -649,7 +649,10 @@ impl CachePolicy for HighestFirst {
             CacheEvent::Removed => {
                 self.blocks.remove(&block);
             }
-            CacheEvent::Read | CacheEvent::Written | CacheEvent::Cleaned => {}
+            CacheEvent::Read
+            | CacheEvent::Written
+            | CacheEvent::Cleaned
+            | CacheEvent::Unflushable => {}
         }
     }
     fn cleanup(

@@ -105,7 +105,7 @@ fn run_one_alone(
     device.spec.seed_faults(seed);
     let collector_options = CollectorOptions {
         latency_includes_failed: false,
-        errors_counted: device.spec.faults().is_some(),
+        errors_counted: device.spec.has_faults(),
     };
     let mut built = device
         .spec

@@ -136,7 +136,8 @@ pub struct Session {
     /// automatic width unless the caller sets another.
     pub window: Option<WindowWidth>,
     /// How the summary treats failed requests; `errors_counted` is set when the device has a
-    /// faults layer, so its error counts show even if nothing failed.
+    /// faults layer (over the model or over a child), so its error counts show even if nothing
+    /// failed.
     pub collector: CollectorOptions,
     /// The device's faults layer as it was built (seeded with the run's seed), if it has one.
     pub faults: Option<storsim_config::FaultPlan>,
@@ -202,7 +203,7 @@ impl Session {
             window: Some(WindowWidth::Auto),
             collector: CollectorOptions {
                 latency_includes_failed: false,
-                errors_counted: faults.is_some(),
+                errors_counted: device.spec.has_faults(),
             },
             faults,
         })

@@ -283,10 +283,22 @@ impl ModelParams for ArraySpec {
                     .map_err(|e| format!("array child {i} ({}): {e}", c.name))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Box::new(
-            storsim_array::ArrayDevice::new(self.params, children)
-                .map_err(|e| format!("array: {e}"))?,
-        ))
+        let mut array = storsim_array::ArrayDevice::new(self.params, children)
+            .map_err(|e| format!("array: {e}"))?;
+        if self.children_have_faults() {
+            array.enable_fault_counters();
+        }
+        Ok(Box::new(array))
+    }
+
+    fn children_have_faults(&self) -> bool {
+        self.children.iter().any(|c| c.spec.has_faults())
+    }
+
+    fn seed_child_faults(&mut self, seed: u64) {
+        for (i, c) in self.children.iter_mut().enumerate() {
+            c.spec.seed_faults(crate::child_fault_seed(seed, i));
+        }
     }
 
     /// An array holds its children: the sum of the bounds they report.

@@ -496,15 +496,31 @@ impl ModelParams for HybridSpec {
             .build()
             .map_err(|e| format!("hybrid disk ({}): {e}", self.disk.name))?;
         Ok(match &self.configuration {
-            HybridConfiguration::Controller(p) => Box::new(
-                storsim_hybrid::HybridDevice::new(p.clone(), flash, disk)
-                    .map_err(|e| format!("hybrid: {e}"))?,
-            ),
+            HybridConfiguration::Controller(p) => {
+                let mut hybrid = storsim_hybrid::HybridDevice::new(p.clone(), flash, disk)
+                    .map_err(|e| format!("hybrid: {e}"))?;
+                if self.children_have_faults() {
+                    hybrid.enable_fault_counters();
+                }
+                Box::new(hybrid)
+            }
             HybridConfiguration::Host(p) => Box::new(
                 storsim_hybrid::HostTieredDevice::new(p.clone(), flash, disk)
                     .map_err(|e| format!("hybrid: {e}"))?,
             ),
         })
+    }
+
+    fn children_have_faults(&self) -> bool {
+        self.flash.spec.has_faults() || self.disk.spec.has_faults()
+    }
+
+    /// The flash is child 0, the disk child 1.
+    fn seed_child_faults(&mut self, seed: u64) {
+        self.flash
+            .spec
+            .seed_faults(crate::child_fault_seed(seed, 0));
+        self.disk.spec.seed_faults(crate::child_fault_seed(seed, 1));
     }
 
     /// A hybrid holds its two children: the sum of the bounds they report.

@@ -5,6 +5,7 @@
 //! Everything here is bookkeeping at one instant: no child request is issued and no time
 //! passes, so the map can be tested without any device.
 
+use super::DESTAGE_ATTEMPTS_MAX;
 use crate::params::ByteRange;
 use crate::policy::{CacheEvent, CachePolicy, Victims};
 use std::collections::{BTreeMap, VecDeque};
@@ -59,6 +60,20 @@ pub(super) struct Slot {
     fill: u64,
     /// A promotion (queued or in flight) writes this slot.
     promoting: bool,
+    /// Flushes of the block's current data that failed (the flash read or the disk write
+    /// answered with an error). At `DESTAGE_ATTEMPTS_MAX` the block is no longer flushed
+    /// until a host write gives it new data.
+    destage_failures: u8,
+}
+
+impl Slot {
+    /// A dirty unpinned block that no flush has taken and that may still be flushed.
+    fn waits_for_flush(&self) -> bool {
+        self.state == SlotState::Dirty
+            && !self.pinned
+            && !self.flushing
+            && self.destage_failures < DESTAGE_ATTEMPTS_MAX
+    }
 }
 
 const FREE_SLOT: Slot = Slot {
@@ -71,6 +86,7 @@ const FREE_SLOT: Slot = Slot {
     users: 0,
     fill: 0,
     promoting: false,
+    destage_failures: 0,
 };
 
 /// The parts of a pinned block that writes have reached, while they do not cover all of it:
@@ -163,6 +179,8 @@ pub(super) struct CacheMap {
     /// Clean blocks (never pinned ones): the only candidates for eviction.
     clean: u64,
     flushing: u64,
+    /// Dirty blocks no longer flushed: their flushes failed `DESTAGE_ATTEMPTS_MAX` times.
+    unflushable: u64,
     /// The policy's victims, kept to reuse its memory.
     victims: Vec<u64>,
     evicted_blocks: u64,
@@ -223,6 +241,7 @@ impl CacheMap {
             dirty: 0,
             clean: 0,
             flushing: 0,
+            unflushable: 0,
             victims: Vec::new(),
             evicted_blocks: 0,
             invalidated_blocks: 0,
@@ -260,6 +279,18 @@ impl CacheMap {
     /// Blocks a flush job is moving now.
     pub(super) fn flushing_blocks(&self) -> u64 {
         self.flushing
+    }
+
+    /// Dirty blocks whose flushes failed `DESTAGE_ATTEMPTS_MAX` times: they stay in the
+    /// flash, which holds their only copy, and are not flushed again until rewritten.
+    pub(super) fn unflushable_blocks(&self) -> u64 {
+        self.unflushable
+    }
+
+    /// Dirty blocks a flush may still take (being flushed or not): the dirty blocks less the
+    /// unflushable ones. What the flush policies count.
+    pub(super) fn flushable_dirty_blocks(&self) -> u64 {
+        self.dirty - self.unflushable
     }
 
     pub(super) fn evicted_blocks(&self) -> u64 {
@@ -369,6 +400,11 @@ impl CacheMap {
         }
         slot.state = SlotState::Dirty;
         slot.generation = slot.generation.wrapping_add(1);
+        // New data gets its own attempts at reaching the disk.
+        if slot.destage_failures >= DESTAGE_ATTEMPTS_MAX {
+            self.unflushable -= 1;
+        }
+        slot.destage_failures = 0;
         true
     }
 
@@ -412,15 +448,14 @@ impl CacheMap {
     /// dirty blocks next to it (contiguous on both the disk and the flash). `None` when no
     /// dirty block waits for a flush.
     pub(super) fn start_flush_run(&mut self, limit: u64) -> Option<BlockRun> {
-        // Every dirty block is already being flushed: asking would scan the whole cache.
-        if self.dirty == self.flushing {
+        // Every dirty block is already being flushed, or no longer flushed: asking would scan
+        // the whole cache.
+        if self.dirty == self.flushing + self.unflushable {
             return None;
         }
         let flushable = |slots: &[Slot], map: &BTreeMap<u64, u32>, block: u64| {
-            map.get(&block).is_some_and(|&s| {
-                let slot = &slots[s as usize];
-                slot.state == SlotState::Dirty && !slot.pinned && !slot.flushing
-            })
+            map.get(&block)
+                .is_some_and(|&s| slots[s as usize].waits_for_flush())
         };
         self.victims.clear();
         {
@@ -441,7 +476,7 @@ impl CacheMap {
             first = self
                 .slots
                 .iter()
-                .find(|slot| slot.state == SlotState::Dirty && !slot.pinned && !slot.flushing)
+                .find(|slot| slot.waits_for_flush())
                 .map(|slot| slot.block);
         }
         let victim = first?;
@@ -498,6 +533,35 @@ impl CacheMap {
                     .update(run.first_block + i as u64, CacheEvent::Cleaned);
             }
         }
+    }
+
+    /// A flush of `run` failed (its flash read or its disk write): the blocks stay dirty, and
+    /// later flushes take them again until each has failed `DESTAGE_ATTEMPTS_MAX` times, as a
+    /// cache keeps a block dirty when its writeback fails. Returns how many blocks became
+    /// unflushable. A block written since the flush read it has new data and keeps its
+    /// attempts.
+    pub(super) fn flush_failed(&mut self, run: BlockRun) -> u64 {
+        let mut unflushable = 0;
+        for i in 0..run.count {
+            let s = (run.first_slot + i) as usize;
+            let slot = &mut self.slots[s];
+            assert!(
+                slot.flushing && slot.block == run.first_block + i as u64,
+                "a flushing block left its slot"
+            );
+            slot.flushing = false;
+            self.flushing -= 1;
+            if slot.generation == slot.flush_generation {
+                slot.destage_failures += 1;
+                if slot.destage_failures == DESTAGE_ATTEMPTS_MAX {
+                    unflushable += 1;
+                    self.policy
+                        .update(run.first_block + i as u64, CacheEvent::Unflushable);
+                }
+            }
+        }
+        self.unflushable += unflushable;
+        unflushable
     }
 
     /// Evicts up to `count` clean, unused blocks outside `[first, last]` (the head write's own
@@ -867,6 +931,37 @@ mod tests {
             cache.locate(7 * B),
             Location::Flash { dirty: true, .. }
         ));
+    }
+
+    #[test]
+    fn a_failed_flush_keeps_the_block_dirty_until_its_attempts_run_out() {
+        let mut cache = map(4, &[]);
+        let s = write_new(&mut cache, 7);
+        for attempt in 1..=DESTAGE_ATTEMPTS_MAX {
+            let run = cache
+                .start_flush_run(64)
+                .expect("the block is flushed again");
+            let given_up = cache.flush_failed(run);
+            assert_eq!(given_up, u64::from(attempt == DESTAGE_ATTEMPTS_MAX));
+            assert_eq!((cache.dirty_blocks(), cache.flushing_blocks()), (1, 0));
+        }
+        assert_eq!(cache.unflushable_blocks(), 1);
+        assert_eq!(cache.flushable_dirty_blocks(), 0);
+        assert!(cache.start_flush_run(64).is_none(), "no more attempts");
+        assert!(matches!(
+            cache.locate(7 * B),
+            Location::Flash { dirty: true, .. }
+        ));
+        // New data starts again, and a write during a failing flush does not use up an
+        // attempt of the data the flush did not carry.
+        assert!(cache.write(s, 7, 7 * B, 7 * B + 512));
+        assert_eq!(cache.unflushable_blocks(), 0);
+        for _ in 0..DESTAGE_ATTEMPTS_MAX {
+            let run = cache.start_flush_run(64).unwrap();
+            assert!(cache.write(s, 7, 7 * B, 7 * B + 512));
+            assert_eq!(cache.flush_failed(run), 0);
+        }
+        assert!(cache.start_flush_run(64).is_some());
     }
 
     #[test]

@@ -46,6 +46,8 @@ pub(super) struct Counts {
     /// Child requests and bytes: [side][cause].
     child_requests: [[u64; 3]; 2],
     child_bytes: [[u64; 3]; 2],
+    /// Host writes sent around a cache whose space unflushable blocks hold.
+    pub(super) bypassed_writes: u64,
 }
 
 impl Counts {
@@ -129,6 +131,17 @@ impl HybridDevice {
             }
         }
         push("child_refusals", self.fanout.refusals() as f64);
+        if self.fault_counters {
+            push("flush_failed_jobs", self.flush.failed_jobs() as f64);
+            push("flush_failed_blocks", self.flush.failed_blocks() as f64);
+            push("flush_given_up_blocks", self.flush.given_up_blocks() as f64);
+            push("unflushable_blocks", self.cache.unflushable_blocks() as f64);
+            push("bypassed_writes", c.bypassed_writes as f64);
+            push(
+                "promotion_failed_blocks",
+                self.promotions.failed_blocks() as f64,
+            );
+        }
         self.fanout.child_counters(&mut out);
         out
     }

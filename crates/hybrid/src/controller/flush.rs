@@ -67,6 +67,11 @@ pub(super) struct Flushing {
     cleanups: [u64; 4],
     /// Bytes flushed, by cause.
     flushed_bytes: [u64; 4],
+    /// Flush jobs whose flash read or disk write failed, and the blocks they carried.
+    failed_jobs: u64,
+    failed_blocks: u64,
+    /// Blocks whose flushes failed `DESTAGE_ATTEMPTS_MAX` times (each counted once).
+    given_up_blocks: u64,
 }
 
 impl Flushing {
@@ -96,7 +101,25 @@ impl Flushing {
             idle_active: false,
             cleanups: [0; 4],
             flushed_bytes: [0; 4],
+            failed_jobs: 0,
+            failed_blocks: 0,
+            given_up_blocks: 0,
         }
+    }
+
+    /// Flush jobs that failed.
+    pub(super) fn failed_jobs(&self) -> u64 {
+        self.failed_jobs
+    }
+
+    /// Blocks the failed flush jobs carried (a block counts at each failed attempt).
+    pub(super) fn failed_blocks(&self) -> u64 {
+        self.failed_blocks
+    }
+
+    /// Blocks the controller stopped flushing after their last allowed attempt failed.
+    pub(super) fn given_up_blocks(&self) -> u64 {
+        self.given_up_blocks
     }
 
     /// Flushes started for `cause`.
@@ -218,11 +241,24 @@ impl Flushing {
     }
 
     fn job_finished(&mut self, i: usize, block_bytes: u64) -> Job {
+        let job = self.job_ended(i);
+        self.flushed_bytes[job.cause.index()] += job.run.count as u64 * block_bytes;
+        job
+    }
+
+    /// Job `i` failed: it flushed nothing.
+    fn job_failed(&mut self, i: usize) -> Job {
+        let job = self.job_ended(i);
+        self.failed_jobs += 1;
+        self.failed_blocks += job.run.count as u64;
+        job
+    }
+
+    fn job_ended(&mut self, i: usize) -> Job {
         let job = self.jobs.take(i);
         if job.cause == FlushCause::OnDemand {
             self.on_demand_jobs -= 1;
         }
-        self.flushed_bytes[job.cause.index()] += job.run.count as u64 * block_bytes;
         job
     }
 }
@@ -231,10 +267,10 @@ impl HybridDevice {
     /// Starts flush jobs while there is demand and a free job place.
     pub(super) fn start_flushes(&mut self, now: SimTime) {
         while !self.flush.jobs.is_full() {
-            let Some((cause, want)) = self
-                .flush
-                .demand(self.cache.dirty_blocks(), self.cache.flushing_blocks())
-            else {
+            let Some((cause, want)) = self.flush.demand(
+                self.cache.flushable_dirty_blocks(),
+                self.cache.flushing_blocks(),
+            ) else {
                 return;
             };
             let started = self.start_job(now, cause, want);
@@ -314,10 +350,19 @@ impl HybridDevice {
         self.cache.flushed(job.run);
     }
 
+    /// A flush job's flash read or disk write failed: its blocks stay dirty, to be flushed
+    /// again later (`CacheMap::flush_failed`), and the job is done.
+    pub(super) fn flush_failed(&mut self, job: usize) {
+        let job = self.flush.job_failed(job);
+        self.flush.given_up_blocks += self.cache.flush_failed(job.run);
+    }
+
     /// When idle flushing starts, if ever.
     pub(super) fn idle_deadline(&self) -> Option<SimTime> {
-        self.flush
-            .idle_deadline(self.cache.dirty_blocks(), self.cache.flushing_blocks())
+        self.flush.idle_deadline(
+            self.cache.flushable_dirty_blocks(),
+            self.cache.flushing_blocks(),
+        )
     }
 }
 

@@ -44,6 +44,12 @@ const FLUSH_JOBS_MAX: usize = 8;
 /// The longest run of blocks one flush job moves (one flash read, one disk write), and one
 /// promotion copies (one flash write).
 const FLUSH_RUN_BLOCKS_MAX: u64 = 64;
+/// Flushes of a dirty block's data that may fail (an error from the flash read or the disk
+/// write) before the controller stops trying. Each failure leaves the block dirty and the
+/// next flush takes it again; after this many the flash keeps the block's only copy, still
+/// served to reads, until a host write gives it new data. A bound, so that a disk that
+/// refuses every write costs a few attempts per block rather than endless traffic.
+const DESTAGE_ATTEMPTS_MAX: u8 = 3;
 
 /// What a child request is for, so that its completion reaches the right concern.
 enum Tag {
@@ -80,6 +86,9 @@ pub struct HybridDevice {
     log: RouteLog,
     failed: Option<String>,
     counts: Counts,
+    /// Whether `counters` lists the counters of children's errors; see
+    /// [`HybridDevice::enable_fault_counters`].
+    fault_counters: bool,
 }
 
 impl HybridDevice {
@@ -139,8 +148,18 @@ impl HybridDevice {
             log: RouteLog::default(),
             failed: None,
             counts: Counts::default(),
+            fault_counters: false,
             params,
         })
+    }
+
+    /// Lists the counters of children's errors in background work (failed flushes and
+    /// promotions, unflushable blocks, writes sent around them) among the drive's counters. A
+    /// driver turns them on when a faults layer sits over a child (the only way a child
+    /// completes a request with an error); a drive without one lists the counters it always
+    /// had, so its results keep their bytes.
+    pub fn enable_fault_counters(&mut self) {
+        self.fault_counters = true;
     }
 
     pub fn params(&self) -> &HybridParams {
@@ -198,6 +217,8 @@ impl HybridDevice {
     }
 
     fn child_done(&mut self, now: SimTime, done: ChildDone<Tag>) {
+        // Refused, or completed with an error: either way the child did not do it.
+        let failed = done.error.is_some() || !done.completion.status.is_ok();
         if let Some(error) = &done.error {
             if self.failed.is_none() {
                 self.failed = Some(format!(
@@ -228,10 +249,12 @@ impl HybridDevice {
                 // The host read is complete (or waits only for its other children): copying
                 // what it read into the flash happens after, off its critical path.
                 if let Some(fill) = fill {
-                    self.fill_done(fill, done.error.is_some());
+                    self.fill_done(fill, failed);
                 }
             }
-            Tag::Promote { job } => self.promote_done(job, done.error.is_some()),
+            Tag::Promote { job } => self.promote_done(job, failed),
+            // A flush whose flash read failed has nothing to write to the disk.
+            Tag::FlushRead { job } | Tag::FlushWrite { job } if failed => self.flush_failed(job),
             Tag::FlushRead { job } => self.flush_read_done(now, job),
             Tag::FlushWrite { job } => self.flush_write_done(job),
         }

@@ -42,6 +42,9 @@ pub(super) struct Promotions {
     waiting: VecDeque<Promotion>,
     promoted_blocks: u64,
     dropped_blocks: u64,
+    /// Blocks not cached because the disk read fetching them or the flash write copying them
+    /// failed.
+    failed_blocks: u64,
 }
 
 impl Promotions {
@@ -51,6 +54,7 @@ impl Promotions {
             waiting: VecDeque::with_capacity(PROMOTE_WAITING_MAX),
             promoted_blocks: 0,
             dropped_blocks: 0,
+            failed_blocks: 0,
         }
     }
 
@@ -62,6 +66,11 @@ impl Promotions {
     /// Blocks not copied because the waiting queue was full.
     pub(super) fn dropped_blocks(&self) -> u64 {
         self.dropped_blocks
+    }
+
+    /// Blocks not cached because their disk read or their copy into the flash failed.
+    pub(super) fn failed_blocks(&self) -> u64 {
+        self.failed_blocks
     }
 
     /// Queues `p` unless the queue is full; returns whether it was queued.
@@ -99,6 +108,7 @@ impl HybridDevice {
             };
             if failed {
                 self.cache.cancel_fill(block, s);
+                self.promotions.failed_blocks += 1;
                 continue;
             }
             match &mut run {
@@ -160,9 +170,14 @@ impl HybridDevice {
     }
 
     /// A promotion's flash write finished: its blocks are clean cached copies now, except
-    /// those a write dropped meanwhile (orphans, freed here). A failed write cached nothing.
+    /// those a write dropped meanwhile (orphans, freed here). A failed write cached nothing:
+    /// the slots may hold anything, so reads keep going to the disk, as a cache does not
+    /// admit a block whose copy failed.
     pub(super) fn promote_done(&mut self, job: usize, failed: bool) {
         let p = self.promotions.places.take(job);
+        if failed {
+            self.promotions.failed_blocks += p.run.count as u64;
+        }
         for i in 0..p.run.count {
             let s = p.run.first_slot + i;
             let block = p.run.first_block + i as u64;

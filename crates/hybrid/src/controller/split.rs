@@ -154,7 +154,19 @@ impl HybridDevice {
             self.flush.space_found();
             return Some(Plan::Cache { oversize: false });
         }
-        let idle_dirty = self.cache.dirty_blocks() - self.cache.flushing_blocks();
+        let idle_dirty = self.cache.flushable_dirty_blocks() - self.cache.flushing_blocks();
+        if self.cache.unflushable_blocks() > 0
+            && idle_dirty == 0
+            && self.cache.flushing_blocks() == 0
+        {
+            // Blocks that cannot reach the disk hold the space this write needs, and no flush
+            // will free it: the write goes around the cache instead (its blocks already cached
+            // still take it), as a cache full of dirty data it cannot write back sends writes
+            // to the disk. Clean blocks in use by reads might come free later, but waiting
+            // for them could be waiting for nothing; this happens only once flushes failed.
+            self.counts.bypassed_writes += 1;
+            return Some(Plan::Cache { oversize: true });
+        }
         self.flush.space_needed(needed - free, idle_dirty);
         None
     }
@@ -365,7 +377,7 @@ impl HybridDevice {
             Op::Write => {
                 self.counts.write_blocks_flash += 1;
                 if self.cache.write(s, block, start, end) {
-                    self.flush.dirtied(self.cache.dirty_blocks());
+                    self.flush.dirtied(self.cache.flushable_dirty_blocks());
                 }
             }
             Op::Trim | Op::Flush => {}
