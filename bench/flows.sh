@@ -7,6 +7,9 @@
 #
 #   bench/flows.sh BEFORE_BINARY AFTER_BINARY [ROUNDS]
 #
+# With FLOWS_BEFORE=1 the two-flow runs go on BEFORE too (a build that has flows), to compare
+# two builds of the multi-flow engine.
+#
 # The traces are generated as bench/reference_set.sh generates them, into $REFSET_CACHE
 # (default /tmp/storsim-refset); needs ../shared beside the repository.
 set -euo pipefail
@@ -36,6 +39,10 @@ for _ in $(seq "$rounds"); do
       --workload "$cache/${t}_1m.trace" --parse-thread off
   done
   for parse in on off; do
+    if [ "${FLOWS_BEFORE:-0}" = 1 ]; then
+      timed "two-flows parse-$parse before" "$before" simulate --device bench2g \
+        --flow "$cache/w100_1m.trace" --flow "$cache/r90_1m.trace" --parse-thread "$parse"
+    fi
     timed "two-flows parse-$parse after" "$after" simulate --device bench2g \
       --flow "$cache/w100_1m.trace" --flow "$cache/r90_1m.trace" --parse-thread "$parse"
   done

@@ -482,18 +482,36 @@ impl<'a, D: Device + ?Sized> Simulation<'a, D> {
             None => &mut no_progress,
         };
         let mut flows = self.flows;
-        let mut lookaheads: Vec<Lookahead> = flows.iter().map(|_| Lookahead::new()).collect();
-        let result = Run::new(
-            self.device,
-            &mut flows,
-            &self.options,
-            sink,
-            progress,
-            self.cancel.as_ref(),
-            &mut lookaheads,
-        )
-        .and_then(Run::run);
-        for (flow, lookahead) in flows.iter_mut().zip(&mut lookaheads) {
+        // The first flow's lookahead stays on the stack, where the compiler can see that no one
+        // else reaches it (see `run::Sources`).
+        let mut first_lookahead = Lookahead::new();
+        let mut other_lookaheads: Vec<Lookahead> =
+            flows.iter().skip(1).map(|_| Lookahead::new()).collect();
+        let result = if run::is_simple(flows.len(), &self.options) {
+            Run::<D, true>::new(
+                self.device,
+                &mut flows,
+                &self.options,
+                sink,
+                progress,
+                self.cancel.as_ref(),
+                std::iter::once(&mut first_lookahead).chain(&mut other_lookaheads),
+            )
+            .and_then(Run::run)
+        } else {
+            Run::<D, false>::new(
+                self.device,
+                &mut flows,
+                &self.options,
+                sink,
+                progress,
+                self.cancel.as_ref(),
+                std::iter::once(&mut first_lookahead).chain(&mut other_lookaheads),
+            )
+            .and_then(Run::run)
+        };
+        let lookaheads = std::iter::once(&mut first_lookahead).chain(&mut other_lookaheads);
+        for (flow, lookahead) in flows.iter_mut().zip(lookaheads) {
             lookahead.finish(flow.workload);
         }
         result

@@ -1225,6 +1225,66 @@ fn failed_requests_reach_the_sink_with_their_status_without_retries() {
 }
 
 #[test]
+fn a_run_of_one_flow_is_the_same_whether_or_not_it_may_retry() {
+    // A run of one flow without retries takes the engine's loop for that case, a run that may
+    // retry the general one: on a device that never fails, they must agree on every
+    // completion and every fact of the run, in each replay and under each limit.
+    let mut prng = storsim_core::Prng::new(3);
+    let mut t = 0;
+    let records: Vec<Record> = (0..2_000)
+        .map(|i| {
+            t += prng.below(3_000);
+            Record {
+                think_ns: prng.below(500),
+                ..record(t, prng.below(1 << 18) * 4096, i + 1)
+            }
+        })
+        .collect();
+    for replay in [
+        Replay::Open { time_scale: 1.0 },
+        Replay::Open { time_scale: 0.25 },
+        Replay::Closed { depth: 3 },
+        Replay::AsFastAsPossible,
+    ] {
+        for (max_requests, duration_ns) in [(None, None), (Some(700), None), (None, Some(900_000))]
+        {
+            let outcome = |retry| {
+                // Two servers of 5 µs for a request every 1.5 µs: requests wait at the host.
+                let mut device = flat_device(5_000, 2, 6);
+                let options = EngineOptions {
+                    replay,
+                    max_requests,
+                    duration_ns,
+                    retry,
+                    ..Default::default()
+                };
+                let mut w = workload(records.clone(), Pacing::Open);
+                let mut out = Vec::new();
+                let info = run(
+                    &mut device,
+                    &mut w,
+                    &options,
+                    &mut |c: &Completion| out.push(*c),
+                    &mut |_, _| {},
+                )
+                .unwrap();
+                (out, info)
+            };
+            let simple = outcome(Retry::default());
+            let general = outcome(Retry {
+                attempts: 2,
+                delay_ns: 1_000,
+            });
+            assert!(simple.0.len() > 100, "{replay:?}: {}", simple.0.len());
+            assert_eq!(
+                simple, general,
+                "{replay:?}, {max_requests:?}, {duration_ns:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn a_retried_request_succeeds_after_its_failures_and_its_latency_counts_them() {
     // Request 1 (arriving at 10 µs) fails twice: 1 µs each, then 2 µs delays.
     let retry = Retry {

@@ -158,7 +158,25 @@ struct Window {
     channels: Vec<ValueWindow>,
 }
 
+/// The two queues whose depth each window integrates over time.
+#[derive(Clone, Copy)]
+enum Queue {
+    /// Requests that arrived and were not yet given to the device.
+    Host = 0,
+    /// Requests that arrived and were not yet completed.
+    System = 1,
+}
+
 impl Window {
+    /// The request-nanoseconds `queue` spent inside this window.
+    #[inline]
+    fn queue_ns(&mut self, queue: Queue) -> &mut u128 {
+        match queue {
+            Queue::Host => &mut self.host_queue_ns,
+            Queue::System => &mut self.system_queue_ns,
+        }
+    }
+
     /// This window and the one after it as one window.
     fn merge(&mut self, later: &Window) {
         for (a, b) in self.ops.iter_mut().zip(&later.ops) {
@@ -273,6 +291,15 @@ pub struct SeriesRecorder {
     /// summary ([`crate::CollectorOptions::latency_includes_failed`]); they never count in
     /// the bytes.
     latency_includes_failed: bool,
+    /// For each [`Queue`], the windows requests spent whole in it that are not yet added to
+    /// the windows, as a difference array (one entry per window): entry `i` is how many more
+    /// requests spanned window `i` whole than window `i - 1`. An overloaded run's requests
+    /// wait across many windows, and adding a width to each of them one by one cost as much
+    /// as the rest of the run; this way a request costs two additions whatever its wait.
+    /// [`SeriesRecorder::settle_queues`] adds them in before the windows merge or are read.
+    spanned: [Vec<i64>; 2],
+    /// Whether `spanned` holds anything not yet added in.
+    spanned_pending: bool,
 }
 
 /// Names a channel of values added with [`SeriesRecorder::add_channel`].
@@ -300,6 +327,8 @@ impl SeriesRecorder {
             scratch: Vec::new(),
             channel_names: Vec::new(),
             latency_includes_failed: false,
+            spanned: [Vec::new(), Vec::new()],
+            spanned_pending: false,
         }
     }
 
@@ -372,6 +401,9 @@ impl SeriesRecorder {
                 i = self.index_of(t);
             }
             self.windows.resize_with(i + 1, Window::default);
+            for spanned in &mut self.spanned {
+                spanned.resize(i + 1, 0);
+            }
             self.bounds_changed();
         }
         i
@@ -394,6 +426,8 @@ impl SeriesRecorder {
     #[cold]
     fn merge_pairs(&mut self) {
         self.fold_pending();
+        // The windows spanned whole are a width's worth each, at the width before it doubles.
+        self.settle_queues();
         let old = std::mem::take(&mut self.windows);
         let mut merged = Vec::with_capacity(old.len().div_ceil(2));
         let mut pairs = old.into_iter();
@@ -406,6 +440,9 @@ impl SeriesRecorder {
             merged.push(first);
         }
         self.windows = merged;
+        for spanned in &mut self.spanned {
+            spanned.truncate(self.windows.len());
+        }
         self.width_ns = self.width_ns.saturating_mul(2);
         self.unsampled = self
             .windows
@@ -429,7 +466,7 @@ impl SeriesRecorder {
         let (from, to) = (arrival.as_ns(), now.as_ns());
         if to > from {
             self.reach(to);
-            self.add_interval(from, to, |w, ns| w.host_queue_ns += ns);
+            self.add_interval(Queue::Host, from, to);
         }
     }
 
@@ -458,27 +495,70 @@ impl SeriesRecorder {
         }
         let arrival = c.request.arrival.as_ns();
         if finish > arrival {
-            self.add_interval(arrival, finish, |w, ns| w.system_queue_ns += ns);
+            self.add_interval(Queue::System, arrival, finish);
         }
     }
 
-    /// Adds the length of `[from, to)` that falls in each window to it; every window the
-    /// interval touches exists.
+    /// Adds the length of `[from, to)` (`from < to`) that falls in each window to its time in
+    /// `queue`; every window the interval touches exists.
     #[inline]
-    fn add_interval(&mut self, from: u64, to: u64, mut add: impl FnMut(&mut Window, u128)) {
+    fn add_interval(&mut self, queue: Queue, from: u64, to: u64) {
         if from >= self.last_from_ns && to <= self.last_to_ns {
             let last = self.windows.len() - 1;
-            add(&mut self.windows[last], u128::from(to - from));
+            *self.windows[last].queue_ns(queue) += u128::from(to - from);
             return;
         }
+        self.add_spanning_interval(queue, from, to);
+    }
+
+    /// [`SeriesRecorder::add_interval`] for an interval that is not inside the last window:
+    /// its first and last windows get their parts now, the windows in between a whole width
+    /// each through `spanned`.
+    fn add_spanning_interval(&mut self, queue: Queue, from: u64, to: u64) {
         let w = self.width_ns;
-        let (first, last) = ((from / w) as usize, ((to - 1) / w) as usize);
-        for i in first..=last.min(self.windows.len() - 1) {
+        let first = (from / w) as usize;
+        let last = (((to - 1) / w) as usize).min(self.windows.len() - 1);
+        if first > last {
+            return;
+        }
+        let part = |i: usize| {
             let start = (i as u64).saturating_mul(w);
             let end = start.saturating_add(w);
-            let ns = to.min(end) - from.max(start);
-            add(&mut self.windows[i], u128::from(ns));
+            u128::from(to.min(end) - from.max(start))
+        };
+        *self.windows[first].queue_ns(queue) += part(first);
+        if last > first {
+            *self.windows[last].queue_ns(queue) += part(last);
         }
+        // The windows in between lie inside the interval, which ends at `to` without
+        // overflowing, so each holds exactly a width of it.
+        if last > first + 1 {
+            let spanned = &mut self.spanned[queue as usize];
+            spanned[first + 1] += 1;
+            spanned[last] -= 1;
+            self.spanned_pending = true;
+        }
+    }
+
+    /// Adds the windows spanned whole ([`SeriesRecorder::spanned`]) to the windows' queue
+    /// times, a width each, and clears them.
+    fn settle_queues(&mut self) {
+        if !self.spanned_pending {
+            return;
+        }
+        let w = u128::from(self.width_ns);
+        for (queue, spanned) in [Queue::Host, Queue::System]
+            .into_iter()
+            .zip(&mut self.spanned)
+        {
+            let mut spanning: i64 = 0;
+            for (window, change) in self.windows.iter_mut().zip(spanned.iter_mut()) {
+                spanning += std::mem::take(change);
+                // A running sum of +1s, each followed by its -1 further on: never negative.
+                *window.queue_ns(queue) += spanning as u128 * w;
+            }
+        }
+        self.spanned_pending = false;
     }
 
     /// Whether the device's counters are wanted before anything happens at `now`: time has
@@ -590,6 +670,7 @@ impl SeriesRecorder {
             self.reach(end_ns);
         }
         self.fold_pending();
+        self.settle_queues();
         let values = self.align(counters);
         let n = self.windows.len();
         for w in &mut self.windows[self.unsampled.min(n)..] {
@@ -999,6 +1080,57 @@ mod tests {
                 max_request_bytes: 64 * 1024,
             },
         )
+    }
+
+    #[test]
+    fn long_waits_count_in_every_window_they_span_as_one_by_one() {
+        // Requests that wait at the host and in the device across many windows, through
+        // merges of the windows: each window's queue times are exactly those of the intervals
+        // cut at the final width, as adding them window by window gives.
+        let mut prng = Prng::new(11);
+        let mut events = Vec::new();
+        let mut intervals = Vec::new();
+        let mut arrival = 0u64;
+        for _ in 0..2_000 {
+            arrival += prng.below(50_000);
+            let submitted = arrival + prng.below(3) * prng.below(2_000_000);
+            let finish = submitted + prng.below(4) * prng.below(1_000_000);
+            // Submissions first on a tie: the recorder is told of instants in order.
+            events.push((submitted, 0, arrival));
+            events.push((finish, 1, arrival));
+            intervals.push((arrival, submitted, finish));
+        }
+        events.sort_unstable();
+        let end = events.last().expect("events").0;
+        for width in [
+            WindowWidth::Auto,
+            WindowWidth::Fixed { width_ns: 1_000 },
+            WindowWidth::Fixed { width_ns: 333_333 },
+        ] {
+            let mut recorder = SeriesRecorder::new(width);
+            for &(at, kind, arrival) in &events {
+                if kind == 0 {
+                    recorder.submitted(SimTime(arrival), SimTime(at));
+                } else {
+                    recorder.completed(&completion(Op::Read, arrival, at, 4096));
+                }
+            }
+            recorder.reach(end);
+            recorder.settle_queues();
+            let w = recorder.width_ns;
+            let n = recorder.windows.len();
+            assert!(n > 100, "{width:?}: the waits span many windows ({n})");
+            let cut = |from: u64, to: u64, i: usize| {
+                let (start, end) = (i as u64 * w, (i as u64 + 1) * w);
+                u128::from(to.min(end).saturating_sub(from.max(start)))
+            };
+            for (i, window) in recorder.windows.iter().enumerate() {
+                let host: u128 = intervals.iter().map(|&(a, s, _)| cut(a, s, i)).sum();
+                let system: u128 = intervals.iter().map(|&(a, _, f)| cut(a, f, i)).sum();
+                assert_eq!(window.host_queue_ns, host, "{width:?}: window {i}");
+                assert_eq!(window.system_queue_ns, system, "{width:?}: window {i}");
+            }
+        }
     }
 
     #[test]
