@@ -63,7 +63,6 @@ mod lookahead;
 mod run;
 
 use lookahead::Lookahead;
-use run::Run;
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -487,29 +486,21 @@ impl<'a, D: Device + ?Sized> Simulation<'a, D> {
         let mut first_lookahead = Lookahead::new();
         let mut other_lookaheads: Vec<Lookahead> =
             flows.iter().skip(1).map(|_| Lookahead::new()).collect();
-        let result = if run::is_simple(flows.len(), &self.options) {
-            Run::<D, true>::new(
-                self.device,
-                &mut flows,
-                &self.options,
-                sink,
-                progress,
-                self.cancel.as_ref(),
-                std::iter::once(&mut first_lookahead).chain(&mut other_lookaheads),
-            )
-            .and_then(Run::run)
+        // One loop in the source, compiled twice; the run picks its copy once.
+        let run_loop = if run::is_simple(flows.len(), &self.options) {
+            run::set_up_and_run::<D, true>
         } else {
-            Run::<D, false>::new(
-                self.device,
-                &mut flows,
-                &self.options,
-                sink,
-                progress,
-                self.cancel.as_ref(),
-                std::iter::once(&mut first_lookahead).chain(&mut other_lookaheads),
-            )
-            .and_then(Run::run)
+            run::set_up_and_run::<D, false>
         };
+        let result = run_loop(
+            self.device,
+            &mut flows,
+            &self.options,
+            sink,
+            progress,
+            self.cancel.as_ref(),
+            &mut std::iter::once(&mut first_lookahead).chain(&mut other_lookaheads),
+        );
         let lookaheads = std::iter::once(&mut first_lookahead).chain(&mut other_lookaheads);
         for (flow, lookahead) in flows.iter_mut().zip(lookaheads) {
             lookahead.finish(flow.workload);

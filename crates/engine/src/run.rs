@@ -154,6 +154,21 @@ pub(crate) fn is_simple(flows: usize, options: &EngineOptions) -> bool {
     flows == 1 && options.retry.attempts == 0
 }
 
+/// Sets up a run and runs it in the loop compiled for `SIMPLE`: a plain function, so that the
+/// engine picks one of the two loops once, as a function pointer.
+pub(crate) fn set_up_and_run<'r, D: Device + ?Sized, const SIMPLE: bool>(
+    device: &'r mut D,
+    flows: &'r mut [Flow<'_>],
+    options: &'r EngineOptions,
+    sink: &'r mut dyn CompletionSink,
+    progress: &'r mut dyn FnMut(u64, SimTime),
+    cancel: Option<&'r CancelToken>,
+    lookaheads: &mut dyn Iterator<Item = &'r mut Lookahead>,
+) -> Result<RunInfo, EngineError> {
+    Run::<D, SIMPLE>::new(device, flows, options, sink, progress, cancel, lookaheads)
+        .and_then(Run::run)
+}
+
 impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
     /// Checks the options against the device and sets up an empty run.
     pub(crate) fn new(

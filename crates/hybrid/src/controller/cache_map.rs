@@ -513,18 +513,23 @@ impl CacheMap {
         })
     }
 
+    /// The `i`-th block of `run`'s flush is no longer being flushed; its slot.
+    fn end_flushing(&mut self, run: BlockRun, i: u32) -> &mut Slot {
+        self.flushing -= 1;
+        let slot = &mut self.slots[(run.first_slot + i) as usize];
+        assert!(
+            slot.flushing && slot.block == run.first_block + u64::from(i),
+            "a flushing block left its slot"
+        );
+        slot.flushing = false;
+        slot
+    }
+
     /// A flush of `run` reached the disk: its blocks are clean unless a write came after the
     /// flush read them.
     pub(super) fn flushed(&mut self, run: BlockRun) {
         for i in 0..run.count {
-            let s = (run.first_slot + i) as usize;
-            let slot = &mut self.slots[s];
-            assert!(
-                slot.flushing && slot.block == run.first_block + i as u64,
-                "a flushing block left its slot"
-            );
-            slot.flushing = false;
-            self.flushing -= 1;
+            let slot = self.end_flushing(run, i);
             if slot.generation == slot.flush_generation {
                 slot.state = SlotState::Clean;
                 self.dirty -= 1;
@@ -543,14 +548,7 @@ impl CacheMap {
     pub(super) fn flush_failed(&mut self, run: BlockRun) -> u64 {
         let mut unflushable = 0;
         for i in 0..run.count {
-            let s = (run.first_slot + i) as usize;
-            let slot = &mut self.slots[s];
-            assert!(
-                slot.flushing && slot.block == run.first_block + i as u64,
-                "a flushing block left its slot"
-            );
-            slot.flushing = false;
-            self.flushing -= 1;
+            let slot = self.end_flushing(run, i);
             if slot.generation == slot.flush_generation {
                 slot.destage_failures += 1;
                 if slot.destage_failures == DESTAGE_ATTEMPTS_MAX {
