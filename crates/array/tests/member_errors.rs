@@ -6,6 +6,7 @@
 mod support;
 
 use storsim_array::{ArrayDevice, ArrayParams, RaidLevel, ReadPolicy};
+use storsim_core::conformance::counter;
 use storsim_core::{Device, Op, Request, Status};
 use storsim_faults::{FaultKind, FaultPlan, FaultRule, FaultsDevice};
 use support::*;
@@ -43,15 +44,6 @@ fn mirror(children: Vec<Box<dyn Device>>) -> ArrayDevice {
     array
 }
 
-fn counter(array: &ArrayDevice, name: &str) -> f64 {
-    array
-        .counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
-}
-
 /// `writes` 16 KiB writes 100 µs apart, then as many reads of the same places from 1 s on, one
 /// at a time (1 ms apart), so that each read finds both members idle.
 fn writes_then_reads(writes: u64) -> Vec<Request> {
@@ -69,15 +61,6 @@ fn writes_then_reads(writes: u64) -> Vec<Request> {
         ));
     }
     requests
-}
-
-fn submitted(log: &SharedLog, op: Op) -> usize {
-    log.lock()
-        .unwrap()
-        .submitted
-        .iter()
-        .filter(|(_, r)| r.op == op)
-        .count()
 }
 
 #[test]
@@ -100,7 +83,10 @@ fn a_member_failing_every_write_is_dropped_and_the_mirror_goes_on_degraded() {
     // rest were dropped for it. Every write lacks its copy.
     let errors = counter(&array, "member_errors");
     assert!(errors >= 1.0);
-    assert_eq!(errors, submitted(&bad_log, Op::Write) as f64);
+    assert_eq!(
+        errors,
+        bad_log.lock().unwrap().submitted_count(Op::Write) as f64
+    );
     assert_eq!(
         counter(&array, "degraded_pieces"),
         20.0 - errors,
@@ -109,8 +95,8 @@ fn a_member_failing_every_write_is_dropped_and_the_mirror_goes_on_degraded() {
     assert_eq!(counter(&array, "degraded_writes"), 20.0);
     // Every read is served by the surviving member, although the least-outstanding policy
     // sends reads that find both idle to child 0 (see the healthy mirror below).
-    assert_eq!(submitted(&bad_log, Op::Read), 0);
-    assert_eq!(submitted(&good_log, Op::Read), 20);
+    assert_eq!(bad_log.lock().unwrap().submitted_count(Op::Read), 0);
+    assert_eq!(good_log.lock().unwrap().submitted_count(Op::Read), 20);
     assert_eq!(counter(&array, "child0_read_bytes"), 0.0);
     assert_eq!(counter(&array, "child1_read_bytes"), 20.0 * 16384.0);
     assert_eq!(counter(&array, "redirected_reads"), 0.0);
@@ -149,7 +135,7 @@ fn when_no_copy_takes_a_write_the_host_write_fails_and_the_last_member_stays() {
     assert_eq!(counter(&array, "member_failures"), 1.0);
     assert_eq!(counter(&array, "failed_children"), 1.0);
     assert_eq!(counter(&array, "degraded_writes"), 0.0);
-    assert_eq!(submitted(&b_log, Op::Read), 10);
+    assert_eq!(b_log.lock().unwrap().submitted_count(Op::Read), 10);
 }
 
 #[test]
@@ -189,7 +175,7 @@ fn a_read_that_finds_a_member_failed_drops_it_but_a_media_error_does_not() {
             .collect();
         let run = drive(&mut array, &requests);
         assert!(run.completions.iter().all(|c| c.status.is_ok()), "{kind:?}");
-        let reads_on_bad = submitted(&bad_log, Op::Read);
+        let reads_on_bad = bad_log.lock().unwrap().submitted_count(Op::Read);
         if dropped {
             // The first read found it failed and went to the other copy; no read after it
             // goes to the failed member.

@@ -4,6 +4,7 @@
 mod support;
 
 use storsim_array::{ArrayDevice, ArrayParams, RaidLevel, ReadPolicy};
+use storsim_core::conformance::counter;
 use storsim_core::{Device, DeviceError, Op, Request, SimTime};
 use support::*;
 
@@ -25,15 +26,6 @@ fn recorded_children(capacities: &[u64]) -> (Vec<Box<dyn Device>>, Vec<SharedLog
         .iter()
         .map(|&c| recorded(linear(c, 20.0, 2.0, 16)))
         .unzip()
-}
-
-fn counter(array: &ArrayDevice, name: &str) -> f64 {
-    array
-        .counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 #[test]

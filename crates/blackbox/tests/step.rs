@@ -6,6 +6,7 @@
 use storsim_blackbox::step::{wisconsin_usb, StepDevice, StepDirection, StepParams};
 use storsim_blackbox::SequentialDetect;
 use storsim_core::conformance;
+use storsim_core::conformance::counter;
 use storsim_core::{Device, DeviceError, Op, Request, SimDuration, SimTime};
 
 const KIB: u64 = 1024;
@@ -62,15 +63,6 @@ fn run(op: Op, start: u64, sequential: usize) -> Vec<(Op, u64, u64)> {
     (0..=sequential as u64)
         .map(|i| (op, start + i * 4 * KIB, 4 * KIB))
         .collect()
-}
-
-fn counter(device: &StepDevice, name: &str) -> f64 {
-    device
-        .counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 #[test]

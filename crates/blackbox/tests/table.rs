@@ -8,6 +8,7 @@ use storsim_blackbox::AccessPattern::{
     self, RandomRead, RandomWrite, SequentialRead, SequentialWrite,
 };
 use storsim_core::conformance;
+use storsim_core::conformance::counter;
 use storsim_core::{Completion, Device, DeviceError, Op, Prng, Request, SimDuration, SimTime};
 
 const KIB: u64 = 1024;
@@ -156,15 +157,6 @@ fn request(id: u64, op: Op, offset_bytes: u64, len_bytes: u64, arrival: SimTime)
 /// completion.
 fn run_qd1(device: &mut TableDevice, requests: &[(Op, u64, u64)]) -> Vec<Completion> {
     conformance::drive_one_at_a_time(device, requests).unwrap_or_else(|v| panic!("{v}"))
-}
-
-fn counter(device: &TableDevice, name: &str) -> f64 {
-    device
-        .counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! with the file, the line and the key.
 
 use storsim_config::{parse_device_toml, parse_fault_rule, ConfigError};
+use storsim_core::conformance::counter;
 use storsim_core::Op;
 use storsim_faults::{Delay, FaultKind};
 
@@ -141,7 +142,6 @@ fn the_control_sockets_words_make_the_same_rules() {
 
 #[test]
 fn a_childs_faults_fail_the_array_requests_that_reach_it_and_no_others() {
-    use storsim_core::conformance::{drive, mixed_requests, Mix};
     use storsim_core::Status;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -161,16 +161,7 @@ fn a_childs_faults_fail_the_array_requests_that_reach_it_and_no_others() {
         .unwrap()
         .spec;
     let mut device = spec.build().unwrap();
-    let requests = mixed_requests(
-        3,
-        &Mix {
-            count: 2_000,
-            capacity_bytes: device.capacity_bytes(),
-            queue_depth: device.queue_depth(),
-            max_request_bytes: 32 * 1024,
-        },
-    );
-    let done = drive(device.as_mut(), &requests).unwrap().completions;
+    let done = drive_mixed(device.as_mut(), 3, 2_000);
     // Stripe units alternate between the children: a read fails exactly when it touches one
     // of child 0's units.
     let on_child0 = |c: &storsim_core::Completion| {
@@ -196,9 +187,41 @@ fn a_childs_faults_fail_the_array_requests_that_reach_it_and_no_others() {
         .all(|c| c.status.is_ok()));
 }
 
+/// A RAID-1 device file over `children` (a TOML array of device files and presets) in `dir`.
+fn mirror(dir: &std::path::Path, children: &str) -> storsim_config::DeviceSpec {
+    let path = dir.join("mirror.toml");
+    std::fs::write(
+        &path,
+        format!("model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = {children}\n"),
+    )
+    .unwrap();
+    storsim_config::load_device(path.to_str().unwrap())
+        .unwrap()
+        .spec
+}
+
+/// The conformance kit's mixed workload of `count` requests from `seed`, driven through
+/// `device`.
+fn drive_mixed(
+    device: &mut dyn storsim_core::Device,
+    seed: u64,
+    count: usize,
+) -> Vec<storsim_core::Completion> {
+    use storsim_core::conformance::{drive, mixed_requests, Mix};
+    let requests = mixed_requests(
+        seed,
+        &Mix {
+            count,
+            capacity_bytes: device.capacity_bytes(),
+            queue_depth: device.queue_depth(),
+            max_request_bytes: 32 * 1024,
+        },
+    );
+    drive(device, &requests).unwrap().completions
+}
+
 #[test]
 fn a_mirror_reads_the_other_copy_when_one_has_a_media_error() {
-    use storsim_core::conformance::{drive, mixed_requests, Mix};
     use storsim_core::Status;
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
@@ -208,33 +231,9 @@ fn a_mirror_reads_the_other_copy_when_one_has_a_media_error() {
     )
     .unwrap();
     let run = |children: &str| {
-        let array = dir.join("mirror.toml");
-        std::fs::write(
-            &array,
-            format!("model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = {children}\n"),
-        )
-        .unwrap();
-        let spec = storsim_config::load_device(array.to_str().unwrap())
-            .unwrap()
-            .spec;
-        let mut device = spec.build().unwrap();
-        let requests = mixed_requests(
-            4,
-            &Mix {
-                count: 1_000,
-                capacity_bytes: device.capacity_bytes(),
-                queue_depth: device.queue_depth(),
-                max_request_bytes: 32 * 1024,
-            },
-        );
-        let done = drive(device.as_mut(), &requests).unwrap().completions;
-        let redirected = device
-            .counters()
-            .iter()
-            .find(|c| c.name == "redirected_reads")
-            .unwrap()
-            .value;
-        (done, redirected)
+        let mut device = mirror(dir, children).build().unwrap();
+        let done = drive_mixed(device.as_mut(), 4, 1_000);
+        (done, counter(device.as_ref(), "redirected_reads"))
     };
     // One bad copy: every read succeeds from the other, those sent to the bad one redirected.
     let (done, redirected) = run("[\"bad.toml\", \"stec-zeus\"]");
@@ -249,7 +248,6 @@ fn a_mirror_reads_the_other_copy_when_one_has_a_media_error() {
 
 #[test]
 fn a_mirror_drops_a_member_that_fails_writes_and_lists_the_error_counters() {
-    use storsim_core::conformance::{drive, mixed_requests, Mix};
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(
@@ -264,33 +262,12 @@ fn a_mirror_drops_a_member_that_fails_writes_and_lists_the_error_counters() {
          children = [\"bad.toml\", \"stec-zeus\"]\n",
     )
     .unwrap();
-    let load = |children: &str| {
-        let path = dir.join("mirror.toml");
-        std::fs::write(
-            &path,
-            format!("model = \"array\"\n[array]\nlevel = \"raid1\"\nchildren = {children}\n"),
-        )
-        .unwrap();
-        storsim_config::load_device(path.to_str().unwrap())
-            .unwrap()
-            .spec
-    };
-    let spec = load("[\"stripe.toml\", \"stec-zeus\"]");
+    let spec = mirror(dir, "[\"stripe.toml\", \"stec-zeus\"]");
     assert!(spec.has_faults() && spec.faults().is_none());
     let mut device = spec.build().unwrap();
-    let requests = mixed_requests(
-        5,
-        &Mix {
-            count: 1_000,
-            capacity_bytes: device.capacity_bytes(),
-            queue_depth: device.queue_depth(),
-            max_request_bytes: 32 * 1024,
-        },
-    );
-    let done = drive(device.as_mut(), &requests).unwrap().completions;
+    let done = drive_mixed(device.as_mut(), 5, 1_000);
     assert!(done.iter().all(|c| c.status.is_ok()));
-    let counters = device.counters();
-    let value = |name: &str| counters.iter().find(|c| c.name == name).unwrap().value;
+    let value = |name: &str| counter(device.as_ref(), name);
     assert_eq!(value("member_failures"), 1.0);
     assert!(value("degraded_writes") > 0.0);
     // The stripe itself has no second copy: its own counters show the error it passed up.
@@ -298,7 +275,7 @@ fn a_mirror_drops_a_member_that_fails_writes_and_lists_the_error_counters() {
     assert_eq!(value("child0_array_member_failures"), 0.0);
 
     // Without a faults layer anywhere, the counters are those of before faults existed.
-    let spec = load("[\"stec-zeus\", \"stec-zeus\"]");
+    let spec = mirror(dir, "[\"stec-zeus\", \"stec-zeus\"]");
     assert!(!spec.has_faults());
     let device = spec.build().unwrap();
     assert!(!device

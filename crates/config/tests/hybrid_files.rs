@@ -3,6 +3,7 @@
 
 use storsim_config::{load_device, presets, ConfigError, DeviceSpec, HybridConfiguration};
 use storsim_core::conformance;
+use storsim_core::conformance::counter;
 use storsim_core::{Completion, Device, Op};
 use storsim_hybrid::{Admission, FlushPolicy, HostPlacement, HybridParams, Replacement};
 
@@ -322,15 +323,6 @@ fn write_cache_keys_are_refused_with_read_admission() {
 /// returns the completions.
 fn run_one_by_one(device: &mut dyn Device, requests: &[(Op, u64, u64)]) -> Vec<Completion> {
     conformance::drive_one_at_a_time(device, requests).unwrap_or_else(|v| panic!("{v}"))
-}
-
-fn counter(device: &dyn Device, name: &str) -> f64 {
-    device
-        .counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 #[test]

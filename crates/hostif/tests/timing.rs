@@ -4,6 +4,7 @@
 mod support;
 
 use storsim_core::conformance;
+use storsim_core::conformance::counter;
 use storsim_core::{Completion, Device, Op, Request, SimDuration};
 use storsim_hostif::{
     Arbitration, Encoding, FlowBinding, HostInterfaceDevice, HostInterfaceParams, LinkParams,
@@ -30,15 +31,6 @@ fn drive(device: &mut HostInterfaceDevice, requests: &[Request]) -> Vec<Completi
     conformance::drive(device, requests)
         .unwrap_or_else(|v| panic!("{v}"))
         .completions
-}
-
-fn counter(device: &HostInterfaceDevice, name: &str) -> f64 {
-    device
-        .counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
 }
 
 #[test]

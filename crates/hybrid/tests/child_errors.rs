@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use storsim_core::conformance::counter;
 use storsim_core::conformance::SharedLog;
 use storsim_core::{Completion, Device, Op, Request, SimDuration, Status};
 use storsim_faults::{FaultKind, FaultPlan, FaultRule, FaultsDevice};
@@ -42,15 +43,6 @@ fn hybrid(params: HybridParams, flash: Box<dyn Device>, disk: Box<dyn Device>) -
     let mut dev = HybridDevice::new(params, flash, disk).unwrap();
     dev.enable_fault_counters();
     dev
-}
-
-fn submitted(log: &SharedLog, op: Op) -> usize {
-    log.lock()
-        .unwrap()
-        .submitted
-        .iter()
-        .filter(|(_, r)| r.op == op)
-        .count()
 }
 
 /// Four small writes of blocks 0..4, 100 µs apart.
@@ -90,7 +82,10 @@ fn a_flush_whose_disk_write_fails_keeps_its_blocks_dirty_and_is_retried() {
     // Each failed attempt carried the four blocks, and the next one took them again, until
     // one reached the disk: the blocks are clean now, flushed once.
     assert_eq!(counter(&dev, "flush_failed_blocks"), 4.0 * failed_jobs);
-    assert_eq!(submitted(&disk_log, Op::Write) as f64, failed_jobs + 1.0);
+    assert_eq!(
+        disk_log.lock().unwrap().submitted_count(Op::Write) as f64,
+        failed_jobs + 1.0
+    );
     assert_eq!(counter(&dev, "flush_idle_bytes"), 4.0 * BLOCK as f64);
     assert_eq!(dev.dirty_blocks(), 0);
     assert_eq!(counter(&dev, "flush_given_up_blocks"), 0.0);
@@ -106,7 +101,7 @@ fn blocks_the_disk_never_takes_stay_dirty_on_the_flash_after_three_attempts() {
     assert!(all_ok(&done));
     // Three attempts, then the controller stops: the flash keeps the only copy, dirty.
     assert_eq!(counter(&dev, "flush_failed_jobs"), 3.0);
-    assert_eq!(submitted(&disk_log, Op::Write), 3);
+    assert_eq!(disk_log.lock().unwrap().submitted_count(Op::Write), 3);
     assert_eq!(counter(&dev, "flush_given_up_blocks"), 4.0);
     assert_eq!(counter(&dev, "unflushable_blocks"), 4.0);
     assert_eq!(
@@ -143,7 +138,7 @@ fn a_flush_whose_flash_read_fails_writes_nothing_to_the_disk() {
     let done = drive(&mut dev, &four_small_writes());
     assert!(all_ok(&done));
     // The bytes could not be read, so nothing went to the disk; the blocks stay dirty.
-    assert_eq!(submitted(&disk_log, Op::Write), 0);
+    assert_eq!(disk_log.lock().unwrap().submitted_count(Op::Write), 0);
     assert_eq!(counter(&dev, "flush_failed_jobs"), 3.0);
     assert_eq!(counter(&dev, "unflushable_blocks"), 4.0);
     assert_eq!(dev.dirty_blocks(), 4);
@@ -214,7 +209,7 @@ fn a_promotion_whose_flash_write_fails_caches_nothing() {
     // The second read misses again: nothing was cached.
     assert_eq!(counter(&dev, "host_reads_disk"), 2.0);
     assert_eq!(counter(&dev, "read_blocks_hit"), 0.0);
-    assert_eq!(submitted(&disk_log, Op::Read), 2);
+    assert_eq!(disk_log.lock().unwrap().submitted_count(Op::Read), 2);
     assert!((10..14).all(|b| dev.locate(b * BLOCK) == Location::Disk));
 }
 
@@ -225,7 +220,7 @@ fn a_disk_read_that_fails_promotes_nothing() {
     let (dev, done) = read_twice(flash, disk);
     assert!(done.iter().all(|c| c.status == Status::MediaError));
     // The read fetched nothing, so nothing was copied into the flash.
-    assert_eq!(submitted(&flash_log, Op::Write), 0);
+    assert_eq!(flash_log.lock().unwrap().submitted_count(Op::Write), 0);
     assert_eq!(counter(&dev, "promotion_failed_blocks"), 8.0);
     assert_eq!(counter(&dev, "promoted_blocks"), 0.0);
     assert!((10..14).all(|b| dev.locate(b * BLOCK) == Location::Disk));

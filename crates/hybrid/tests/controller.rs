@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use storsim_core::conformance::counter;
 use storsim_core::{Completion, Device, Op, Request, SimDuration, SimTime};
 use storsim_hybrid::{
     Admission, ByteRange, CacheEvent, CachePolicy, FlushPolicy, HybridDevice, HybridParams,

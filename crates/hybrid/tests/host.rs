@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use storsim_core::conformance::counter;
 use storsim_core::{Device, Op};
 use storsim_hybrid::{
     ByteRange, HostPlacement, HostTieredDevice, HostTieredParams, Route, RouteCause, Side,

@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use storsim_core::conformance::counter;
 use storsim_core::{Completion, Device, Op, Request, SimTime};
 use storsim_hybrid::{
     Admission, ByteRange, HybridDevice, HybridParams, Location, Replacement, Route, RouteCause,

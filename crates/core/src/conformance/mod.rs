@@ -54,6 +54,17 @@ use crate::time::SimTime;
 use monitor::Monitor;
 use std::fmt;
 
+/// The value of the device's counter `name`, for a test's assertions; panics naming the
+/// counter when the device lists none of that name.
+pub fn counter(device: &dyn Device, name: &str) -> f64 {
+    device
+        .counters()
+        .into_iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("the device has no counter {name}"))
+        .value
+}
+
 /// The environment variable that replaces the seed of every check.
 pub const SEED_ENV: &str = "STORSIM_TEST_SEED";
 

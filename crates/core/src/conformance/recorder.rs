@@ -2,7 +2,7 @@
 //! device (an array, a hybrid drive) handed its children.
 
 use crate::device::{BlockWear, Device, DeviceCounter, DeviceError};
-use crate::request::{Completion, Request};
+use crate::request::{Completion, Op, Request};
 use crate::time::SimTime;
 use std::sync::{Arc, Mutex};
 
@@ -15,6 +15,13 @@ pub struct Log {
     pub refused: Vec<(SimTime, Request, DeviceError)>,
     /// Each completion, as `advance` reported it.
     pub completed: Vec<Completion>,
+}
+
+impl Log {
+    /// How many accepted submissions were of `op`.
+    pub fn submitted_count(&self, op: Op) -> usize {
+        self.submitted.iter().filter(|(_, r)| r.op == op).count()
+    }
 }
 
 /// The log a [`Recorder`] writes, shared with the test that reads it after the wrapped device

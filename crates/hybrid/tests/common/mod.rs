@@ -109,15 +109,6 @@ pub fn drain(device: &mut dyn Device, now: &mut SimTime, done: &mut Vec<Completi
     }
 }
 
-pub fn counter(device: &dyn Device, name: &str) -> f64 {
-    device
-        .counters()
-        .into_iter()
-        .find(|c| c.name == name)
-        .unwrap_or_else(|| panic!("no counter {name}"))
-        .value
-}
-
 /// A random workload over a small address range, with partial blocks, concurrency and host
 /// flushes, for the shadow test and the determinism test.
 pub fn random_requests(seed: u64, count: u64) -> Vec<Request> {
