@@ -20,9 +20,9 @@ fn check<D: Device>(name: &str, make: impl FnMut() -> D) {
     assert_eq!(report.failed, None, "{name}");
 }
 
-#[test]
-fn the_hybrid_controller_keeps_the_device_contract() {
-    let flushes = [
+/// One flush policy of each kind.
+fn flush_policies() -> [FlushPolicy; 3] {
+    [
         FlushPolicy::OnDemand,
         FlushPolicy::LowWatermark {
             high_fraction: 0.75,
@@ -31,7 +31,12 @@ fn the_hybrid_controller_keeps_the_device_contract() {
         FlushPolicy::Idle {
             idle: storsim_core::SimDuration::from_ms(5),
         },
-    ];
+    ]
+}
+
+#[test]
+fn the_hybrid_controller_keeps_the_device_contract() {
+    let flushes = flush_policies();
     for (admission, replacement) in [
         (Admission::Writes, Replacement::Lru),
         (Admission::Reads, Replacement::Fifo),
@@ -127,16 +132,7 @@ fn the_controller_over_failing_children_keeps_the_device_contract() {
         };
         Box::new(FaultsDevice::new(inner, &plan))
     };
-    let flushes = [
-        FlushPolicy::OnDemand,
-        FlushPolicy::LowWatermark {
-            high_fraction: 0.75,
-            low_fraction: 0.25,
-        },
-        FlushPolicy::Idle {
-            idle: storsim_core::SimDuration::from_ms(5),
-        },
-    ];
+    let flushes = flush_policies();
     for admission in [Admission::Writes, Admission::Reads] {
         for flush in flushes {
             let params = HybridParams {
