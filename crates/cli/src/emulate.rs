@@ -4,6 +4,7 @@ use crate::args::{EmulateArgs, FuseTransportArg};
 use crate::report;
 use crate::CliError;
 use serde_json::json;
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::{mpsc, Arc, Mutex};
 use storsim_config::FaultControl;
@@ -104,8 +105,8 @@ struct CheckedArgs {
     late_threshold_ns: u64,
     spin_margin_ns: u64,
     fuse_transport: storsim_fuse::Transport,
-    /// The faults layer's rules as the control socket changes them.
-    faults: FaultControl,
+    /// The faults layers' rules as the control socket changes them.
+    faults: FaultControls,
     /// What the JSON says of power loss beyond the emulator's report.
     power_loss: crate::power_loss::CommandLineOptions,
 }
@@ -146,7 +147,7 @@ fn check_args(args: &EmulateArgs) -> Result<CheckedArgs, CliError> {
         late_threshold_ns,
         spin_margin_ns,
         fuse_transport,
-        faults: FaultControl::new(),
+        faults: FaultControls::default(),
         power_loss: crate::power_loss::CommandLineOptions::of(args),
     })
 }
@@ -457,7 +458,7 @@ struct DeviceChoice {
 fn control_handler(
     emulator: Arc<Emulator>,
     device: &str,
-    faults: FaultControl,
+    faults: FaultControls,
     power_loss: crate::power_loss::CommandLineOptions,
     seed: u64,
 ) -> storsim_emulate::control::CommandHandler {
@@ -497,8 +498,8 @@ fn control_handler(
                     "set KEY=VALUE ...: rebuild the device with these device-file keys changed",
                     "device PRESET|FILE: switch to another device description",
                     "crash: cut the power now (needs power loss on, docs/faults.md)",
-                    "fault add KEY=VALUE ...: inject a fault, keys as a [[faults.rule]]'s",
-                    "fault clear: remove every fault (hung requests still time out)",
+                    "fault add [child=PATH] KEY=VALUE ...: inject a fault, keys as a [[faults.rule]]'s (child=1, 0.1: into that child of an array or hybrid drive)",
+                    "fault clear [child=PATH]: remove every fault, or that child's (hung requests still time out)",
                     "fault list: the faults in force",
                 ],
             })),
@@ -510,27 +511,103 @@ fn control_handler(
     })
 }
 
-/// Puts the emulator's faults layer over the device: the description's `[faults]` if it has
-/// one, an empty one otherwise, with `control` attached so that the control socket's `fault`
-/// commands reach it, its draws seeded with `--seed`. The description's rules replace those the
-/// socket added before.
-fn with_fault_control(spec: &mut storsim_config::DeviceSpec, control: &FaultControl, seed: u64) {
-    let mut plan = spec.faults().cloned().unwrap_or_default();
-    plan.control = Some(control.clone());
-    spec.set_faults(Some(plan));
-    // The layer's draws and those of any layer over a child of an array or hybrid drive.
+/// The control socket's handles on the device's faults layers: the one over the whole device,
+/// and one over each child of an array or hybrid drive at every depth, named by its path of
+/// child numbers (`1` is the top device's second child, `0.1` the second child of its first;
+/// a hybrid drive's flash is 0, its disk 1). Clones share the handles.
+#[derive(Clone, Default)]
+struct FaultControls {
+    device: FaultControl,
+    /// Rebuilt with the device at each switch: a new device has new children.
+    children: Arc<Mutex<BTreeMap<String, FaultControl>>>,
+}
+
+impl FaultControls {
+    fn children(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, FaultControl>> {
+        self.children.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The handle on the layer `child` names, or on the whole device's for `None`.
+    fn layer(&self, child: Option<&str>) -> Result<FaultControl, String> {
+        let Some(path) = child else {
+            return Ok(self.device.clone());
+        };
+        let children = self.children();
+        if let Some(control) = children.get(path) {
+            return Ok(control.clone());
+        }
+        let known: Vec<&str> = children.keys().map(String::as_str).collect();
+        Err(if known.is_empty() {
+            format!("`child={path}`: the device has no children (only an array or a hybrid has)")
+        } else {
+            format!(
+                "`child={path}`: no such child (the device's: {})",
+                known.join(", ")
+            )
+        })
+    }
+
+    /// The rules in force, as the JSON's `device.faults`: `rules` over the whole device, and
+    /// `children` (each child's path to its rules) when the device has children.
+    fn json(&self) -> serde_json::Value {
+        let mut faults = json!({"rules": fault_rules_json(&self.device)});
+        let children = self.children();
+        if !children.is_empty() {
+            let rules: serde_json::Map<String, serde_json::Value> = children
+                .iter()
+                .map(|(path, control)| (path.clone(), fault_rules_json(control)))
+                .collect();
+            faults["children"] = rules.into();
+        }
+        faults
+    }
+}
+
+/// Puts the emulator's faults layers into the device: over the whole device and over each
+/// child of an array or hybrid drive, at every depth; each is the description's `[faults]`
+/// there if it has one, an empty one otherwise, with a handle of `controls` attached so that
+/// the control socket's `fault` commands reach it, its draws seeded from `--seed`. The
+/// description's rules replace those the socket added before.
+fn with_fault_control(spec: &mut storsim_config::DeviceSpec, controls: &FaultControls, seed: u64) {
+    fn attach(spec: &mut storsim_config::DeviceSpec, control: FaultControl) {
+        let mut plan = spec.faults().cloned().unwrap_or_default();
+        plan.control = Some(control);
+        spec.set_faults(Some(plan));
+    }
+    fn attach_children(
+        spec: &mut storsim_config::DeviceSpec,
+        prefix: &str,
+        children: &mut BTreeMap<String, FaultControl>,
+    ) {
+        for (index, child) in spec.children_mut().into_iter().enumerate() {
+            let path = if prefix.is_empty() {
+                index.to_string()
+            } else {
+                format!("{prefix}.{index}")
+            };
+            let control = FaultControl::new();
+            attach(child, control.clone());
+            attach_children(child, &path, children);
+            children.insert(path, control);
+        }
+    }
+    attach(spec, controls.device.clone());
+    let mut children = BTreeMap::new();
+    attach_children(spec, "", &mut children);
+    *controls.children() = children;
+    // Every layer's draws, the children's from seeds derived from the run's.
     spec.seed_faults(seed);
 }
 
-/// The emulate document with the faults in force as the device's `faults.rules` and, when
-/// power loss is on, its `power_loss` (left out when it is off).
+/// The emulate document with the faults in force as the device's `faults` and, when power loss
+/// is on, its `power_loss` (left out when it is off).
 fn emulation_document(
     r: &storsim_emulate::EmulatorReport,
-    faults: &FaultControl,
+    faults: &FaultControls,
     power_loss: &crate::power_loss::CommandLineOptions,
 ) -> serde_json::Value {
     let mut doc = report::emulation_json(r);
-    doc["device"]["faults"] = json!({"rules": fault_rules_json(faults)});
+    doc["device"]["faults"] = faults.json();
     if let Some(power) = &r.power_loss {
         doc["power_loss"] = crate::power_loss::power_loss_json(power, power_loss);
     }
@@ -546,24 +623,47 @@ fn fault_rules_json(faults: &FaultControl) -> serde_json::Value {
     report::faults_json(&plan)["rules"].clone()
 }
 
-/// `fault add KEY=VALUE ...`, `fault clear` and `fault list`.
-fn fault_command(faults: &FaultControl, rest: &str) -> Result<serde_json::Value, String> {
+/// `fault add [child=PATH] KEY=VALUE ...`, `fault clear [child=PATH]` and `fault list`: the
+/// layer over the whole device, or with `child=` the one over that child of an array or
+/// hybrid drive. A plain `clear` clears every layer.
+fn fault_command(faults: &FaultControls, rest: &str) -> Result<serde_json::Value, String> {
     let mut words = rest.split_whitespace();
-    let list = fault_rules_json;
-    match words.next() {
+    let command = words.next();
+    let (children, args): (Vec<&str>, Vec<&str>) = words.partition(|w| w.starts_with("child="));
+    let child = match children[..] {
+        [] => None,
+        [one] => Some(&one["child=".len()..]),
+        _ => return Err("`child=` is given more than once".into()),
+    };
+    // `faults` lists the whole device's rules, as before devices had children to name;
+    // `child_faults` each child's, when there are children.
+    let answer = |faults: &FaultControls| {
+        let mut answer = json!({"ok": true, "faults": fault_rules_json(&faults.device)});
+        if let Some(children) = faults.json().get("children") {
+            answer["child_faults"] = children.clone();
+        }
+        Ok(answer)
+    };
+    match command {
         Some("add") => {
-            let args: Vec<&str> = words.collect();
+            let layer = faults.layer(child)?;
             let rule =
                 storsim_config::parse_fault_rule(&args, "fault add").map_err(|e| e.to_string())?;
-            faults.add(rule);
-            Ok(json!({"ok": true, "faults": list(faults)}))
+            layer.add(rule);
+            answer(faults)
         }
-        Some("clear") => {
-            faults.clear();
-            Ok(json!({"ok": true, "faults": list(faults)}))
+        Some("clear") if args.is_empty() => {
+            match child {
+                Some(_) => faults.layer(child)?.clear(),
+                None => {
+                    faults.device.clear();
+                    faults.children().values().for_each(FaultControl::clear);
+                }
+            }
+            answer(faults)
         }
-        Some("list") => Ok(json!({"ok": true, "faults": list(faults)})),
-        _ => Err("`fault` takes add KEY=VALUE ..., clear or list".into()),
+        Some("list") if args.is_empty() && child.is_none() => answer(faults),
+        _ => Err("`fault` takes add [child=PATH] KEY=VALUE ..., clear [child=PATH] or list".into()),
     }
 }
 
@@ -573,7 +673,7 @@ fn switch_device(
     emulator: &Emulator,
     base: &str,
     overrides: &[String],
-    faults: &FaultControl,
+    faults: &FaultControls,
     seed: u64,
 ) -> Result<String, String> {
     if base.is_empty() {

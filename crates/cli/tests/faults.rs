@@ -564,3 +564,66 @@ fn emulate_s_seed_picks_which_reads_fail_the_same_way_every_time() {
         "another seed struck the same 48 reads"
     );
 }
+
+#[test]
+fn a_mirror_member_failed_through_the_control_socket_drops_out_while_qemu_io_writes_on() {
+    if !have("qemu-io") {
+        return;
+    }
+    let tmp = temp_dir("faults-child");
+    let dir = tmp.path();
+    let socket = dir.join("control.sock");
+    let nbd = dir.join("nbd.sock");
+    let mirror = repo_root().join("examples/raid1-ssd-zeus.toml");
+    let emu = Emulator::start(&[
+        "--device",
+        mirror.to_str().unwrap(),
+        "--size",
+        "16m",
+        "--nbd-unix",
+        nbd.to_str().unwrap(),
+        "--control",
+        socket.to_str().unwrap(),
+    ]);
+    let refused = control(&socket, "fault add child=2 kind=fail");
+    assert_eq!(refused["ok"], false, "{refused}");
+    let message = refused["error"].as_str().unwrap();
+    assert!(
+        message.contains("child=2") && message.contains("0, 1"),
+        "{message}"
+    );
+    assert!(qemu_io(&emu, "write -P 0x5a 0 64k").contains("wrote 65536/65536 bytes"));
+
+    let added = control(&socket, "fault add child=1 kind=fail");
+    assert_eq!(added["ok"], true, "{added}");
+    assert_eq!(
+        added["faults"],
+        serde_json::json!([]),
+        "nothing over the whole mirror"
+    );
+    assert_eq!(added["child_faults"]["1"][0]["kind"], "fail");
+    assert_eq!(added["child_faults"]["0"], serde_json::json!([]));
+    // The mirror takes the member out and goes on: the client's writes and reads succeed,
+    // and what it wrote before and after reads back.
+    let wrote = qemu_io(&emu, "write -P 0xa5 1M 64k");
+    assert!(wrote.contains("wrote 65536/65536 bytes"), "{wrote}");
+    let read = qemu_io(&emu, "read -P 0x5a 0 64k");
+    assert!(read.contains("read 65536/65536 bytes"), "{read}");
+    let read = qemu_io(&emu, "read -P 0xa5 1M 64k");
+    assert!(read.contains("read 65536/65536 bytes"), "{read}");
+    let report = control(&socket, "report");
+    let device = &report["report"]["device"];
+    assert_eq!(device["counters"]["member_failures"], 1.0, "{device}");
+    assert_eq!(device["counters"]["failed_children"], 1.0, "{device}");
+    assert_eq!(device["faults"]["children"]["1"][0]["kind"], "fail");
+    assert_eq!(report["report"]["requests"]["failed"], 0, "{report}");
+
+    let cleared = control(&socket, "fault clear");
+    assert_eq!(
+        cleared["child_faults"]["1"],
+        serde_json::json!([]),
+        "{cleared}"
+    );
+    let (status, _, err) = emu.stop();
+    assert!(status.success(), "{err}");
+}

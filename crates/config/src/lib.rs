@@ -74,9 +74,12 @@ pub trait ModelParams: fmt::Debug + Send + Sync + 'static {
         false
     }
 
-    /// Seeds the faults layers over the model's children (at any depth) from the run's seed,
-    /// each child with [`child_fault_seed`] of it; a model without children has none.
-    fn seed_child_faults(&mut self, _seed: u64) {}
+    /// The model's children's descriptions, in the order [`child_fault_seed`] numbers them
+    /// (an array's in its order, a hybrid drive's flash then disk); none for a model without
+    /// children.
+    fn children_mut(&mut self) -> Vec<&mut DeviceSpec> {
+        Vec::new()
+    }
 }
 
 /// The seed of child `index`'s faults layers in a composite device seeded with `seed`: the
@@ -161,7 +164,9 @@ impl DeviceSpec {
     /// children of an array or hybrid drive with seeds derived from it
     /// ([`child_fault_seed`]); says whether the description has a layer over its model.
     pub fn seed_faults(&mut self, seed: u64) -> bool {
-        self.model.seed_child_faults(seed);
+        for (index, child) in self.children_mut().into_iter().enumerate() {
+            child.seed_faults(child_fault_seed(seed, index));
+        }
         match &mut self.faults {
             Some(plan) => {
                 plan.seed = seed;
@@ -169,6 +174,12 @@ impl DeviceSpec {
             }
             None => false,
         }
+    }
+
+    /// The descriptions of the model's children (an array's, a hybrid drive's), numbered as
+    /// [`child_fault_seed`] numbers them; empty for a model without children.
+    pub fn children_mut(&mut self) -> Vec<&mut DeviceSpec> {
+        self.model.children_mut()
     }
 
     /// The host interface in front of the model (a `[host_interface]` section), if any.

@@ -295,10 +295,8 @@ impl ModelParams for ArraySpec {
         self.children.iter().any(|c| c.spec.has_faults())
     }
 
-    fn seed_child_faults(&mut self, seed: u64) {
-        for (i, c) in self.children.iter_mut().enumerate() {
-            c.spec.seed_faults(crate::child_fault_seed(seed, i));
-        }
+    fn children_mut(&mut self) -> Vec<&mut DeviceSpec> {
+        self.children.iter_mut().map(|c| &mut c.spec).collect()
     }
 
     /// An array holds its children: the sum of the bounds they report.

@@ -6,7 +6,7 @@
 use super::{
     delay_us, fraction_up_to_one, invalid, resolve_merged, section_queue_depth, FileContext, Model,
 };
-use crate::{preset_spec, ConfigError, LoadedDevice, ModelParams};
+use crate::{preset_spec, ConfigError, DeviceSpec, LoadedDevice, ModelParams};
 use serde::Deserialize;
 use std::path::Path;
 use storsim_core::{Device, SimDuration};
@@ -516,11 +516,8 @@ impl ModelParams for HybridSpec {
     }
 
     /// The flash is child 0, the disk child 1.
-    fn seed_child_faults(&mut self, seed: u64) {
-        self.flash
-            .spec
-            .seed_faults(crate::child_fault_seed(seed, 0));
-        self.disk.spec.seed_faults(crate::child_fault_seed(seed, 1));
+    fn children_mut(&mut self) -> Vec<&mut DeviceSpec> {
+        vec![&mut self.flash.spec, &mut self.disk.spec]
     }
 
     /// A hybrid holds its two children: the sum of the bounds they report.
