@@ -376,16 +376,12 @@ fn over_nbd_a_hung_read_times_out_as_eio_and_a_read_only_device_refuses_writes_w
     .unwrap();
     let socket = dir.join("control.sock");
     let nbd = dir.join("nbd.sock");
-    let emu = Emulator::start(&[
-        "--device",
+    let emu = Emulator::device_over_nbd(
         device.to_str().unwrap(),
-        "--size",
+        &nbd,
         "16m",
-        "--nbd-unix",
-        nbd.to_str().unwrap(),
-        "--control",
-        socket.to_str().unwrap(),
-    ]);
+        &["--control", socket.to_str().unwrap()],
+    );
     let read = qemu_io(&emu, "read 0 4k");
     assert!(read.contains("Input/output error"), "{read}");
     let write = qemu_io(&emu, "write 0 4k");
@@ -575,16 +571,12 @@ fn a_mirror_member_failed_through_the_control_socket_drops_out_while_qemu_io_wri
     let socket = dir.join("control.sock");
     let nbd = dir.join("nbd.sock");
     let mirror = repo_root().join("examples/raid1-ssd-zeus.toml");
-    let emu = Emulator::start(&[
-        "--device",
+    let emu = Emulator::device_over_nbd(
         mirror.to_str().unwrap(),
-        "--size",
+        &nbd,
         "16m",
-        "--nbd-unix",
-        nbd.to_str().unwrap(),
-        "--control",
-        socket.to_str().unwrap(),
-    ]);
+        &["--control", socket.to_str().unwrap()],
+    );
     let refused = control(&socket, "fault add child=2 kind=fail");
     assert_eq!(refused["ok"], false, "{refused}");
     let message = refused["error"].as_str().unwrap();

@@ -80,9 +80,15 @@ impl Emulator {
     /// Starts the emulator serving the `stec-zeus` model of `size` over NBD on the Unix
     /// socket `socket`, with `extra` arguments after those.
     pub fn over_nbd(socket: &Path, size: &str, extra: &[&str]) -> Emulator {
+        Emulator::device_over_nbd("stec-zeus", socket, size, extra)
+    }
+
+    /// Starts the emulator serving `device` (a preset or a device file) over NBD on the Unix
+    /// socket `socket`, as a disk of `size`, with `extra` arguments after those.
+    pub fn device_over_nbd(device: &str, socket: &Path, size: &str, extra: &[&str]) -> Emulator {
         let mut args = vec![
             "--device",
-            "stec-zeus",
+            device,
             "--size",
             size,
             "--nbd-unix",
