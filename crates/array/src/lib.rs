@@ -80,11 +80,9 @@ struct Parent {
     service_start: Option<SimTime>,
     finish: SimTime,
     /// The first error a child completed a piece with. A striped request fails if any piece
-    /// failed; a mirrored write, trim or flush fails only if no copy succeeded
-    /// (`ok_copies`).
+    /// failed; a mirrored write, trim or flush fails only if no copy that succeeded is on a
+    /// member still in the array when it finishes (`ArrayDevice::ok_members`).
     status: Status,
-    /// Pieces completed without error on a member that was still working then.
-    ok_copies: usize,
 }
 
 /// A host request whose pieces are all done, waiting for `advance` to report it.
@@ -161,6 +159,12 @@ pub struct ArrayDevice {
     /// RAID-1 reads that failed on a copy (an error from a faults layer), by piece id: how
     /// many copies they have been sent to again. At most one entry per piece.
     reread: BTreeMap<u64, usize>,
+    /// For each parent slot, the members that completed a piece of its mirrored write, trim or
+    /// flush without error. Counted when the request finishes, not when each copy does: a
+    /// member marked failed in between (by another request's error) no longer holds a copy the
+    /// array can read. One list per slot, kept across requests, so counting allocates nothing
+    /// once the slots have been used.
+    ok_members: Vec<Vec<usize>>,
     /// Whether `counters` lists the counters of members' errors (`member_errors`,
     /// `member_failures`, `degraded_writes`); see [`ArrayDevice::enable_fault_counters`].
     fault_counters: bool,
@@ -239,6 +243,7 @@ impl ArrayDevice {
             child_done: Vec::new(),
             counts: ArrayCounts::default(),
             reread: BTreeMap::new(),
+            ok_members: (0..depth).map(|_| Vec::new()).collect(),
             fault_counters: false,
         })
     }
@@ -457,12 +462,16 @@ impl ArrayDevice {
         // it are out of the array, and the copies that succeeded carry it.
         let mirrored =
             matches!(self.level, RaidLevel::Raid1 { .. }) && parent.request.op != Op::Read;
-        let status = if mirrored && parent.ok_copies > 0 {
+        let ok_copies = self.ok_members[slot]
+            .iter()
+            .filter(|&&i| self.children[i].failed.is_none())
+            .count();
+        let status = if mirrored && ok_copies > 0 {
             Status::Ok
         } else {
             parent.status
         };
-        if mirrored && status.is_ok() && parent.ok_copies < self.children.len() {
+        if mirrored && status.is_ok() && ok_copies < self.children.len() {
             self.counts.degraded_writes += 1;
         }
         let completion = Completion {
@@ -579,14 +588,15 @@ impl ArrayDevice {
                     if self.read_other_copy(t, i, &c, slot) {
                         continue;
                     }
-                    let working = self.children[i].failed.is_none();
                     let parent = self.parents[slot]
                         .as_mut()
                         .expect("a piece belongs to an outstanding request");
                     if c.status.is_ok() {
-                        // A copy on a member that has failed since it was written is out of
-                        // the array: reads no longer go to it.
-                        parent.ok_copies += usize::from(working);
+                        if matches!(self.level, RaidLevel::Raid1 { .. })
+                            && parent.request.op != Op::Read
+                        {
+                            self.ok_members[slot].push(i);
+                        }
                     } else if parent.status.is_ok() {
                         parent.status = c.status;
                     }
@@ -713,8 +723,8 @@ impl Device for ArrayDevice {
             service_start: None,
             finish: now,
             status: Status::Ok,
-            ok_copies: 0,
         });
+        self.ok_members[slot].clear();
         let mut accepted = false;
         let mut result = Ok(());
         for piece in &pieces {

@@ -242,3 +242,56 @@ fn the_error_counters_are_listed_only_when_asked_for() {
     ]
     .contains(&c.name.as_str())));
 }
+
+/// A write's good copies count when it finishes, not when each is made: a copy on a member
+/// that another write's error has taken out of the mirror since is no longer in the array.
+#[test]
+fn a_write_whose_only_good_copy_is_on_a_member_failed_since_fails() {
+    // A member that never answers the writes to `sectors`; the host gives up after
+    // `timeout_ns`, which takes the member out (or not, if it is the last).
+    let hangs = |sectors: (u64, u64), timeout_ns: u64| {
+        let plan = FaultPlan {
+            rules: vec![FaultRule {
+                sectors: Some(sectors),
+                ..FaultRule::always(FaultKind::Hang)
+            }],
+            host_timeout_ns: timeout_ns,
+            ..FaultPlan::default()
+        };
+        recorded(Box::new(FaultsDevice::new(
+            linear(CAPACITY, 20.0, 2.0, 16),
+            &plan,
+        )))
+    };
+    // Both writes reach both members at once. Member 0 writes the second well within 0.1 ms,
+    // then times out on the first at 1 ms and is marked failed; member 1 writes the first
+    // well and times out on the second at 2 ms, as the last member, which stays.
+    let (a, _) = hangs((0, 32), 1_000_000);
+    let (b, _) = hangs((1024, 1056), 2_000_000);
+    let mut array = mirror(vec![a, b]);
+    let requests = [
+        req(0, Op::Write, 0, 16384, 0),
+        req(1, Op::Write, 1024 * 512, 16384, 0),
+    ];
+    let run = drive(&mut array, &requests);
+    assert_each_completed_once(&requests, &run);
+    let status = |id: u64| {
+        run.completions
+            .iter()
+            .find(|c| c.request.id == id)
+            .unwrap()
+            .status
+    };
+    assert_eq!(
+        status(0),
+        Status::Ok,
+        "its copy on member 1 is in the array"
+    );
+    assert_eq!(
+        status(1),
+        Status::Timeout,
+        "its only good copy is on member 0, out of the array since"
+    );
+    assert_eq!(counter(&array, "member_failures"), 1.0);
+    assert_eq!(counter(&array, "degraded_writes"), 1.0);
+}
