@@ -160,10 +160,11 @@ fn start_emulator(
 ) -> Result<(Arc<Emulator>, u64), CliError> {
     let loaded = &checked.loaded;
     let mut spec = loaded.spec.clone();
-    with_fault_control(&mut spec, &checked.faults, args.seed);
+    let children = with_fault_control(&mut spec, &checked.faults, args.seed);
     let device = spec
         .build()
         .map_err(|e| CliError::input(format!("{}: {e}", loaded.name)))?;
+    *checked.faults.children() = children;
     let export_bytes = export_bytes(args, &loaded.name, device.capacity_bytes())?;
     let store = Store::open(&checked.backing, export_bytes)
         .map_err(|e| CliError::input(format!("--backing {}: {e}", args.backing)))?;
@@ -565,10 +566,16 @@ impl FaultControls {
 
 /// Puts the emulator's faults layers into the device: over the whole device and over each
 /// child of an array or hybrid drive, at every depth; each is the description's `[faults]`
-/// there if it has one, an empty one otherwise, with a handle of `controls` attached so that
-/// the control socket's `fault` commands reach it, its draws seeded from `--seed`. The
-/// description's rules replace those the socket added before.
-fn with_fault_control(spec: &mut storsim_config::DeviceSpec, controls: &FaultControls, seed: u64) {
+/// there if it has one, an empty one otherwise, with a handle attached so that the control
+/// socket's `fault` commands reach it, its draws seeded from `--seed`. The whole device's is
+/// `controls.device`; the children's are new, returned by path for the caller to put into
+/// `controls` once the device is built. The description's rules replace those the socket
+/// added before.
+fn with_fault_control(
+    spec: &mut storsim_config::DeviceSpec,
+    controls: &FaultControls,
+    seed: u64,
+) -> BTreeMap<String, FaultControl> {
     fn attach(spec: &mut storsim_config::DeviceSpec, control: FaultControl) {
         let mut plan = spec.faults().cloned().unwrap_or_default();
         plan.control = Some(control);
@@ -594,9 +601,9 @@ fn with_fault_control(spec: &mut storsim_config::DeviceSpec, controls: &FaultCon
     attach(spec, controls.device.clone());
     let mut children = BTreeMap::new();
     attach_children(spec, "", &mut children);
-    *controls.children() = children;
     // Every layer's draws, the children's from seeds derived from the run's.
     spec.seed_faults(seed);
+    children
 }
 
 /// The emulate document with the faults in force as the device's `faults` and, when power loss
@@ -682,10 +689,13 @@ fn switch_device(
     let loaded = storsim_config::load_device_with(base, overrides).map_err(|e| e.to_string())?;
     crate::simulate::check_memory(&loaded.name, &loaded.spec).map_err(|e| e.message)?;
     let mut spec = loaded.spec;
-    with_fault_control(&mut spec, faults, seed);
+    let children = with_fault_control(&mut spec, faults, seed);
     let device = spec.build().map_err(|e| format!("{}: {e}", loaded.name))?;
     emulator
         .replace_device(device, &loaded.name)
         .map_err(|e| e.to_string())?;
+    // Only now do the children's handles reach the device in use: a switch that fails
+    // leaves the old device, and its children's handles, in place.
+    *faults.children() = children;
     Ok(loaded.name)
 }
