@@ -1,9 +1,7 @@
 //! The engine's replay modes against hand-computed timelines on the linear model, and its
 //! handling of requests a device refuses, on a fake device that refuses chosen offsets.
 
-use std::cell::Cell;
 use std::collections::VecDeque;
-use std::rc::Rc;
 use std::sync::mpsc;
 use std::time::Duration;
 use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
@@ -47,17 +45,7 @@ fn record(timestamp_ns: u64, offset_bytes: u64, line: u64) -> Record {
 }
 
 fn workload(records: Vec<Record>, pacing: Pacing) -> Workload {
-    Workload {
-        name: "test.trace".into(),
-        records: Box::new(records.into_iter().map(Ok)),
-        pacing,
-        origin: Origin::Line,
-        duration_ns: None,
-        skipped: Rc::new(Cell::new(0)),
-        ignored: Rc::new(Cell::new(0)),
-        format: None,
-        seed: None,
-    }
+    Workload::from_records("test.trace", records, pacing, Origin::Line)
 }
 
 fn run_all(

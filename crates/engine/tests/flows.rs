@@ -2,8 +2,6 @@
 //! listed first, start and stop times, each closed-loop flow's own depth, and the flow each
 //! request carries.
 
-use std::cell::Cell;
-use std::rc::Rc;
 use storsim_blackbox::linear::{LinearCost, LinearDevice, LinearParams};
 use storsim_blackbox::SequentialDetect;
 use storsim_core::{Completion, Op, SimDuration};
@@ -42,17 +40,7 @@ fn workload(timestamps_ns: &[u64]) -> Workload {
             origin: i as u64 + 1,
         })
         .collect();
-    Workload {
-        name: "flow.trace".into(),
-        records: Box::new(records.into_iter().map(Ok)),
-        pacing: Pacing::Open,
-        origin: Origin::Line,
-        duration_ns: None,
-        skipped: Rc::new(Cell::new(0)),
-        ignored: Rc::new(Cell::new(0)),
-        format: None,
-        seed: None,
-    }
+    Workload::from_records("flow.trace", records, Pacing::Open, Origin::Line)
 }
 
 /// Runs `flows` (workload, replay, start, stop) on `device` and returns the completions in

@@ -91,6 +91,30 @@ impl fmt::Display for WorkloadError {
 
 impl std::error::Error for WorkloadError {}
 
+impl Workload {
+    /// A workload of records already in memory (a test's, or a program's that builds its own),
+    /// replayed with `pacing`; its records' `origin` fields count in `origin`'s unit. It has
+    /// no duration limit, format or seed, and skips or ignores nothing.
+    pub fn from_records(
+        name: impl Into<String>,
+        records: Vec<Record>,
+        pacing: Pacing,
+        origin: Origin,
+    ) -> Workload {
+        Workload {
+            name: name.into(),
+            records: Box::new(records.into_iter().map(Ok)),
+            pacing,
+            origin,
+            duration_ns: None,
+            skipped: Default::default(),
+            ignored: Default::default(),
+            format: None,
+            seed: None,
+        }
+    }
+}
+
 /// A workload ready to run: a stream of records plus what the engine needs to know about it.
 pub struct Workload {
     /// A short human-readable name: the file name or the synthetic spec.

@@ -59,17 +59,10 @@ pub fn counter(d: &SsdDevice, name: &str) -> f64 {
 
 /// The records given, replayed open loop at their own timestamps, as a workload.
 pub fn workload(records: Vec<storsim_workload::Record>) -> storsim_workload::Workload {
-    use std::cell::Cell;
-    use std::rc::Rc;
-    storsim_workload::Workload {
-        name: "test".into(),
-        records: Box::new(records.into_iter().map(Ok)),
-        pacing: storsim_workload::Pacing::Open,
-        origin: storsim_workload::Origin::Index,
-        duration_ns: None,
-        skipped: Rc::new(Cell::new(0)),
-        ignored: Rc::new(Cell::new(0)),
-        format: None,
-        seed: None,
-    }
+    storsim_workload::Workload::from_records(
+        "test",
+        records,
+        storsim_workload::Pacing::Open,
+        storsim_workload::Origin::Index,
+    )
 }

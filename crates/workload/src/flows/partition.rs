@@ -40,32 +40,23 @@ pub fn map_into(mut workload: Workload, offset_bytes: u64, len_bytes: u64) -> Wo
 mod tests {
     use super::*;
     use crate::{Origin, Pacing};
-    use std::cell::Cell;
-    use std::rc::Rc;
     use storsim_core::Op;
 
     fn workload(records: Vec<(u64, u64)>) -> Workload {
-        Workload {
-            name: "w".into(),
-            records: Box::new(records.into_iter().enumerate().map(|(i, (offset, len))| {
-                Ok(Record {
-                    timestamp_ns: i as u64,
-                    op: Op::Read,
-                    offset_bytes: offset,
-                    len_bytes: len,
-                    dev: 0,
-                    think_ns: 0,
-                    origin: i as u64,
-                })
-            })),
-            pacing: Pacing::Open,
-            origin: Origin::Index,
-            duration_ns: None,
-            skipped: Rc::new(Cell::new(0)),
-            ignored: Rc::new(Cell::new(0)),
-            format: None,
-            seed: None,
-        }
+        let records = records
+            .into_iter()
+            .enumerate()
+            .map(|(i, (offset, len))| Record {
+                timestamp_ns: i as u64,
+                op: Op::Read,
+                offset_bytes: offset,
+                len_bytes: len,
+                dev: 0,
+                think_ns: 0,
+                origin: i as u64,
+            })
+            .collect();
+        Workload::from_records("w", records, Pacing::Open, Origin::Index)
     }
 
     #[test]
