@@ -504,7 +504,9 @@ fn flow_cdfs(plots: &mut Plots, flows: &[Value]) {
             x: Axis::log("latency (µs)"),
             y: Axis::linear("fraction of requests"),
             lines,
-            legend: Legend::LowerRight,
+            // Flows sharing a device can stretch any corner: a flow held up far to the right
+            // runs along the bottom, where a CDF's legend usually has room.
+            legend: Legend::Auto,
         },
     );
 }
