@@ -24,6 +24,28 @@ pub enum Statistic {
     Min,
 }
 
+/// Which of the fitted black-box models a calibration writes as a device file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FittedModel {
+    /// IBM's A + n·B per access pattern (`linear`).
+    Linear,
+    /// Measured times by size and pattern, interpolated (`table`).
+    Table,
+    /// The Wisconsin step model (`step`).
+    Step,
+}
+
+impl FittedModel {
+    /// The model's name, as device files and reports write it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FittedModel::Linear => "linear",
+            FittedModel::Table => "table",
+            FittedModel::Step => "step",
+        }
+    }
+}
+
 /// Which sizes are kept out of the fit to validate it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

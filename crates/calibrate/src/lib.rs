@@ -19,7 +19,7 @@ pub mod plan;
 pub mod probe;
 pub mod target;
 
-pub use analysis::{analyse, Calibration, FitOptions, Fitted, Holdout, Statistic};
+pub use analysis::{analyse, Calibration, FitOptions, Fitted, FittedModel, Holdout, Statistic};
 pub use plan::{Plan, PlanError, PATTERN_ORDER};
 pub use probe::{measure, Measurements, ProgressEvent};
 pub use target::{Access, FileTarget, ModelTarget, Target, TargetError, TargetInfo, TargetKind};

@@ -15,7 +15,7 @@
 
 use crate::args::{Cli, Command, ReportArgs};
 use crate::sweep::{self, SimulateRunner};
-use crate::{inspect, report, report_html, simulate, CliError};
+use crate::{inspect, report_html, simulate, CliError};
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use storsim_core::{Completion, Op};
@@ -184,10 +184,10 @@ pub fn simulate(
         false,
         columns.as_mut().map(|c| c as &mut dyn CompletionSink),
     )?;
-    let command_line = report::without_outputs(line.into_iter().skip(1));
-    let document = report::json_text(&report::simulation_json(
+    let command_line = storsim_output::document_command_line(line.into_iter().skip(1));
+    let document = storsim_output::json::text(&storsim_output::simulation_json(
         &done.results(&parsed, command_line),
-    ))?;
+    ));
     Ok(SimulateRun {
         document,
         requests: columns,
@@ -208,11 +208,13 @@ pub fn inspect(args: &[String]) -> Result<String, CliError> {
     let workload = inspect::open(&parsed)?;
     let name = workload.name.clone();
     let c = storsim_workload::trace::inspect(workload).map_err(CliError::input)?;
-    let mut doc = report::inspect_json(&name, &c);
-    // The document records the command line of the process; here that is the caller's, not
-    // the command this stands for.
-    doc["command_line"] = report::without_outputs(line.into_iter().skip(1)).into();
-    report::json_text(&doc)
+    // The document records the command this stands for, not the calling process's.
+    let command_line = storsim_output::document_command_line(line.into_iter().skip(1));
+    Ok(storsim_output::json::text(&storsim_output::inspect_json(
+        &name,
+        &c,
+        &command_line,
+    )))
 }
 
 /// clap's message without its `error: ` and the usage hint meant for a terminal.

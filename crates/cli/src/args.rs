@@ -538,6 +538,16 @@ pub enum CalibratedModel {
     Step,
 }
 
+impl From<CalibratedModel> for storsim_calibrate::FittedModel {
+    fn from(m: CalibratedModel) -> Self {
+        match m {
+            CalibratedModel::Linear => storsim_calibrate::FittedModel::Linear,
+            CalibratedModel::Table => storsim_calibrate::FittedModel::Table,
+            CalibratedModel::Step => storsim_calibrate::FittedModel::Step,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum CalibrateStatistic {
     Median,

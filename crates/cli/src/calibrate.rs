@@ -3,7 +3,6 @@
 use crate::args::{
     CalibrateArgs, CalibrateHoldout, CalibrateStatistic, CalibratedModel, PreconditionArg,
 };
-use crate::calibrate_report;
 use crate::progress::Progress;
 use crate::{interrupt, CliError};
 use std::path::Path;
@@ -14,6 +13,7 @@ use storsim_calibrate::{
     TargetInfo, TargetKind, PATTERN_ORDER,
 };
 use storsim_config::DeviceSpec;
+use storsim_output::CalibrationResults;
 
 /// Measures the target (after the baseline, if any), fits the models and writes the report,
 /// the CSV and the chosen model: checks the arguments, plans, measures, fits, writes, and
@@ -58,13 +58,14 @@ pub fn run(args: CalibrateArgs) -> Result<(), CliError> {
         fit_options(&args),
     );
     fitted.calibration.notes.splice(0..0, notes);
-    let report = calibrate_report::Report {
+    let report = CalibrationResults {
+        command_line: &crate::destination::command_line(),
         target: &info,
         baseline: baseline_info.as_ref(),
         plan: &plan,
         measured: &measured,
         fitted: &fitted,
-        model: args.model,
+        model: args.model.into(),
         out: &args.out,
     };
     let wrote_model = write_outputs(&args, &report)?;
@@ -259,10 +260,7 @@ fn fit_options(args: &CalibrateArgs) -> FitOptions {
 /// the text report, the JSON report and the CSV; returns whether the model was written. A
 /// model the device-file format cannot state (a delay over its one-hour limit, say) is an
 /// error, but only after the report and the CSV hold what was measured.
-fn write_outputs(
-    args: &CalibrateArgs,
-    report: &calibrate_report::Report,
-) -> Result<bool, CliError> {
+fn write_outputs(args: &CalibrateArgs, report: &CalibrationResults) -> Result<bool, CliError> {
     let fitted = report.fitted;
     let model_spec = match args.model {
         CalibratedModel::Linear => fitted.linear.clone().map(DeviceSpec::new),
@@ -271,7 +269,7 @@ fn write_outputs(
     };
     let model_text = model_spec.as_ref().map(|spec| {
         storsim_config::blackbox_device_toml(spec)
-            .map(|body| format!("{}{body}", calibrate_report::model_header(report)))
+            .map(|body| format!("{}{body}", storsim_output::calibration_model_header(report)))
     });
     let wrote_model = match &model_text {
         Some(Ok(text)) => {
@@ -282,13 +280,16 @@ fn write_outputs(
         _ => false,
     };
     if args.report.as_deref() != Some(Path::new("-")) {
-        crate::stdout::say!("{}", calibrate_report::text(report, wrote_model));
+        crate::stdout::say!("{}", storsim_output::calibration_text(report, wrote_model));
     }
     if let Some(path) = &args.report {
-        crate::report::write_json(path, &calibrate_report::json(report, wrote_model))?;
+        crate::destination::write_json(
+            path,
+            &storsim_output::calibration_json(report, wrote_model),
+        )?;
     }
     if let Some(path) = &args.csv {
-        std::fs::write(path, calibrate_report::csv(report))
+        std::fs::write(path, storsim_output::calibration_csv(report))
             .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?;
     }
     if let Some(Err(e)) = model_text {

@@ -1,7 +1,7 @@
 //! `storsim cosim`: argument checks, the preload library's file, and the report.
 
 use crate::args::CosimArgs;
-use crate::report;
+use crate::destination;
 use crate::CliError;
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -148,21 +148,21 @@ pub fn run(args: CosimArgs) -> Result<(), CliError> {
             storsim_cosim::CosimError::Input(m) => CliError::input(m),
             other => CliError::failure(other),
         })?;
-    let results = report::CosimResults {
-        device_name: &loaded.name,
-        device: device.as_ref(),
+    let results = storsim_output::CosimResults {
+        command_line: &destination::command_line(),
+        device: &storsim_output::DeviceFacts::read(&loaded.name, device.as_ref()),
         program: &args.program,
         extent_bytes,
         report: &cosim,
         faults: loaded.spec.faults(),
     };
     if let Some(path) = &args.report {
-        report::write_json(path, &report::cosim_json(&results))?;
+        destination::write_json(path, &storsim_output::cosim_json(&results))?;
     }
     if !args.quiet {
         // A closed standard error (the program's consumer went away) must not turn the end of
         // the run into a panic.
-        let _ = std::io::stderr().write_all(report::cosim_text(&results).as_bytes());
+        let _ = std::io::stderr().write_all(storsim_output::cosim_text(&results).as_bytes());
     }
     match cosim.exit {
         ProgramExit::Code(0) => Ok(()),

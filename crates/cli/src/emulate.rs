@@ -1,7 +1,7 @@
 //! `storsim emulate`.
 
 use crate::args::{EmulateArgs, FuseTransportArg};
-use crate::report;
+use crate::destination;
 use crate::CliError;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -56,10 +56,10 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
             .spawn(move |signal| match signal {
                 Signal::Report => {
                     let so_far = emulator.report();
-                    eprint!("{}", report::emulation_text(&so_far));
+                    eprint!("{}", storsim_output::emulation_text(&so_far));
                     if let Some(path) = &json_file {
                         let doc = emulation_document(&so_far, &faults, &power_loss);
-                        if let Err(e) = report::write_json(path, &doc) {
+                        if let Err(e) = destination::write_json(path, &doc) {
                             eprintln!("storsim: {}", e.message);
                         }
                     }
@@ -89,10 +89,10 @@ pub fn run(args: EmulateArgs) -> Result<(), CliError> {
     let final_report = emulator.shutdown().map_err(CliError::failure)?;
     if let Some(path) = &args.json {
         let document = emulation_document(&final_report, &checked.faults, &checked.power_loss);
-        report::write_json(path, &document)?;
+        destination::write_json(path, &document)?;
     }
     if args.json.as_deref() != Some(std::path::Path::new("-")) {
-        crate::stdout::say!("{}", report::emulation_text(&final_report));
+        crate::stdout::say!("{}", storsim_output::emulation_text(&final_report));
     }
     Ok(())
 }
@@ -108,7 +108,7 @@ struct CheckedArgs {
     /// The faults layers' rules as the control socket changes them.
     faults: FaultControls,
     /// What the JSON says of power loss beyond the emulator's report.
-    power_loss: crate::power_loss::CommandLineOptions,
+    power_loss: storsim_output::PowerLossSettings,
 }
 
 /// Loads the device and checks every argument that can be checked before anything starts, in
@@ -148,7 +148,7 @@ fn check_args(args: &EmulateArgs) -> Result<CheckedArgs, CliError> {
         spin_margin_ns,
         fuse_transport,
         faults: FaultControls::default(),
-        power_loss: crate::power_loss::CommandLineOptions::of(args),
+        power_loss: crate::power_loss::settings(args),
     })
 }
 
@@ -460,7 +460,7 @@ fn control_handler(
     emulator: Arc<Emulator>,
     device: &str,
     faults: FaultControls,
-    power_loss: crate::power_loss::CommandLineOptions,
+    power_loss: storsim_output::PowerLossSettings,
     seed: u64,
 ) -> storsim_emulate::control::CommandHandler {
     let choice = Mutex::new(DeviceChoice {
@@ -611,12 +611,12 @@ fn with_fault_control(
 fn emulation_document(
     r: &storsim_emulate::EmulatorReport,
     faults: &FaultControls,
-    power_loss: &crate::power_loss::CommandLineOptions,
+    power_loss: &storsim_output::PowerLossSettings,
 ) -> serde_json::Value {
-    let mut doc = report::emulation_json(r);
+    let mut doc = storsim_output::emulation_json(r, &destination::command_line());
     doc["device"]["faults"] = faults.json();
     if let Some(power) = &r.power_loss {
-        doc["power_loss"] = crate::power_loss::power_loss_json(power, power_loss);
+        doc["power_loss"] = storsim_output::power_loss_json(power, power_loss);
     }
     doc
 }
@@ -627,7 +627,7 @@ fn fault_rules_json(faults: &FaultControl) -> serde_json::Value {
         rules: faults.rules(),
         ..Default::default()
     };
-    report::faults_json(&plan)["rules"].clone()
+    storsim_output::json::faults(&plan)["rules"].clone()
 }
 
 /// `fault add [child=PATH] KEY=VALUE ...`, `fault clear [child=PATH]` and `fault list`: the

@@ -1,7 +1,7 @@
 //! `storsim inspect`.
 
 use crate::args::InspectArgs;
-use crate::{report, workload_arg, CliError};
+use crate::{destination, workload_arg, CliError};
 use storsim_sim::WorkloadSource;
 use storsim_workload::synthetic::{self, Limit, Load};
 use storsim_workload::Workload;
@@ -15,12 +15,13 @@ pub fn run(args: InspectArgs) -> Result<(), CliError> {
     let name = workload.name.clone();
     let c = storsim_workload::trace::inspect(workload).map_err(CliError::input)?;
     if let Some(path) = &args.json {
-        report::write_json(path, &report::inspect_json(&name, &c))?;
+        let doc = storsim_output::inspect_json(&name, &c, &destination::command_line());
+        destination::write_json(path, &doc)?;
         if path.as_os_str() == "-" {
             return Ok(());
         }
     }
-    crate::stdout::say!("{}", report::inspect_text(&name, &c));
+    crate::stdout::say!("{}", storsim_output::inspect_text(&name, &c));
     Ok(())
 }
 

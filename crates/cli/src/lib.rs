@@ -8,15 +8,14 @@
 pub mod api;
 mod args;
 mod calibrate;
-mod calibrate_report;
 mod cosim;
+mod destination;
 mod emulate;
 mod import;
 mod inspect;
 mod interrupt;
 mod power_loss;
 mod progress;
-mod report;
 mod report_html;
 mod simulate;
 mod stdout;

@@ -7,14 +7,14 @@ use crate::CliError;
 use serde_json::{json, Value};
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use storsim_emulate::power::write_log::{self, ReplayTo, WriteLogWriter};
 use storsim_emulate::power::{
-    AfterCrash, Atomicity, Crash, CrashMode, CrashReport, CrashSummary, CrashTrigger,
-    PowerLossOptions, PowerLossReport,
+    AfterCrash, Atomicity, Crash, CrashMode, CrashTrigger, PowerLossOptions,
 };
 use storsim_emulate::{Emulator, Store};
+use storsim_output::{crash_json, crash_summary_json, PowerLossSettings};
 
 /// The crash mode `--torn` and `--crash-seed` ask for.
 fn crash_mode(torn: Option<TornArg>, seed: u64) -> CrashMode {
@@ -41,105 +41,6 @@ fn wanted(args: &EmulateArgs) -> bool {
         || args.crash_log.is_some()
 }
 
-/// A crash mode as the JSON says it: `mode`, `atomicity` and `seed` (null unless torn).
-fn mode_json(mode: CrashMode) -> (&'static str, Option<String>, Option<u64>) {
-    match mode {
-        CrashMode::DropAll => ("drop-all", None, None),
-        CrashMode::Torn { atomicity, seed } => ("torn", Some(atomicity.to_string()), Some(seed)),
-    }
-}
-
-/// What a crash log line and `replay-log --json` say of a crash.
-pub fn crash_json(report: &CrashReport) -> Value {
-    let (mode, atomicity, seed) = mode_json(report.mode);
-    let lost: Vec<Value> = report
-        .volatile
-        .iter()
-        .map(|w| {
-            json!({
-                "write": w.index,
-                "offset_bytes": w.offset_bytes,
-                "len_bytes": w.len_bytes,
-                "dropped": w.dropped.iter().map(|&(o, l)| json!([o, l])).collect::<Vec<_>>(),
-            })
-        })
-        .collect();
-    json!({
-        "writes": report.writes,
-        "mode": mode,
-        "atomicity": atomicity,
-        "seed": seed,
-        "volatile_writes": report.volatile.len(),
-        "volatile_bytes": report.volatile_bytes(),
-        "dropped_writes": report.dropped_writes(),
-        "dropped_bytes": report.dropped_bytes(),
-        "volatile": lost,
-    })
-}
-
-/// What emulate's JSON says of a crash: its crash log line without the writes one by one.
-fn crash_summary_json(crash: &CrashSummary) -> Value {
-    let (mode, atomicity, seed) = mode_json(crash.mode);
-    json!({
-        "crash": crash.number,
-        "trigger": crash.trigger.name(),
-        "at_ns": crash.at.as_ns(),
-        "writes": crash.writes,
-        "mode": mode,
-        "atomicity": atomicity,
-        "seed": seed,
-        "volatile_writes": crash.volatile_writes,
-        "volatile_bytes": crash.volatile_bytes,
-        "dropped_writes": crash.dropped_writes,
-        "dropped_bytes": crash.dropped_bytes,
-    })
-}
-
-/// Power loss's options that only the command line knows (the emulator's report holds the
-/// rest), for emulate's JSON.
-#[derive(Clone, Debug, Default)]
-pub struct CommandLineOptions {
-    crash_at_ns: Option<u64>,
-    write_log: Option<PathBuf>,
-    crash_log: Option<PathBuf>,
-}
-
-impl CommandLineOptions {
-    /// Those `emulate`'s arguments give.
-    pub fn of(args: &EmulateArgs) -> CommandLineOptions {
-        CommandLineOptions {
-            crash_at_ns: args.crash_at,
-            write_log: args.write_log.clone(),
-            crash_log: args.crash_log.clone(),
-        }
-    }
-}
-
-/// Emulate's JSON `power_loss` (docs/json.md): the options in force, the cache now and a
-/// summary of each crash.
-pub fn power_loss_json(report: &PowerLossReport, options: &CommandLineOptions) -> Value {
-    let (mode, atomicity, seed) = mode_json(report.mode);
-    let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-    json!({
-        "write_cache_bytes": report.write_cache_bytes,
-        "mode": mode,
-        "atomicity": atomicity,
-        "seed": seed,
-        "crash_after_writes": report.crash_after_writes,
-        "crash_at_ns": options.crash_at_ns,
-        "after_crash": match report.after_crash {
-            AfterCrash::Serve => "serve",
-            AfterCrash::Stop => "stop",
-        },
-        "write_log": path(&options.write_log),
-        "crash_log": path(&options.crash_log),
-        "writes": report.writes,
-        "volatile_writes": report.volatile_writes,
-        "powered_off": report.powered_off,
-        "crashes": report.crashes.iter().map(crash_summary_json).collect::<Vec<_>>(),
-    })
-}
-
 /// One line for standard error about a crash.
 fn crash_line(crash: &Crash) -> String {
     let r = &crash.report;
@@ -154,6 +55,15 @@ fn crash_line(crash: &Crash) -> String {
         r.dropped_bytes(),
         r.mode
     )
+}
+
+/// The power-loss settings `emulate`'s arguments give that only the command line knows.
+pub fn settings(args: &EmulateArgs) -> PowerLossSettings {
+    PowerLossSettings {
+        crash_at_ns: args.crash_at,
+        write_log: args.write_log.clone(),
+        crash_log: args.crash_log.clone(),
+    }
 }
 
 /// Turns power loss on in `emulator` as `emulate`'s arguments ask, before any front end starts,
@@ -278,17 +188,14 @@ pub fn replay_log(args: ReplayLogArgs) -> Result<(), CliError> {
         );
     }
     if let Some(path) = &args.json {
-        let document = json!({
-            "schema": crate::report::SCHEMA,
-            "version": env!("CARGO_PKG_VERSION"),
-            "kind": "replay-log",
-            "command_line": crate::report::command_line(),
-            "log": args.log.display().to_string(),
-            "log_writes": writes,
-            "writes": replayed.writes,
-            "crash": crash_json(crash),
-        });
-        crate::report::write_json(path, &document)?;
+        let document = storsim_output::replay_log_json(
+            &crate::destination::command_line(),
+            &args.log,
+            writes,
+            replayed.writes,
+            crash,
+        );
+        crate::destination::write_json(path, &document)?;
     }
     Ok(())
 }

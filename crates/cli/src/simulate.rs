@@ -4,14 +4,14 @@
 
 use crate::args::{PreconditionArg, RefusedArg, ReplayArg, SimulateArgs};
 use crate::progress::Progress;
-use crate::report::{self, RequestsCsv};
-use crate::{interrupt, report_html, workload_arg, CliError};
+use crate::{destination, interrupt, report_html, workload_arg, CliError};
 use std::path::Path;
 use std::time::Duration;
 use storsim_core::Completion;
 use storsim_engine::{
     CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay, Retry,
 };
+use storsim_output::{DeviceFacts, FlowResult, RequestsCsv, SimulationResults};
 use storsim_sim::{Fairness, Session, WorkloadSource};
 use storsim_stats::Summary;
 use storsim_workload::{Pacing, Workload};
@@ -25,7 +25,7 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let stop = CancelToken::from_flag(interrupt::stop_flag()?);
     let done = execute(&args, stop, !args.quiet)?;
     let info = &done.outcome.info;
-    let results = done.results(&args, report::command_line());
+    let results = done.results(&args, destination::command_line());
     write_reports(&args, &results, done.wall, done.cpu)?;
     if let Some(failure) = &info.device_failed {
         return Err(CliError {
@@ -45,10 +45,12 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A finished simulate run before its reports: the session (whose device holds the counters),
-/// the options it ran with, what it gave, and its wall and CPU time.
+/// A finished simulate run before its reports: the session, the device's facts at the end
+/// (its counters and wear, read once), the options it ran with, what it gave, and its wall and
+/// CPU time.
 pub(crate) struct Done {
     session: Session,
+    device: DeviceFacts,
     replay: Replay,
     pub outcome: storsim_sim::Outcome,
     /// With `--fairness`, each flow's statistics alone on the device and the fairness.
@@ -59,16 +61,11 @@ pub(crate) struct Done {
 
 impl Done {
     /// The results to report, for a document whose `command_line` is `command_line`.
-    pub fn results(
-        &self,
-        args: &SimulateArgs,
-        command_line: Vec<String>,
-    ) -> report::SimulationResults<'_> {
-        report::SimulationResults {
+    pub fn results(&self, args: &SimulateArgs, command_line: Vec<String>) -> SimulationResults<'_> {
+        SimulationResults {
             seed: args.seed,
             command_line,
-            device_name: &self.session.device_name,
-            device: self.session.device.as_ref(),
+            device: &self.device,
             workload: &self.session.workload,
             replay: self.replay,
             info: &self.outcome.info,
@@ -80,7 +77,7 @@ impl Done {
                 .iter()
                 .zip(&self.outcome.flows)
                 .enumerate()
-                .map(|(index, (flow, summary))| report::FlowResult {
+                .map(|(index, (flow, summary))| FlowResult {
                     spec: &flow.spec,
                     summary,
                     alone: self
@@ -153,8 +150,9 @@ pub(crate) fn execute_into(
         .map_err(|e| CliError::sim(e, Some(args.seed)))?;
     let wall = line.finish();
     let cpu = line.cpu_time();
+    let device = DeviceFacts::read(&session.device_name, session.device.as_ref());
     if progress {
-        warn_unmapped_reads(session.device.as_ref(), args.precondition.is_none());
+        warn_unmapped_reads(&device.counters, args.precondition.is_none());
     }
     if let Some(csv) = csv {
         csv.finish()?;
@@ -185,6 +183,7 @@ pub(crate) fn execute_into(
     };
     Ok(Done {
         session,
+        device,
         replay: options.replay,
         outcome,
         alone,
@@ -213,8 +212,8 @@ pub(crate) fn precondition(
 /// Reads of pages that hold no data take no flash time, so a run made mostly of them (a trace
 /// replayed on a clean SSD) measures nothing of the flash: says so once, with how many and how
 /// to precondition. `can_choose`: whether `--precondition` was left to the device file.
-fn warn_unmapped_reads(device: &dyn storsim_core::Device, can_choose: bool) {
-    let Some(r) = storsim_sim::unmapped_reads(device) else {
+fn warn_unmapped_reads(counters: &[storsim_core::DeviceCounter], can_choose: bool) {
+    let Some(r) = storsim_sim::unmapped_reads(counters) else {
         return;
     };
     if let Some(message) = unmapped_reads_warning(r, can_choose) {
@@ -291,14 +290,15 @@ pub(crate) fn replay(
 /// The requests CSV as the run's completion sink. A write error does not stop the run: the
 /// first one is kept and reported when the run ends, and nothing more is written.
 struct CsvSink {
-    csv: RequestsCsv,
+    csv: RequestsCsv<std::io::BufWriter<std::fs::File>>,
     error: Option<std::io::Error>,
 }
 
 impl CsvSink {
     fn create(path: &Path, flows: usize) -> Result<CsvSink, CliError> {
         Ok(CsvSink {
-            csv: RequestsCsv::create(path, flows)?,
+            csv: RequestsCsv::new(destination::create(path)?, flows)
+                .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?,
             error: None,
         })
     }
@@ -327,21 +327,21 @@ impl CompletionSink for CsvSink {
 /// JSON goes to standard output.
 fn write_reports(
     args: &SimulateArgs,
-    results: &report::SimulationResults,
+    results: &SimulationResults,
     wall: Duration,
     cpu: Option<Duration>,
 ) -> Result<(), CliError> {
     if args.json.is_some() || args.report.is_some() || args.plots.is_some() {
-        let doc = report::simulation_json(results);
+        let doc = storsim_output::simulation_json(results);
         if let Some(path) = &args.json {
-            report::write_json(path, &doc)?;
+            destination::write_json(path, &doc)?;
         }
         // Without --json the page names no file.
         let name = args.json.as_deref().unwrap_or(Path::new(""));
         report_html::write_simulation(name, doc, args.report.as_deref(), args.plots.as_deref())?;
     }
     if !args.quiet && args.json.as_deref() != Some(Path::new("-")) {
-        crate::stdout::say!("{}", report::simulation_text(results));
+        crate::stdout::say!("{}", storsim_output::simulation_text(results));
         let cpu = match cpu {
             Some(cpu) => format!(" ({:.3} s of CPU time)", cpu.as_secs_f64()),
             None => String::new(),

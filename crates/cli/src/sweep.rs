@@ -5,7 +5,7 @@
 
 use crate::args::{Cli, Command, SimulateArgs, SweepArgs};
 use crate::progress::Progress;
-use crate::{interrupt, report, report_html, simulate, workload_arg, CliError};
+use crate::{interrupt, report_html, simulate, workload_arg, CliError};
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -168,12 +168,12 @@ pub(crate) fn point_document(
     if done.outcome.info.cancelled {
         return Ok(None);
     }
-    let mut doc = report::simulation_json(&done.results(args, command_line));
+    let mut doc = storsim_output::simulation_json(&done.results(args, command_line));
     if let Some(name) = workload_name {
         doc["workload"]["name"] = name.into();
     }
     doc["point"] = point;
-    report::json_text(&doc).map(Some)
+    Ok(Some(storsim_output::json::text(&doc)))
 }
 
 impl PointRunner for SimulateRunner {

@@ -2,14 +2,15 @@
 //! traces (`validate disksim`) or any trace that carries them (`validate trace`).
 
 use crate::args::{ValidateDisksimArgs, ValidateTraceArgs};
-use crate::report::{self, TraceDetail, ValidationResults};
-use crate::CliError;
+use crate::{destination, CliError};
 use std::cell::{Cell, RefCell};
+use std::path::Path;
 use std::rc::Rc;
 use storsim_config::disksim::import::{device_toml, import_parv_with};
 use storsim_config::LoadedDevice;
 use storsim_core::{Completion, Op};
 use storsim_engine::{EngineOptions, OutOfRange, Replay, RunInfo};
+use storsim_output::{DeviceFacts, TraceDetail, ValidationResults};
 use storsim_sim::{Session, WorkloadSource};
 use storsim_workload::trace::{
     measured_response_times, validate_measured_access_us, TraceFormat, TraceOptions,
@@ -91,23 +92,20 @@ pub fn disksim(args: ValidateDisksimArgs) -> Result<(), CliError> {
         )));
     };
     let results = ValidationResults {
-        device_name: &device_name,
-        device: device.as_ref(),
+        command_line: &destination::command_line(),
+        device: &DeviceFacts::read(&device_name, device.as_ref()),
         trace: &args.trace,
         simulated_ms: &simulated_ms,
         measured_ms: &measured_ms,
         demerit,
         trace_detail: None,
     };
-    if let Some(path) = &args.requests_csv {
-        report::write_validation_csv(path, &results)?;
-    }
-    if let Some(path) = &args.json {
-        report::write_json(path, &report::validation_json(&results))?;
-    }
-    if args.json.as_deref() != Some(std::path::Path::new("-")) {
-        crate::stdout::say!("{}", report::validation_text(&results));
-    }
+    write_results(
+        &results,
+        args.requests_csv.as_deref(),
+        args.json.as_deref(),
+        None,
+    )?;
     Ok(())
 }
 
@@ -166,8 +164,8 @@ pub fn trace(args: ValidateTraceArgs) -> Result<(), CliError> {
         )));
     };
     let results = ValidationResults {
-        device_name: &device_name,
-        device: device.as_ref(),
+        command_line: &destination::command_line(),
+        device: &DeviceFacts::read(&device_name, device.as_ref()),
         trace: &args.trace,
         simulated_ms: &simulated_ms,
         measured_ms: &measured_ms,
@@ -186,19 +184,39 @@ pub fn trace(args: ValidateTraceArgs) -> Result<(), CliError> {
             requests_wrapped: replayed.info.wrapped_requests,
         }),
     };
-    if let Some(path) = &args.requests_csv {
-        report::write_validation_csv(path, &results)?;
+    write_results(
+        &results,
+        args.requests_csv.as_deref(),
+        args.json.as_deref(),
+        args.report.as_deref(),
+    )
+}
+
+/// Writes a validation's outputs where its options say: the per-request CSV, the JSON, the
+/// HTML page, and the text unless the JSON goes to standard output.
+fn write_results(
+    results: &ValidationResults,
+    csv: Option<&Path>,
+    json: Option<&Path>,
+    page: Option<&Path>,
+) -> Result<(), CliError> {
+    if let Some(path) = csv {
+        let failed = |e| CliError::failure(format!("writing {}: {e}", path.display()));
+        storsim_output::write_validation_csv(&mut destination::create(path)?, results)
+            .map_err(failed)?;
     }
-    let doc = report::validation_json(&results);
-    if let Some(path) = &args.json {
-        report::write_json(path, &doc)?;
+    if json.is_some() || page.is_some() {
+        let doc = storsim_output::validation_json(results);
+        if let Some(path) = json {
+            destination::write_json(path, &doc)?;
+        }
+        if let Some(out) = page {
+            let name = json.unwrap_or(Path::new(""));
+            crate::report_html::write_simulation(name, doc, Some(out), None)?;
+        }
     }
-    if let Some(out) = &args.report {
-        let name = args.json.clone().unwrap_or_default();
-        crate::report_html::write_simulation(&name, doc, Some(out), None)?;
-    }
-    if args.json.as_deref() != Some(std::path::Path::new("-")) {
-        crate::stdout::say!("{}", report::validation_text(&results));
+    if json != Some(Path::new("-")) {
+        crate::stdout::say!("{}", storsim_output::validation_text(results));
     }
     Ok(())
 }

@@ -30,7 +30,7 @@ pub use fairness::{fairness, run_alone, Fairness};
 use std::fmt;
 use std::path::PathBuf;
 use storsim_config::{DeviceSpec, LoadedDevice};
-use storsim_core::{Completion, Device, SimTime};
+use storsim_core::{Completion, Device, DeviceCounter, SimTime};
 use storsim_engine::{
     CancelToken, CompletionSink, EngineError, EngineOptions, Flow, Replay, RunInfo, Simulation,
 };
@@ -397,10 +397,9 @@ pub struct UnmappedReads {
 /// its children's under a prefix.
 const UNMAPPED_COUNTER: &str = "host_read_unmapped_pages";
 
-/// The reads of pages without data on every SSD `device` holds (itself or its children, found
-/// by their counters' names), or `None` for a device with no SSD.
-pub fn unmapped_reads(device: &dyn Device) -> Option<UnmappedReads> {
-    let counters = device.counters();
+/// The reads of pages without data on every SSD a device holds (itself or its children, found
+/// by their names in the device's `counters`), or `None` for a device with no SSD.
+pub fn unmapped_reads(counters: &[DeviceCounter]) -> Option<UnmappedReads> {
     let mut total: Option<UnmappedReads> = None;
     for c in counters.iter() {
         let Some(prefix) = c.name.strip_suffix(UNMAPPED_COUNTER) else {

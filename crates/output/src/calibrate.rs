@@ -1,29 +1,25 @@
-//! The calibration report: text (the seed's fit-table layout), JSON and plot-ready CSV, and the
+//! The `calibrate` report: text (the seed's fit-table layout), JSON and plot-ready CSV, and the
 //! comment block at the top of the written model.
 
-use crate::args::CalibratedModel;
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::Path;
 use storsim_calibrate::analysis::PatternResult;
-use storsim_calibrate::{Calibration, Fitted, Measurements, Plan, TargetInfo, TargetKind};
+use storsim_calibrate::{
+    Calibration, Fitted, FittedModel, Measurements, Plan, TargetInfo, TargetKind,
+};
 
-pub struct Report<'a> {
+/// A finished calibration, as its reports give it.
+pub struct CalibrationResults<'a> {
+    /// The command line that ran it, for the JSON's `command_line`.
+    pub command_line: &'a [String],
     pub target: &'a TargetInfo,
     pub baseline: Option<&'a TargetInfo>,
     pub plan: &'a Plan,
     pub measured: &'a Measurements,
     pub fitted: &'a Fitted,
-    pub model: CalibratedModel,
+    pub model: FittedModel,
     pub out: &'a Path,
-}
-
-fn model_name(m: CalibratedModel) -> &'static str {
-    match m {
-        CalibratedModel::Linear => "linear",
-        CalibratedModel::Table => "table",
-        CalibratedModel::Step => "step",
-    }
 }
 
 fn kind_name(k: TargetKind) -> &'static str {
@@ -67,7 +63,7 @@ fn human(bytes: u64) -> String {
     }
 }
 
-fn statistic_name(r: &Report) -> &'static str {
+fn statistic_name(r: &CalibrationResults) -> &'static str {
     match r.fitted.calibration.statistic {
         storsim_calibrate::Statistic::Median => "median",
         storsim_calibrate::Statistic::Min => "minimum",
@@ -75,7 +71,7 @@ fn statistic_name(r: &Report) -> &'static str {
 }
 
 /// Comment lines for the top of the model file: where the numbers come from.
-pub fn model_header(r: &Report) -> String {
+pub fn calibration_model_header(r: &CalibrationResults) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -122,7 +118,7 @@ fn fit_cell(p: &PatternResult, f: impl Fn(&storsim_calibrate::fit::LinearFit) ->
 
 /// The human-readable report: what was measured, the fits and their validation, the points,
 /// the erase correction, the steps, the queue-depth sweep, and what was written.
-pub fn text(r: &Report, wrote_model: bool) -> String {
+pub fn calibration_text(r: &CalibrationResults, wrote_model: bool) -> String {
     let c = &r.fitted.calibration;
     let mut s = String::new();
     text_preamble(&mut s, r);
@@ -142,7 +138,7 @@ pub fn text(r: &Report, wrote_model: bool) -> String {
 }
 
 /// The target, the plan, the baseline, and the notes that qualify everything below.
-fn text_preamble(s: &mut String, r: &Report) {
+fn text_preamble(s: &mut String, r: &CalibrationResults) {
     let c = &r.fitted.calibration;
     let _ = writeln!(s, "storsim calibrate: {}", describe(r.target));
     let _ = writeln!(
@@ -387,31 +383,26 @@ fn text_sweep(s: &mut String, c: &Calibration) {
 }
 
 /// Whether a model was written, and where.
-fn text_outcome(s: &mut String, r: &Report, wrote_model: bool) {
+fn text_outcome(s: &mut String, r: &CalibrationResults, wrote_model: bool) {
     if wrote_model {
-        let _ = writeln!(
-            s,
-            "\nwrote {} ({} model)",
-            r.out.display(),
-            model_name(r.model)
-        );
+        let _ = writeln!(s, "\nwrote {} ({} model)", r.out.display(), r.model.name());
     } else {
         let _ = writeln!(
             s,
             "\nno {} model written: too little was measured",
-            model_name(r.model)
+            r.model.name()
         );
     }
 }
 
 /// The full report as JSON.
-pub fn json(r: &Report, wrote_model: bool) -> Value {
+pub fn calibration_json(r: &CalibrationResults, wrote_model: bool) -> Value {
     let patterns: Vec<&str> = r.plan.patterns.iter().map(|p| p.short_name()).collect();
     json!({
-        "schema": crate::report::SCHEMA,
-        "version": env!("CARGO_PKG_VERSION"),
+        "schema": crate::SCHEMA,
+        "version": crate::VERSION,
         "kind": "calibrate",
-        "command_line": crate::report::command_line(),
+        "command_line": r.command_line,
         "target": r.target,
         "baseline": r.baseline,
         "plan": {
@@ -432,14 +423,14 @@ pub fn json(r: &Report, wrote_model: bool) -> Value {
         "stopped_early": r.measured.stopped_early,
         "calibration": r.fitted.calibration,
         "model": {
-            "kind": model_name(r.model),
+            "kind": r.model.name(),
             "file": if wrote_model { Some(r.out.display().to_string()) } else { None },
         },
     })
 }
 
 /// Measured vs predicted, one line per pattern and size.
-pub fn csv(r: &Report) -> String {
+pub fn calibration_csv(r: &CalibrationResults) -> String {
     let mut s = String::from(
         "pattern,size_bytes,held_out,samples,min_us,median_us,mean_us,p90_us,baseline_us,value_us,linear_us,table_us\n",
     );

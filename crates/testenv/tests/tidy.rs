@@ -1,0 +1,344 @@
+//! The tidy test: the absences ARCHITECTURE.md states, checked by scanning the crates' sources
+//! and manifests, so that the map stays true as the code changes. Each rule names the map's
+//! sentence it checks; a failure says which crate or file breaks it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The repository's root (this crate is `crates/testenv`).
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("the repository's root")
+}
+
+/// The layers of ARCHITECTURE.md's diagram, bottom first, and the crates (directory names
+/// under `crates/`, and `python`) in each. A crate depends only on crates of its own layer or
+/// below.
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "foundation",
+        &[
+            "core",
+            "stats",
+            "store",
+            "nbd",
+            "fuse",
+            "cosim-shim",
+            "testenv",
+        ],
+    ),
+    (
+        "models",
+        &[
+            "flash", "ftl", "ssd", "hdd", "blackbox", "array", "hybrid", "hostif", "faults",
+        ],
+    ),
+    ("workloads", &["workload"]),
+    (
+        "drivers",
+        &[
+            "engine",
+            "config",
+            "sim",
+            "emulate",
+            "cosim",
+            "calibrate",
+            "sweep",
+        ],
+    ),
+    ("output", &["output", "report"]),
+    ("front ends", &["cli", "python"]),
+];
+
+/// The crates whose code is a device model's: they compute timing and nothing else.
+const MODELS: &[&str] = &[
+    "core", "flash", "ftl", "ssd", "hdd", "blackbox", "array", "hybrid", "hostif", "faults",
+];
+
+/// Every crate's directory, by the name its folder has.
+fn crate_dirs() -> BTreeMap<String, PathBuf> {
+    let root = root();
+    let mut dirs: BTreeMap<String, PathBuf> = std::fs::read_dir(root.join("crates"))
+        .expect("crates/")
+        .map(|e| e.expect("an entry of crates/").path())
+        .filter(|p| p.join("Cargo.toml").exists())
+        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), p))
+        .collect();
+    dirs.insert("python".into(), root.join("python"));
+    dirs
+}
+
+fn manifest(dir: &Path) -> toml::Table {
+    let path = dir.join("Cargo.toml");
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The names of a crate's normal (not dev or build) dependencies.
+fn dependencies(dir: &Path) -> Vec<String> {
+    manifest(dir)
+        .get("dependencies")
+        .and_then(|d| d.as_table())
+        .map(|d| d.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+/// A workspace crate's folder name from its package name (`storsim-ftl` -> `ftl`; the
+/// command's package is `storsim`, in `cli`).
+fn folder_of(package: &str) -> Option<&str> {
+    match package {
+        "storsim" => Some("cli"),
+        p => p.strip_prefix("storsim-"),
+    }
+}
+
+fn layer_of(name: &str) -> Option<usize> {
+    LAYERS.iter().position(|(_, crates)| crates.contains(&name))
+}
+
+/// Every `.rs` file under `dir`.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let path = e.expect("a directory entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// The lines of the crate's sources (under `src/`) that hold any of `needles`, outside
+/// comments, as `file:line: text`.
+fn lines_with(crate_dir: &Path, needles: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for file in rust_files(&crate_dir.join("src")) {
+        let text = std::fs::read_to_string(&file).expect("a source file");
+        for (i, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("//") {
+                continue;
+            }
+            if needles.iter().any(|n| code.contains(n)) {
+                found.push(format!("{}:{}: {}", file.display(), i + 1, code));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_crate_is_in_a_layer_and_depends_only_on_its_layer_or_below() {
+    let dirs = crate_dirs();
+    let mut broken = Vec::new();
+    for (name, dir) in &dirs {
+        let Some(layer) = layer_of(name) else {
+            broken.push(format!(
+                "{name}: in no layer of LAYERS (and of ARCHITECTURE.md)"
+            ));
+            continue;
+        };
+        for dep in dependencies(dir) {
+            let Some(folder) = folder_of(&dep) else {
+                continue;
+            };
+            match layer_of(folder) {
+                Some(l) if l <= layer => {}
+                Some(l) => broken.push(format!(
+                    "{name} ({}) depends on {folder} ({}), a layer above it",
+                    LAYERS[layer].0, LAYERS[l].0
+                )),
+                None => broken.push(format!("{name} depends on {dep}, which is in no layer")),
+            }
+        }
+    }
+    for (_, crates) in LAYERS {
+        for c in *crates {
+            if !dirs.contains_key(*c) {
+                broken.push(format!("LAYERS names {c}, which is not a crate"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn no_crate_but_the_command_parses_command_lines() {
+    let users: Vec<String> = crate_dirs()
+        .iter()
+        .filter(|(_, dir)| dependencies(dir).iter().any(|d| d == "clap"))
+        .map(|(name, _)| name.clone())
+        .collect();
+    assert_eq!(users, ["cli"], "crates that depend on clap");
+}
+
+#[test]
+fn models_never_read_a_clock_sleep_or_do_io() {
+    let dirs = crate_dirs();
+    let forbidden = [
+        "Instant::now",
+        "SystemTime",
+        "thread::sleep",
+        "std::fs",
+        "File::open",
+        "File::create",
+        "std::net",
+        "std::process",
+    ];
+    let mut found = Vec::new();
+    for model in MODELS {
+        found.extend(lines_with(&dirs[*model], &forbidden));
+    }
+    assert!(
+        found.is_empty(),
+        "model code that reads a clock, sleeps or does I/O:\n{}",
+        found.join("\n")
+    );
+    // The scan finds what is there: the emulator, which paces by the wall clock, is caught.
+    assert!(!lines_with(&dirs["emulate"], &["Instant::now"]).is_empty());
+}
+
+#[test]
+fn ftls_never_know_time() {
+    let found = lines_with(
+        &crate_dirs()["ftl"],
+        &["SimTime", "SimDuration", "latency", "_ns"],
+    );
+    assert!(
+        found.is_empty(),
+        "an FTL that knows time:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn file_formats_stay_in_their_layer() {
+    // Device files are read only by `config`; flow files by `workload`; sweep specs by
+    // `sweep`. No other crate takes a TOML reader.
+    let allowed = ["config", "workload", "sweep", "testenv"];
+    let mut broken = Vec::new();
+    for (name, dir) in crate_dirs() {
+        let deps = dependencies(&dir);
+        if !allowed.contains(&name.as_str()) {
+            for format in ["toml", "toml_edit"] {
+                if deps.iter().any(|d| d == format) {
+                    broken.push(format!("{name} depends on {format}"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+#[test]
+fn only_the_output_layer_lays_out_json_text() {
+    let mut found = Vec::new();
+    for (name, dir) in crate_dirs() {
+        if name != "output" {
+            found.extend(lines_with(&dir, &["to_string_pretty", "to_writer_pretty"]));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "JSON laid out outside the output crate:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_map_names_every_crate_and_only_crates_that_exist() {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let dirs = crate_dirs();
+    for name in dirs.keys() {
+        assert!(
+            map.contains(&format!("`{name}`")),
+            "ARCHITECTURE.md has no entry for the crate `{name}`"
+        );
+    }
+    for (layer, crates) in LAYERS {
+        assert!(
+            map.contains(layer),
+            "ARCHITECTURE.md's layer diagram lacks the layer `{layer}` ({crates:?})"
+        );
+    }
+}
+
+#[test]
+fn the_map_stays_short_enough_to_read_in_ten_minutes() {
+    let map = std::fs::read_to_string(root().join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let words = map.split_whitespace().count();
+    assert!(
+        words <= 2_600,
+        "ARCHITECTURE.md has {words} words; feature detail belongs in docs/ (issue 37 asks for \
+         about 2,500)"
+    );
+}
+
+/// Paths named in backquotes (`crates/...`, `docs/...`, `examples/...`, `python/...`,
+/// `bench/...`), with a `NAME`-style placeholder or a glob left out.
+fn named_paths(text: &str) -> Vec<String> {
+    let prefixes = [
+        "crates/",
+        "docs/",
+        "examples/",
+        "python/",
+        "bench/",
+        "experiments/",
+    ];
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|s| prefixes.iter().any(|p| s.starts_with(p)))
+        .filter(|s| !s.contains(' '))
+        .filter(|s| !s.chars().any(|c| c == '*' || c == '{' || c == '<'))
+        .filter(|s| {
+            !s.split(['/', '.', '-', '_'])
+                .any(|w| w.len() > 1 && w.chars().all(|c| c.is_ascii_uppercase()))
+        })
+        .map(|s| s.trim_end_matches([',', '.', ':', ')']).to_string())
+        .collect()
+}
+
+#[test]
+fn named_paths_skip_placeholders_and_globs() {
+    let text = "`crates/ftl/src/lib.rs`, `crates/ftl/src/NAME/`, `docs/models/ftl-NAME.md`, \
+                `crates/*/Cargo.toml`, `docs/json.md`.";
+    assert_eq!(named_paths(text), ["crates/ftl/src/lib.rs", "docs/json.md"]);
+}
+
+#[test]
+fn every_path_the_map_and_the_contributing_guide_name_exists() {
+    let root = root();
+    let mut missing = Vec::new();
+    for doc in ["ARCHITECTURE.md", "CONTRIBUTING.md"] {
+        let Ok(text) = std::fs::read_to_string(root.join(doc)) else {
+            missing.push(format!("{doc} itself"));
+            continue;
+        };
+        let paths = named_paths(&text);
+        // Both pages lead to the code by its paths; a page naming none has lost its way.
+        assert!(paths.len() >= 5, "{doc} names only {paths:?}");
+        for path in paths {
+            if !root.join(&path).exists() {
+                missing.push(format!("{doc} names `{path}`"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "paths that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
