@@ -694,6 +694,7 @@ pub fn emulation_json(r: &EmulatorReport) -> Value {
             "name": r.device_name,
             "counters": counters_json(r.device_counters.clone()),
             "switches": r.switches,
+            "model_failures": r.model_failures,
         },
         "export_bytes": r.export_bytes,
         "backing": backing_name(&r.backing),
@@ -889,6 +890,9 @@ pub fn emulation_text(r: &EmulatorReport) -> String {
     );
     if !r.switches.is_empty() {
         out += &format!("switched  to {}\n", r.switches.join(", then "));
+    }
+    for failure in &r.model_failures {
+        out += &format!("FAILED    {failure}: its requests failed with EIO\n");
     }
     out += &format!(
         "requests  {} replied (read {}, write {}, trim {}, flush {}), {} failed, {} in flight\n",
