@@ -445,6 +445,22 @@ mod tests {
     }
 
     #[test]
+    fn a_run_opens_its_trace_once_to_look_at_it_and_once_to_run_it() {
+        // A trace of three devices, laid out one after another: the look at it (flow file or
+        // trace, and which format), then one open for the run's passes (its device scan, the
+        // sizing pass, the records), which used to open it three more times.
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../workload/tests/data/mqsim_sample.trace"
+        );
+        let args = simulate_args(&["--device", "stec-zeus", "--workload", trace, "--quiet"]);
+        let before = storsim_workload::trace::files_opened();
+        let done = execute(&args, CancelToken::new(), false).unwrap();
+        assert_eq!(done.outcome.info.requests_completed, 3);
+        assert_eq!(storsim_workload::trace::files_opened() - before, 2);
+    }
+
+    #[test]
     fn replay_follows_the_options_or_else_the_workload() {
         let open = Pacing::Open;
         let closed = Pacing::Closed { depth: 8 };
