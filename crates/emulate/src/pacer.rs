@@ -566,6 +566,13 @@ impl Pacer {
     /// Advances every model to `at` (emulator time), completes what finished, and then gives
     /// the waiting requests to the current model at `at`.
     fn advance_models(&mut self, at: SimTime) {
+        // The models' time never goes back: deadlines before the last advance are refused by
+        // the contract check, and offers are strictly increasing. A step back would hand a
+        // model an earlier `now` than it has seen, which no model is written to survive.
+        assert!(
+            self.model_now.is_none_or(|t| at >= t),
+            "the emulator's model clock went back to {at}"
+        );
         self.model_now = Some(at);
         self.sample_counters(at);
         let model_at = self.model_time(at);

@@ -456,8 +456,14 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
         self.sources[index].slots_used += 1;
         let arrival = request.arrival;
         // `ready` has room: each open-loop flow's record waits in its head until `ready`
-        // holds none, and a closed-loop flow admits only to its free slots.
-        let _ = self.ready.push(arrival, (request, origin));
+        // holds none, and a closed-loop flow admits only to its free slots. Were that ever
+        // wrong, the request would vanish with its slot taken and the results be wrong without
+        // a word, so the check stays on in release builds (one branch per request).
+        let pushed = self.ready.push(arrival, (request, origin));
+        assert!(
+            pushed.is_ok(),
+            "the engine's queue of admitted requests overflowed"
+        );
         self.hint_next(index, arrival);
     }
 
@@ -742,7 +748,9 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
                     self.outstanding += 1;
                 }
                 Err(DeviceError::QueueFull { .. }) => {
-                    let _ = self.retrying.push(self.now, failed);
+                    // It left the queue just now, so there is room to put it back.
+                    let pushed = self.retrying.push(self.now, failed);
+                    assert!(pushed.is_ok(), "the engine's retry queue overflowed");
                     self.device_full = true;
                 }
                 Err(_) => self.give_up(failed),
