@@ -263,7 +263,10 @@ pub struct SimulateArgs {
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub trace: TraceArgs,
-    /// Seed for everything random in the run (synthetic workloads, models). Printed with the results.
+    /// Seed of the run's random draws: synthetic workloads that name no seed of their own and a
+    /// faults layer's draws. Not an SSD's preconditioning, which keeps the device file's own
+    /// `[ssd] seed` (1 by default), so a device starts in the same state whatever the run's
+    /// seed. Printed with the results.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// How to replay; the default is the workload's own (open loop for timed traces, closed loop

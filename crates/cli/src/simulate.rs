@@ -364,6 +364,101 @@ pub(crate) fn check_memory(name: &str, spec: &storsim_config::DeviceSpec) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::{CommandFactory, Parser};
+
+    /// The arguments of `storsim simulate ARGS...`.
+    fn simulate_args(args: &[&str]) -> SimulateArgs {
+        let cli =
+            crate::args::Cli::try_parse_from(["storsim", "simulate"].iter().chain(args).copied())
+                .unwrap();
+        match cli.command {
+            crate::args::Command::Simulate(args) => args,
+            _ => unreachable!("a simulate command line"),
+        }
+    }
+
+    /// The `precondition_*` counters of a run of `storsim simulate --seed SEED` on a small SSD
+    /// preconditioned to steady state whose file says `[ssd] seed = FILE_SEED`.
+    fn preconditioning(seed: u64, file_seed: u64) -> Vec<(String, f64)> {
+        let dir = tempfile::tempdir().unwrap();
+        let device = dir.path().join("ssd.toml");
+        std::fs::write(
+            &device,
+            format!(
+                "model = \"ssd\"\n[ssd]\nftl = \"page\"\nseed = {file_seed}\n\
+                 [ssd.precondition]\nmode = \"steady-state\"\n\
+                 [ssd.geometry]\nchannels = 2\nchips_per_channel = 1\ndies_per_chip = 2\n\
+                 planes_per_die = 1\nblocks_per_plane = 32\npages_per_block = 16\n\
+                 page_bytes = 4096\n[ssd.timing]\ncell = \"mlc\"\n\
+                 read_us_by_level = [40, 60]\nprogram_us_by_level = [300, 900]\n\
+                 erase_us = 3000\nchannel_mts = 400\n"
+            ),
+        )
+        .unwrap();
+        let seed = seed.to_string();
+        let args = simulate_args(&[
+            "--device",
+            device.to_str().unwrap(),
+            "--workload",
+            "synthetic:rw=randwrite,bs=4k,requests=100,iodepth=4,seed=3",
+            "--seed",
+            &seed,
+        ]);
+        let done = execute(&args, CancelToken::new(), false).unwrap();
+        done.session
+            .device
+            .counters()
+            .into_iter()
+            .filter(|c| c.name.starts_with("precondition_"))
+            .map(|c| (c.name, c.value))
+            .collect()
+    }
+
+    #[test]
+    fn the_seed_leaves_preconditioning_to_the_device_files_seed_as_its_help_says() {
+        let help = crate::args::Cli::command()
+            .find_subcommand_mut("simulate")
+            .expect("a simulate command")
+            .render_long_help()
+            .to_string();
+        assert!(
+            help.contains("Not an SSD's preconditioning") && help.contains("`[ssd] seed`"),
+            "{help}"
+        );
+        let default = preconditioning(1, 1);
+        assert!(
+            default
+                .iter()
+                .any(|(name, v)| name == "precondition_erases" && *v > 0.0),
+            "{default:?}"
+        );
+        assert_eq!(
+            preconditioning(2, 1),
+            default,
+            "--seed changed preconditioning"
+        );
+        assert_ne!(
+            preconditioning(1, 2),
+            default,
+            "the file's seed did not reach it"
+        );
+    }
+
+    #[test]
+    fn a_run_opens_its_trace_once_to_look_at_it_and_once_to_run_it() {
+        // A trace of three devices, laid out one after another: the look at it (flow file or
+        // trace, and which format), then one open for the run's passes (its device scan, the
+        // sizing pass, the records), which used to open it three more times.
+        let trace = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../workload/tests/data/mqsim_sample.trace"
+        );
+        let args = simulate_args(&["--device", "stec-zeus", "--workload", trace, "--quiet"]);
+        let before = storsim_workload::trace::files_opened();
+        let done = execute(&args, CancelToken::new(), false).unwrap();
+        assert_eq!(done.outcome.info.requests_completed, 3);
+        assert_eq!(storsim_workload::trace::files_opened() - before, 2);
+    }
 
     #[test]
     fn replay_follows_the_options_or_else_the_workload() {

@@ -2,10 +2,12 @@
 
 use crate::args::{SimulateArgs, Switch, TraceArgs};
 use crate::CliError;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use storsim_sim::WorkloadSource;
 use storsim_workload::flows;
-use storsim_workload::trace::{BlkparseEvent, DeviceSelection, TraceFormat, TraceOptions};
+use storsim_workload::trace::{
+    self, BlkparseEvent, DeviceSelection, TraceFormat, TraceOptions, WorkloadFile,
+};
 
 pub fn trace_options(args: &TraceArgs) -> Result<TraceOptions, CliError> {
     let format = match &args.format {
@@ -45,17 +47,6 @@ pub fn trace_options(args: &TraceArgs) -> Result<TraceOptions, CliError> {
     })
 }
 
-/// What `--workload` names: a generator spec, or a trace file read with the trace options.
-pub fn source(arg: &str, args: &TraceArgs) -> Result<WorkloadSource, CliError> {
-    if WorkloadSource::is_synthetic(arg) {
-        return Ok(WorkloadSource::Synthetic(arg.to_string()));
-    }
-    Ok(WorkloadSource::Trace {
-        path: PathBuf::from(arg),
-        options: trace_options(args)?,
-    })
-}
-
 /// What a `simulate` command runs: its `--flow` arguments as a workload of several flows, or
 /// its `--workload`, a flow file read as one.
 pub fn simulate_source(args: &SimulateArgs) -> Result<WorkloadSource, CliError> {
@@ -78,15 +69,29 @@ pub fn simulate_source(args: &SimulateArgs) -> Result<WorkloadSource, CliError> 
         .workload
         .as_deref()
         .ok_or_else(|| CliError::input("--workload or --flow is required"))?;
-    if !WorkloadSource::is_synthetic(arg) && flows::is_flow_file(Path::new(arg)) {
-        let specs = flows::read_file(Path::new(arg)).map_err(|e| CliError::input(e.to_string()))?;
-        return Ok(WorkloadSource::Flows {
-            name: arg.to_string(),
-            flows: specs,
-            options,
-        });
+    if WorkloadSource::is_synthetic(arg) {
+        return Ok(WorkloadSource::Synthetic(arg.to_string()));
     }
-    source(arg, &args.trace)
+    // One look at the file tells a flow file from a trace and finds the trace's format, which
+    // the run then takes as given rather than looking again.
+    let path = Path::new(arg);
+    match trace::identify(path, options.format).map_err(CliError::input)? {
+        WorkloadFile::Flows => {
+            let specs = flows::read_file(path).map_err(|e| CliError::input(e.to_string()))?;
+            Ok(WorkloadSource::Flows {
+                name: arg.to_string(),
+                flows: specs,
+                options,
+            })
+        }
+        WorkloadFile::Trace(format) => Ok(WorkloadSource::Trace {
+            path: path.to_path_buf(),
+            options: TraceOptions {
+                format: Some(format),
+                ..options
+            },
+        }),
+    }
 }
 
 /// Checks what can be checked of a workload before running it: a generator spec parses, a

@@ -724,6 +724,33 @@ fn bad_arguments_are_refused_and_the_exit_status_is_the_programs() {
 }
 
 #[test]
+fn a_malformed_program_is_bad_input_not_a_panic() {
+    let (_tmp, dir) = fresh_dir("cosim-bad-elf");
+    // An ELF64 executable whose program-header entries claim to be 2 bytes long: the check
+    // for static programs used to panic on it.
+    let mut elf = vec![0u8; 64 + 2 * 56];
+    elf[0..7].copy_from_slice(b"\x7fELF\x02\x01\x01");
+    elf[16] = 2;
+    elf[32] = 64;
+    elf[52] = 64;
+    elf[54] = 2;
+    elf[56] = 2;
+    let program = dir.with_extension("bad-elf");
+    std::fs::write(&program, &elf).unwrap();
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (o, _) = cosim("flashsim-2009", &dir, &[], &[program.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(program.to_str().unwrap()), "{err}");
+    assert!(err.contains("e_phentsize) is 2 bytes"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn what_cannot_be_intercepted_is_reported() {
     let _serial = serial();
     let (_tmp, dir) = fresh_dir("cosim-limits");

@@ -1,13 +1,15 @@
 //! The vocabulary every other storsim crate speaks: simulated time, requests, completions, the
 //! [`Device`] contract, a bounded event queue ordered by (time, sequence) and a seeded PRNG.
 //!
-//! [`conformance`] is the kit that checks a model keeps the [`Device`] contract.
+//! [`conformance`] is the kit that checks a model keeps the [`Device`] contract; [`contract`]
+//! is the part of it drivers check as they run (the engine, the emulator's pacing thread).
 //!
 //! This crate has no dependencies, reads no clock and does no I/O, apart from the conformance
 //! kit, a test tool, which prints its seed to stderr and reads `STORSIM_TEST_SEED`.
 
 pub mod cache;
 pub mod conformance;
+pub mod contract;
 mod device;
 mod event_queue;
 mod prng;

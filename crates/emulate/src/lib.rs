@@ -369,6 +369,10 @@ pub struct EmulatorReport {
     pub in_flight: u64,
     /// Devices switched to at run time, in order.
     pub switches: Vec<String>,
+    /// Device models that broke the `Device` contract (`storsim_core::contract`), each with
+    /// what it did, in order. The requests such a device held failed with EIO, and while it
+    /// was the current device so did every new request; the emulator went on serving.
+    pub model_failures: Vec<String>,
     /// The current device model's counters (at the end: the last device's).
     pub device_counters: Vec<DeviceCounter>,
     /// The run so far in windows of the emulator's time (wall clock since the start, which is
@@ -417,6 +421,8 @@ struct Tally {
     /// Of `failed`, those answered at the model's instant (injected errors, replies falling due
     /// after a crash left the disk off), which the lateness counts as replies too.
     failed_replies: u64,
+    /// See [`EmulatorReport::model_failures`].
+    model_failures: Vec<String>,
     answered_at_once: u64,
     /// The model's counters and the series when the pacing thread stopped.
     final_snapshot: Option<Snapshot>,
@@ -660,6 +666,7 @@ impl Emulator {
             intake: Histogram::new(),
             failed: 0,
             failed_replies: 0,
+            model_failures: Vec::new(),
             answered_at_once: 0,
             final_snapshot: None,
         };
@@ -862,6 +869,7 @@ impl Emulator {
                 lateness.replies + tally.failed - tally.failed_replies + tally.answered_at_once,
             ),
             switches: tally.switches.clone(),
+            model_failures: tally.model_failures.clone(),
             lateness,
             device_counters,
             series,

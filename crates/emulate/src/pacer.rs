@@ -18,6 +18,7 @@ use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
+use storsim_core::contract::{ContractCheck, ContractError};
 use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status};
 use storsim_stats::series::{ChannelId, SeriesRecorder, WindowWidth};
 use storsim_workload::trace::{RecordWriter, RecordedIo};
@@ -123,7 +124,23 @@ enum Left {
 struct Slot {
     device: Box<dyn Device>,
     generation: u64,
-    outstanding: usize,
+    /// The device's contract, checked at every call as the engine checks it; it also counts
+    /// the requests the device holds.
+    contract: ContractCheck,
+    /// The device broke its contract: it is never called again, the requests it held have
+    /// failed, and, while it is the current device, so does every new request.
+    broken: bool,
+}
+
+impl Slot {
+    fn new(device: Box<dyn Device>, generation: u64) -> Slot {
+        Slot {
+            contract: ContractCheck::new(device.queue_depth()),
+            device,
+            generation,
+            broken: false,
+        }
+    }
 }
 
 /// Writes the record in arrival order although completions come in finishing order: rows wait
@@ -223,11 +240,7 @@ impl Pacer {
         Ok(Pacer {
             clock: shared.clock,
             shared,
-            slots: vec![Slot {
-                device,
-                generation: 0,
-                outstanding: 0,
-            }],
+            slots: vec![Slot::new(device, 0)],
             in_flight: HashMap::new(),
             host_queue: VecDeque::new(),
             next_id: 0,
@@ -298,6 +311,7 @@ impl Pacer {
         self.model_origin?;
         self.slots
             .iter()
+            .filter(|s| !s.broken)
             .filter_map(|s| s.device.next_deadline())
             .min()
             .map(|t| self.emulator_time(t))
@@ -438,11 +452,7 @@ impl Pacer {
             Message::Skip { seq } => self.settle_record(seq, None),
             Message::Replace { device, name, done } => {
                 let generation = self.slots.last().map_or(0, |s| s.generation + 1);
-                self.slots.push(Slot {
-                    device,
-                    generation,
-                    outstanding: 0,
-                });
+                self.slots.push(Slot::new(device, generation));
                 self.retire_idle_devices();
                 // A new model is a fresh start: it has not failed.
                 self.device_failed = None;
@@ -556,18 +566,46 @@ impl Pacer {
     /// Advances every model to `at` (emulator time), completes what finished, and then gives
     /// the waiting requests to the current model at `at`.
     fn advance_models(&mut self, at: SimTime) {
+        // The models' time never goes back: deadlines before the last advance are refused by
+        // the contract check, and offers are strictly increasing. A step back would hand a
+        // model an earlier `now` than it has seen, which no model is written to survive.
+        assert!(
+            self.model_now.is_none_or(|t| at >= t),
+            "the emulator's model clock went back to {at}"
+        );
         self.model_now = Some(at);
         self.sample_counters(at);
         let model_at = self.model_time(at);
         for index in 0..self.slots.len() {
+            if self.slots[index].broken {
+                continue;
+            }
             let mut done = std::mem::take(&mut self.done);
             self.slots[index].device.advance(model_at, &mut done);
+            self.slots[index].contract.advanced(model_at);
             let generation = self.slots[index].generation;
+            let mut broken = None;
             for completion in done.drain(..) {
-                self.slots[index].outstanding -= 1;
-                self.complete(completion, generation, at);
+                // Once the device has broken its contract (here, or in the submission of a FUA
+                // write's flush that a completion led to), the rest of what it reported is not
+                // to be trusted either: the requests it held fail together.
+                if broken.is_some() || self.slots[index].broken {
+                    continue;
+                }
+                let checked = self.slots[index].contract.completed(&completion, model_at);
+                broken = checked
+                    .and_then(|()| self.complete(completion, generation, at))
+                    .err();
             }
             self.done = done;
+            let broken = match broken {
+                Some(error) => Some(error),
+                None if self.slots[index].broken => None,
+                None => self.check_deadline(index, model_at).err(),
+            };
+            if let Some(error) = broken {
+                self.model_broke(index, error);
+            }
         }
         self.retire_idle_devices();
         self.drain_host_queue(at);
@@ -578,7 +616,7 @@ impl Pacer {
         let current = self.slots.len() - 1;
         let mut index = 0;
         self.slots.retain(|slot| {
-            let keep = index == current || slot.outstanding > 0;
+            let keep = index == current || (!slot.broken && slot.contract.outstanding() > 0);
             index += 1;
             keep
         });
@@ -616,29 +654,28 @@ impl Pacer {
             Stage::FuaFlush => now,
         };
         let (model_now, model_arrival) = (self.model_time(now), self.model_time(arrival));
-        let slot = self
-            .slots
-            .last_mut()
-            .expect("there is always a current device");
-        let outcome = slot.device.submit(
-            model_now,
-            Request {
-                id,
-                op,
-                offset_bytes,
-                len_bytes,
-                arrival: model_arrival,
-                flow: 0,
-            },
-        );
+        let current = self.slots.len() - 1;
+        let slot = &mut self.slots[current];
+        let given = Request {
+            id,
+            op,
+            offset_bytes,
+            len_bytes,
+            arrival: model_arrival,
+            flow: 0,
+        };
+        let outcome = slot.device.submit(model_now, given);
         match outcome {
             Ok(()) => {
                 self.series.submitted(arrival, now);
                 self.next_id += 1;
-                slot.outstanding += 1;
                 request.generation = slot.generation;
                 request.known_at = self.clock.now();
                 self.in_flight.insert(id, request);
+                let checked = slot.contract.submitted(&given);
+                if let Err(error) = checked.and_then(|()| self.check_deadline(current, model_now)) {
+                    self.model_broke(current, error);
+                }
                 Ok(())
             }
             Err(DeviceError::QueueFull { .. }) => Err(Box::new(request)),
@@ -679,18 +716,88 @@ impl Pacer {
         self.settle_record(seq, None);
     }
 
-    /// Takes a completion the model gave when advanced to `now` (emulator time): the reply
-    /// falls due, or a FUA write's flush stage goes to the model.
-    fn complete(&mut self, completion: Completion, generation: u64, now: SimTime) {
-        let id = completion.request.id;
-        let mut request = self
-            .in_flight
-            .remove(&id)
-            .unwrap_or_else(|| panic!("device completed request {id}, which it was never given"));
-        assert_eq!(
-            request.generation, generation,
-            "request {id} completed on a device it was not submitted to"
+    /// Checks the deadline device `index` announces at `model_now` (the models' clock) after
+    /// a call: in the past, stuck at the instant it was just advanced to, or missing while it
+    /// holds requests, the device would leave them unanswered for ever, or the pacing thread
+    /// spinning.
+    fn check_deadline(&self, index: usize, model_now: SimTime) -> Result<(), ContractError> {
+        let slot = &self.slots[index];
+        let deadline = slot.device.next_deadline();
+        slot.contract.deadline(deadline, model_now)?;
+        if deadline.is_none() && slot.contract.outstanding() > 0 {
+            return Err(slot.contract.stalled(self.host_queue.len()));
+        }
+        Ok(())
+    }
+
+    /// Device `index` broke its contract: it is not called again, the requests it held fail
+    /// (EIO to the host), and while it is the current device so does every new request, until
+    /// the control socket switches to another. The emulator goes on serving; the failure is
+    /// said on standard error at once and kept for the report.
+    #[cold]
+    fn model_broke(&mut self, index: usize, error: ContractError) {
+        let slot = &mut self.slots[index];
+        if slot.broken {
+            return;
+        }
+        slot.broken = true;
+        let generation = slot.generation;
+        let message = format!(
+            "the device model '{}' broke the device contract: {error}",
+            slot.device.model_name()
         );
+        let current = index == self.slots.len() - 1;
+        eprintln!(
+            "storsim: {message}; the requests it held fail with EIO{}",
+            if current {
+                ", and so does every new request until the device is switched"
+            } else {
+                ""
+            }
+        );
+        self.shared.tally().model_failures.push(message.clone());
+        // In id order, so that the replies' order does not depend on the map's.
+        let mut held: Vec<u64> = self
+            .in_flight
+            .iter()
+            .filter(|(_, r)| r.generation == generation)
+            .map(|(&id, _)| id)
+            .collect();
+        held.sort_unstable();
+        for id in held {
+            if let Some(request) = self.in_flight.remove(&id) {
+                self.fail(request, IoFailure::DeviceFailed(message.clone()));
+            }
+        }
+        if current {
+            while let Some(request) = self.host_queue.pop_front() {
+                self.fail(request, IoFailure::DeviceFailed(message.clone()));
+            }
+            self.device_failed = Some(message);
+        }
+    }
+
+    /// Takes a completion the model gave when advanced to `now` (emulator time): the reply
+    /// falls due, or a FUA write's flush stage goes to the model. The contract check has made
+    /// sure the device held the request; a request the pacing thread does not hold is the
+    /// device's fault all the same.
+    fn complete(
+        &mut self,
+        completion: Completion,
+        generation: u64,
+        now: SimTime,
+    ) -> Result<(), ContractError> {
+        let id = completion.request.id;
+        let held = self
+            .in_flight
+            .get(&id)
+            .is_some_and(|r| r.generation == generation);
+        let Some(mut request) = held.then(|| self.in_flight.remove(&id)).flatten() else {
+            return Err(ContractError::UnknownCompletion {
+                id,
+                outstanding: self.slots.iter().map(|s| s.contract.outstanding()).sum(),
+            });
+        };
         let service_start = self.emulator_time(completion.service_start);
         request.service_start.get_or_insert(service_start);
         // A FUA write that failed is answered at once: there is nothing to make durable.
@@ -701,7 +808,7 @@ impl Pacer {
         {
             request.stage = Stage::FuaFlush;
             self.submit(request, now);
-            return;
+            return Ok(());
         }
         let intended = self.emulator_time(completion.finish);
         let overran = intended < request.known_at;
@@ -736,6 +843,7 @@ impl Pacer {
             },
             overran,
         });
+        Ok(())
     }
 
     /// Sends the replies that fell due in this round: those a front end batches leave with

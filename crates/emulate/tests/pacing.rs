@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use storsim_blackbox::linear::{stec_zeus, LinearCost, LinearDevice, LinearParams};
 use storsim_blackbox::AccessPattern;
-use storsim_core::SimDuration;
+use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Request, SimDuration, SimTime};
 use storsim_emulate::{
     Backing, Emulator, EmulatorOptions, HostIo, HostOp, IoFailure, Outcome, RecordTarget,
     Responder, Store,
@@ -34,9 +34,13 @@ impl Responder for ToChannel {
 }
 
 fn start(device: LinearDevice, export_bytes: u64) -> Emulator {
+    start_boxed(Box::new(device), export_bytes)
+}
+
+fn start_boxed(device: Box<dyn Device>, export_bytes: u64) -> Emulator {
     let store = Arc::new(Store::open(&Backing::Memory, export_bytes).unwrap());
     Emulator::start(
-        Box::new(device),
+        device,
         "flat",
         store,
         EmulatorOptions::new(export_bytes),
@@ -417,4 +421,134 @@ fn a_replay_of_the_record_gives_every_request_the_response_time_the_model_gave()
         );
     }
     std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// What a [`BrokenDevice`] does wrong.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Reports each completion under an id it was never given (the id plus 1000).
+    CompletesUnknownId,
+    /// Once its clock has moved, names a deadline just before the last instant it was told.
+    DeadlineInThePast,
+    /// Never names a deadline, however many requests it holds.
+    Stall,
+}
+
+/// A deliberately broken model: a flat linear device with one [`Fault`].
+struct BrokenDevice {
+    inner: LinearDevice,
+    fault: Fault,
+    now: SimTime,
+}
+
+impl Device for BrokenDevice {
+    fn model_name(&self) -> &'static str {
+        "broken"
+    }
+    fn capacity_bytes(&self) -> u64 {
+        self.inner.capacity_bytes()
+    }
+    fn queue_depth(&self) -> usize {
+        self.inner.queue_depth()
+    }
+    fn submit(&mut self, now: SimTime, request: Request) -> Result<(), DeviceError> {
+        self.now = now;
+        self.inner.submit(now, request)
+    }
+    fn next_deadline(&self) -> Option<SimTime> {
+        match self.fault {
+            Fault::Stall => None,
+            Fault::DeadlineInThePast if self.now > SimTime::ZERO => Some(SimTime(self.now.0 - 1)),
+            _ => self.inner.next_deadline(),
+        }
+    }
+    fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
+        self.now = now;
+        let first = done.len();
+        self.inner.advance(now, done);
+        if let Fault::CompletesUnknownId = self.fault {
+            for c in &mut done[first..] {
+                c.request.id += 1000;
+            }
+        }
+    }
+    fn counters(&self) -> Vec<DeviceCounter> {
+        Vec::new()
+    }
+}
+
+#[test]
+fn a_model_that_breaks_its_contract_fails_its_requests_and_the_emulator_goes_on_serving() {
+    for fault in [
+        Fault::CompletesUnknownId,
+        Fault::DeadlineInThePast,
+        Fault::Stall,
+    ] {
+        let emulator = start_boxed(
+            Box::new(BrokenDevice {
+                inner: flat_device(200.0, 1 << 30, 8),
+                fault,
+                now: SimTime::ZERO,
+            }),
+            1 << 20,
+        );
+        // The pacing thread used to panic (an unknown id), spin for ever (a deadline in the
+        // past) or leave the request unanswered (a stall). Each fault shows within the first
+        // two requests: the second is the first to meet the broken device's moved clock.
+        let mut failed_at = None;
+        for i in 0..2u64 {
+            let (outcome, _) =
+                roundtrip(&emulator, io(HostOp::Write, i * 4096, 4096, vec![7; 4096]));
+            match outcome {
+                Outcome::Done => {}
+                Outcome::Failed(IoFailure::DeviceFailed(why)) => {
+                    assert!(
+                        why.contains("'broken' broke the device contract"),
+                        "{fault:?}: {why}"
+                    );
+                    failed_at = Some(i);
+                    break;
+                }
+                other => panic!("{fault:?}: {other:?}"),
+            }
+        }
+        assert!(failed_at.is_some(), "{fault:?}: no request failed");
+        // The emulator goes on answering: with EIO while the broken device is current ...
+        let (outcome, _) = roundtrip(&emulator, io(HostOp::Read, 0, 4096, Vec::new()));
+        assert!(
+            matches!(outcome, Outcome::Failed(IoFailure::DeviceFailed(_))),
+            "{fault:?}: {outcome:?}"
+        );
+        // ... and normally once the control socket's switch brings a working device.
+        emulator
+            .replace_device(Box::new(flat_device(100.0, 1 << 30, 8)), "flat")
+            .unwrap();
+        let (outcome, _) = roundtrip(&emulator, io(HostOp::Write, 8192, 4096, vec![3; 4096]));
+        assert!(matches!(outcome, Outcome::Done), "{fault:?}: {outcome:?}");
+        let (outcome, _) = roundtrip(&emulator, io(HostOp::Read, 8192, 4096, Vec::new()));
+        match outcome {
+            Outcome::Data(bytes) => assert!(bytes.iter().all(|&b| b == 3), "{fault:?}"),
+            other => panic!("{fault:?}: {other:?}"),
+        }
+        let report = emulator.shutdown().unwrap();
+        assert_eq!(
+            report.model_failures.len(),
+            1,
+            "{fault:?}: {:?}",
+            report.model_failures
+        );
+        let expected = match fault {
+            Fault::CompletesUnknownId => "never given",
+            Fault::DeadlineInThePast => "before now",
+            Fault::Stall => "stalled",
+        };
+        assert!(
+            report.model_failures[0].contains(expected),
+            "{fault:?}: {:?}",
+            report.model_failures
+        );
+        assert_eq!(report.in_flight, 0, "{fault:?}");
+        // The request that met the broken device and the read while it was current.
+        assert_eq!(report.failed, 2, "{fault:?}");
+    }
 }

@@ -269,9 +269,11 @@ pub enum EngineError {
     /// The options do not make sense (a time scale of zero, a queue depth of 0).
     Options { message: String },
     /// The device model broke the [`Device`] contract: it stalled (requests outstanding and no
-    /// deadline), named a deadline before the present, completed a request it was not given or
-    /// out of time order, or refused a request as full below its queue depth in a way the
-    /// engine cannot wait out. No input causes this; the model has a bug.
+    /// deadline, or a deadline it never gets past), named a deadline before the present,
+    /// completed a request it was not given, altered, or out of time order, accepted more than
+    /// its queue depth, or refused a request as full below its queue depth in a way the engine
+    /// cannot wait out. No input causes this; the model has a bug. The rules are
+    /// `storsim_core::contract`'s, which the emulator applies too.
     Model {
         /// The model's name ([`Device::model_name`]).
         device: String,

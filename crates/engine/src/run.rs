@@ -15,6 +15,7 @@ use crate::{
 };
 use std::collections::BTreeMap;
 use std::ops::{Index, IndexMut};
+use storsim_core::contract::ContractCheck;
 use storsim_core::{
     Completion, Device, DeviceError, EventQueue, Request, SimTime, QUEUE_DEPTH_MAX,
 };
@@ -124,6 +125,9 @@ pub(crate) struct Run<'r, D: Device + ?Sized, const SIMPLE: bool> {
     live_sources: usize,
     /// Requests the device accepted and has not completed.
     outstanding: usize,
+    /// The device's contract, checked at every submission, completion and deadline: a model
+    /// that breaks it is an [`EngineError::Model`], the same rules the emulator applies.
+    contract: ContractCheck,
     /// Nothing more will be admitted: every flow ended, a limit was reached, the device
     /// failed or the run was cancelled.
     exhausted: bool,
@@ -247,6 +251,7 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
             first_open,
             live_sources,
             outstanding: 0,
+            contract: ContractCheck::new(device_depth),
             exhausted: false,
             device_full: false,
             info: RunInfo::default(),
@@ -451,8 +456,14 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
         self.sources[index].slots_used += 1;
         let arrival = request.arrival;
         // `ready` has room: each open-loop flow's record waits in its head until `ready`
-        // holds none, and a closed-loop flow admits only to its free slots.
-        let _ = self.ready.push(arrival, (request, origin));
+        // holds none, and a closed-loop flow admits only to its free slots. Were that ever
+        // wrong, the request would vanish with its slot taken and the results be wrong without
+        // a word, so the check stays on in release builds (one branch per request).
+        let pushed = self.ready.push(arrival, (request, origin));
+        assert!(
+            pushed.is_ok(),
+            "the engine's queue of admitted requests overflowed"
+        );
         self.hint_next(index, arrival);
     }
 
@@ -534,7 +545,7 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
     fn submit_ready(&mut self) -> Result<bool, EngineError> {
         let mut submitted_any = false;
         if !SIMPLE && !self.retrying.is_empty() {
-            self.resubmit_due();
+            self.resubmit_due()?;
         }
         while self.outstanding < self.device_depth
             && !self.device_full
@@ -549,6 +560,9 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
             }
             match self.device.submit(self.now, request) {
                 Ok(()) => {
+                    if let Err(broken) = self.contract.submitted(&request) {
+                        return Err(self.model_fault(broken.to_string()));
+                    }
                     self.outstanding += 1;
                     self.info.requests_issued += 1;
                     submitted_any = true;
@@ -628,27 +642,23 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
         } else {
             None
         };
-        let next = match (next_arrival, self.device.next_deadline()) {
-            (Some(a), Some(d)) => a.min(d),
-            (Some(a), None) => a,
-            (None, Some(d)) => d,
+        let deadline = self.device.next_deadline();
+        if let Err(broken) = self.contract.deadline(deadline, self.now) {
+            return Err(self.model_fault(broken.to_string()));
+        }
+        // Arrivals still in `ready` are later than now (those due have been submitted, unless
+        // the device has no room, and then none is taken), so `next` is never in the past.
+        match (next_arrival, deadline) {
+            (Some(a), Some(d)) => Ok(a.min(d)),
+            (Some(a), None) => Ok(a),
+            (None, Some(d)) => Ok(d),
             (None, None) => {
                 // The run has not ended, so requests are outstanding or waiting; the device has
                 // no room for those waiting and will not change state on its own.
-                return Err(self.model_fault(format!(
-                    "the device stalled: {} requests outstanding, {} waiting, and no deadline",
-                    self.outstanding,
-                    self.ready.len()
-                )));
+                let stalled = self.contract.stalled(self.ready.len());
+                Err(self.model_fault(stalled.to_string()))
             }
-        };
-        if next < self.now {
-            return Err(self.model_fault(format!(
-                "the device's next deadline {next} is before now {}",
-                self.now
-            )));
         }
-        Ok(next)
     }
 
     /// Moves the device to `next` and delivers what it completed by then.
@@ -657,28 +667,24 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
         if next > self.counters_due_after {
             self.read_counters(next);
         }
+        // Time never goes back: `next_event` refused a deadline in the past, and arrivals in
+        // `ready` are later than now. One comparison per event keeps that true in release
+        // builds, where a step back would otherwise give wrong latencies without a word.
+        assert!(
+            next >= self.now,
+            "the engine's clock went back from {} to {next}",
+            self.now
+        );
         self.now = next;
         self.device.advance(self.now, &mut self.done);
+        self.contract.advanced(self.now);
         let mut done = std::mem::take(&mut self.done);
         // Each completion is read where the device wrote it rather than moved out first: the
         // copy's wide loads of what the device had just written field by field stalled, and
         // cost more than the rest of the loop's work on it.
         for c in &done {
-            if !(c.request.arrival <= c.service_start
-                && c.service_start <= c.finish
-                && c.finish <= self.now)
-            {
-                return Err(self.model_fault(format!(
-                    "request {} broke the completion contract: arrival {}, service start {}, \
-                     finish {}, now {}",
-                    c.request.id, c.request.arrival, c.service_start, c.finish, self.now
-                )));
-            }
-            if self.outstanding == 0 {
-                return Err(self.model_fault(format!(
-                    "the device completed request {} with no request outstanding",
-                    c.request.id
-                )));
+            if let Err(broken) = self.contract.completed(c, self.now) {
+                return Err(self.model_fault(broken.to_string()));
             }
             self.outstanding -= 1;
             if !SIMPLE {
@@ -689,7 +695,8 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
                     self.attempts.remove(&c.request.id);
                 }
             }
-            // A device completes only requests it was given, each carrying its flow's index.
+            // The contract check let through only requests the device was given, unaltered,
+            // so the flow's index is one of the run's.
             self.sources[flow_index::<SIMPLE>(&c.request)].slots_used -= 1;
             self.info.requests_completed += 1;
             self.sink.completed(c);
@@ -727,21 +734,29 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
 
     /// Resubmits the failed requests due by now, while the device has room. A request the
     /// device refuses now (it has failed since) ends with its last failure.
-    fn resubmit_due(&mut self) {
+    fn resubmit_due(&mut self) -> Result<(), EngineError> {
         while self.outstanding < self.device_depth
             && !self.device_full
             && self.retrying.peek_time().is_some_and(|t| t <= self.now)
         {
             let (_, failed) = self.retrying.pop().expect("peeked");
             match self.device.submit(self.now, failed.request) {
-                Ok(()) => self.outstanding += 1,
+                Ok(()) => {
+                    if let Err(broken) = self.contract.submitted(&failed.request) {
+                        return Err(self.model_fault(broken.to_string()));
+                    }
+                    self.outstanding += 1;
+                }
                 Err(DeviceError::QueueFull { .. }) => {
-                    let _ = self.retrying.push(self.now, failed);
+                    // It left the queue just now, so there is room to put it back.
+                    let pushed = self.retrying.push(self.now, failed);
+                    assert!(pushed.is_ok(), "the engine's retry queue overflowed");
                     self.device_full = true;
                 }
                 Err(_) => self.give_up(failed),
             }
         }
+        Ok(())
     }
 
     /// A retrying request's last failure stands: it reaches the sink now.

@@ -865,6 +865,13 @@ enum Fault {
     DeadlineInThePast,
     /// Completes requests with their service starting after they finished.
     StartAfterFinish,
+    /// Completes a request under an id it was never given (the id plus 1000).
+    CompletesUnknownId,
+    /// Completes requests with a length other than the one they were given.
+    AltersRequests,
+    /// Once it has been advanced, names the instant it was advanced to as its deadline, for
+    /// ever.
+    DeadlineStuck,
 }
 
 /// A deliberately broken model: the flat linear device with one [`Fault`].
@@ -905,6 +912,7 @@ impl Device for BrokenDevice {
             Fault::DeadlineInThePast if self.now > SimTime::ZERO => {
                 deadline.map(|_| SimTime(self.now.0 - 1))
             }
+            Fault::DeadlineStuck if self.now > SimTime::ZERO => Some(self.now),
             _ => deadline,
         }
     }
@@ -912,9 +920,12 @@ impl Device for BrokenDevice {
         self.now = now;
         let first = done.len();
         self.inner.advance(now, done);
-        if let Fault::StartAfterFinish = self.fault {
-            for c in &mut done[first..] {
-                c.service_start = c.finish + SimDuration(1);
+        for c in &mut done[first..] {
+            match self.fault {
+                Fault::StartAfterFinish => c.service_start = c.finish + SimDuration(1),
+                Fault::CompletesUnknownId => c.request.id += 1000,
+                Fault::AltersRequests => c.request.len_bytes += 512,
+                _ => {}
             }
         }
     }
@@ -997,6 +1008,31 @@ fn a_deadline_before_now_is_a_model_fault() {
 fn a_completion_that_breaks_the_contract_is_a_model_fault() {
     let message = model_fault(Fault::StartAfterFinish, Replay::Closed { depth: 1 });
     assert!(message.contains("completion contract"), "{message}");
+}
+
+#[test]
+fn a_completion_of_a_request_never_given_or_altered_is_a_model_fault() {
+    for replay in [Replay::Open { time_scale: 1.0 }, Replay::AsFastAsPossible] {
+        let message = model_fault(Fault::CompletesUnknownId, replay);
+        assert!(
+            message.contains("completed request 1000,") && message.contains("never given"),
+            "{replay:?}: {message}"
+        );
+        let message = model_fault(Fault::AltersRequests, replay);
+        assert!(
+            message.contains("completed request 0 as another request"),
+            "{replay:?}: {message}"
+        );
+    }
+}
+
+#[test]
+fn a_deadline_the_device_never_gets_past_is_a_model_fault_not_a_hang() {
+    let message = model_fault(Fault::DeadlineStuck, Replay::Closed { depth: 2 });
+    assert!(
+        message.contains("stalled") && message.contains("never get past"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -97,7 +97,13 @@ impl Geometry {
     }
 
     pub fn ppa(&self, block: BlockId, page: u32) -> Ppa {
-        debug_assert!(page < self.pages_per_block);
+        // A page past the block's end would name a page of the next block: a wrong answer, not
+        // a crash, so the check stays on in release builds (one comparison).
+        assert!(
+            page < self.pages_per_block,
+            "page {page} of a block of {} pages",
+            self.pages_per_block
+        );
         Ppa(block.0 * self.pages_per_block + page)
     }
     pub fn block_of(&self, ppa: Ppa) -> BlockId {

@@ -13,7 +13,8 @@
 //!   the NAND array the FTL kept matches the mirror, and write amplification is at least 1.
 //!
 //! It is public so that each FTL's own test file runs it on its own configurations, and so that
-//! users who write an FTL can run it too.
+//! users who write an FTL can run it too. [`check_calls`] makes the same checks under a hostile
+//! host (pages past the end, tiny devices that run out of space or wear out).
 //!
 //! Every run prints its seed to stderr as it starts (`conformance <ftl>: seed N`), so that a
 //! failure can be reproduced; setting the environment variable `STORSIM_TEST_SEED` to a number
@@ -23,7 +24,7 @@
 //! FTLs that expose the flash ([`crate::raw`]) refuse to program a page twice: run them with
 //! [`check_with`] and [`Writes::ErasedOnly`], which writes only pages whose flash is erased.
 
-use crate::{Cause, Dep, FlashOp, Ftl};
+use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
 use std::collections::HashMap;
 use storsim_core::Prng;
 use storsim_flash::{FlashOpKind, Ppa};
@@ -138,26 +139,10 @@ pub fn check_with(
 ) -> Result<Report, String> {
     let name = ftl.name();
     let seed = announce_seed(name, seed)?;
-    let geometry = *ftl.nand().geometry();
-    let pages = geometry.pages() as usize;
-    let logical = ftl.logical_pages();
-    if logical == 0 {
-        return Err(format!("{}: no logical pages", ftl.name()));
-    }
+    let mut checker = Checker::new(ftl)?;
+    let logical = checker.logical;
     let span = ((logical as f64 * mix.span_fraction) as u64).clamp(1, logical);
     let mut rng = Prng::new(seed);
-    let mut shadow: Vec<Option<u64>> = vec![None; logical as usize];
-    let mut mirror = Mirror {
-        pages_per_block: geometry.pages_per_block,
-        programmed: (0..pages)
-            .map(|i| ftl.nand().is_programmed(Ppa(i as u32)))
-            .collect(),
-        content: vec![None; pages],
-    };
-    let initial_erases = ftl.nand().total_erases();
-    let mut report = Report::default();
-    let mut ops: Vec<FlashOp> = Vec::new();
-    let mut version = 0u64;
     let mut last_lpn = 0u64;
 
     for step in 0..mix.steps {
@@ -173,50 +158,272 @@ pub fn check_with(
             // The first erased page at or after the drawn one; none: trim the drawn page.
             match (0..span)
                 .map(|k| (lpn + k) % span)
-                .find(|&l| !mirror.programmed[l as usize])
+                .find(|&l| !checker.mirror.programmed[l as usize])
             {
                 Some(l) => lpn = l,
                 None => dice = 100,
             }
             last_lpn = lpn;
         }
-        ops.clear();
-        let kind = if dice < mix.write_percent {
-            version += 1;
-            ftl.write(lpn, &mut ops)
-                .map_err(|e| fail(format!("write of page {lpn}: {e}")))?;
-            report.host_writes += 1;
-            shadow[lpn as usize] = Some(version);
-            'w'
+        let call = if dice < mix.write_percent {
+            Call::Write
         } else if dice < mix.write_percent + mix.read_percent {
-            ftl.read(lpn, &mut ops)
-                .map_err(|e| fail(format!("read of page {lpn}: {e}")))?;
-            report.host_reads += 1;
-            'r'
+            Call::Read
         } else {
-            ftl.trim(lpn, &mut ops)
-                .map_err(|e| fail(format!("trim of page {lpn}: {e}")))?;
-            report.trims += 1;
-            shadow[lpn as usize] = None;
-            't'
+            Call::Trim
         };
-
-        let target = ftl.lookup(lpn);
-        apply(&ops, &mut mirror, &mut report, kind, lpn, version, target).map_err(&fail)?;
-
-        check_mapping(lpn, shadow[lpn as usize], target, &mirror, kind, &ops).map_err(&fail)?;
-
+        if let Err(e) = checker.call(ftl, call, lpn).map_err(&fail)? {
+            return Err(fail(format!("{} of page {lpn}: {e}", call.name())));
+        }
         if (step + 1) % mix.full_check_every == 0 || step + 1 == mix.steps {
-            full_check(ftl, &shadow, &mirror, &report, initial_erases).map_err(&fail)?;
+            checker.full_check(ftl).map_err(&fail)?;
         }
     }
-    if report.host_writes > 0 && report.write_amplification() < 1.0 {
-        return Err(format!(
-            "{name}: seed {seed}: write amplification {} < 1",
-            report.write_amplification()
-        ));
+    checker
+        .finish()
+        .map_err(|e| format!("{name}: seed {seed}: {e}"))
+}
+
+/// What [`check_calls`] did: how many calls it checked, and how the FTL ended.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CallsReport {
+    /// Calls on pages past the last one, each refused with [`FtlError::OutOfRange`] and no
+    /// operation.
+    pub refused_out_of_range: u64,
+    /// Calls on pages in range whose results were checked: every one before the FTL ran out of
+    /// space or wore out.
+    pub checked: u64,
+    /// The error with which the FTL ran out of space or wore out, if it did. The SSD uses an
+    /// FTL no more after such an error, so later calls are checked only for their refusals.
+    pub spent: Option<FtlError>,
+    /// The operations of the checked calls.
+    pub report: Report,
+}
+
+/// Drives `ftl` with `steps` random calls (writes 60 %, reads 20 %, trims 20 %) on pages
+/// drawn from its whole logical range and two pages past it, as a hostile host would, and
+/// checks everything [`check`] does after every call: a page past the end is refused, every
+/// call in range is checked against the shadow map and the mirror of the flash, with the full
+/// consistency check (valid pages, erase counts) after each, until the FTL runs out of space
+/// or wears out, which is no bug on a tiny or short-lived device; write amplification is at
+/// least 1 at the end. The error names the seed and the step. `STORSIM_TEST_SEED`, if set,
+/// replaces `seed`.
+pub fn check_calls(ftl: &mut dyn Ftl, seed: u64, steps: u64) -> Result<CallsReport, String> {
+    let name = ftl.name();
+    let seed = announce_seed(name, seed)?;
+    let mut checker = Checker::new(ftl)?;
+    let mut rng = Prng::new(seed);
+    let mut calls = CallsReport::default();
+    for step in 0..steps {
+        let fail = |what: String| format!("{name}: seed {seed}, step {step}: {what}");
+        let lpn = rng.below(checker.logical + 2);
+        let call = match rng.below(10) {
+            0..=5 => Call::Write,
+            6..=7 => Call::Read,
+            _ => Call::Trim,
+        };
+        let was_spent = checker.spent.is_some();
+        let result = checker.call(ftl, call, lpn).map_err(&fail)?;
+        if lpn >= checker.logical {
+            calls.refused_out_of_range += 1;
+        } else if !was_spent {
+            calls.checked += 1;
+        }
+        if checker.spent.is_none() {
+            checker.full_check(ftl).map_err(&fail)?;
+        } else if let (false, Err(e)) = (was_spent, result) {
+            calls.spent = Some(e);
+        }
     }
-    Ok(report)
+    // Whatever state the FTL was left in, it still answers these.
+    let _ = (ftl.valid_data_pages(), ftl.counters());
+    calls.report = checker
+        .finish()
+        .map_err(|e| format!("{name}: seed {seed}: {e}"))?;
+    Ok(calls)
+}
+
+/// One host call of the suite.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Call {
+    Write,
+    Read,
+    Trim,
+}
+
+impl Call {
+    fn name(self) -> &'static str {
+        match self {
+            Call::Write => "write",
+            Call::Read => "read",
+            Call::Trim => "trim",
+        }
+    }
+
+    /// The letter [`apply`] and [`check_mapping`] know the call by.
+    fn letter(self) -> char {
+        match self {
+            Call::Write => 'w',
+            Call::Read => 'r',
+            Call::Trim => 't',
+        }
+    }
+}
+
+/// The suite's state between calls: a shadow map of the version of every logical page the
+/// host wrote last, a mirror of what the emitted operations did to the flash, and the
+/// operations counted by cause. [`check_with`] and [`check_calls`] drive one each.
+struct Checker {
+    logical: u64,
+    shadow: Vec<Option<u64>>,
+    mirror: Mirror,
+    report: Report,
+    initial_erases: u64,
+    version: u64,
+    ops: Vec<FlashOp>,
+    /// Set when the FTL ran out of space or wore out: what it does afterwards is not checked.
+    spent: Option<FtlError>,
+}
+
+impl Checker {
+    fn new(ftl: &dyn Ftl) -> Result<Checker, String> {
+        let geometry = *ftl.nand().geometry();
+        let pages = geometry.pages() as usize;
+        let logical = ftl.logical_pages();
+        if logical == 0 {
+            return Err(format!("{}: no logical pages", ftl.name()));
+        }
+        Ok(Checker {
+            logical,
+            shadow: vec![None; logical as usize],
+            mirror: Mirror {
+                pages_per_block: geometry.pages_per_block,
+                programmed: (0..pages)
+                    .map(|i| ftl.nand().is_programmed(Ppa(i as u32)))
+                    .collect(),
+                content: vec![None; pages],
+            },
+            report: Report::default(),
+            initial_erases: ftl.nand().total_erases(),
+            version: 0,
+            ops: Vec::new(),
+            spent: None,
+        })
+    }
+
+    /// Makes `call` on `lpn` and checks what it did. The FTL's own error, when the rules allow
+    /// it, is handed back for the caller to judge; an `Err` is a broken rule.
+    ///
+    /// A page past the end must be refused with `OutOfRange` and no operation. In range, a
+    /// call that succeeds is checked against the shadow map and the mirror; running out of
+    /// space or wearing out ends the checking ([`Checker::spent`]); a refusal (raw flash's)
+    /// must leave everything as it was; `OutOfRange` or a broken NAND rule is a bug.
+    fn call(
+        &mut self,
+        ftl: &mut dyn Ftl,
+        call: Call,
+        lpn: u64,
+    ) -> Result<Result<(), FtlError>, String> {
+        self.ops.clear();
+        let result = match call {
+            Call::Write => ftl.write(lpn, &mut self.ops),
+            Call::Read => ftl.read(lpn, &mut self.ops),
+            Call::Trim => ftl.trim(lpn, &mut self.ops),
+        };
+        let what = call.name();
+        let target = ftl.lookup(lpn);
+        if lpn >= self.logical {
+            return match result {
+                Err(FtlError::OutOfRange {
+                    lpn: l,
+                    logical_pages,
+                }) if l == lpn && logical_pages == self.logical && self.ops.is_empty() => {
+                    Ok(result)
+                }
+                other => Err(format!(
+                    "{what} of page {lpn}, past the last of {} pages, answered {other:?} with {} \
+                     operations instead of refusing it",
+                    self.logical,
+                    self.ops.len()
+                )),
+            };
+        }
+        match &result {
+            Err(e @ (FtlError::OutOfRange { .. } | FtlError::Nand(_))) => {
+                return Err(format!("{what} of page {lpn}: {e}"))
+            }
+            Err(_) if self.spent.is_some() => return Ok(result),
+            Err(e @ (FtlError::NoSpace | FtlError::WornOut { .. })) => {
+                self.spent = Some(e.clone());
+                return Ok(result);
+            }
+            Err(FtlError::Rejected { .. }) => {
+                if !self.ops.is_empty() {
+                    return Err(format!(
+                        "{what} of page {lpn} was refused after {} operations",
+                        self.ops.len()
+                    ));
+                }
+                return Ok(result);
+            }
+            Ok(()) if self.spent.is_some() => return Ok(result),
+            Ok(()) => {}
+        }
+        match call {
+            Call::Write => {
+                self.version += 1;
+                self.report.host_writes += 1;
+                self.shadow[lpn as usize] = Some(self.version);
+            }
+            Call::Read => self.report.host_reads += 1,
+            Call::Trim => {
+                self.report.trims += 1;
+                self.shadow[lpn as usize] = None;
+            }
+        }
+        apply(
+            &self.ops,
+            &mut self.mirror,
+            &mut self.report,
+            call.letter(),
+            lpn,
+            self.version,
+            target,
+        )?;
+        check_mapping(
+            lpn,
+            self.shadow[lpn as usize],
+            target,
+            &self.mirror,
+            call.letter(),
+            &self.ops,
+        )?;
+        Ok(result)
+    }
+
+    /// The whole map, the valid-page count, the erase counts and the programmed pages against
+    /// the shadow and the mirror.
+    fn full_check(&self, ftl: &dyn Ftl) -> Result<(), String> {
+        full_check(
+            ftl,
+            &self.shadow,
+            &self.mirror,
+            &self.report,
+            self.initial_erases,
+        )
+    }
+
+    /// The report, once write amplification is checked to be at least 1.
+    fn finish(self) -> Result<Report, String> {
+        let report = self.report;
+        if report.host_writes > 0 && report.write_amplification() < 1.0 {
+            return Err(format!(
+                "write amplification {} < 1",
+                report.write_amplification()
+            ));
+        }
+        Ok(report)
+    }
 }
 
 /// The seed to run with: the environment's (`SEED_ENV`) if set, else the test's; printed so

@@ -19,6 +19,7 @@ pub fn emulation_json(r: &EmulatorReport, command_line: &[String]) -> Value {
             "name": r.device_name,
             "counters": json::counters(&r.device_counters),
             "switches": r.switches,
+            "model_failures": r.model_failures,
         },
         "export_bytes": r.export_bytes,
         "backing": backing_name(&r.backing),
@@ -88,6 +89,9 @@ pub fn emulation_text(r: &EmulatorReport) -> String {
     );
     if !r.switches.is_empty() {
         out += &format!("switched  to {}\n", r.switches.join(", then "));
+    }
+    for failure in &r.model_failures {
+        out += &format!("FAILED    {failure}: its requests failed with EIO\n");
     }
     out += &format!(
         "requests  {} replied (read {}, write {}, trim {}, flush {}), {} failed, {} in flight\n",

@@ -142,3 +142,34 @@ fn too_many_devices_to_concatenate_is_an_error() {
     assert_eq!(open(&path, &opts).unwrap().records.count(), 65_537);
     std::fs::remove_file(path).unwrap();
 }
+
+/// A trace of several devices laid out one after another takes a pass to detect its format, a
+/// scan of its device column, a pass to size each device and the pass of the records: four
+/// passes, over one open of the file (it used to be opened for each). A look that tells a flow
+/// file from a trace and detects the format opens it once more, and hands the format on.
+#[test]
+fn a_trace_is_opened_once_whatever_the_passes_over_it() {
+    let path = data("mqsim_sample.trace");
+    let before = storsim_workload::trace::files_opened();
+    let records = read(&path, DeviceSelection::Concat);
+    assert_eq!(records.len(), 3);
+    assert_eq!(storsim_workload::trace::files_opened() - before, 1);
+    let before = storsim_workload::trace::files_opened();
+    let found = storsim_workload::trace::identify(&path, None).unwrap();
+    assert_eq!(
+        found,
+        storsim_workload::trace::WorkloadFile::Trace(TraceFormat::named("mqsim"))
+    );
+    assert_eq!(storsim_workload::trace::files_opened() - before, 1);
+    // Gzip too: each pass rewinds the file and decompresses it again.
+    let text = std::fs::read(&path).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    std::io::Write::write_all(&mut gz, &text).unwrap();
+    let zipped = write_temp("opened-once", ".trace.gz", &gz.finish().unwrap());
+    let before = storsim_workload::trace::files_opened();
+    assert_eq!(
+        offsets(&read(&zipped, DeviceSelection::Concat)),
+        offsets(&records)
+    );
+    assert_eq!(storsim_workload::trace::files_opened() - before, 1);
+}

@@ -6,7 +6,7 @@ use super::{is_generator, FlowSpec, FLOW_KEYS};
 use crate::WorkloadError;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 use toml::Spanned;
 
@@ -20,31 +20,43 @@ struct Document {
 
 /// Whether `path` is a flow file rather than a trace: its name ends in `.toml`, or its first
 /// line that is neither blank nor a comment is `[[flow]]`. No trace format starts so.
+/// `crate::trace::identify` asks the same and detects a trace's format with the same look.
 pub fn is_flow_file(path: &Path) -> bool {
-    if path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
-    {
+    if has_flow_file_name(path) {
         return true;
     }
     let Ok(file) = std::fs::File::open(path) else {
         return false;
     };
     // The first 4 KiB are enough for a few comment lines; a binary trace stops the search.
-    let mut head = String::new();
-    let reader = BufReader::new(file.take(4096));
-    for line in reader.lines() {
-        let Ok(line) = line else {
+    let mut head = Vec::new();
+    if file.take(4096).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    starts_as_flow_file(&head)
+}
+
+/// Whether `path`'s name says it is a flow file: it ends in `.toml`.
+pub(crate) fn has_flow_file_name(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("toml"))
+}
+
+/// Whether a file starting with `head` is a flow file: its first line that is neither blank
+/// nor a comment, within the first 4 KiB, is `[[flow]]`.
+pub(crate) fn starts_as_flow_file(head: &[u8]) -> bool {
+    let head = &head[..head.len().min(4096)];
+    for line in head.split(|&b| b == b'\n') {
+        let Ok(line) = std::str::from_utf8(line) else {
             return false;
         };
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             continue;
         }
-        head = line.to_string();
-        break;
+        return line.replace(' ', "") == "[[flow]]";
     }
-    head.replace(' ', "") == "[[flow]]"
+    false
 }
 
 /// Reads the flow file `path`: one [`FlowSpec`] per `[[flow]]` table, in the file's order, a

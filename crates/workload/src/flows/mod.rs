@@ -14,6 +14,7 @@ mod file;
 mod partition;
 
 pub use arg::parse_arg;
+pub(crate) use file::{has_flow_file_name, starts_as_flow_file};
 pub use file::{is_flow_file, read_file};
 pub use partition::map_into;
 

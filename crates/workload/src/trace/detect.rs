@@ -18,7 +18,7 @@ use super::fields::{
     parse_decimal_scaled, parse_hex_u64, parse_u64, split_on, split_whitespace, trim,
 };
 use super::format::Detect;
-use super::input::read_head;
+use super::input::{read_head, read_head_of};
 use super::{ParseContext, TraceFormat};
 use crate::WorkloadError;
 use std::path::Path;
@@ -33,8 +33,47 @@ pub(crate) const SAMPLE_LINES: usize = 32;
 /// recognised by its magic bytes and its decompressed content is examined.
 pub fn detect(path: &Path) -> Result<TraceFormat, WorkloadError> {
     let ctx = ParseContext::new(path, false);
+    detect_head(&read_head(path, &ctx, HEAD_BYTES)?, &ctx)
+}
+
+/// [`detect`] on an input already opened: its first bytes, up to what detection reads.
+pub(crate) fn detect_reader(
+    reader: Box<dyn std::io::BufRead + Send>,
+    ctx: &ParseContext,
+) -> Result<TraceFormat, WorkloadError> {
+    detect_head(&read_head_of(reader, ctx, HEAD_BYTES)?, ctx)
+}
+
+fn detect_head(head: &[u8], ctx: &ParseContext) -> Result<TraceFormat, WorkloadError> {
+    detect_bytes(head).map_err(|(position, message)| ctx.malformed(position, message))
+}
+
+/// What a file named as a workload holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkloadFile {
+    /// A flow file (`crate::flows::is_flow_file`).
+    Flows,
+    /// A trace of this format: the one asked for, or the one detection found.
+    Trace(TraceFormat),
+}
+
+/// Tells a flow file from a trace and, for a trace whose `format` is not given, detects its
+/// format, from one look at the start of the file (the file is not opened at all for a name
+/// ending in `.toml`). Handing the format on to [`super::open`] spares that a second look, so
+/// a run opens its trace once here and once for the run.
+pub fn identify(path: &Path, format: Option<TraceFormat>) -> Result<WorkloadFile, WorkloadError> {
+    if crate::flows::has_flow_file_name(path) {
+        return Ok(WorkloadFile::Flows);
+    }
+    let ctx = ParseContext::new(path, false);
     let head = read_head(path, &ctx, HEAD_BYTES)?;
-    detect_bytes(&head).map_err(|(position, message)| ctx.malformed(position, message))
+    if crate::flows::starts_as_flow_file(&head) {
+        return Ok(WorkloadFile::Flows);
+    }
+    match format {
+        Some(format) => Ok(WorkloadFile::Trace(format)),
+        None => detect_head(&head, &ctx).map(WorkloadFile::Trace),
+    }
 }
 
 /// Detection on the first bytes of a file. The error is a position and a message.

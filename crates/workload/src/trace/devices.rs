@@ -114,14 +114,13 @@ impl Iterator for Only {
 /// device column of every line; any other format, or any doubt (a line with one field), says
 /// no and the sizing pass runs as usual. Malformed lines are left to the parse that follows.
 pub(crate) fn names_one_device(
-    path: &std::path::Path,
+    mut reader: Box<dyn std::io::BufRead + Send>,
     format: super::TraceFormat,
     ctx: &super::ParseContext,
 ) -> Result<bool, WorkloadError> {
     if !format.entry().device_column {
         return Ok(false);
     }
-    let mut reader = super::input::open_input(path, ctx)?;
     let mut device: Vec<u8> = Vec::new();
     let mut carry: Vec<u8> = Vec::new();
     loop {
@@ -288,16 +287,8 @@ mod tests {
     use crate::trace::{ParseContext, TraceFormat};
 
     fn scan(name: &str, text: &[u8], format: TraceFormat) -> bool {
-        let path = tempfile::Builder::new()
-            .prefix(&format!("storsim-devscan-{}-{name}-", std::process::id()))
-            .tempfile()
-            .unwrap()
-            .into_temp_path();
-        std::fs::write(&path, text).unwrap();
-        let ctx = ParseContext::new(&path, false);
-        let one = names_one_device(&path, format, &ctx).unwrap();
-        std::fs::remove_file(&path).unwrap();
-        one
+        let ctx = ParseContext::named(name, false);
+        names_one_device(Box::new(std::io::Cursor::new(text.to_vec())), format, &ctx).unwrap()
     }
 
     #[test]

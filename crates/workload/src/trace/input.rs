@@ -8,8 +8,9 @@
 use super::ParseContext;
 use crate::{Record, WorkloadError};
 use flate2::bufread::MultiGzDecoder;
+use std::cell::Cell;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Read buffer size: large enough that the per-read overhead disappears, small enough to be
@@ -22,13 +23,69 @@ pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
+thread_local! {
+    /// See [`files_opened`].
+    static FILES_OPENED: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many times this thread has opened a workload file: a trace, or a file looked at to tell
+/// a flow file from a trace ([`super::identify`]). A run opens its trace once to look at it and
+/// once for the run, whatever passes the run makes; tests hold it to that with this count,
+/// which costs one addition per open.
+pub fn files_opened() -> u64 {
+    FILES_OPENED.with(Cell::get)
+}
+
+/// Opens `path`, counting it in [`files_opened`].
+fn open_file(path: &Path, ctx: &ParseContext) -> Result<File, WorkloadError> {
+    FILES_OPENED.with(|n| n.set(n.get() + 1));
+    File::open(path).map_err(|e| ctx.io(e))
+}
+
+/// A trace file opened once and read from its start by every pass a run makes over it
+/// (detection, the one-device scan, the sizing pass, the records): each pass after the first
+/// rewinds the same open file rather than opening the path again. The first pass reads the
+/// file as opened, so a single pass works on a pipe too.
+pub(crate) struct TraceFile {
+    file: File,
+    passes: Cell<u32>,
+}
+
+impl TraceFile {
+    pub(crate) fn open(path: &Path, ctx: &ParseContext) -> Result<TraceFile, WorkloadError> {
+        Ok(TraceFile {
+            file: open_file(path, ctx)?,
+            passes: Cell::new(0),
+        })
+    }
+
+    /// A reader from the start of the file, decompressed if it is gzip. The passes share the
+    /// file's offset: a pass must be over (its reader dropped) before the next one starts.
+    pub(crate) fn pass(
+        &self,
+        ctx: &ParseContext,
+    ) -> Result<Box<dyn BufRead + Send>, WorkloadError> {
+        let mut file = self.file.try_clone().map_err(|e| ctx.io(e))?;
+        if self.passes.get() > 0 {
+            file.seek(SeekFrom::Start(0)).map_err(|e| ctx.io(e))?;
+        }
+        self.passes.set(self.passes.get() + 1);
+        buffered(file, ctx)
+    }
+}
+
 /// Opens `path` for buffered reading, decompressing it when it starts with the gzip magic bytes.
 /// The reader can be handed to another thread (see `parse_thread`).
 pub(crate) fn open_input(
     path: &Path,
     ctx: &ParseContext,
 ) -> Result<Box<dyn BufRead + Send>, WorkloadError> {
-    let file = File::open(path).map_err(|e| ctx.io(e))?;
+    buffered(open_file(path, ctx)?, ctx)
+}
+
+/// `file` read through a large buffer, and through a gzip decoder when it starts with the
+/// gzip magic bytes.
+fn buffered(file: File, ctx: &ParseContext) -> Result<Box<dyn BufRead + Send>, WorkloadError> {
     let mut reader = BufReader::with_capacity(BUFFER_BYTES, file);
     if starts_compressed(&mut reader).map_err(|e| ctx.io(e))? {
         Ok(Box::new(BufReader::with_capacity(
@@ -73,7 +130,15 @@ pub(crate) fn read_head(
     ctx: &ParseContext,
     limit: usize,
 ) -> Result<Vec<u8>, WorkloadError> {
-    let reader = open_input(path, ctx)?;
+    read_head_of(open_input(path, ctx)?, ctx, limit)
+}
+
+/// Reads up to `limit` bytes from `reader`.
+pub(crate) fn read_head_of(
+    reader: Box<dyn BufRead + Send>,
+    ctx: &ParseContext,
+    limit: usize,
+) -> Result<Vec<u8>, WorkloadError> {
     let mut head = Vec::with_capacity(limit);
     reader
         .take(limit as u64)

@@ -51,8 +51,9 @@ use std::io::BufRead;
 use std::path::Path;
 use std::rc::Rc;
 
-pub use detect::detect;
+pub use detect::{detect, identify, WorkloadFile};
 pub use format::TraceFormat;
+pub use input::files_opened;
 pub use inspect::{inspect, Characterisation, SIZE_BUCKET_UPPER_BOUNDS};
 pub use measured::{measured_response_times, MeasuredTimes};
 pub use storsim_record::{recorded_ios, RecordWriter, RecordedIo};
@@ -159,27 +160,32 @@ pub(crate) type Records = Box<dyn Iterator<Item = Result<Record, WorkloadError>>
 /// reported here. Opening the file, detection and that sizing pass happen on the calling thread
 /// and report their errors here; with [`TraceOptions::parse_thread`] the pass that yields the
 /// records then runs on a thread of its own, which ends when the stream ends or is dropped.
+///
+/// The file is opened once: detection, the sizing pass and the records each read it from its
+/// start again (see [`files_opened`]).
 pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError> {
+    let ctx = ParseContext::new(path, opts.skip_bad);
+    let file = input::TraceFile::open(path, &ctx)?;
     let format = match opts.format {
         Some(format) => format,
-        None => detect(path)?,
+        None => detect::detect_reader(file.pass(&ctx)?, &ParseContext::new(path, false))?,
     };
-    let ctx = ParseContext::new(path, opts.skip_bad);
     let layout = match opts.devices {
         DeviceSelection::Concat
-            if !format.is_single_device() && !devices::names_one_device(path, format, &ctx)? =>
+            if !format.is_single_device()
+                && !devices::names_one_device(file.pass(&ctx)?, format, &ctx)? =>
         {
             // The sizing pass gets its own counters so that nothing is counted twice.
             let sizing = ParseContext::new(path, opts.skip_bad);
             Some(devices::ConcatLayout::measure(
-                parse(path, format, opts, &sizing)?,
+                parse_reader(file.pass(&sizing)?, format, opts, &sizing),
                 format.origin(),
                 &ctx.source,
             )?)
         }
         _ => None,
     };
-    let reader = input::open_input(path, &ctx)?;
+    let reader = file.pass(&ctx)?;
     let records: Records = if opts.parse_thread {
         let (path, opts) = (path.to_path_buf(), opts.clone());
         Box::new(parse_thread::spawn(
@@ -274,17 +280,6 @@ pub fn open_reader(
         format: Some(format.name()),
         seed: None,
     })
-}
-
-/// Builds the record stream of one pass over the file.
-fn parse(
-    path: &Path,
-    format: TraceFormat,
-    opts: &TraceOptions,
-    ctx: &ParseContext,
-) -> Result<Records, WorkloadError> {
-    let reader = input::open_input(path, ctx)?;
-    Ok(parse_reader(reader, format, opts, ctx))
 }
 
 /// Builds the record stream of one pass over an opened input.
