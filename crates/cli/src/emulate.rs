@@ -10,9 +10,9 @@ use std::sync::{mpsc, Arc, Mutex};
 use storsim_config::FaultControl;
 use storsim_emulate::control::ControlSocket;
 use storsim_emulate::cpus;
-use storsim_emulate::frontend::{FuseFrontend, NbdFrontend};
 use storsim_emulate::signals::{self, Signal};
 use storsim_emulate::{Backing, Emulator, EmulatorOptions, RecordTarget, Store};
+use storsim_frontends::{FuseFrontend, NbdFrontend};
 
 /// The file the FUSE mount holds.
 const FUSE_FILE_NAME: &str = "disk";
@@ -361,7 +361,7 @@ fn mount_fuse(
     // Over io_uring the pacing thread, which spins anyway, looks for requests in the
     // ring itself, so none needs a thread woken to reach the model.
     if let Some(poller) = mount.ring_poller() {
-        emulator.attach_poller(Box::new(poller));
+        emulator.attach_poller(Box::new(storsim_frontends::FuseRingPoller(poller)));
     }
     crate::stdout::sayln!("fuse: {}", dir.join(FUSE_FILE_NAME).display());
     Ok(mount)

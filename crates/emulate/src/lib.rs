@@ -23,7 +23,6 @@
 mod clock;
 pub mod control;
 pub mod cpus;
-pub mod frontend;
 mod lateness;
 mod pacer;
 pub mod power;

@@ -43,6 +43,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "config",
             "sim",
             "emulate",
+            "frontends",
             "cosim",
             "calibrate",
             "sweep",
@@ -172,6 +173,49 @@ fn every_crate_is_in_a_layer_and_depends_only_on_its_layer_or_below() {
         }
     }
     assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The workspace crates `name` depends on, directly or not (normal dependencies only).
+fn closure(dirs: &BTreeMap<String, PathBuf>, name: &str) -> Vec<String> {
+    let mut seen: Vec<String> = Vec::new();
+    let mut stack = vec![name.to_string()];
+    while let Some(c) = stack.pop() {
+        for dep in dependencies(&dirs[&c]) {
+            let folder = folder_of(&dep).map(str::to_string).unwrap_or(dep);
+            if dirs.contains_key(&folder) && !seen.contains(&folder) {
+                seen.push(folder.clone());
+                stack.push(folder);
+            }
+        }
+    }
+    seen.sort();
+    seen
+}
+
+#[test]
+fn the_output_layer_links_no_server_and_no_command_line_parser() {
+    let dirs = crate_dirs();
+    for name in ["output", "report"] {
+        let reached = closure(&dirs, name);
+        for server in ["nbd", "fuse", "frontends", "cli"] {
+            assert!(
+                !reached.iter().any(|c| c == server),
+                "{name} reaches {server} through {reached:?}"
+            );
+        }
+        for dir in std::iter::once(name.to_string()).chain(reached) {
+            assert!(
+                !dependencies(&dirs[&dir]).iter().any(|d| d == "clap"),
+                "{name} reaches clap through {dir}"
+            );
+        }
+    }
+    // The walk finds what is there: the command reaches both servers.
+    let cli = closure(&dirs, "cli");
+    assert!(
+        cli.contains(&"nbd".to_string()) && cli.contains(&"fuse".to_string()),
+        "{cli:?}"
+    );
 }
 
 #[test]

@@ -13,7 +13,7 @@ use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use storsim_emulate::frontend::FuseFrontend;
+use storsim_frontends::FuseFrontend;
 use storsim_fuse::{FileExport, Mount, MountOptions, Transport};
 use support::{assert_record, recorded_emulator};
 
@@ -94,7 +94,7 @@ fn concurrent_reads_finishing_together(transport: Transport) {
     let mount = Mount::mount(dir, export, options, handler).expect("mount");
     assert_eq!(mount.transport(), transport);
     if let Some(poller) = mount.ring_poller() {
-        emulator.attach_poller(Box::new(poller));
+        emulator.attach_poller(Box::new(storsim_frontends::FuseRingPoller(poller)));
     }
     let path = mount.file_path();
 

@@ -97,7 +97,7 @@ pub fn serve_nbd(
         read_only: false,
     });
     config.log = Arc::new(|line| eprintln!("{line}"));
-    let handler = Arc::new(storsim_emulate::frontend::NbdFrontend {
+    let handler = Arc::new(storsim_frontends::NbdFrontend {
         emulator: Arc::clone(emulator),
     });
     storsim_nbd::Server::bind(&listen, config, handler)

@@ -1,16 +1,17 @@
-//! The front ends' side of the emulator: the NBD server's and the FUSE file's handlers turn
-//! protocol requests into [`HostIo`]s and outcomes back into protocol replies, and each front
-//! end's batches and polled sources take part in the pacing thread's rounds through
-//! [`FrontendBatch`] and [`Poller`]. The rest of the emulator names no front end: a new one
-//! (ublk, vhost-user-blk) is a handler, a responder and, if it has them, a batch and a poller
-//! here.
+//! The emulator's front ends: the NBD server's and the FUSE file's handlers turn protocol
+//! requests into [`HostIo`]s and outcomes back into protocol replies, and each front end's
+//! batches and polled sources take part in the pacing thread's rounds through
+//! [`FrontendBatch`] and [`Poller`]. They live apart from `storsim-emulate`, which names no
+//! front end, so that a program that only simulates (the Python package) links no server. A
+//! new front end (ublk, vhost-user-blk) is a handler, a responder and, if it has them, a batch
+//! and a poller here.
 
-use crate::{
+use std::sync::Arc;
+use storsim_core::Status;
+use storsim_emulate::{
     Departure, Emulator, FrontendBatch, HostIo, HostOp, IoFailure, Outcome, Polled, Poller,
     ReplyBatch, Responder,
 };
-use std::sync::Arc;
-use storsim_core::Status;
 
 /// Most requests one poll of an NBD connection serves: the spin checks its deadline between
 /// polls, so a burst that arrived at once (32 requests in one receive at queue depth 32) is
@@ -46,19 +47,23 @@ impl storsim_nbd::Handler for NbdFrontend {
     /// took a quarter to a third of a core, mostly waking up, on a machine where the pacing
     /// thread already waited for a core).
     fn connection_poller(&self, poller: storsim_nbd::ConnectionPoller) {
-        self.emulator.attach_poller(Box::new(poller));
+        self.emulator.attach_poller(Box::new(NbdPoller(poller)));
     }
 }
 
-/// The connection's reader thread parks while the pacing thread receives its requests, instead
-/// of waking once per request, and takes over while the pacing thread sleeps.
-impl Poller for storsim_nbd::ConnectionPoller {
+/// An NBD connection the pacing thread receives from itself: its reader thread parks while
+/// the pacing thread receives its requests, instead of waking once per request, and takes
+/// over while the pacing thread sleeps. (The emulator's trait on the protocol's type needs a
+/// type of this crate's.)
+struct NbdPoller(storsim_nbd::ConnectionPoller);
+
+impl Poller for NbdPoller {
     fn frontend(&self) -> &'static str {
         "nbd"
     }
 
     fn poll(&mut self) -> Polled {
-        match storsim_nbd::ConnectionPoller::poll(self, NBD_POLL_REQUESTS) {
+        match self.0.poll(NBD_POLL_REQUESTS) {
             storsim_nbd::Polled::Open { requests } => Polled {
                 requests,
                 open: true,
@@ -71,18 +76,21 @@ impl Poller for storsim_nbd::ConnectionPoller {
     }
 
     fn set_active(&self, active: bool) {
-        storsim_nbd::ConnectionPoller::set_active(self, active);
+        self.0.set_active(active);
     }
 }
 
-/// Replies due together on one connection leave in one vectored write.
-impl FrontendBatch for storsim_nbd::ReplyBatch {
+/// Replies due together on one connection, which leave in one vectored write.
+#[derive(Default)]
+struct NbdBatch(storsim_nbd::ReplyBatch);
+
+impl FrontendBatch for NbdBatch {
     fn is_empty(&self) -> bool {
-        storsim_nbd::ReplyBatch::is_empty(self)
+        self.0.is_empty()
     }
 
     fn send(&mut self, before_write: &mut dyn FnMut(usize)) {
-        storsim_nbd::ReplyBatch::send(self, before_write);
+        self.0.send(before_write);
     }
 }
 
@@ -101,7 +109,7 @@ impl Responder for NbdResponder {
     /// each write costs several microseconds of the pacing thread's time, which at a high
     /// request rate made it fall behind the model's instants.
     fn respond_batched(self: Box<Self>, outcome: Outcome, batch: &mut ReplyBatch) -> Departure {
-        batch.add(|batch: &mut storsim_nbd::ReplyBatch| {
+        batch.add(|NbdBatch(batch): &mut NbdBatch| {
             Some(match outcome {
                 Outcome::Data(bytes) => batch.data(self.0, bytes),
                 Outcome::Done => batch.ok(self.0),
@@ -176,7 +184,7 @@ impl Responder for FuseResponder {
     /// /dev/fuse are written at once, as before.
     fn respond_batched(self: Box<Self>, outcome: Outcome, batch: &mut ReplyBatch) -> Departure {
         batch.add(
-            |batch: &mut storsim_fuse::ReplyBatch| match (outcome, self.written) {
+            |FuseBatch(batch): &mut FuseBatch| match (outcome, self.written) {
                 (Outcome::Data(bytes), _) => batch.data(self.reply, &bytes),
                 (Outcome::Done, Some(n)) => batch.written(self.reply, n),
                 (Outcome::Done, None) => batch.ok(self.reply),
@@ -186,33 +194,40 @@ impl Responder for FuseResponder {
     }
 }
 
-/// Replies due together on one mount over io_uring are committed with one `io_uring_enter`.
-impl FrontendBatch for storsim_fuse::ReplyBatch {
+/// Replies due together on one mount over io_uring, which are committed with one
+/// `io_uring_enter`.
+#[derive(Default)]
+struct FuseBatch(storsim_fuse::ReplyBatch);
+
+impl FrontendBatch for FuseBatch {
     fn is_empty(&self) -> bool {
-        storsim_fuse::ReplyBatch::is_empty(self)
+        self.0.is_empty()
     }
 
     fn send(&mut self, before_write: &mut dyn FnMut(usize)) {
-        storsim_fuse::ReplyBatch::send(self, before_write);
+        self.0.send(before_write);
     }
 }
 
-/// Over io_uring the pacing thread looks for requests in the mount's ring itself, so none
-/// needs a thread woken to reach the model.
-impl Poller for storsim_fuse::RingPoller {
+/// A FUSE mount's io_uring ring, which the pacing thread looks in for requests itself, so that
+/// none needs a thread woken to reach the model; hand it over with
+/// `Emulator::attach_poller(Box::new(FuseRingPoller(poller)))`.
+pub struct FuseRingPoller(pub storsim_fuse::RingPoller);
+
+impl Poller for FuseRingPoller {
     fn frontend(&self) -> &'static str {
         "fuse"
     }
 
     fn poll(&mut self) -> Polled {
         Polled {
-            requests: storsim_fuse::RingPoller::poll(self),
+            requests: self.0.poll(),
             open: true,
         }
     }
 
     fn set_active(&self, active: bool) {
-        storsim_fuse::RingPoller::set_active(self, active);
+        self.0.set_active(active);
     }
 }
 
