@@ -248,6 +248,21 @@ struct MetricSpec<'a> {
     log_y: bool,
 }
 
+/// What a metric chart draws, whichever its shape: its title, its axes' titles, its series'
+/// names, and the samples, each tagged with its series' index.
+struct MetricData<'a> {
+    title: &'a str,
+    x_title: String,
+    y: Axis,
+    names: Vec<String>,
+    samples: Vec<(usize, XValue, f64)>,
+}
+
+/// A metric plot drawn: its SVG and whether any point is the mean of replicates; or why
+/// there is nothing to draw.
+type MetricDrawing = Result<(String, bool), String>;
+
+/// The metric plot `m` of `table`: lines when every x value is a number, bars otherwise.
 fn metric(table: &Table, m: &MetricSpec) -> Drawn {
     let title = clip(
         &m.title
@@ -280,24 +295,7 @@ fn metric(table: &Table, m: &MetricSpec) -> Drawn {
         Ok(c) => c,
         Err(why) => return nothing(why),
     };
-    // Each row with a number in y and a value in x, by series in order of first appearance.
-    let mut series_names = Vec::new();
-    let mut series_index = BTreeMap::new();
-    let mut samples: Vec<(usize, XValue, f64)> = Vec::new();
-    for r in rows {
-        let Some(y) = table.cell(r, y_col).number() else {
-            continue;
-        };
-        let x = match table.cell(r, x_col) {
-            Cell::Empty => continue,
-            Cell::Number(v) if !v.is_finite() => continue,
-            Cell::Number(v) => XValue::Number(*v),
-            other => XValue::Text(other.shown()),
-        };
-        let name = series_col.map_or(String::new(), |c| table.cell(r, c).shown());
-        let s = index_of(&mut series_names, &mut series_index, name);
-        samples.push((s, x, y));
-    }
+    let (mut series_names, mut samples) = metric_samples(table, rows, x_col, y_col, series_col);
     if samples.is_empty() {
         return nothing(format!(
             "no row has a value in {} and a number in {}",
@@ -324,119 +322,25 @@ fn metric(table: &Table, m: &MetricSpec) -> Drawn {
         })
         .collect();
     let numeric = samples.iter().all(|s| matches!(s.1, XValue::Number(_)));
-    let x_title = clip(m.x, LABEL_CHARS_MAX * 2);
-    let y_axis = if m.log_y {
-        Axis::log(clip(m.y, LABEL_CHARS_MAX * 2))
-    } else {
-        Axis::linear(clip(m.y, LABEL_CHARS_MAX * 2))
+    let data = MetricData {
+        title: &title,
+        x_title: clip(m.x, LABEL_CHARS_MAX * 2),
+        y: if m.log_y {
+            Axis::log(clip(m.y, LABEL_CHARS_MAX * 2))
+        } else {
+            Axis::linear(clip(m.y, LABEL_CHARS_MAX * 2))
+        },
+        names,
+        samples,
     };
-    let mut replicated = false;
-    let svg = if numeric {
-        let mut lines = Vec::new();
-        for (s, name) in names.iter().enumerate() {
-            let mut xy: Vec<(f64, f64)> = samples
-                .iter()
-                .filter(|p| p.0 == s)
-                .filter_map(|p| match p.1 {
-                    XValue::Number(x) => Some((x, p.2)),
-                    XValue::Text(_) => None,
-                })
-                .collect();
-            xy.sort_by(|a, b| a.0.total_cmp(&b.0));
-            let mut points = Vec::new();
-            let mut ranges = Vec::new();
-            for group in xy.chunk_by(|a, b| a.0 == b.0) {
-                let ys: Vec<f64> = group.iter().map(|p| p.1).collect();
-                let (mean, lo, hi) = spread(&ys);
-                points.push((group[0].0, mean));
-                if ys.len() > 1 {
-                    replicated = true;
-                    ranges.push((group[0].0, lo, hi));
-                }
-            }
-            lines.push(Line {
-                name: name.clone(),
-                points,
-                colour: s,
-                style: Style::SolidMarkers,
-                ranges,
-            });
-        }
-        let shown = |v: f64, log: bool| !log || v > 0.0;
-        if !lines
-            .iter()
-            .flat_map(|l| &l.points)
-            .any(|p| shown(p.0, m.log_x) && shown(p.1, m.log_y))
-        {
-            return nothing("no row has values the log axes can show".into());
-        }
-        chart::xy(&XyChart {
-            title: title.clone(),
-            x: if m.log_x {
-                Axis::log(x_title)
-            } else {
-                Axis::linear(x_title)
-            },
-            y: y_axis,
-            lines,
-            legend: Legend::Auto,
-        })
+    let drawing = if numeric {
+        metric_lines(m, data)
     } else {
-        let mut categories = Vec::new();
-        let mut category_index = BTreeMap::new();
-        let mut cells: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
-        for (s, x, y) in &samples {
-            let x = match x {
-                XValue::Number(v) => number_text(*v),
-                XValue::Text(t) => t.clone(),
-            };
-            let c = index_of(&mut categories, &mut category_index, x);
-            cells.entry((*s, c)).or_default().push(*y);
-        }
-        if categories.len() > CATEGORIES_MAX {
-            notes.push(format!(
-                "the first {CATEGORIES_MAX} of {} values of {}",
-                categories.len(),
-                m.x
-            ));
-            categories.truncate(CATEGORIES_MAX);
-        }
-        let mut series = Vec::new();
-        let mut ranges = Vec::new();
-        for (s, name) in names.iter().enumerate() {
-            let mut values = Vec::new();
-            let mut whiskers = Vec::new();
-            for c in 0..categories.len() {
-                match cells.get(&(s, c)) {
-                    Some(ys) => {
-                        let (mean, lo, hi) = spread(ys);
-                        values.push(mean);
-                        replicated |= ys.len() > 1;
-                        whiskers.push((ys.len() > 1).then_some((lo, hi)));
-                    }
-                    None => {
-                        values.push(f64::NAN);
-                        whiskers.push(None);
-                    }
-                }
-            }
-            series.push((name.clone(), values));
-            ranges.push(whiskers);
-        }
-        if m.log_y && !series.iter().flat_map(|s| &s.1).any(|v| *v > 0.0) {
-            return nothing("no row has a value the log axis can show".into());
-        }
-        chart::bars(&Bars {
-            title: title.clone(),
-            x_title,
-            y: y_axis,
-            categories: categories
-                .iter()
-                .map(|c| clip(c, LABEL_CHARS_MAX))
-                .collect(),
-            series,
-            ranges,
-        })
+        metric_bars(m, data, &mut notes)
+    };
+    let (svg, replicated) = match drawing {
+        Ok(d) => d,
+        Err(why) => return nothing(why),
     };
     if replicated {
         notes.insert(
@@ -455,6 +359,156 @@ fn metric(table: &Table, m: &MetricSpec) -> Drawn {
         }],
         note: notes.join("; "),
     }
+}
+
+/// The samples of a metric plot: each of `rows` with a number in `y_col` and a value in
+/// `x_col`, tagged with its series (its value in `series_col`), and the series' names in
+/// order of first appearance.
+fn metric_samples(
+    table: &Table,
+    rows: Vec<usize>,
+    x_col: usize,
+    y_col: usize,
+    series_col: Option<usize>,
+) -> (Vec<String>, Vec<(usize, XValue, f64)>) {
+    let mut series_names = Vec::new();
+    let mut series_index = BTreeMap::new();
+    let mut samples = Vec::new();
+    for r in rows {
+        let Some(y) = table.cell(r, y_col).number() else {
+            continue;
+        };
+        let x = match table.cell(r, x_col) {
+            Cell::Empty => continue,
+            Cell::Number(v) if !v.is_finite() => continue,
+            Cell::Number(v) => XValue::Number(*v),
+            other => XValue::Text(other.shown()),
+        };
+        let name = series_col.map_or(String::new(), |c| table.cell(r, c).shown());
+        let s = index_of(&mut series_names, &mut series_index, name);
+        samples.push((s, x, y));
+    }
+    (series_names, samples)
+}
+
+/// A metric plot of numeric x values: a line per series, each point the mean of the samples
+/// sharing its x, with their range as error bars.
+fn metric_lines(m: &MetricSpec, data: MetricData) -> MetricDrawing {
+    let mut replicated = false;
+    let mut lines = Vec::new();
+    for (s, name) in data.names.iter().enumerate() {
+        let mut xy: Vec<(f64, f64)> = data
+            .samples
+            .iter()
+            .filter(|p| p.0 == s)
+            .filter_map(|p| match p.1 {
+                XValue::Number(x) => Some((x, p.2)),
+                XValue::Text(_) => None,
+            })
+            .collect();
+        xy.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let mut points = Vec::new();
+        let mut ranges = Vec::new();
+        for group in xy.chunk_by(|a, b| a.0 == b.0) {
+            let ys: Vec<f64> = group.iter().map(|p| p.1).collect();
+            let (mean, lo, hi) = spread(&ys);
+            points.push((group[0].0, mean));
+            if ys.len() > 1 {
+                replicated = true;
+                ranges.push((group[0].0, lo, hi));
+            }
+        }
+        lines.push(Line {
+            name: name.clone(),
+            points,
+            colour: s,
+            style: Style::SolidMarkers,
+            ranges,
+        });
+    }
+    let shown = |v: f64, log: bool| !log || v > 0.0;
+    if !lines
+        .iter()
+        .flat_map(|l| &l.points)
+        .any(|p| shown(p.0, m.log_x) && shown(p.1, m.log_y))
+    {
+        return Err("no row has values the log axes can show".into());
+    }
+    let svg = chart::xy(&XyChart {
+        title: data.title.to_string(),
+        x: if m.log_x {
+            Axis::log(data.x_title)
+        } else {
+            Axis::linear(data.x_title)
+        },
+        y: data.y,
+        lines,
+        legend: Legend::Auto,
+    });
+    Ok((svg, replicated))
+}
+
+/// A metric plot of x values that are not all numbers: a group of bars per x value (the
+/// first [`CATEGORIES_MAX`], noted in `notes` when there are more), a bar per series, each
+/// the mean of its samples with their range as error bars.
+fn metric_bars(m: &MetricSpec, data: MetricData, notes: &mut Vec<String>) -> MetricDrawing {
+    let mut replicated = false;
+    let mut categories = Vec::new();
+    let mut category_index = BTreeMap::new();
+    let mut cells: BTreeMap<(usize, usize), Vec<f64>> = BTreeMap::new();
+    for (s, x, y) in &data.samples {
+        let x = match x {
+            XValue::Number(v) => number_text(*v),
+            XValue::Text(t) => t.clone(),
+        };
+        let c = index_of(&mut categories, &mut category_index, x);
+        cells.entry((*s, c)).or_default().push(*y);
+    }
+    if categories.len() > CATEGORIES_MAX {
+        notes.push(format!(
+            "the first {CATEGORIES_MAX} of {} values of {}",
+            categories.len(),
+            m.x
+        ));
+        categories.truncate(CATEGORIES_MAX);
+    }
+    let mut series = Vec::new();
+    let mut ranges = Vec::new();
+    for (s, name) in data.names.iter().enumerate() {
+        let mut values = Vec::new();
+        let mut whiskers = Vec::new();
+        for c in 0..categories.len() {
+            match cells.get(&(s, c)) {
+                Some(ys) => {
+                    let (mean, lo, hi) = spread(ys);
+                    values.push(mean);
+                    replicated |= ys.len() > 1;
+                    whiskers.push((ys.len() > 1).then_some((lo, hi)));
+                }
+                None => {
+                    values.push(f64::NAN);
+                    whiskers.push(None);
+                }
+            }
+        }
+        series.push((name.clone(), values));
+        ranges.push(whiskers);
+    }
+    if m.log_y && !series.iter().flat_map(|s| &s.1).any(|v| *v > 0.0) {
+        return Err("no row has a value the log axis can show".into());
+    }
+    let svg = chart::bars(&Bars {
+        title: data.title.to_string(),
+        x_title: data.x_title,
+        y: data.y,
+        categories: categories
+            .iter()
+            .map(|c| clip(c, LABEL_CHARS_MAX))
+            .collect(),
+        series,
+        ranges,
+    });
+    Ok((svg, replicated))
 }
 
 /// What CDF and wear plots draw of the selected rows' documents, at most `max` of them.
@@ -827,6 +881,34 @@ pub fn render_sweep(
 ) -> Report {
     let mut out = String::with_capacity(1 << 16);
     html::head(&mut out, title, STYLE);
+    intro(&mut out, description, table);
+    let mut all = Vec::new();
+    if !plots.is_empty() {
+        out.push_str("<h2 id=\"plots\">Plots</h2>\n<div class=\"plots\">\n");
+    }
+    for (i, spec) in plots.iter().enumerate() {
+        let n = i + 1;
+        let (drawn, kind) = draw(spec, n, table, point);
+        figures(&mut out, n, kind, drawn, &mut all);
+    }
+    if !plots.is_empty() {
+        out.push_str("</div>\n");
+    }
+    out.push_str(
+        "<h2 id=\"results\">Results</h2>\n<p>One row per point, every parameter and figure \
+         (as in <code>results.csv</code>); click a column's name to sort by it.</p>\n",
+    );
+    results_table(&mut out, table);
+    embedded_table(&mut out, table);
+    Report {
+        html: out,
+        plots: all,
+    }
+}
+
+/// The page's opening: the description's paragraphs, and how many points there are and how
+/// many of them failed.
+fn intro(out: &mut String, description: &str, table: &Table) {
     for paragraph in description.split("\n\n").filter(|p| !p.trim().is_empty()) {
         let _ = writeln!(
             out,
@@ -848,97 +930,102 @@ pub fn render_sweep(
             String::new()
         }
     );
-    let mut all = Vec::new();
-    if !plots.is_empty() {
-        out.push_str("<h2 id=\"plots\">Plots</h2>\n<div class=\"plots\">\n");
-    }
-    for (i, spec) in plots.iter().enumerate() {
-        let n = i + 1;
-        let (drawn, kind) = match spec {
-            PlotSpec::Metric {
-                x,
-                y,
-                series,
-                filter,
-                title,
-                log_x,
-                log_y,
-            } => (
-                metric(
-                    table,
-                    &MetricSpec {
-                        n,
-                        x,
-                        y,
-                        series: series.as_deref(),
-                        filter,
-                        title: title.as_deref(),
-                        log_x: *log_x,
-                        log_y: *log_y,
-                    },
-                ),
-                "metric",
+}
+
+/// The `n`-th plot of the spec drawn from `table` (and the points' documents, through
+/// `point`), with its kind as its id names it.
+fn draw(
+    spec: &PlotSpec,
+    n: usize,
+    table: &Table,
+    point: &dyn Fn(usize) -> Option<Run>,
+) -> (Drawn, &'static str) {
+    match spec {
+        PlotSpec::Metric {
+            x,
+            y,
+            series,
+            filter,
+            title,
+            log_x,
+            log_y,
+        } => (
+            metric(
+                table,
+                &MetricSpec {
+                    n,
+                    x,
+                    y,
+                    series: series.as_deref(),
+                    filter,
+                    title: title.as_deref(),
+                    log_x: *log_x,
+                    log_y: *log_y,
+                },
             ),
-            PlotSpec::Cdf {
-                op,
-                series,
-                filter,
-                title,
-            } => (
-                cdf(
-                    table,
-                    &CdfSpec {
-                        n,
-                        op: *op,
-                        series,
-                        filter,
-                        title: title.as_deref(),
-                    },
-                    point,
-                ),
-                "cdf",
+            "metric",
+        ),
+        PlotSpec::Cdf {
+            op,
+            series,
+            filter,
+            title,
+        } => (
+            cdf(
+                table,
+                &CdfSpec {
+                    n,
+                    op: *op,
+                    series,
+                    filter,
+                    title: title.as_deref(),
+                },
+                point,
             ),
-            PlotSpec::Wear { filter, title } => {
-                (wear(table, n, filter, title.as_deref(), point), "wear")
-            }
-        };
-        match drawn {
-            Drawn::Plots { plots, note } => {
-                for p in &plots {
-                    let note = if note.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" Drawn: {}.", escape(&note))
-                    };
-                    let caption = format!(
-                        "Plot {n}, from <code>{}</code>.{note}",
-                        escape(&clip(&p.source, SOURCE_CHARS_MAX))
-                    );
-                    html::figure(&mut out, p, &caption);
-                }
-                all.extend(plots);
-            }
-            Drawn::Nothing { title, source, why } => {
-                let _ = writeln!(
-                    out,
-                    "<figure id=\"fig-sweep-{n}-{kind}\" class=\"no-data\"><p>Plot {n}, \
-                     <b>{}</b>: no rows match ({}).</p><figcaption>From <code>{}</code>.\
-                     </figcaption></figure>",
-                    escape(&title),
-                    escape(&clip(&why, SOURCE_CHARS_MAX)),
-                    escape(&clip(&source, SOURCE_CHARS_MAX))
-                );
-            }
+            "cdf",
+        ),
+        PlotSpec::Wear { filter, title } => {
+            (wear(table, n, filter, title.as_deref(), point), "wear")
         }
     }
-    if !plots.is_empty() {
-        out.push_str("</div>\n");
+}
+
+/// The `n`-th plot's figures, captioned with their source and the plot's note, moved into
+/// `all`; or, when it has nothing to draw, a figure saying why.
+fn figures(out: &mut String, n: usize, kind: &str, drawn: Drawn, all: &mut Vec<Plot>) {
+    match drawn {
+        Drawn::Plots { plots, note } => {
+            for p in &plots {
+                let note = if note.is_empty() {
+                    String::new()
+                } else {
+                    format!(" Drawn: {}.", escape(&note))
+                };
+                let caption = format!(
+                    "Plot {n}, from <code>{}</code>.{note}",
+                    escape(&clip(&p.source, SOURCE_CHARS_MAX))
+                );
+                html::figure(out, p, &caption);
+            }
+            all.extend(plots);
+        }
+        Drawn::Nothing { title, source, why } => {
+            let _ = writeln!(
+                out,
+                "<figure id=\"fig-sweep-{n}-{kind}\" class=\"no-data\"><p>Plot {n}, \
+                 <b>{}</b>: no rows match ({}).</p><figcaption>From <code>{}</code>.\
+                 </figcaption></figure>",
+                escape(&title),
+                escape(&clip(&why, SOURCE_CHARS_MAX)),
+                escape(&clip(&source, SOURCE_CHARS_MAX))
+            );
+        }
     }
-    out.push_str(
-        "<h2 id=\"results\">Results</h2>\n<p>One row per point, every parameter and figure \
-         (as in <code>results.csv</code>); click a column's name to sort by it.</p>\n",
-    );
-    results_table(&mut out, table);
+}
+
+/// The results table embedded as JSON (`script#storsim-sweep`), the sorting script, and the
+/// page's end.
+fn embedded_table(out: &mut String, table: &Table) {
     let data = serde_json::json!({
         "columns": table.columns,
         "rows": table
@@ -957,10 +1044,6 @@ pub fn render_sweep(
          </body></html>\n",
         html::script_json(&data)
     );
-    Report {
-        html: out,
-        plots: all,
-    }
 }
 
 #[cfg(test)]
