@@ -3,6 +3,9 @@
 //! `.ci/run` installs them; a test whose tool is missing says so and stops (a machine without
 //! FUSE or loop devices likewise).
 
+// Split in the cli restructuring (issue 37); remove then.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use common::system::{control, have, run, run_ok, Emulator, Loop, Mounted};

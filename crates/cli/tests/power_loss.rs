@@ -3,6 +3,9 @@
 //! disk (FUSE, a loop device) surviving a crash with every fsync'd file and committed row; bad
 //! arguments refused. The ext4 test needs root, /dev/fuse and the tools, as the emulate tests do.
 
+// Split in the cli restructuring (issue 37); remove then.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use common::system::{control, have, run, run_ok, Emulator, Loop, Mounted};

@@ -134,92 +134,146 @@ fn positive_ns(
     Ok((v * ns_per_unit).round() as u64)
 }
 
+/// The rule `r` states, its keys named with `prefix` before them in errors.
 fn rule_from(at: &At, r: &RuleSection, prefix: &str) -> Result<FaultRule, ConfigError> {
-    let key = |name: &str| format!("{prefix}{name}");
-    let kind = FaultKind::from_name(r.kind.get_ref()).ok_or_else(|| {
-        at.error(
-            r.kind.span(),
-            &key("kind"),
-            format!(
-                "unknown fault kind '{}'; one of {}",
-                r.kind.get_ref(),
-                FaultKind::ALL.map(FaultKind::name).join(", ")
-            ),
-        )
-    })?;
-    let mut rule = FaultRule::always(kind);
+    let c = RuleAt { at, r, prefix };
+    let mut rule = FaultRule::always(c.kind()?);
     if let Some(op) = &r.op {
-        rule.op = Some(match op.get_ref().as_str() {
+        rule.op = Some(c.op(op)?);
+    }
+    if let Some(rate) = &r.rate_per_million {
+        rule.rate_per_million = *rate.get_ref();
+    }
+    rule.sectors = c.sectors()?;
+    if let Some(n) = &r.from_request {
+        rule.from_request = *n.get_ref();
+    }
+    if let Some(t) = &r.from_ms {
+        rule.from_ns = c.start_ns(t)?;
+    }
+    if let Some(d) = &r.duration_ms {
+        rule.duration_ns = Some(positive_ns(at, d, &c.key("duration_ms"), 1e6)?);
+    }
+    rule.delay = c.delay()?;
+    c.check(&rule)?;
+    Ok(rule)
+}
+
+/// A rule section being read: where its errors point, and the prefix naming its keys.
+struct RuleAt<'a> {
+    at: &'a At<'a>,
+    r: &'a RuleSection,
+    prefix: &'a str,
+}
+
+impl RuleAt<'_> {
+    /// The key `name` as errors name it.
+    fn key(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    /// An error at `span`, naming the key `name`.
+    fn error(&self, span: std::ops::Range<usize>, name: &str, message: String) -> ConfigError {
+        self.at.error(span, &self.key(name), message)
+    }
+
+    /// The fault kind `kind` names.
+    fn kind(&self) -> Result<FaultKind, ConfigError> {
+        let kind = &self.r.kind;
+        FaultKind::from_name(kind.get_ref()).ok_or_else(|| {
+            self.error(
+                kind.span(),
+                "kind",
+                format!(
+                    "unknown fault kind '{}'; one of {}",
+                    kind.get_ref(),
+                    FaultKind::ALL.map(FaultKind::name).join(", ")
+                ),
+            )
+        })
+    }
+
+    /// The operation `op` names.
+    fn op(&self, op: &Spanned<String>) -> Result<Op, ConfigError> {
+        Ok(match op.get_ref().as_str() {
             "read" => Op::Read,
             "write" => Op::Write,
             "trim" => Op::Trim,
             "flush" => Op::Flush,
             other => {
-                return Err(at.error(
+                return Err(self.error(
                     op.span(),
-                    &key("op"),
+                    "op",
                     format!("unknown operation '{other}'; one of read, write, trim, flush"),
                 ))
             }
-        });
+        })
     }
-    if let Some(rate) = &r.rate_per_million {
-        rule.rate_per_million = *rate.get_ref();
-    }
-    match (&r.lba_start, &r.lba_end) {
-        (Some(start), Some(end)) => rule.sectors = Some((*start.get_ref(), *end.get_ref())),
-        (None, None) => {}
-        (Some(s), None) => {
-            return Err(at.error(
+
+    /// The sector range `lba_start`..`lba_end`, given both or neither.
+    fn sectors(&self) -> Result<Option<(u64, u64)>, ConfigError> {
+        match (&self.r.lba_start, &self.r.lba_end) {
+            (Some(start), Some(end)) => Ok(Some((*start.get_ref(), *end.get_ref()))),
+            (None, None) => Ok(None),
+            (Some(s), None) => Err(self.error(
                 s.span(),
-                &key("lba_end"),
+                "lba_end",
                 "lba_start needs lba_end (the first sector past the range)".into(),
-            ))
-        }
-        (None, Some(e)) => {
-            return Err(at.error(
+            )),
+            (None, Some(e)) => Err(self.error(
                 e.span(),
-                &key("lba_start"),
+                "lba_start",
                 "lba_end needs lba_start (the range's first sector)".into(),
-            ))
+            )),
         }
     }
-    if let Some(n) = &r.from_request {
-        rule.from_request = *n.get_ref();
-    }
-    if let Some(t) = &r.from_ms {
+
+    /// `from_ms` in nanoseconds: 0 or more.
+    fn start_ns(&self, t: &Spanned<f64>) -> Result<u64, ConfigError> {
         let v = *t.get_ref();
         if !(v.is_finite() && v >= 0.0) {
-            return Err(at.error(
-                t.span(),
-                &key("from_ms"),
-                format!("must be 0 or more, got {v}"),
-            ));
+            return Err(self.error(t.span(), "from_ms", format!("must be 0 or more, got {v}")));
         }
-        rule.from_ns = (v * 1e6).round() as u64;
+        Ok((v * 1e6).round() as u64)
     }
-    if let Some(d) = &r.duration_ms {
-        rule.duration_ns = Some(positive_ns(at, d, &key("duration_ms"), 1e6)?);
-    }
-    let us = |v: &Option<Spanned<f64>>, name: &str| -> Result<Option<u64>, ConfigError> {
-        v.as_ref()
-            .map(|v| positive_ns(at, v, &key(name), 1e3))
-            .transpose()
-    };
-    let latency = us(&r.latency_us, "latency_us")?;
-    let min = us(&r.latency_min_us, "latency_min_us")?;
-    let max = us(&r.latency_max_us, "latency_max_us")?;
-    if let Some(delay) = &r.delay {
+
+    /// The delay `delay` names, with the latencies it needs; an error for a latency without
+    /// a delay.
+    fn delay(&self) -> Result<Option<Delay>, ConfigError> {
+        let r = self.r;
+        let us = |v: &Option<Spanned<f64>>, name: &str| -> Result<Option<u64>, ConfigError> {
+            v.as_ref()
+                .map(|v| positive_ns(self.at, v, &self.key(name), 1e3))
+                .transpose()
+        };
+        let latency = us(&r.latency_us, "latency_us")?;
+        let min = us(&r.latency_min_us, "latency_min_us")?;
+        let max = us(&r.latency_max_us, "latency_max_us")?;
+        let Some(delay) = &r.delay else {
+            return match r
+                .latency_us
+                .as_ref()
+                .or(r.latency_min_us.as_ref())
+                .or(r.latency_max_us.as_ref())
+            {
+                Some(v) => Err(self.error(
+                    v.span(),
+                    "delay",
+                    "a latency needs delay = \"fixed\", \"uniform\" or \"exponential\"".into(),
+                )),
+                None => Ok(None),
+            };
+        };
         let need = |v: Option<u64>, name: &str| {
             v.ok_or_else(|| {
-                at.error(
+                self.error(
                     delay.span(),
-                    &key(name),
+                    name,
                     format!("delay = \"{}\" needs {name}", delay.get_ref()),
                 )
             })
         };
-        rule.delay = Some(match delay.get_ref().as_str() {
+        Ok(Some(match delay.get_ref().as_str() {
             "fixed" => Delay::Fixed {
                 ns: need(latency, "latency_us")?,
             },
@@ -231,39 +285,33 @@ fn rule_from(at: &At, r: &RuleSection, prefix: &str) -> Result<FaultRule, Config
                 max_ns: need(max, "latency_max_us")?,
             },
             other => {
-                return Err(at.error(
+                return Err(self.error(
                     delay.span(),
-                    &key("delay"),
+                    "delay",
                     format!("unknown delay '{other}'; one of fixed, uniform, exponential"),
                 ))
             }
-        });
-    } else if let Some(v) = r
-        .latency_us
-        .as_ref()
-        .or(r.latency_min_us.as_ref())
-        .or(r.latency_max_us.as_ref())
-    {
-        return Err(at.error(
-            v.span(),
-            &key("delay"),
-            "a latency needs delay = \"fixed\", \"uniform\" or \"exponential\"".into(),
-        ));
+        }))
     }
-    rule.check().map_err(|e| {
-        let span = match e.key {
-            "rate_per_million" => r.rate_per_million.as_ref().map(Spanned::span),
-            "lba_end" => r.lba_end.as_ref().map(Spanned::span),
-            "op" => r.op.as_ref().map(Spanned::span),
-            "from_request" => r.from_request.as_ref().map(Spanned::span),
-            "delay" => r.delay.as_ref().map(Spanned::span),
-            "latency_max_us" => r.latency_max_us.as_ref().map(Spanned::span),
-            _ => None,
-        }
-        .unwrap_or_else(|| r.kind.span());
-        at.error(span, &key(e.key), e.message)
-    })?;
-    Ok(rule)
+
+    /// `rule`'s own check, its error pointing at the key it names (at `kind` when the
+    /// section does not state that key).
+    fn check(&self, rule: &FaultRule) -> Result<(), ConfigError> {
+        let r = self.r;
+        rule.check().map_err(|e| {
+            let span = match e.key {
+                "rate_per_million" => r.rate_per_million.as_ref().map(Spanned::span),
+                "lba_end" => r.lba_end.as_ref().map(Spanned::span),
+                "op" => r.op.as_ref().map(Spanned::span),
+                "from_request" => r.from_request.as_ref().map(Spanned::span),
+                "delay" => r.delay.as_ref().map(Spanned::span),
+                "latency_max_us" => r.latency_max_us.as_ref().map(Spanned::span),
+                _ => None,
+            }
+            .unwrap_or_else(|| r.kind.span());
+            self.error(span, e.key, e.message)
+        })
+    }
 }
 
 /// The layers a description puts over its model: the faults layer when it has a `[faults]`

@@ -206,9 +206,8 @@ fn background_gc_reaches_the_page_mapped_ftls() {
     assert!(page_params(&switched).gc_background);
 }
 
-#[test]
-fn a_file_overrides_every_part_of_a_preset() {
-    let text = r#"
+/// A device file over `flashsim-2009` that states a key of every part of an SSD.
+const EVERY_PART: &str = r#"
 preset = "flashsim-2009"
 queue_depth = 8
 
@@ -261,6 +260,10 @@ static_wl_threshold_erases = 0
 static_wl_erases_per_move = 16
 seed = 4
 "#;
+
+#[test]
+fn a_file_overrides_every_part_of_a_preset() {
+    let text = EVERY_PART;
     let p = parse(text);
     assert_eq!(p.queue_depth, 8);
     assert_eq!(p.endurance, 5000);
@@ -546,192 +549,195 @@ fn a_file_without_a_preset_names_the_first_missing_key() {
     }
 }
 
+/// Device-file bodies (laid over `flashsim-2009`) with one bad value, and the key each
+/// error must name.
+const BAD_VALUES: &[(&str, &str)] = &[
+    (
+        "[ssd.geometry]\npages_per_block = 0",
+        "ssd.geometry.pages_per_block",
+    ),
+    ("[ssd.geometry]\nchannels = 0", "ssd.geometry.channels"),
+    (
+        "[ssd.geometry]\ndies_per_chip = 0",
+        "ssd.geometry.dies_per_chip",
+    ),
+    (
+        "[ssd.geometry]\nblocks_per_plane = 4294967295",
+        "ssd.geometry",
+    ),
+    // The product of these overflows even a u64.
+    (
+        "[ssd.geometry]\nchannels = 4294967295\nchips_per_channel = 4294967295\n\
+         dies_per_chip = 4294967295",
+        "ssd.geometry",
+    ),
+    (
+        "[ssd.geometry]\npage_bytes = 2000000",
+        "ssd.geometry.page_bytes",
+    ),
+    ("[ssd.geometry]\noob_bytes = 4096", "ssd.geometry.oob_bytes"),
+    (
+        "[ssd.geometry]\npage_bytes = 2\noob_bytes = 0",
+        "ssd.geometry.page_bytes",
+    ),
+    (
+        "[ssd.timing]\nread_us_by_level = [1, 2]",
+        "ssd.timing.read_us_by_level",
+    ),
+    (
+        "[ssd.timing]\ncell = \"tlc\"\nprogram_us_by_level = [1, 2]",
+        "ssd.timing.program_us_by_level",
+    ),
+    (
+        "[ssd.timing]\nread_us = 1\nread_us_by_level = [1]",
+        "ssd.timing.read_us_by_level",
+    ),
+    (
+        "[ssd.timing]\ncell = \"mlc\"\nprogram_us_by_level = [100, nan]",
+        "ssd.timing.program_us_by_level[1]",
+    ),
+    ("[ssd.timing]\nerase_us = 4e9", "ssd.timing.erase_us"),
+    ("[ssd.timing]\nread_us = -1", "ssd.timing.read_us"),
+    ("[ssd.timing]\nprogram_us = inf", "ssd.timing.program_us"),
+    ("[ssd.timing]\ncommand_us = 3.7e9", "ssd.timing.command_us"),
+    ("[ssd.timing]\nchannel_mts = 0", "ssd.timing.channel_mts"),
+    (
+        "[ssd.timing]\nchannel_width_bytes = 0",
+        "ssd.timing.channel_width_bytes",
+    ),
+    ("[ssd]\nendurance_erases = 0", "ssd.endurance_erases"),
+    (
+        "[ssd]\ncontroller_overhead_us = 3.7e9",
+        "ssd.controller_overhead_us",
+    ),
+    ("[ssd]\nidle_gc_delay_us = -5", "ssd.idle_gc_delay_us"),
+    ("queue_depth = 0", "queue_depth"),
+    ("queue_depth = 100000", "queue_depth"),
+    ("capacity_bytes = 1000000", "capacity_bytes"),
+    (
+        "[ssd.write_buffer]\ncapacity_bytes = 100\nlatency_us = 1",
+        "ssd.write_buffer.capacity_bytes",
+    ),
+    (
+        "[ssd.write_buffer]\ncapacity_bytes = 1099511627776\nlatency_us = 1",
+        "ssd.write_buffer.capacity_bytes",
+    ),
+    (
+        "[ssd.write_buffer]\ncapacity_bytes = 1048576",
+        "ssd.write_buffer.latency_us",
+    ),
+    (
+        "[ssd.write_buffer]\nlatency_us = 1",
+        "ssd.write_buffer.capacity_bytes",
+    ),
+    (
+        "[ssd.write_buffer]\ncapacity_bytes = 0\nlatency_us = 1",
+        "ssd.write_buffer.latency_us",
+    ),
+    (
+        "[ssd.write_buffer]\ncapacity_bytes = 4096\nlatency_us = -1",
+        "ssd.write_buffer.latency_us",
+    ),
+    ("[ssd.energy]\nerase_uj = -1", "ssd.energy.erase_uj"),
+    (
+        "[ssd.energy]\nidle_power_w = nan",
+        "ssd.energy.idle_power_w",
+    ),
+    (
+        "[ssd.precondition]\nmode = \"sequential-fill\"\nfill_fraction = 1.5",
+        "ssd.precondition.fill_fraction",
+    ),
+    (
+        "[ssd.precondition]\nfill_fraction = 0.5",
+        "ssd.precondition.fill_fraction",
+    ),
+    (
+        "[ssd.precondition]\nmode = \"steady-state\"\nmax_overwrite_factor = 1000",
+        "ssd.precondition.max_overwrite_factor",
+    ),
+    (
+        "[ssd.precondition]\nmode = \"steady-state\"\nmax_overwrite_factor = -1",
+        "ssd.precondition.max_overwrite_factor",
+    ),
+    (
+        "[ssd.precondition]\nmode = \"clean\"\nmax_overwrite_factor = 2",
+        "ssd.precondition.max_overwrite_factor",
+    ),
+    ("[ssd.dftl]\ncmt_entries = 0", "ssd.dftl.cmt_entries"),
+    ("[ssd.dftl]\ncmt_bytes = 7", "ssd.dftl.cmt_bytes"),
+    (
+        "[ssd.dftl]\ncmt_bytes = 8192\ncmt_entries = 16",
+        "ssd.dftl.cmt_bytes",
+    ),
+    (
+        "[ssd.dftl.page]\nover_provisioning_fraction = 1.0",
+        "ssd.dftl.page.over_provisioning_fraction",
+    ),
+    (
+        "[ssd.dftl.page]\ngc_low_watermark_blocks = 1",
+        "ssd.dftl.page.gc_low_watermark_blocks",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\nover_provisioning_fraction = -0.1",
+        "ssd.page.over_provisioning_fraction",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\nover_provisioning_fraction = nan",
+        "ssd.page.over_provisioning_fraction",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_low_watermark_blocks = 1",
+        "ssd.page.gc_low_watermark_blocks",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_low_watermark_blocks = 10\n\
+         gc_high_watermark_blocks = 9",
+        "ssd.page.gc_high_watermark_blocks",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_low_watermark_blocks = 5000\n\
+         gc_high_watermark_blocks = 5000",
+        "ssd.page.gc_low_watermark_blocks",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\nstatic_wl_erases_per_move = 0",
+        "ssd.page.static_wl_erases_per_move",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_policy = \"d-choices\"",
+        "ssd.page.gc_fraction_searched",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_policy = \"d-choices\"\n\
+         gc_fraction_searched = 1.5",
+        "ssd.page.gc_fraction_searched",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_policy = \"greedy\"\n\
+         gc_fraction_searched = 0.5",
+        "ssd.page.gc_fraction_searched",
+    ),
+    (
+        "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_fraction_searched = 0.5",
+        "ssd.page.gc_fraction_searched",
+    ),
+    // Each FTL's own checks are tested with the FTL (crates/ftl/tests/NAME.rs); these show
+    // how its keys are named: in its section, nested sections included.
+    // Sections of another FTL or model.
+    ("[ssd.fast]\nlog_fraction = 0.1", "ssd.fast"),
+    ("[ssd.page]\nseed = 1", "ssd.page"),
+    (
+        "[ssd]\nftl = \"fast\"\n[ssd.dftl]\ncmt_entries = 5",
+        "ssd.dftl",
+    ),
+    ("[ssd]\nftl = \"page\"\n[ssd.raw]", "ssd.raw"),
+    ("[linear]\nservers = 1", "linear"),
+    ("model = \"linear\"", "model"),
+];
+
 #[test]
 fn bad_values_name_their_key() {
-    let cases: &[(&str, &str)] = &[
-        (
-            "[ssd.geometry]\npages_per_block = 0",
-            "ssd.geometry.pages_per_block",
-        ),
-        ("[ssd.geometry]\nchannels = 0", "ssd.geometry.channels"),
-        (
-            "[ssd.geometry]\ndies_per_chip = 0",
-            "ssd.geometry.dies_per_chip",
-        ),
-        (
-            "[ssd.geometry]\nblocks_per_plane = 4294967295",
-            "ssd.geometry",
-        ),
-        // The product of these overflows even a u64.
-        (
-            "[ssd.geometry]\nchannels = 4294967295\nchips_per_channel = 4294967295\n\
-             dies_per_chip = 4294967295",
-            "ssd.geometry",
-        ),
-        (
-            "[ssd.geometry]\npage_bytes = 2000000",
-            "ssd.geometry.page_bytes",
-        ),
-        ("[ssd.geometry]\noob_bytes = 4096", "ssd.geometry.oob_bytes"),
-        (
-            "[ssd.geometry]\npage_bytes = 2\noob_bytes = 0",
-            "ssd.geometry.page_bytes",
-        ),
-        (
-            "[ssd.timing]\nread_us_by_level = [1, 2]",
-            "ssd.timing.read_us_by_level",
-        ),
-        (
-            "[ssd.timing]\ncell = \"tlc\"\nprogram_us_by_level = [1, 2]",
-            "ssd.timing.program_us_by_level",
-        ),
-        (
-            "[ssd.timing]\nread_us = 1\nread_us_by_level = [1]",
-            "ssd.timing.read_us_by_level",
-        ),
-        (
-            "[ssd.timing]\ncell = \"mlc\"\nprogram_us_by_level = [100, nan]",
-            "ssd.timing.program_us_by_level[1]",
-        ),
-        ("[ssd.timing]\nerase_us = 4e9", "ssd.timing.erase_us"),
-        ("[ssd.timing]\nread_us = -1", "ssd.timing.read_us"),
-        ("[ssd.timing]\nprogram_us = inf", "ssd.timing.program_us"),
-        ("[ssd.timing]\ncommand_us = 3.7e9", "ssd.timing.command_us"),
-        ("[ssd.timing]\nchannel_mts = 0", "ssd.timing.channel_mts"),
-        (
-            "[ssd.timing]\nchannel_width_bytes = 0",
-            "ssd.timing.channel_width_bytes",
-        ),
-        ("[ssd]\nendurance_erases = 0", "ssd.endurance_erases"),
-        (
-            "[ssd]\ncontroller_overhead_us = 3.7e9",
-            "ssd.controller_overhead_us",
-        ),
-        ("[ssd]\nidle_gc_delay_us = -5", "ssd.idle_gc_delay_us"),
-        ("queue_depth = 0", "queue_depth"),
-        ("queue_depth = 100000", "queue_depth"),
-        ("capacity_bytes = 1000000", "capacity_bytes"),
-        (
-            "[ssd.write_buffer]\ncapacity_bytes = 100\nlatency_us = 1",
-            "ssd.write_buffer.capacity_bytes",
-        ),
-        (
-            "[ssd.write_buffer]\ncapacity_bytes = 1099511627776\nlatency_us = 1",
-            "ssd.write_buffer.capacity_bytes",
-        ),
-        (
-            "[ssd.write_buffer]\ncapacity_bytes = 1048576",
-            "ssd.write_buffer.latency_us",
-        ),
-        (
-            "[ssd.write_buffer]\nlatency_us = 1",
-            "ssd.write_buffer.capacity_bytes",
-        ),
-        (
-            "[ssd.write_buffer]\ncapacity_bytes = 0\nlatency_us = 1",
-            "ssd.write_buffer.latency_us",
-        ),
-        (
-            "[ssd.write_buffer]\ncapacity_bytes = 4096\nlatency_us = -1",
-            "ssd.write_buffer.latency_us",
-        ),
-        ("[ssd.energy]\nerase_uj = -1", "ssd.energy.erase_uj"),
-        (
-            "[ssd.energy]\nidle_power_w = nan",
-            "ssd.energy.idle_power_w",
-        ),
-        (
-            "[ssd.precondition]\nmode = \"sequential-fill\"\nfill_fraction = 1.5",
-            "ssd.precondition.fill_fraction",
-        ),
-        (
-            "[ssd.precondition]\nfill_fraction = 0.5",
-            "ssd.precondition.fill_fraction",
-        ),
-        (
-            "[ssd.precondition]\nmode = \"steady-state\"\nmax_overwrite_factor = 1000",
-            "ssd.precondition.max_overwrite_factor",
-        ),
-        (
-            "[ssd.precondition]\nmode = \"steady-state\"\nmax_overwrite_factor = -1",
-            "ssd.precondition.max_overwrite_factor",
-        ),
-        (
-            "[ssd.precondition]\nmode = \"clean\"\nmax_overwrite_factor = 2",
-            "ssd.precondition.max_overwrite_factor",
-        ),
-        ("[ssd.dftl]\ncmt_entries = 0", "ssd.dftl.cmt_entries"),
-        ("[ssd.dftl]\ncmt_bytes = 7", "ssd.dftl.cmt_bytes"),
-        (
-            "[ssd.dftl]\ncmt_bytes = 8192\ncmt_entries = 16",
-            "ssd.dftl.cmt_bytes",
-        ),
-        (
-            "[ssd.dftl.page]\nover_provisioning_fraction = 1.0",
-            "ssd.dftl.page.over_provisioning_fraction",
-        ),
-        (
-            "[ssd.dftl.page]\ngc_low_watermark_blocks = 1",
-            "ssd.dftl.page.gc_low_watermark_blocks",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\nover_provisioning_fraction = -0.1",
-            "ssd.page.over_provisioning_fraction",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\nover_provisioning_fraction = nan",
-            "ssd.page.over_provisioning_fraction",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_low_watermark_blocks = 1",
-            "ssd.page.gc_low_watermark_blocks",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_low_watermark_blocks = 10\n\
-             gc_high_watermark_blocks = 9",
-            "ssd.page.gc_high_watermark_blocks",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_low_watermark_blocks = 5000\n\
-             gc_high_watermark_blocks = 5000",
-            "ssd.page.gc_low_watermark_blocks",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\nstatic_wl_erases_per_move = 0",
-            "ssd.page.static_wl_erases_per_move",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_policy = \"d-choices\"",
-            "ssd.page.gc_fraction_searched",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_policy = \"d-choices\"\n\
-             gc_fraction_searched = 1.5",
-            "ssd.page.gc_fraction_searched",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_policy = \"greedy\"\n\
-             gc_fraction_searched = 0.5",
-            "ssd.page.gc_fraction_searched",
-        ),
-        (
-            "[ssd]\nftl = \"page\"\n[ssd.page]\ngc_fraction_searched = 0.5",
-            "ssd.page.gc_fraction_searched",
-        ),
-        // Each FTL's own checks are tested with the FTL (crates/ftl/tests/NAME.rs); these show
-        // how its keys are named: in its section, nested sections included.
-        // Sections of another FTL or model.
-        ("[ssd.fast]\nlog_fraction = 0.1", "ssd.fast"),
-        ("[ssd.page]\nseed = 1", "ssd.page"),
-        (
-            "[ssd]\nftl = \"fast\"\n[ssd.dftl]\ncmt_entries = 5",
-            "ssd.dftl",
-        ),
-        ("[ssd]\nftl = \"page\"\n[ssd.raw]", "ssd.raw"),
-        ("[linear]\nservers = 1", "linear"),
-        ("model = \"linear\"", "model"),
-    ];
-    for (body, key) in cases {
+    for (body, key) in BAD_VALUES {
         let text = format!("preset = \"flashsim-2009\"\n{body}\n");
         assert_eq!(invalid_key(&text), *key, "{text}");
     }

@@ -398,6 +398,8 @@ impl Controller {
 
     /// Handles one message. `Err` names a protocol violation; the session then closes the
     /// connection.
+    // Split once the cosim defect fixes have landed (issue 37); remove then.
+    #[allow(clippy::too_many_lines)]
     pub fn handle(&mut self, conn: ConnId, msg: &Msg, payload: &[u8]) -> Result<(), &'static str> {
         let pid = self
             .threads

@@ -465,6 +465,91 @@ fn waits_for(ops: &[FlashOp]) -> Vec<Vec<bool>> {
     w
 }
 
+/// Replays one call's `ops` (at `step`, the host writing `version`) on the mirror of the
+/// flash: `programmed` and `content` per physical page, checking NAND's rules, the data each
+/// page receives and what waits for what. Returns the pages the host programmed and the
+/// blocks erased.
+fn replay_on_mirror(
+    step: usize,
+    ops: &[FlashOp],
+    ppb: u64,
+    version: u64,
+    programmed: &mut [bool],
+    content: &mut [Option<(u64, u64)>],
+) -> (
+    std::collections::HashSet<Ppa>,
+    std::collections::HashSet<u64>,
+) {
+    let w = waits_for(ops);
+    let mut buffer = std::collections::HashMap::new();
+    let mut erased = std::collections::HashSet::new();
+    let mut host_programs = std::collections::HashSet::new();
+    for (i, op) in ops.iter().enumerate() {
+        let p = op.ppa.0 as usize;
+        let block = op.ppa.0 as u64 / ppb;
+        for (j, &waits) in w[i].iter().enumerate() {
+            assert!(
+                !waits || ops[j].ppa.0 as u64 / ppb == block,
+                "step {step}: op {i} {op:?} waits for op {j} {:?} of another block",
+                ops[j]
+            );
+        }
+        match op.kind {
+            FlashOpKind::Read => {
+                assert!(programmed[p], "step {step}: op {i} reads erased page {p}");
+                buffer.insert(op.ppa, (i, content[p]));
+            }
+            FlashOpKind::Erase => {
+                assert!(
+                    erased.insert(block),
+                    "step {step}: block {block} erased twice"
+                );
+                for (j, o) in ops[..i].iter().enumerate() {
+                    if o.kind == FlashOpKind::Read && o.ppa.0 as u64 / ppb == block {
+                        assert!(w[i][j], "step {step}: erase {i} does not wait for read {j}");
+                    }
+                }
+                let start = (block * ppb) as usize;
+                for q in start..start + ppb as usize {
+                    programmed[q] = false;
+                    content[q] = Option::None;
+                }
+            }
+            FlashOpKind::Program => {
+                assert!(
+                    !programmed[p],
+                    "step {step}: op {i} programs page {p} twice"
+                );
+                if erased.contains(&block) {
+                    let e = ops[..i]
+                        .iter()
+                        .position(|o| o.kind == FlashOpKind::Erase && o.ppa.0 as u64 / ppb == block)
+                        .unwrap();
+                    assert!(
+                        w[i][e],
+                        "step {step}: program {i} does not wait for the erase"
+                    );
+                }
+                programmed[p] = true;
+                content[p] = match op.data_from {
+                    Some(src) => {
+                        let (r, data) = buffer[&src];
+                        assert!(w[i][r], "step {step}: copy {i} does not wait for its read");
+                        data
+                    }
+                    Option::None => {
+                        assert_eq!(op.cause, Cause::Host);
+                        assert!(host_programs.insert(op.ppa), "step {step}: {op:?} twice");
+                        Some((op.ppa.0 as u64, version))
+                    }
+                };
+            }
+            FlashOpKind::CopyBack => panic!("no copy-back"),
+        }
+    }
+    (host_programs, erased)
+}
+
 /// Random requests, reads and trims, checked after every call against a shadow of the host's
 /// writes and a mirror of the flash, as the conformance suite does page by page; and a twin FTL
 /// given the same writes page by page ends in the same state with at least as many erases.
@@ -516,75 +601,8 @@ fn check_requests(g: Geometry, prewrite_probability: f64, seed: u64) {
             }
         }
         // Replay the call on the mirror: NAND rules, data, and what waits for what.
-        let w = waits_for(&ops);
-        let mut buffer = std::collections::HashMap::new();
-        let mut erased = std::collections::HashSet::new();
-        let mut host_programs = std::collections::HashSet::new();
-        for (i, op) in ops.iter().enumerate() {
-            let p = op.ppa.0 as usize;
-            let block = op.ppa.0 as u64 / ppb;
-            for (j, &waits) in w[i].iter().enumerate() {
-                assert!(
-                    !waits || ops[j].ppa.0 as u64 / ppb == block,
-                    "step {step}: op {i} {op:?} waits for op {j} {:?} of another block",
-                    ops[j]
-                );
-            }
-            match op.kind {
-                FlashOpKind::Read => {
-                    assert!(programmed[p], "step {step}: op {i} reads erased page {p}");
-                    buffer.insert(op.ppa, (i, content[p]));
-                }
-                FlashOpKind::Erase => {
-                    assert!(
-                        erased.insert(block),
-                        "step {step}: block {block} erased twice"
-                    );
-                    for (j, o) in ops[..i].iter().enumerate() {
-                        if o.kind == FlashOpKind::Read && o.ppa.0 as u64 / ppb == block {
-                            assert!(w[i][j], "step {step}: erase {i} does not wait for read {j}");
-                        }
-                    }
-                    let start = (block * ppb) as usize;
-                    for q in start..start + ppb as usize {
-                        programmed[q] = false;
-                        content[q] = Option::None;
-                    }
-                }
-                FlashOpKind::Program => {
-                    assert!(
-                        !programmed[p],
-                        "step {step}: op {i} programs page {p} twice"
-                    );
-                    if erased.contains(&block) {
-                        let e = ops[..i]
-                            .iter()
-                            .position(|o| {
-                                o.kind == FlashOpKind::Erase && o.ppa.0 as u64 / ppb == block
-                            })
-                            .unwrap();
-                        assert!(
-                            w[i][e],
-                            "step {step}: program {i} does not wait for the erase"
-                        );
-                    }
-                    programmed[p] = true;
-                    content[p] = match op.data_from {
-                        Some(src) => {
-                            let (r, data) = buffer[&src];
-                            assert!(w[i][r], "step {step}: copy {i} does not wait for its read");
-                            data
-                        }
-                        Option::None => {
-                            assert_eq!(op.cause, Cause::Host);
-                            assert!(host_programs.insert(op.ppa), "step {step}: {op:?} twice");
-                            Some((op.ppa.0 as u64, version))
-                        }
-                    };
-                }
-                FlashOpKind::CopyBack => panic!("no copy-back"),
-            }
-        }
+        let (host_programs, erased) =
+            replay_on_mirror(step, &ops, ppb, version, &mut programmed, &mut content);
         if !host_programs.is_empty() {
             let expected: std::collections::HashSet<_> =
                 (first..first + n).map(|l| Ppa(l as u32)).collect();

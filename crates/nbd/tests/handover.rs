@@ -587,15 +587,21 @@ enum Expect {
     Data(Vec<u8>),
 }
 
-/// Thousands of random requests (reads, writes up to 128 KiB, refused writes, flushes, trims,
-/// zero-length and unsupported commands), sent in random pieces, while a thread switches the
-/// poller on and off at random and polls with random budgets: every request reaches the
-/// handler exactly once and in order, every reply is right, and the data ends as written.
-fn random_handovers(transport: Transport, seed: u64) {
-    eprintln!("random_handovers seed {seed} over {transport:?}");
-    let h = Harness::new(transport, false);
-    let (sock, mut poller) = h.connect();
-    let mut rng = Rng(seed);
+/// A client's requests for [`random_handovers`], and what they must come to.
+struct Script {
+    /// The device's contents once every request is served.
+    model: Vec<u8>,
+    /// The requests' bytes, ending with a disconnect.
+    stream: Vec<u8>,
+    /// Each request's cookie and the reply it must get, in order.
+    expected: Vec<(u64, Expect)>,
+    /// The cookies of the requests that reach the handler, in order.
+    handled: Vec<u64>,
+}
+
+/// 3000 random requests drawn from `rng`: writes (some past the end), reads, flushes and
+/// unsupported commands, of lengths from zero to 128 KiB.
+fn random_script(rng: &mut Rng) -> Script {
     let mut model = vec![0x5au8; SIZE];
     let mut stream = Vec::new();
     let mut expected = Vec::new();
@@ -655,6 +661,29 @@ fn random_handovers(transport: Transport, seed: u64) {
         }
     }
     stream.extend_from_slice(&request_bytes(0, CMD_DISC, 0, 0, 0));
+    Script {
+        model,
+        stream,
+        expected,
+        handled,
+    }
+}
+
+/// Thousands of random requests (reads, writes up to 128 KiB, refused writes, flushes, trims,
+/// zero-length and unsupported commands), sent in random pieces, while a thread switches the
+/// poller on and off at random and polls with random budgets: every request reaches the
+/// handler exactly once and in order, every reply is right, and the data ends as written.
+fn random_handovers(transport: Transport, seed: u64) {
+    eprintln!("random_handovers seed {seed} over {transport:?}");
+    let h = Harness::new(transport, false);
+    let (sock, mut poller) = h.connect();
+    let mut rng = Rng(seed);
+    let Script {
+        model,
+        stream,
+        expected,
+        handled,
+    } = random_script(&mut rng);
 
     let stop = Arc::new(AtomicBool::new(false));
     let polling = {

@@ -357,55 +357,314 @@ fn counter(counters: &[storsim_core::DeviceCounter], name: &str) -> f64 {
         .value
 }
 
+/// One seed's device and what the checks know of it: the context every message names, its
+/// geometry, its physical minima, its write buffer, and the shadow of the host's data.
+struct Checked {
+    d: SsdDevice,
+    ctx: String,
+    g: Geometry,
+    minima: Minima,
+    buffer_pages: u64,
+    buffer_latency: u64,
+    background_gc: bool,
+    raw: bool,
+    logical: u64,
+    shadow: Shadow,
+    totals: Totals,
+}
+
+impl Checked {
+    /// The device for `seed` of FTL `name`, built from `p`, with its precondition worked out
+    /// independently in the shadow and checked against the FTL's mapping.
+    fn new(name: &str, seed: u64, p: SsdParams) -> Checked {
+        let g = p.geometry;
+        let ctx = format!(
+            "{name}: seed {seed} (queue depth {}, buffer {:?}, {:?}, {:?}, background GC {}, {} planes/die, {} pages/block)",
+            p.queue_depth,
+            p.write_buffer,
+            p.precondition,
+            p.timing.cell,
+            p.background_gc,
+            g.planes_per_die,
+            g.pages_per_block
+        );
+        let d = SsdDevice::new(p.clone()).unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        let logical = d.ftl().logical_pages();
+        assert_eq!(d.capacity_bytes(), logical * 2048, "{ctx}");
+        let raw = name == "raw";
+        let filled = match p.precondition {
+            Precondition::SequentialFill { fraction } => (logical as f64 * fraction) as u64,
+            _ => 0,
+        };
+        let shadow = if raw {
+            let mut pages = vec![RawPage::Erased; logical as usize];
+            pages[..filled as usize].fill(RawPage::Live);
+            Shadow::Raw {
+                pages,
+                pages_per_block: g.pages_per_block as u64,
+            }
+        } else {
+            let mut m = vec![false; logical as usize];
+            m[..filled as usize].fill(true);
+            Shadow::Mapped(m)
+        };
+        let checked = Checked {
+            minima: Minima::new(&p),
+            buffer_pages: p.write_buffer.map_or(0, |b| b.capacity_bytes / 2048),
+            buffer_latency: p.write_buffer.map_or(0, |b| b.latency.as_ns()),
+            background_gc: p.background_gc,
+            d,
+            ctx,
+            g,
+            raw,
+            logical,
+            shadow,
+            totals: Totals::default(),
+        };
+        checked.check_mapping(0..logical, "after preconditioning, ");
+        checked
+    }
+
+    /// Checks that the FTL maps exactly the pages of `range` the shadow says hold data.
+    fn check_mapping(&self, range: std::ops::Range<u64>, when: &str) {
+        let ctx = &self.ctx;
+        for lpn in range {
+            assert_eq!(
+                self.d.ftl().lookup(lpn).is_some(),
+                self.shadow.has_data(lpn),
+                "{ctx}: {when}page {lpn}"
+            );
+        }
+    }
+
+    /// Submits `planned` at `now`, follows it in the shadow, and returns its minimum finish
+    /// in ns: from what the host knows before submitting (for a read, where its pages are)
+    /// and what the request did (for a write, where its pages went).
+    fn submit(&mut self, now: SimTime, planned: &Planned) -> u64 {
+        let r = planned.request;
+        let ctx = self.ctx.clone();
+        let range = planned.first..planned.first + planned.pages;
+        let min_ns = match r.op {
+            Op::Read => self.read_minimum(&planned.request, range.clone()),
+            _ => 0,
+        };
+        self.d
+            .submit(now, r)
+            .unwrap_or_else(|e| panic!("{ctx}: request {} {r:?} refused: {e}", r.id));
+        self.totals.requests += 1;
+        let min_ns = match r.op {
+            Op::Read => {
+                self.totals.read_pages += planned.pages;
+                min_ns
+            }
+            Op::Write => self.write_minimum(planned),
+            Op::Trim => {
+                self.totals.trim_pages += planned.pages;
+                let mut erased = false;
+                for l in range.clone() {
+                    erased |= self.shadow.trim(l);
+                }
+                // Raw erases the block whose last programmed page was discarded.
+                if erased {
+                    self.minima.overhead + self.minima.command + self.minima.erase
+                } else {
+                    0
+                }
+            }
+            Op::Flush => 0,
+        };
+        self.check_mapping(
+            range,
+            &format!("request {} ({:?}): afterwards, ", r.id, r.op),
+        );
+        min_ns
+    }
+
+    /// A read's minimum from where its pages are before it is submitted (0 when none has data).
+    fn read_minimum(&self, r: &Request, range: std::ops::Range<u64>) -> u64 {
+        let ctx = &self.ctx;
+        let mapped: Vec<Ppa> = range
+            .filter_map(|l| {
+                let loc = self.d.ftl().lookup(l);
+                assert_eq!(
+                    loc.is_some(),
+                    self.shadow.has_data(l),
+                    "{ctx}: request {}: page {l} before its read",
+                    r.id
+                );
+                loc
+            })
+            .collect();
+        if mapped.is_empty() {
+            0
+        } else {
+            let (per_die, per_channel) = busiest(&self.g, &mapped);
+            self.minima.read(per_die, per_channel)
+        }
+    }
+
+    /// A submitted write's minimum: the buffer's latency when the buffer takes it, else the
+    /// programs of the pages where the FTL put them; the shadow follows the write.
+    fn write_minimum(&mut self, planned: &Planned) -> u64 {
+        let ctx = &self.ctx;
+        let r = planned.request;
+        self.totals.write_pages += planned.pages;
+        let mut at = Vec::new();
+        for l in planned.first..planned.first + planned.pages {
+            self.shadow.write(l);
+            // The new data was programmed where it now is, after the submission.
+            match self.d.ftl().lookup(l) {
+                Some(ppa) => at.push(ppa),
+                None => {
+                    panic!("{ctx}: request {}: page {l} written, no location", r.id)
+                }
+            }
+            if self.raw {
+                assert_eq!(at.last(), Some(&Ppa(l as u32)), "{ctx}");
+            }
+        }
+        if planned.pages <= self.buffer_pages {
+            self.minima.overhead + self.buffer_latency
+        } else {
+            let (per_die, per_channel) = busiest(&self.g, &at);
+            self.minima.program(per_die, per_channel)
+        }
+    }
+
+    /// Checks at the end of the run of `requests` requests that the counters add up and that
+    /// the mapping matches the shadow everywhere; returns the counters.
+    fn finish(&self, requests: u64, tight: u64) -> Vec<storsim_core::DeviceCounter> {
+        let (ctx, totals, g) = (&self.ctx, &self.totals, &self.g);
+        assert_eq!(totals.requests, requests, "{ctx}");
+        let c = self.d.counters();
+        let get = |n: &str| counter(&c, n);
+        for kind in ["reads", "programs", "erases"] {
+            let by_cause: f64 = Cause::ALL
+                .iter()
+                .map(|cause| get(&format!("flash_{kind}_{}", cause.name())))
+                .sum();
+            assert_eq!(get(&format!("flash_{kind}")), by_cause, "{ctx}: {kind}");
+        }
+        assert_eq!(get("host_write_pages"), totals.write_pages as f64, "{ctx}");
+        assert_eq!(get("host_read_pages"), totals.read_pages as f64, "{ctx}");
+        assert_eq!(get("host_trim_pages"), totals.trim_pages as f64, "{ctx}");
+        // Every page written is programmed once as the host's data (copies are other causes).
+        assert_eq!(
+            get("flash_programs_host"),
+            totals.write_pages as f64,
+            "{ctx}"
+        );
+        let programs = get("flash_programs");
+        if programs > 0.0 {
+            let waf = get("write_amplification");
+            assert!(waf >= 1.0, "{ctx}: write amplification {waf}");
+            assert!(
+                (waf - programs / totals.write_pages as f64).abs() < 1e-9,
+                "{ctx}: write amplification {waf}"
+            );
+        }
+        let hist: f64 = c
+            .iter()
+            .filter(|x| x.name.starts_with("erase_count_hist_"))
+            .map(|x| x.value)
+            .sum();
+        assert_eq!(hist, g.blocks() as f64, "{ctx}: erase-count histogram");
+        let nand = self.d.ftl().nand();
+        assert_eq!(
+            nand.total_erases() as f64,
+            get("precondition_erases") + get("flash_erases"),
+            "{ctx}: the array's erases are the preconditioning's plus the run's"
+        );
+        assert!(
+            (get("erase_count_mean") * g.blocks() as f64 - nand.total_erases() as f64).abs() < 1e-6,
+            "{ctx}: mean erase count"
+        );
+        if !self.background_gc {
+            assert_eq!(get("background_gc_units"), 0.0, "{ctx}");
+        }
+
+        // The mapping matches the shadow everywhere, not only where the workload looked last.
+        self.check_mapping(0..self.logical, "at the end, ");
+        let with_data = (0..self.logical)
+            .filter(|&lpn| self.shadow.has_data(lpn))
+            .count() as u64;
+        assert_eq!(self.d.ftl().valid_data_pages(), with_data, "{ctx}");
+
+        eprintln!(
+            "  {} requests, {} pages written, write amplification {:.2}, erases {} (host {}, gc {}, merge {}), background GC units {}, {tight} requests at their minimum exactly",
+            totals.requests,
+            totals.write_pages,
+            get("write_amplification"),
+            get("flash_erases"),
+            get("flash_erases_host"),
+            get("flash_erases_gc"),
+            get("flash_erases_merge"),
+            get("background_gc_units"),
+        );
+        if self.raw {
+            assert_eq!(
+                programs, totals.write_pages as f64,
+                "{ctx}: raw copies nothing"
+            );
+            assert_eq!(get("flash_erases"), get("flash_erases_host"), "{ctx}");
+            assert_eq!(get("ftl_rejected_programs"), 0.0, "{ctx}");
+            assert_eq!(get("ftl_trim_erases"), get("flash_erases"), "{ctx}");
+        }
+        c
+    }
+}
+
+/// Checks the completions `done` delivered at `now`: each of a request submitted (at, minimum
+/// finish in `submitted`), once, in order, at its finish and not before its minimum. Returns
+/// how many finished at their minimum exactly.
+fn check_completions(
+    ctx: &str,
+    now: SimTime,
+    done: &mut Vec<Completion>,
+    submitted: &[Option<(u64, u64)>],
+    completed: &mut [bool],
+) -> u64 {
+    let mut tight = 0;
+    let mut last_finish = SimTime::ZERO;
+    for c in done.drain(..) {
+        let id = c.request.id as usize;
+        let Some((at, min_finish)) = submitted.get(id).copied().flatten() else {
+            panic!("{ctx}: completion of request {id}, never submitted");
+        };
+        assert!(!completed[id], "{ctx}: request {id} completed twice");
+        completed[id] = true;
+        assert!(
+            c.request.arrival <= c.service_start && c.service_start <= c.finish,
+            "{ctx}: request {id}: arrival {} service start {} finish {}",
+            c.request.arrival,
+            c.service_start,
+            c.finish
+        );
+        assert_eq!(
+            c.finish, now,
+            "{ctx}: request {id} delivered at {now}, not at its finish"
+        );
+        assert!(c.finish >= last_finish, "{ctx}: completions out of order");
+        last_finish = c.finish;
+        tight += (c.finish.as_ns() == min_finish && min_finish > at) as u64;
+        assert!(
+            c.finish.as_ns() >= min_finish,
+            "{ctx}: request {id} ({:?}, {} bytes) submitted at {at} finished at {}, \
+             before its physical minimum {min_finish}",
+            c.request.op,
+            c.request.len_bytes,
+            c.finish
+        );
+    }
+    tight
+}
+
 /// Runs one seed on one FTL; returns the device's counters.
 fn run_one(name: &str, seed: u64, requests: u64) -> Vec<storsim_core::DeviceCounter> {
     let mut rng = Prng::new(seed);
     let p = params(name, &mut rng);
-    let g = p.geometry;
-    let minima = Minima::new(&p);
-    let ctx = format!(
-        "{name}: seed {seed} (queue depth {}, buffer {:?}, {:?}, {:?}, background GC {}, {} planes/die, {} pages/block)",
-        p.queue_depth,
-        p.write_buffer,
-        p.precondition,
-        p.timing.cell,
-        p.background_gc,
-        g.planes_per_die,
-        g.pages_per_block
-    );
-    let buffer_pages = p.write_buffer.map_or(0, |b| b.capacity_bytes / 2048);
-    let buffer_latency = p.write_buffer.map_or(0, |b| b.latency.as_ns());
-    let precondition = p.precondition;
-    let mut d = SsdDevice::new(p.clone()).unwrap_or_else(|e| panic!("{ctx}: {e}"));
-    let logical = d.ftl().logical_pages();
-    assert_eq!(d.capacity_bytes(), logical * 2048, "{ctx}");
-    let raw = name == "raw";
-
-    // The precondition, worked out independently.
-    let filled = match precondition {
-        Precondition::SequentialFill { fraction } => (logical as f64 * fraction) as u64,
-        _ => 0,
-    };
-    let mut shadow = if raw {
-        let mut pages = vec![RawPage::Erased; logical as usize];
-        pages[..filled as usize].fill(RawPage::Live);
-        Shadow::Raw {
-            pages,
-            pages_per_block: g.pages_per_block as u64,
-        }
-    } else {
-        let mut m = vec![false; logical as usize];
-        m[..filled as usize].fill(true);
-        Shadow::Mapped(m)
-    };
-    for lpn in 0..logical {
-        assert_eq!(
-            d.ftl().lookup(lpn).is_some(),
-            shadow.has_data(lpn),
-            "{ctx}: after preconditioning, page {lpn}"
-        );
-    }
-
+    let mut run = Checked::new(name, seed, p);
+    let (logical, g) = (run.logical, run.g);
     let span = ((logical as f64 * [0.25, 0.5, 1.0][rng.below(3) as usize]) as u64).max(1);
     let write_percent = 35 + rng.below(30);
     let mut workload = Workload {
@@ -416,20 +675,20 @@ fn run_one(name: &str, seed: u64, requests: u64) -> Vec<storsim_core::DeviceCoun
         span,
         write_percent,
         read_percent: (98 - write_percent) * 2 / 3,
-        raw,
+        raw: run.raw,
         last_end: 0,
         clock: 0,
         next_id: 0,
     };
 
-    let queue_depth = d.queue_depth();
+    let ctx = run.ctx.clone();
+    let queue_depth = run.d.queue_depth();
     let mut waiting: VecDeque<Planned> = VecDeque::new();
     let mut generated = 0u64;
     // Per request: (submitted at, minimum finish).
     let mut submitted: Vec<Option<(u64, u64)>> = Vec::new();
     let mut completed: Vec<bool> = Vec::new();
     let mut outstanding = 0usize;
-    let mut totals = Totals::default();
     let mut now = SimTime::ZERO;
     let mut done: Vec<Completion> = Vec::new();
     let mut steps = 0u64;
@@ -441,7 +700,7 @@ fn run_one(name: &str, seed: u64, requests: u64) -> Vec<storsim_core::DeviceCoun
             "{ctx}: the run does not end"
         );
         if waiting.is_empty() && generated < requests {
-            waiting.push_back(workload.next(&shadow));
+            waiting.push_back(workload.next(&run.shadow));
             generated += 1;
             submitted.push(None);
             completed.push(false);
@@ -456,7 +715,7 @@ fn run_one(name: &str, seed: u64, requests: u64) -> Vec<storsim_core::DeviceCoun
                 if workload.rng.below(4) == 0 {
                     assert!(
                         matches!(
-                            d.submit(now, next.request),
+                            run.d.submit(now, next.request),
                             Err(DeviceError::QueueFull { queue_depth: q }) if q == queue_depth
                         ),
                         "{ctx}: request {} was not refused by a full queue",
@@ -466,98 +725,16 @@ fn run_one(name: &str, seed: u64, requests: u64) -> Vec<storsim_core::DeviceCoun
                 break;
             }
             let planned = waiting.pop_front().unwrap();
-            let r = planned.request;
-            let range = planned.first..planned.first + planned.pages;
-            // The minimum finish, from what the host knows before submitting.
-            let min_ns = match r.op {
-                Op::Read => {
-                    let mapped: Vec<Ppa> = range
-                        .clone()
-                        .filter_map(|l| {
-                            let loc = d.ftl().lookup(l);
-                            assert_eq!(
-                                loc.is_some(),
-                                shadow.has_data(l),
-                                "{ctx}: request {}: page {l} before its read",
-                                r.id
-                            );
-                            loc
-                        })
-                        .collect();
-                    if mapped.is_empty() {
-                        0
-                    } else {
-                        let (per_die, per_channel) = busiest(&g, &mapped);
-                        minima.read(per_die, per_channel)
-                    }
-                }
-                _ => 0,
-            };
-            d.submit(now, r)
-                .unwrap_or_else(|e| panic!("{ctx}: request {} {r:?} refused: {e}", r.id));
+            let min_ns = run.submit(now, &planned);
             outstanding += 1;
-            totals.requests += 1;
-            // What the request did, and the minimum that follows from it.
-            let min_ns = match r.op {
-                Op::Read => {
-                    totals.read_pages += planned.pages;
-                    min_ns
-                }
-                Op::Write => {
-                    totals.write_pages += planned.pages;
-                    let mut at = Vec::new();
-                    for l in range.clone() {
-                        shadow.write(l);
-                        // The new data was programmed where it now is, after the submission.
-                        match d.ftl().lookup(l) {
-                            Some(ppa) => at.push(ppa),
-                            None => {
-                                panic!("{ctx}: request {}: page {l} written, no location", r.id)
-                            }
-                        }
-                        if raw {
-                            assert_eq!(at.last(), Some(&Ppa(l as u32)), "{ctx}");
-                        }
-                    }
-                    if planned.pages <= buffer_pages {
-                        minima.overhead + buffer_latency
-                    } else {
-                        let (per_die, per_channel) = busiest(&g, &at);
-                        minima.program(per_die, per_channel)
-                    }
-                }
-                Op::Trim => {
-                    totals.trim_pages += planned.pages;
-                    let mut erased = false;
-                    for l in range.clone() {
-                        erased |= shadow.trim(l);
-                    }
-                    // Raw erases the block whose last programmed page was discarded.
-                    if erased {
-                        minima.overhead + minima.command + minima.erase
-                    } else {
-                        0
-                    }
-                }
-                Op::Flush => 0,
-            };
-            for l in range {
-                assert_eq!(
-                    d.ftl().lookup(l).is_some(),
-                    shadow.has_data(l),
-                    "{ctx}: request {} ({:?}): page {l} afterwards",
-                    r.id,
-                    r.op
-                );
-            }
-            submitted[r.id as usize] = Some((now.as_ns(), now.as_ns() + min_ns));
+            submitted[planned.request.id as usize] = Some((now.as_ns(), now.as_ns() + min_ns));
         }
 
         let next_arrival = match waiting.front() {
             Some(w) if outstanding < queue_depth => Some(w.request.arrival),
             _ => None,
         };
-        let next = match (next_arrival, d.next_deadline()) {
+        let next = match (next_arrival, run.d.next_deadline()) {
             (Some(a), Some(dl)) => a.min(dl),
             (Some(a), None) => a,
             (None, Some(dl)) => dl,
@@ -571,127 +748,16 @@ fn run_one(name: &str, seed: u64, requests: u64) -> Vec<storsim_core::DeviceCoun
         };
         assert!(next >= now, "{ctx}: deadline {next} before now {now}");
         now = next;
-        d.advance(now, &mut done);
-        let mut last_finish = SimTime::ZERO;
-        for c in done.drain(..) {
-            let id = c.request.id as usize;
-            let Some((at, min_finish)) = submitted.get(id).copied().flatten() else {
-                panic!("{ctx}: completion of request {id}, never submitted");
-            };
-            assert!(!completed[id], "{ctx}: request {id} completed twice");
-            completed[id] = true;
-            outstanding -= 1;
-            assert!(
-                c.request.arrival <= c.service_start && c.service_start <= c.finish,
-                "{ctx}: request {id}: arrival {} service start {} finish {}",
-                c.request.arrival,
-                c.service_start,
-                c.finish
-            );
-            assert_eq!(
-                c.finish, now,
-                "{ctx}: request {id} delivered at {now}, not at its finish"
-            );
-            assert!(c.finish >= last_finish, "{ctx}: completions out of order");
-            last_finish = c.finish;
-            tight += (c.finish.as_ns() == min_finish && min_finish > at) as u64;
-            assert!(
-                c.finish.as_ns() >= min_finish,
-                "{ctx}: request {id} ({:?}, {} bytes) submitted at {at} finished at {}, \
-                 before its physical minimum {min_finish}",
-                c.request.op,
-                c.request.len_bytes,
-                c.finish
-            );
-        }
+        run.d.advance(now, &mut done);
+        let delivered = done.len();
+        tight += check_completions(&ctx, now, &mut done, &submitted, &mut completed);
+        outstanding -= delivered;
     }
     assert!(
         completed.iter().all(|&c| c),
         "{ctx}: some request never completed"
     );
-    assert_eq!(totals.requests, requests, "{ctx}");
-
-    // The counters add up.
-    let c = d.counters();
-    let get = |n: &str| counter(&c, n);
-    for kind in ["reads", "programs", "erases"] {
-        let by_cause: f64 = Cause::ALL
-            .iter()
-            .map(|cause| get(&format!("flash_{kind}_{}", cause.name())))
-            .sum();
-        assert_eq!(get(&format!("flash_{kind}")), by_cause, "{ctx}: {kind}");
-    }
-    assert_eq!(get("host_write_pages"), totals.write_pages as f64, "{ctx}");
-    assert_eq!(get("host_read_pages"), totals.read_pages as f64, "{ctx}");
-    assert_eq!(get("host_trim_pages"), totals.trim_pages as f64, "{ctx}");
-    // Every page written is programmed once as the host's data (copies are other causes).
-    assert_eq!(
-        get("flash_programs_host"),
-        totals.write_pages as f64,
-        "{ctx}"
-    );
-    let programs = get("flash_programs");
-    if programs > 0.0 {
-        let waf = get("write_amplification");
-        assert!(waf >= 1.0, "{ctx}: write amplification {waf}");
-        assert!(
-            (waf - programs / totals.write_pages as f64).abs() < 1e-9,
-            "{ctx}: write amplification {waf}"
-        );
-    }
-    let hist: f64 = c
-        .iter()
-        .filter(|x| x.name.starts_with("erase_count_hist_"))
-        .map(|x| x.value)
-        .sum();
-    assert_eq!(hist, g.blocks() as f64, "{ctx}: erase-count histogram");
-    let nand = d.ftl().nand();
-    assert_eq!(
-        nand.total_erases() as f64,
-        get("precondition_erases") + get("flash_erases"),
-        "{ctx}: the array's erases are the preconditioning's plus the run's"
-    );
-    assert!(
-        (get("erase_count_mean") * g.blocks() as f64 - nand.total_erases() as f64).abs() < 1e-6,
-        "{ctx}: mean erase count"
-    );
-    if !p.background_gc {
-        assert_eq!(get("background_gc_units"), 0.0, "{ctx}");
-    }
-
-    // The mapping matches the shadow everywhere, not only where the workload looked last.
-    let mut with_data = 0;
-    for lpn in 0..logical {
-        assert_eq!(
-            d.ftl().lookup(lpn).is_some(),
-            shadow.has_data(lpn),
-            "{ctx}: page {lpn} at the end"
-        );
-        with_data += shadow.has_data(lpn) as u64;
-    }
-    assert_eq!(d.ftl().valid_data_pages(), with_data, "{ctx}");
-
-    eprintln!(
-        "  {} requests, {} pages written, write amplification {:.2}, erases {} (host {}, gc {}, merge {}), background GC units {}, {tight} requests at their minimum exactly",
-        totals.requests,
-        totals.write_pages,
-        get("write_amplification"),
-        get("flash_erases"),
-        get("flash_erases_host"),
-        get("flash_erases_gc"),
-        get("flash_erases_merge"),
-        get("background_gc_units"),
-    );
-    if raw {
-        assert_eq!(
-            programs, totals.write_pages as f64,
-            "{ctx}: raw copies nothing"
-        );
-        assert_eq!(get("flash_erases"), get("flash_erases_host"), "{ctx}");
-        assert_eq!(get("ftl_rejected_programs"), 0.0, "{ctx}");
-        assert_eq!(get("ftl_trim_erases"), get("flash_erases"), "{ctx}");
-    }
-    c
+    run.finish(requests, tight)
 }
 
 #[test]

@@ -333,25 +333,86 @@ fn drive(
     (run.completions, snapshot)
 }
 
+/// A full device for the idle-gap test: 4 dies, 64 blocks of 32 pages each, every logical
+/// page written once, with or without background GC. A quarter of it is spare, so that
+/// background GC has room to free blocks ahead of need (16 spare blocks a plane; the
+/// collector aims at 8 free ones).
+fn idle_gap_device(background: bool) -> SsdDevice {
+    let mut p = small(2, 2);
+    p.ftl = FtlConfig::new(storsim_ftl::page::Params {
+        over_provisioning_fraction: 0.25,
+        gc_high_watermark_blocks: 8,
+        gc_background: background,
+        ..storsim_ftl::page::Params::default()
+    });
+    p.background_gc = background;
+    p.precondition = Precondition::SequentialFill { fraction: 1.0 };
+    SsdDevice::new(p).unwrap()
+}
+
+/// Runs `requests` (a first burst of `first`, an idle gap, a second burst) on an
+/// [`idle_gap_device`], checks what each burst must show, and returns the second burst's
+/// foreground GC invocations, mean latency and worst latency.
+fn second_burst(background: bool, requests: &[Request], first: u64, seed: u64) -> (f64, f64, u64) {
+    let mut d = idle_gap_device(background);
+    let (done, before) = drive(&mut d, requests, first as usize);
+    assert_eq!(done.len(), requests.len());
+    let after = d.counters();
+    let get = |c: &[storsim_core::DeviceCounter], n: &str| {
+        c.iter()
+            .find(|x| x.name == n)
+            .unwrap_or_else(|| panic!("no counter {n}"))
+            .value
+    };
+    let first_end = done
+        .iter()
+        .filter(|c| c.request.id < first)
+        .map(|c| c.finish)
+        .max()
+        .unwrap();
+    assert!(
+        first_end.as_ns() < 20_000_000_000 - 1_000_000_000,
+        "seed {seed}: the first burst must end well before the second ({first_end})"
+    );
+    assert!(
+        get(&before, "ftl_gc_invocations") > 0.0,
+        "seed {seed}: the first burst must need foreground GC"
+    );
+    let units = get(&after, "background_gc_units");
+    let victims = get(&after, "ftl_gc_background_victim_blocks");
+    let foreground = get(&after, "ftl_gc_invocations") - get(&before, "ftl_gc_invocations");
+    let latencies: Vec<u64> = done
+        .iter()
+        .filter(|c| c.request.id >= first)
+        .map(|c| c.latency().as_ns())
+        .collect();
+    let mean = latencies.iter().sum::<u64>() as f64 / latencies.len() as f64;
+    let p_max = *latencies.iter().max().unwrap();
+    eprintln!(
+        "background GC {background}: {units} units, {victims} background victims, \
+         {foreground} foreground GC invocations in the second burst, its mean latency \
+         {mean:.0} ns, max {p_max} ns"
+    );
+    if background {
+        assert!(
+            units > 0.0 && victims > 0.0,
+            "seed {seed}: no background GC"
+        );
+        // Every unit of idle work was one victim block, and all of it ran before the second
+        // burst, which never leaves the device idle for `idle_gc_delay` (1 ms).
+        assert_eq!(units, victims, "seed {seed}");
+        assert_eq!(get(&before, "background_gc_units"), units, "seed {seed}");
+    } else {
+        assert_eq!(units, 0.0, "seed {seed}");
+        assert_eq!(victims, 0.0, "seed {seed}");
+    }
+    (foreground, mean, p_max)
+}
+
 #[test]
 fn background_gc_in_an_idle_gap_spares_the_next_burst_foreground_gc() {
     let seed = 31;
-    // A full device: 4 dies, 64 blocks of 32 pages each, every logical page written once. A
-    // quarter of it is spare, so that background GC has room to free blocks ahead of need
-    // (16 spare blocks a plane; the collector aims at 8 free ones).
-    let build = |background: bool| {
-        let mut p = small(2, 2);
-        p.ftl = FtlConfig::new(storsim_ftl::page::Params {
-            over_provisioning_fraction: 0.25,
-            gc_high_watermark_blocks: 8,
-            gc_background: background,
-            ..storsim_ftl::page::Params::default()
-        });
-        p.background_gc = background;
-        p.precondition = Precondition::SequentialFill { fraction: 1.0 };
-        SsdDevice::new(p).unwrap()
-    };
-    let logical_pages = build(false).capacity_bytes() / 4096;
+    let logical_pages = idle_gap_device(false).capacity_bytes() / 4096;
     // A burst of random overwrites (arriving faster than the device programs, so it never
     // idles), a 20 s idle gap, then a second, slower burst, small enough for the blocks the
     // background collector frees in the gap (up to 8 free blocks a plane) to take most of it.
@@ -374,62 +435,10 @@ fn background_gc_in_an_idle_gap_spares_the_next_burst_foreground_gc() {
             }
         })
         .collect();
-    let mut results = Vec::new();
-    for background in [false, true] {
-        let mut d = build(background);
-        let (done, before) = drive(&mut d, &requests, first as usize);
-        assert_eq!(done.len(), requests.len());
-        let after = d.counters();
-        let get = |c: &[storsim_core::DeviceCounter], n: &str| {
-            c.iter()
-                .find(|x| x.name == n)
-                .unwrap_or_else(|| panic!("no counter {n}"))
-                .value
-        };
-        let first_end = done
-            .iter()
-            .filter(|c| c.request.id < first)
-            .map(|c| c.finish)
-            .max()
-            .unwrap();
-        assert!(
-            first_end.as_ns() < 20_000_000_000 - 1_000_000_000,
-            "seed {seed}: the first burst must end well before the second ({first_end})"
-        );
-        assert!(
-            get(&before, "ftl_gc_invocations") > 0.0,
-            "seed {seed}: the first burst must need foreground GC"
-        );
-        let units = get(&after, "background_gc_units");
-        let victims = get(&after, "ftl_gc_background_victim_blocks");
-        let foreground = get(&after, "ftl_gc_invocations") - get(&before, "ftl_gc_invocations");
-        let latencies: Vec<u64> = done
-            .iter()
-            .filter(|c| c.request.id >= first)
-            .map(|c| c.latency().as_ns())
-            .collect();
-        let mean = latencies.iter().sum::<u64>() as f64 / latencies.len() as f64;
-        let p_max = *latencies.iter().max().unwrap();
-        eprintln!(
-            "background GC {background}: {units} units, {victims} background victims, \
-             {foreground} foreground GC invocations in the second burst, its mean latency \
-             {mean:.0} ns, max {p_max} ns"
-        );
-        if background {
-            assert!(
-                units > 0.0 && victims > 0.0,
-                "seed {seed}: no background GC"
-            );
-            // Every unit of idle work was one victim block, and all of it ran before the second
-            // burst, which never leaves the device idle for `idle_gc_delay` (1 ms).
-            assert_eq!(units, victims, "seed {seed}");
-            assert_eq!(get(&before, "background_gc_units"), units, "seed {seed}");
-        } else {
-            assert_eq!(units, 0.0, "seed {seed}");
-            assert_eq!(victims, 0.0, "seed {seed}");
-        }
-        results.push((foreground, mean, p_max));
-    }
+    let results: Vec<(f64, f64, u64)> = [false, true]
+        .into_iter()
+        .map(|background| second_burst(background, &requests, first, seed))
+        .collect();
     let [(fg_off, mean_off, max_off), (fg_on, mean_on, max_on)] = results[..] else {
         unreachable!()
     };

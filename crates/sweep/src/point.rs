@@ -171,6 +171,31 @@ struct Draft {
 /// Every point of `spec`, in order, with its columns and label. Two points that would be the
 /// same run are refused, naming both.
 pub fn expand(spec: &Spec) -> Result<Vec<Point>, SweepError> {
+    let mut drafts = grid_drafts(spec);
+    let grid_points = drafts.len();
+    drafts.extend(explicit_drafts(spec));
+    let columns = parameter_columns(spec);
+    let mut points: Vec<Point> = drafts.into_iter().map(|d| d.into_point(&columns)).collect();
+    check_distinct(spec, &points)?;
+    // The grid's points are named by what varies among them; the explicit points the spec
+    // leaves unnamed, by what varies among all.
+    let mut among_grid = varying(&points[..grid_points]);
+    // With one workload in the spec, its text varies only by the workload grid's keys, which
+    // have columns of their own: the label names those alone.
+    if spec.workloads.len() == 1 {
+        among_grid.retain(|&i| columns[i] != WORKLOAD_COLUMN);
+    }
+    let among_all = varying(&points);
+    let (grid, explicit) = points.split_at_mut(grid_points);
+    label(grid, &among_grid);
+    label(explicit, &among_all);
+    check_plot_columns(spec, &columns)?;
+    Ok(points)
+}
+
+/// The grid's points: every device × device-file grid combination × workload × workload-grid
+/// combination (synthetic workloads only) × seed, in that order.
+fn grid_drafts(spec: &Spec) -> Vec<Draft> {
     let mut drafts = Vec::new();
     for device in &spec.devices {
         for set in combinations(&spec.grid) {
@@ -200,6 +225,12 @@ pub fn expand(spec: &Spec) -> Result<Vec<Point>, SweepError> {
             }
         }
     }
+    drafts
+}
+
+/// The `[[point]]` tables' points: each at its own seed, or at every seed of the spec.
+fn explicit_drafts(spec: &Spec) -> Vec<Draft> {
+    let mut drafts = Vec::new();
     for point in &spec.points {
         let seeds = match point.seed {
             Some(seed) => vec![seed],
@@ -217,52 +248,52 @@ pub fn expand(spec: &Spec) -> Result<Vec<Point>, SweepError> {
             });
         }
     }
-    let grid_points = drafts.len()
-        - spec
-            .points
-            .iter()
-            .map(|p| {
-                if p.seed.is_some() {
-                    1
-                } else {
-                    spec.seeds.len()
-                }
-            })
-            .sum::<usize>();
-    let columns = parameter_columns(spec);
-    let mut points: Vec<Point> = drafts
-        .into_iter()
-        .map(|d| {
-            let mut parameters: Vec<(String, Cell)> =
-                columns.iter().map(|c| (c.clone(), Cell::Empty)).collect();
-            let mut put = |column: &str, cell: Cell| {
-                let slot = parameters
-                    .iter_mut()
-                    .find(|(c, _)| c == column)
-                    .expect("every parameter has its column");
-                slot.1 = cell;
-            };
-            put("device", Cell::Text(d.device.clone()));
-            for (key, value) in &d.set {
-                put(key, Cell::from_toml(value));
-            }
-            put(WORKLOAD_COLUMN, Cell::Text(d.workload.clone()));
-            for (key, value) in &d.workload_keys {
-                put(&format!("workload.{key}"), Cell::parse(value));
-            }
-            put(SEED_COLUMN, Cell::Number(d.seed as f64));
-            Point {
-                id: identity(&d.device, &d.set, &d.workload, &d.options, d.seed),
-                label: d.label.unwrap_or_default(),
-                device: d.device,
-                set: d.set,
-                workload: d.workload,
-                options: d.options,
-                seed: d.seed,
-                parameters,
-            }
-        })
-        .collect();
+    drafts
+}
+
+impl Draft {
+    /// The point, with its id and its cell in each of the parameter `columns` (empty where it
+    /// sets no value); its label comes later.
+    fn into_point(self, columns: &[String]) -> Point {
+        let mut parameters: Vec<(String, Cell)> =
+            columns.iter().map(|c| (c.clone(), Cell::Empty)).collect();
+        let mut put = |column: &str, cell: Cell| {
+            let slot = parameters
+                .iter_mut()
+                .find(|(c, _)| c == column)
+                .expect("every parameter has its column");
+            slot.1 = cell;
+        };
+        put("device", Cell::Text(self.device.clone()));
+        for (key, value) in &self.set {
+            put(key, Cell::from_toml(value));
+        }
+        put(WORKLOAD_COLUMN, Cell::Text(self.workload.clone()));
+        for (key, value) in &self.workload_keys {
+            put(&format!("workload.{key}"), Cell::parse(value));
+        }
+        put(SEED_COLUMN, Cell::Number(self.seed as f64));
+        Point {
+            id: identity(
+                &self.device,
+                &self.set,
+                &self.workload,
+                &self.options,
+                self.seed,
+            ),
+            label: self.label.unwrap_or_default(),
+            device: self.device,
+            set: self.set,
+            workload: self.workload,
+            options: self.options,
+            seed: self.seed,
+            parameters,
+        }
+    }
+}
+
+/// Refuses two points that would be the same run, naming both.
+fn check_distinct(spec: &Spec, points: &[Point]) -> Result<(), SweepError> {
     for (i, point) in points.iter().enumerate() {
         if let Some(j) = points[..i].iter().position(|p| p.id == point.id) {
             return Err(SweepError::Spec {
@@ -278,20 +309,7 @@ pub fn expand(spec: &Spec) -> Result<Vec<Point>, SweepError> {
             });
         }
     }
-    // The grid's points are named by what varies among them; the explicit points the spec
-    // leaves unnamed, by what varies among all.
-    let mut among_grid = varying(&points[..grid_points]);
-    // With one workload in the spec, its text varies only by the workload grid's keys, which
-    // have columns of their own: the label names those alone.
-    if spec.workloads.len() == 1 {
-        among_grid.retain(|&i| columns[i] != WORKLOAD_COLUMN);
-    }
-    let among_all = varying(&points);
-    let (grid, explicit) = points.split_at_mut(grid_points);
-    label(grid, &among_grid);
-    label(explicit, &among_all);
-    check_plot_columns(spec, &columns)?;
-    Ok(points)
+    Ok(())
 }
 
 /// The columns every results table has before the parameters.

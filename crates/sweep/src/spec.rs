@@ -311,105 +311,24 @@ fn lay_over(base: &mut toml_edit::Table, over: toml_edit::Table) {
     }
 }
 
-fn check(parsed: SpecFile, file: &Path) -> Result<Spec, SweepError> {
+/// The spec `parsed` from `file`, every key checked: errors name the key.
+fn check(mut parsed: SpecFile, file: &Path) -> Result<Spec, SweepError> {
     let bad = |key: &str, message: &str| SweepError::Spec {
         file: file.to_path_buf(),
         key: key.to_string(),
         message: message.to_string(),
     };
-    for (key, values) in &parsed.grid.0 {
-        if values.is_empty() {
-            return Err(bad(
-                &format!("grid.{key}"),
-                "an empty list: the grid would have no points",
-            ));
-        }
-        if key.split('.').any(str::is_empty) {
-            return Err(bad(
-                &format!("grid.{key}"),
-                "a device-file key has no empty part",
-            ));
-        }
-    }
-    let mut workload_grid = Vec::new();
-    for (key, values) in &parsed.workload_grid.0 {
-        let name = format!("workload_grid.{key}");
-        if values.is_empty() {
-            return Err(bad(&name, "an empty list: the grid would have no points"));
-        }
-        let values = values
-            .iter()
-            .map(|v| match v {
-                toml::Value::String(s) => Ok(s.clone()),
-                toml::Value::Integer(i) => Ok(i.to_string()),
-                toml::Value::Float(f) => Ok(f.to_string()),
-                _ => Err(bad(
-                    &name,
-                    "values are strings or numbers, as the generator's keys take",
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        workload_grid.push((key.clone(), values));
-    }
-    if !workload_grid.is_empty() && !parsed.workloads.iter().any(|w| w.starts_with("synthetic:")) {
-        return Err(bad(
-            "workload_grid",
-            "sets generator keys, but `workloads` has no synthetic: workload to set them in",
-        ));
-    }
-    let seeds = parsed.seeds.unwrap_or_else(|| vec![1]);
+    let refused = |(key, message): (String, String)| bad(&key, &message);
+    check_grid(&parsed.grid.0).map_err(refused)?;
+    let workload_grid = check_workload_grid(&parsed).map_err(refused)?;
+    let seeds = parsed.seeds.take().unwrap_or_else(|| vec![1]);
     if seeds.is_empty() {
         return Err(bad("seeds", "an empty list: the grid would have no points"));
     }
     let options =
         options::check_all(&parsed.options.0, "options").map_err(|(key, m)| bad(&key, &m))?;
-    let gridded = !parsed.devices.is_empty() || !parsed.workloads.is_empty();
-    if gridded && parsed.devices.is_empty() {
-        return Err(bad(
-            "devices",
-            "workloads are given but no device to run them on",
-        ));
-    }
-    if gridded && parsed.workloads.is_empty() {
-        return Err(bad(
-            "workloads",
-            "devices are given but no workload to run on them",
-        ));
-    }
-    if !gridded && (!parsed.grid.0.is_empty() || !workload_grid.is_empty()) {
-        return Err(bad(
-            "grid",
-            "a grid needs `devices` and `workloads` to lay it over",
-        ));
-    }
-    if !gridded && parsed.points.is_empty() {
-        return Err(bad(
-            "devices",
-            "the spec has no points: give `devices` and `workloads`, or [[point]] tables",
-        ));
-    }
-    let mut points = Vec::new();
-    for (i, p) in parsed.points.into_iter().enumerate() {
-        let key = format!("point[{i}]");
-        for (k, _) in &p.set.0 {
-            if k.split('.').any(str::is_empty) {
-                return Err(bad(
-                    &format!("{key}.set.{k}"),
-                    "a device-file key has no empty part",
-                ));
-            }
-        }
-        let options = options::check_all(&p.options.0, &format!("{key}.options"))
-            .map_err(|(k, m)| bad(&k, &m))?;
-        points.push(ExplicitPoint {
-            device: p.device,
-            set: p.set.0,
-            workload: p.workload,
-            label: p.label,
-            seed: p.seed,
-            options,
-        });
-    }
+    check_shape(&parsed, !workload_grid.is_empty()).map_err(refused)?;
+    let points = check_points(parsed.points).map_err(refused)?;
     let mut plots = Vec::new();
     for (i, p) in parsed.plots.into_iter().enumerate() {
         plots.push(check_plot(p).map_err(|(k, m)| bad(&format!("plot[{i}].{k}"), &m))?);
@@ -431,6 +350,125 @@ fn check(parsed: SpecFile, file: &Path) -> Result<Spec, SweepError> {
         points,
         plots,
     })
+}
+
+/// A refused key and why, as (key, message).
+type Refusal = (String, String);
+
+/// A refusal of `key` saying `message`.
+fn refusal(key: &str, message: &str) -> Refusal {
+    (key.to_string(), message.to_string())
+}
+
+/// Checks `[grid]`: every key has values, and no part of a key is empty.
+fn check_grid(grid: &[(String, Vec<toml::Value>)]) -> Result<(), Refusal> {
+    for (key, values) in grid {
+        if values.is_empty() {
+            return Err(refusal(
+                &format!("grid.{key}"),
+                "an empty list: the grid would have no points",
+            ));
+        }
+        if key.split('.').any(str::is_empty) {
+            return Err(refusal(
+                &format!("grid.{key}"),
+                "a device-file key has no empty part",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `[workload_grid]`'s values as the generator's keys take them (strings), checked to have a
+/// synthetic workload to be set in.
+fn check_workload_grid(parsed: &SpecFile) -> Result<Vec<(String, Vec<String>)>, Refusal> {
+    let mut workload_grid = Vec::new();
+    for (key, values) in &parsed.workload_grid.0 {
+        let name = format!("workload_grid.{key}");
+        if values.is_empty() {
+            return Err(refusal(
+                &name,
+                "an empty list: the grid would have no points",
+            ));
+        }
+        let values = values
+            .iter()
+            .map(|v| match v {
+                toml::Value::String(s) => Ok(s.clone()),
+                toml::Value::Integer(i) => Ok(i.to_string()),
+                toml::Value::Float(f) => Ok(f.to_string()),
+                _ => Err(refusal(
+                    &name,
+                    "values are strings or numbers, as the generator's keys take",
+                )),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        workload_grid.push((key.clone(), values));
+    }
+    if !workload_grid.is_empty() && !parsed.workloads.iter().any(|w| w.starts_with("synthetic:")) {
+        return Err(refusal(
+            "workload_grid",
+            "sets generator keys, but `workloads` has no synthetic: workload to set them in",
+        ));
+    }
+    Ok(workload_grid)
+}
+
+/// Checks that the spec has points: `devices` and `workloads` together (a grid laid over
+/// them), or `[[point]]` tables; `workload_grid` says whether `[workload_grid]` has keys.
+fn check_shape(parsed: &SpecFile, workload_grid: bool) -> Result<(), Refusal> {
+    let gridded = !parsed.devices.is_empty() || !parsed.workloads.is_empty();
+    if gridded && parsed.devices.is_empty() {
+        return Err(refusal(
+            "devices",
+            "workloads are given but no device to run them on",
+        ));
+    }
+    if gridded && parsed.workloads.is_empty() {
+        return Err(refusal(
+            "workloads",
+            "devices are given but no workload to run on them",
+        ));
+    }
+    if !gridded && (!parsed.grid.0.is_empty() || workload_grid) {
+        return Err(refusal(
+            "grid",
+            "a grid needs `devices` and `workloads` to lay it over",
+        ));
+    }
+    if !gridded && parsed.points.is_empty() {
+        return Err(refusal(
+            "devices",
+            "the spec has no points: give `devices` and `workloads`, or [[point]] tables",
+        ));
+    }
+    Ok(())
+}
+
+/// The `[[point]]` tables, their keys and options checked.
+fn check_points(points: Vec<PointFile>) -> Result<Vec<ExplicitPoint>, Refusal> {
+    let mut checked = Vec::new();
+    for (i, p) in points.into_iter().enumerate() {
+        let key = format!("point[{i}]");
+        for (k, _) in &p.set.0 {
+            if k.split('.').any(str::is_empty) {
+                return Err(refusal(
+                    &format!("{key}.set.{k}"),
+                    "a device-file key has no empty part",
+                ));
+            }
+        }
+        let options = options::check_all(&p.options.0, &format!("{key}.options"))?;
+        checked.push(ExplicitPoint {
+            device: p.device,
+            set: p.set.0,
+            workload: p.workload,
+            label: p.label,
+            seed: p.seed,
+            options,
+        });
+    }
+    Ok(checked)
 }
 
 fn check_plot(p: PlotFile) -> Result<PlotSpec, (String, String)> {

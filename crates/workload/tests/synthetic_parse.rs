@@ -417,163 +417,166 @@ fn spec_error(result: Result<impl std::fmt::Debug, WorkloadError>, what: &str) -
     }
 }
 
+/// Bad workload specs, and the fragments each one's error must contain: the key and value,
+/// and what would be right.
+const BAD_SPECS: &[(&str, &[&str])] = &[
+    ("rw=randomwrite", &["rw=randomwrite", "randwrite"]),
+    ("rw=", &["rw=", "randread"]),
+    ("bs=4x", &["bs=4x", "size"]),
+    ("bs=k", &["bs=k", "size"]),
+    ("bs=0", &["bs=0", "not zero"]),
+    ("bs=4.5k", &["bs=4.5k"]),
+    ("bs=4k-6k", &["bs=4k-6k", "multiple"]),
+    ("bs=128k-4k", &["bs=128k-4k", "LOW-HIGH"]),
+    ("bs=0-4k", &["bs=0-4k"]),
+    ("bs=-4k", &["bs=-4k"]),
+    ("bs=99999999999t", &["bs=99999999999t", "16 EiB"]),
+    ("iodepth=0", &["iodepth=0", "1"]),
+    ("iodepth=abc", &["iodepth=abc", "whole number"]),
+    (
+        "iodepth=99999999999",
+        &["iodepth=99999999999", "queue depth"],
+    ),
+    ("rw=randrw,rwmixread=101", &["rwmixread=101", "0 to 100"]),
+    (
+        "rw=randread,rwmixread=50",
+        &["rwmixread=50", "rw=randread", "mixed"],
+    ),
+    (
+        "rw=randread,percentage_random=150",
+        &["percentage_random=150", "0 to 100"],
+    ),
+    (
+        "rw=read,percentage_random=50",
+        &["percentage_random=50", "random", "rw=read"],
+    ),
+    (
+        "rw=read,dist=zipf:1.2",
+        &["dist=zipf:1.2", "random", "rw=read"],
+    ),
+    ("rw=write,align=4k", &["align=4k", "random", "rw=write"]),
+    ("rw=randread,align=0", &["align=0", "not zero"]),
+    ("rw=randread,dist=zipf", &["dist=zipf", "zipf:THETA"]),
+    ("rw=randread,dist=zipf:0", &["dist=zipf:0", "THETA > 0"]),
+    ("rw=randread,dist=zipf:-1", &["dist=zipf:-1"]),
+    ("rw=randread,dist=zipf:nan", &["dist=zipf:nan"]),
+    ("rw=randread,dist=zipf:inf", &["dist=zipf:inf"]),
+    (
+        "rw=randread,dist=hotcold:0.2",
+        &["dist=hotcold:0.2", "HOT_SPAN_FRACTION"],
+    ),
+    (
+        "rw=randread,dist=hotcold:1.5:0.8",
+        &["dist=hotcold:1.5:0.8", "between 0 and 1"],
+    ),
+    ("rw=randread,dist=hotcold:0.2:0", &["dist=hotcold:0.2:0"]),
+    (
+        "rw=randread,dist=pareto:0.5",
+        &["dist=pareto:0.5", "uniform"],
+    ),
+    ("iops=0", &["iops=0", "at least 1"]),
+    ("iodepth=4,iops=100", &["iodepth=4", "iops=100", "exclude"]),
+    ("iops=100,thinktime=5us", &["thinktime=5us", "closed-loop"]),
+    ("arrival=fixed", &["arrival", "iops"]),
+    (
+        "iops=10,arrival=burst",
+        &["arrival=burst", "poisson or fixed"],
+    ),
+    ("requests=0", &["requests=0", "at least 1"]),
+    ("requests=1e6", &["requests=1e6", "whole number"]),
+    (
+        "requests=10,duration=1s",
+        &["requests=10", "duration=1s", "one of them"],
+    ),
+    ("duration=10", &["duration=10", "unit"]),
+    ("duration=0s", &["duration=0s", "positive"]),
+    ("duration=5parsecs", &["duration=5parsecs", "ns, us, ms, s"]),
+    ("duration=999999999999h", &["duration=999999999999h"]),
+    ("thinktime=5", &["thinktime=5", "unit"]),
+    ("span=0", &["span=0", "not zero"]),
+    ("span=8q", &["span=8q", "size"]),
+    ("offset=-1", &["offset=-1", "size"]),
+    ("seed=abc", &["seed=abc", "whole number"]),
+    ("seed=0xZZ", &["seed=0xZZ", "hexadecimal"]),
+    (
+        "seed=99999999999999999999",
+        &["seed=99999999999999999999", "2^64"],
+    ),
+    ("foo=1", &["unknown key `foo`", "rw, rwmixread"]),
+    ("bs", &["`bs`", "key=value"]),
+    ("bs=4k,,rw=read", &["empty item"]),
+    ("bs=4k,", &["empty item"]),
+    (",bs=4k", &["empty item"]),
+    ("bs=4k,bs=8k", &["bs", "twice"]),
+    (
+        "bssplit=4k/50:8k/40",
+        &["bssplit=4k/50:8k/40", "sum to 100", "sum to 90"],
+    ),
+    (
+        "bssplit=4k/60:8k/50",
+        &["bssplit=4k/60:8k/50", "sum to 100", "sum to 110"],
+    ),
+    (
+        "bssplit=4k/100:8k/",
+        &["bssplit=4k/100:8k/", "less than 100"],
+    ),
+    (
+        "bssplit=4k/50:4k/50",
+        &["bssplit=4k/50:4k/50", "4k is listed twice"],
+    ),
+    ("bssplit=4k/101", &["bssplit=4k/101", "SIZE/PERCENT"]),
+    (
+        "bssplit=4k/50.5:8k/49.5",
+        &["bssplit=4k/50.5:8k/49.5", "SIZE/PERCENT"],
+    ),
+    ("bssplit=0/100", &["bssplit=0/100", "SIZE/PERCENT"]),
+    ("bssplit=4q/100", &["bssplit=4q/100", "SIZE/PERCENT"]),
+    ("bssplit=", &["bssplit=", "SIZE/PERCENT"]),
+    (
+        "bssplit=4k/50::8k/50",
+        &["bssplit=4k/50::8k/50", "SIZE/PERCENT"],
+    ),
+    ("bssplit=4k;8k;16k", &["bssplit=4k;8k;16k", "READ;WRITE"]),
+    (
+        "rw=randrw,bssplit=4k/50:8k/50;16k/90",
+        &["bssplit=4k/50:8k/50;16k/90", "sum to 90"],
+    ),
+    (
+        "rw=randwrite,bssplit=4k/100;8k/100",
+        &["bssplit=4k/100;8k/100", "mixed"],
+    ),
+    (
+        "bs=4k,bssplit=4k/50:8k/50",
+        &["bs=4k", "bssplit=4k/50:8k/50", "exclude each other"],
+    ),
+    ("rw=read,readwrite=write", &["rw", "twice"]),
+    (
+        "vdbench:random-read-tiny",
+        &["random-read-tiny", "small|large|uniform"],
+    ),
+    ("vdbench:", &["unknown profile", "random|mixed"]),
+    (
+        "vdbench:random-read-small,bs=8k",
+        &["bs=8k", "fixed by the profile", "iodepth"],
+    ),
+    (
+        "vdbench:random-read-small,requests=5,duration=1s",
+        &["requests=5", "duration=1s"],
+    ),
+    ("vdbench:random-read-small,", &["key=value"]),
+    (
+        "vdbench:random-read-small,iodepth=0",
+        &["vdbench workload", "iodepth=0"],
+    ),
+    (
+        "vdbench:random-read-small,wat=1",
+        &["unknown key `wat`", "iodepth, requests, duration, seed"],
+    ),
+];
+
 #[test]
 fn bad_specs_name_the_key_and_value() {
-    let cases: &[(&str, &[&str])] = &[
-        ("rw=randomwrite", &["rw=randomwrite", "randwrite"]),
-        ("rw=", &["rw=", "randread"]),
-        ("bs=4x", &["bs=4x", "size"]),
-        ("bs=k", &["bs=k", "size"]),
-        ("bs=0", &["bs=0", "not zero"]),
-        ("bs=4.5k", &["bs=4.5k"]),
-        ("bs=4k-6k", &["bs=4k-6k", "multiple"]),
-        ("bs=128k-4k", &["bs=128k-4k", "LOW-HIGH"]),
-        ("bs=0-4k", &["bs=0-4k"]),
-        ("bs=-4k", &["bs=-4k"]),
-        ("bs=99999999999t", &["bs=99999999999t", "16 EiB"]),
-        ("iodepth=0", &["iodepth=0", "1"]),
-        ("iodepth=abc", &["iodepth=abc", "whole number"]),
-        (
-            "iodepth=99999999999",
-            &["iodepth=99999999999", "queue depth"],
-        ),
-        ("rw=randrw,rwmixread=101", &["rwmixread=101", "0 to 100"]),
-        (
-            "rw=randread,rwmixread=50",
-            &["rwmixread=50", "rw=randread", "mixed"],
-        ),
-        (
-            "rw=randread,percentage_random=150",
-            &["percentage_random=150", "0 to 100"],
-        ),
-        (
-            "rw=read,percentage_random=50",
-            &["percentage_random=50", "random", "rw=read"],
-        ),
-        (
-            "rw=read,dist=zipf:1.2",
-            &["dist=zipf:1.2", "random", "rw=read"],
-        ),
-        ("rw=write,align=4k", &["align=4k", "random", "rw=write"]),
-        ("rw=randread,align=0", &["align=0", "not zero"]),
-        ("rw=randread,dist=zipf", &["dist=zipf", "zipf:THETA"]),
-        ("rw=randread,dist=zipf:0", &["dist=zipf:0", "THETA > 0"]),
-        ("rw=randread,dist=zipf:-1", &["dist=zipf:-1"]),
-        ("rw=randread,dist=zipf:nan", &["dist=zipf:nan"]),
-        ("rw=randread,dist=zipf:inf", &["dist=zipf:inf"]),
-        (
-            "rw=randread,dist=hotcold:0.2",
-            &["dist=hotcold:0.2", "HOT_SPAN_FRACTION"],
-        ),
-        (
-            "rw=randread,dist=hotcold:1.5:0.8",
-            &["dist=hotcold:1.5:0.8", "between 0 and 1"],
-        ),
-        ("rw=randread,dist=hotcold:0.2:0", &["dist=hotcold:0.2:0"]),
-        (
-            "rw=randread,dist=pareto:0.5",
-            &["dist=pareto:0.5", "uniform"],
-        ),
-        ("iops=0", &["iops=0", "at least 1"]),
-        ("iodepth=4,iops=100", &["iodepth=4", "iops=100", "exclude"]),
-        ("iops=100,thinktime=5us", &["thinktime=5us", "closed-loop"]),
-        ("arrival=fixed", &["arrival", "iops"]),
-        (
-            "iops=10,arrival=burst",
-            &["arrival=burst", "poisson or fixed"],
-        ),
-        ("requests=0", &["requests=0", "at least 1"]),
-        ("requests=1e6", &["requests=1e6", "whole number"]),
-        (
-            "requests=10,duration=1s",
-            &["requests=10", "duration=1s", "one of them"],
-        ),
-        ("duration=10", &["duration=10", "unit"]),
-        ("duration=0s", &["duration=0s", "positive"]),
-        ("duration=5parsecs", &["duration=5parsecs", "ns, us, ms, s"]),
-        ("duration=999999999999h", &["duration=999999999999h"]),
-        ("thinktime=5", &["thinktime=5", "unit"]),
-        ("span=0", &["span=0", "not zero"]),
-        ("span=8q", &["span=8q", "size"]),
-        ("offset=-1", &["offset=-1", "size"]),
-        ("seed=abc", &["seed=abc", "whole number"]),
-        ("seed=0xZZ", &["seed=0xZZ", "hexadecimal"]),
-        (
-            "seed=99999999999999999999",
-            &["seed=99999999999999999999", "2^64"],
-        ),
-        ("foo=1", &["unknown key `foo`", "rw, rwmixread"]),
-        ("bs", &["`bs`", "key=value"]),
-        ("bs=4k,,rw=read", &["empty item"]),
-        ("bs=4k,", &["empty item"]),
-        (",bs=4k", &["empty item"]),
-        ("bs=4k,bs=8k", &["bs", "twice"]),
-        (
-            "bssplit=4k/50:8k/40",
-            &["bssplit=4k/50:8k/40", "sum to 100", "sum to 90"],
-        ),
-        (
-            "bssplit=4k/60:8k/50",
-            &["bssplit=4k/60:8k/50", "sum to 100", "sum to 110"],
-        ),
-        (
-            "bssplit=4k/100:8k/",
-            &["bssplit=4k/100:8k/", "less than 100"],
-        ),
-        (
-            "bssplit=4k/50:4k/50",
-            &["bssplit=4k/50:4k/50", "4k is listed twice"],
-        ),
-        ("bssplit=4k/101", &["bssplit=4k/101", "SIZE/PERCENT"]),
-        (
-            "bssplit=4k/50.5:8k/49.5",
-            &["bssplit=4k/50.5:8k/49.5", "SIZE/PERCENT"],
-        ),
-        ("bssplit=0/100", &["bssplit=0/100", "SIZE/PERCENT"]),
-        ("bssplit=4q/100", &["bssplit=4q/100", "SIZE/PERCENT"]),
-        ("bssplit=", &["bssplit=", "SIZE/PERCENT"]),
-        (
-            "bssplit=4k/50::8k/50",
-            &["bssplit=4k/50::8k/50", "SIZE/PERCENT"],
-        ),
-        ("bssplit=4k;8k;16k", &["bssplit=4k;8k;16k", "READ;WRITE"]),
-        (
-            "rw=randrw,bssplit=4k/50:8k/50;16k/90",
-            &["bssplit=4k/50:8k/50;16k/90", "sum to 90"],
-        ),
-        (
-            "rw=randwrite,bssplit=4k/100;8k/100",
-            &["bssplit=4k/100;8k/100", "mixed"],
-        ),
-        (
-            "bs=4k,bssplit=4k/50:8k/50",
-            &["bs=4k", "bssplit=4k/50:8k/50", "exclude each other"],
-        ),
-        ("rw=read,readwrite=write", &["rw", "twice"]),
-        (
-            "vdbench:random-read-tiny",
-            &["random-read-tiny", "small|large|uniform"],
-        ),
-        ("vdbench:", &["unknown profile", "random|mixed"]),
-        (
-            "vdbench:random-read-small,bs=8k",
-            &["bs=8k", "fixed by the profile", "iodepth"],
-        ),
-        (
-            "vdbench:random-read-small,requests=5,duration=1s",
-            &["requests=5", "duration=1s"],
-        ),
-        ("vdbench:random-read-small,", &["key=value"]),
-        (
-            "vdbench:random-read-small,iodepth=0",
-            &["vdbench workload", "iodepth=0"],
-        ),
-        (
-            "vdbench:random-read-small,wat=1",
-            &["unknown key `wat`", "iodepth, requests, duration, seed"],
-        ),
-    ];
-    for (text, fragments) in cases {
+    for (text, fragments) in BAD_SPECS {
         let message = spec_error(synthetic::parse(text), text);
         for fragment in *fragments {
             assert!(

@@ -390,68 +390,76 @@ fn g4_geometry(layout: &Block) -> Result<G4Geometry, ConfigError> {
         None => Vec::new(),
     };
     let idx_line = layout.get("IDX").map_or(layout.line, |p| p.line);
-    let mut indices = Vec::new();
-    for (i, v) in layout.list("IDX")?.iter().enumerate() {
-        let bad = |m: String| layout.error_at(idx_line, "IDX", format!("index {i}: {m}"));
-        let Value::List(items) = v else {
-            return Err(bad(format!("is {}, not a list", v.kind())));
-        };
-        let mut entries = Vec::new();
-        let mut at = 0;
-        while at < items.len() {
-            let j = entries.len();
-            let num = |k: usize| -> Result<f64, ConfigError> {
-                items
-                    .get(at + k)
-                    .and_then(Value::as_f64)
-                    .ok_or_else(|| bad(format!("entry {j}: value {k} is not a number")))
-            };
-            let whole = |k: usize| -> Result<i64, ConfigError> {
-                match items.get(at + k) {
-                    Some(&Value::Int(x)) => Ok(x),
-                    _ => Err(bad(format!("entry {j}: value {k} is not an integer"))),
-                }
-            };
-            let count = |k: usize| -> Result<u64, ConfigError> {
-                u64::try_from(whole(k)?)
-                    .map_err(|_| bad(format!("entry {j}: value {k} must not be negative")))
-            };
-            let small = |k: usize| -> Result<u32, ConfigError> {
-                u32::try_from(whole(k)?)
-                    .map_err(|_| bad(format!("entry {j}: value {k} is out of range")))
-            };
-            let (child, fields) = match items.get(at + 8) {
-                Some(Value::Word(w)) if w == "TRACK" => (
-                    G4Child::Track {
-                        pattern: small(9)?,
-                        head: small(10)?,
-                    },
-                    11,
-                ),
-                Some(Value::Word(w)) if w == "IDX" => (G4Child::Index(small(9)?), 10),
-                _ => return Err(bad(format!("entry {j}: value 8 must be TRACK or IDX"))),
-            };
-            entries.push(G4Entry {
-                lbn: count(0)?,
-                cylinder: small(1)?,
-                offset_turns: num(2)?,
-                len: count(3)?,
-                cylinder_len: small(4)?,
-                angle_len_turns: num(5)?,
-                run_len: count(6)?,
-                cylinder_run_len: whole(7)?,
-                child,
-            });
-            at += fields;
-        }
-        indices.push(entries);
-    }
+    let indices = layout
+        .list("IDX")?
+        .iter()
+        .enumerate()
+        .map(|(i, v)| g4_index(layout, idx_line, i, v))
+        .collect::<Result<_, ConfigError>>()?;
     Ok(G4Geometry {
         tracks,
         indices,
         slips,
         remaps,
     })
+}
+
+/// Index `i` of a `dm_layout_g4` block's `IDX` list (at `line`): its flat list of values read
+/// as entries of 10 values (a child index) or 11 (a track).
+fn g4_index(layout: &Block, line: u32, i: usize, v: &Value) -> Result<Vec<G4Entry>, ConfigError> {
+    let bad = |m: String| layout.error_at(line, "IDX", format!("index {i}: {m}"));
+    let Value::List(items) = v else {
+        return Err(bad(format!("is {}, not a list", v.kind())));
+    };
+    let mut entries = Vec::new();
+    let mut at = 0;
+    while at < items.len() {
+        let j = entries.len();
+        let num = |k: usize| -> Result<f64, ConfigError> {
+            items
+                .get(at + k)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| bad(format!("entry {j}: value {k} is not a number")))
+        };
+        let whole = |k: usize| -> Result<i64, ConfigError> {
+            match items.get(at + k) {
+                Some(&Value::Int(x)) => Ok(x),
+                _ => Err(bad(format!("entry {j}: value {k} is not an integer"))),
+            }
+        };
+        let count = |k: usize| -> Result<u64, ConfigError> {
+            u64::try_from(whole(k)?)
+                .map_err(|_| bad(format!("entry {j}: value {k} must not be negative")))
+        };
+        let small = |k: usize| -> Result<u32, ConfigError> {
+            u32::try_from(whole(k)?)
+                .map_err(|_| bad(format!("entry {j}: value {k} is out of range")))
+        };
+        let (child, fields) = match items.get(at + 8) {
+            Some(Value::Word(w)) if w == "TRACK" => (
+                G4Child::Track {
+                    pattern: small(9)?,
+                    head: small(10)?,
+                },
+                11,
+            ),
+            Some(Value::Word(w)) if w == "IDX" => (G4Child::Index(small(9)?), 10),
+            _ => return Err(bad(format!("entry {j}: value 8 must be TRACK or IDX"))),
+        };
+        entries.push(G4Entry {
+            lbn: count(0)?,
+            cylinder: small(1)?,
+            offset_turns: num(2)?,
+            len: count(3)?,
+            cylinder_len: small(4)?,
+            angle_len_turns: num(5)?,
+            run_len: count(6)?,
+            cylinder_run_len: whole(7)?,
+            child,
+        });
+        at += fields;
+    }
+    Ok(entries)
 }
 
 fn integers(b: &Block, key: &str) -> Result<Vec<u64>, ConfigError> {

@@ -335,7 +335,29 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
         }
         AccessPattern::Sequential
     };
-    let block_size = match (given.bs.clone(), given.bssplit.clone()) {
+    let block_size = block_size(&given, label)?;
+    let load = load(&given, label)?;
+    let spec = SyntheticSpec {
+        ops,
+        pattern,
+        block_size,
+        load,
+        limit: limit(&given, Dialect::Synthetic)?.unwrap_or(Limit::Requests {
+            count: DEFAULT_REQUESTS,
+        }),
+        span_bytes: given.span,
+        offset_bytes: given.offset.unwrap_or(0),
+        seed: given.seed,
+        vdbench: None,
+    };
+    spec.check()?;
+    Ok(spec)
+}
+
+/// The block size `bs` or `bssplit` gives (not both), 4 KiB when neither does; `label` names
+/// the dialect in errors.
+fn block_size(given: &Given, label: &str) -> Result<BlockSize, WorkloadError> {
+    Ok(match (given.bs.clone(), given.bssplit.clone()) {
         (Some(bs), Some(split)) => {
             return Err(spec_error(format!(
                 "{label}: bs={} and bssplit={} exclude each other: bs gives one size or a \
@@ -348,8 +370,13 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
         (None, None) => BlockSize::Fixed {
             bytes: DEFAULT_BLOCK_BYTES,
         },
-    };
-    let load = match (given.iodepth, given.iops) {
+    })
+}
+
+/// The load `iodepth` (a closed loop, with `thinktime`) or `iops` (an open loop, with
+/// `arrival`) gives, not both; one request outstanding when neither does.
+fn load(given: &Given, label: &str) -> Result<Load, WorkloadError> {
+    Ok(match (given.iodepth, given.iops) {
         (Some(iodepth), Some(iops)) => {
             return Err(spec_error(format!(
                 "{label}: iodepth={iodepth} and iops={iops} exclude each other: iodepth runs a \
@@ -380,22 +407,7 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
                 think_ns: given.thinktime.unwrap_or(0),
             }
         }
-    };
-    let spec = SyntheticSpec {
-        ops,
-        pattern,
-        block_size,
-        load,
-        limit: limit(&given, Dialect::Synthetic)?.unwrap_or(Limit::Requests {
-            count: DEFAULT_REQUESTS,
-        }),
-        span_bytes: given.span,
-        offset_bytes: given.offset.unwrap_or(0),
-        seed: given.seed,
-        vdbench: None,
-    };
-    spec.check()?;
-    Ok(spec)
+    })
 }
 
 fn limit(given: &Given, dialect: Dialect) -> Result<Option<Limit>, WorkloadError> {

@@ -508,32 +508,55 @@ fn numbers_are_shown_short() {
     assert_eq!(clip("abc", 4), "abc");
 }
 
+/// Plot specs of every kind over the columns `x` and `y`, series `s`: a plain metric, one
+/// with a NaN filter, a huge title and log axes, a CDF and a wear plot.
+fn hostile_specs(x: &str, y: &str) -> Vec<PlotSpec> {
+    vec![
+        metric(x, y, Some("s"), vec![]),
+        PlotSpec::Metric {
+            x: x.into(),
+            y: y.into(),
+            series: Some("s".into()),
+            filter: vec![("s".into(), Cell::Number(f64::NAN))],
+            title: Some("x".repeat(100_000)),
+            log_x: true,
+            log_y: true,
+        },
+        PlotSpec::Cdf {
+            op: CdfOp::All,
+            series: vec!["s".into()],
+            filter: vec![],
+            title: None,
+        },
+        PlotSpec::Wear {
+            filter: vec![],
+            title: None,
+        },
+    ]
+}
+
+/// A point's document of extreme values, varying with `row`: numbers at f64's ends, nulls
+/// and text where numbers belong, an erase count past u32.
+fn wild_doc(row: usize) -> Option<Run> {
+    let v = [
+        json!(1e308),
+        json!(-1),
+        json!(0),
+        json!(null),
+        json!("x"),
+        json!(5e-324),
+    ];
+    let pick = |k: usize| v[(row * 7 + k) % v.len()].clone();
+    let doc = json!({"schema": 1, "kind": "simulate", "device": {"counters": {},
+        "block_wear": [{"erase_counts_per_block": [pick(0), pick(1), 4294967296u64]},
+                       {"unit": "x.y", "erase_counts_per_block": [pick(2), 3, 5]}]},
+        "workload": {}, "summary": {"latency_cdf": [{"latency_ns": pick(3), "fraction": pick(4)},
+            {"latency_ns": pick(5), "fraction": 1.0}], "read": {"requests": pick(0)}}});
+    Run::from_value("wild.json", doc).ok()
+}
+
 #[test]
 fn hostile_tables_never_panic() {
-    let specs = |x: &str, y: &str| {
-        vec![
-            metric(x, y, Some("s"), vec![]),
-            PlotSpec::Metric {
-                x: x.into(),
-                y: y.into(),
-                series: Some("s".into()),
-                filter: vec![("s".into(), Cell::Number(f64::NAN))],
-                title: Some("x".repeat(100_000)),
-                log_x: true,
-                log_y: true,
-            },
-            PlotSpec::Cdf {
-                op: CdfOp::All,
-                series: vec!["s".into()],
-                filter: vec![],
-                title: None,
-            },
-            PlotSpec::Wear {
-                filter: vec![],
-                title: None,
-            },
-        ]
-    };
     let extremes = [
         Cell::Number(f64::NAN),
         Cell::Number(f64::INFINITY),
@@ -552,31 +575,14 @@ fn hostile_tables_never_panic() {
     let mut pick = || extremes[rng.below(extremes.len() as u64) as usize].clone();
     // An empty table, one without columns, rows shorter and longer than the header.
     let empty = Table::default();
-    let report = render_sweep("", "", &empty, &specs("x", "y"), &no_points);
+    let report = render_sweep("", "", &empty, &hostile_specs("x", "y"), &no_points);
     assert!(report.html.contains("</html>") && report.plots.is_empty());
     let ragged = Table {
         columns: vec!["x".into(), "y".into(), "s".into()],
         rows: vec![vec![], vec![Cell::Number(1.0)], vec![pick(); 7]],
     };
-    render_sweep("t", "d", &ragged, &specs("x", "y"), &no_points);
+    render_sweep("t", "d", &ragged, &hostile_specs("x", "y"), &no_points);
     // Thousands of rows of extremes: numeric, text and mixed x, with documents of extremes.
-    let wild_doc = |row: usize| {
-        let v = [
-            json!(1e308),
-            json!(-1),
-            json!(0),
-            json!(null),
-            json!("x"),
-            json!(5e-324),
-        ];
-        let pick = |k: usize| v[(row * 7 + k) % v.len()].clone();
-        let doc = json!({"schema": 1, "kind": "simulate", "device": {"counters": {},
-            "block_wear": [{"erase_counts_per_block": [pick(0), pick(1), 4294967296u64]},
-                           {"unit": "x.y", "erase_counts_per_block": [pick(2), 3, 5]}]},
-            "workload": {}, "summary": {"latency_cdf": [{"latency_ns": pick(3), "fraction": pick(4)},
-                {"latency_ns": pick(5), "fraction": 1.0}], "read": {"requests": pick(0)}}});
-        Run::from_value("wild.json", doc).ok()
-    };
     for round in 0..6 {
         let rows: Vec<Vec<Cell>> = (0..3000)
             .map(|i| match round % 3 {
@@ -589,9 +595,13 @@ fn hostile_tables_never_panic() {
             columns: vec!["x".into(), "y".into(), "s".into()],
             rows,
         };
-        let report = render_sweep("t", "d", &t, &specs("x", "y"), &wild_doc);
+        let report = render_sweep("t", "d", &t, &hostile_specs("x", "y"), &wild_doc);
         assert!(report.html.contains("</html>"), "round {round}");
     }
+}
+
+#[test]
+fn huge_cells_and_markup_are_clipped_and_escaped() {
     // Megabytes in one cell of every column.
     let huge = text(&"<x>".repeat(1_000_000));
     let t = Table {
@@ -603,7 +613,7 @@ fn hostile_tables_never_panic() {
             huge.clone(),
         ]],
     };
-    let mut spec = specs("x", "y");
+    let mut spec = hostile_specs("x", "y");
     spec.push(metric(
         "x",
         "y",
