@@ -3,7 +3,6 @@
 use crate::args::{EmulateArgs, FuseTransportArg};
 use crate::destination;
 use crate::CliError;
-use serde_json::json;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::{mpsc, Arc, Mutex};
@@ -13,6 +12,7 @@ use storsim_emulate::cpus;
 use storsim_emulate::signals::{self, Signal};
 use storsim_emulate::{Backing, Emulator, EmulatorOptions, RecordTarget, Store};
 use storsim_frontends::{FuseFrontend, NbdFrontend};
+use storsim_output::{control_line, ControlAnswer, FaultRules};
 
 /// The file the FUSE mount holds.
 const FUSE_FILE_NAME: &str = "disk";
@@ -471,10 +471,11 @@ fn control_handler(
         let (command, rest) = line.split_once(char::is_whitespace).unwrap_or((line, ""));
         let rest = rest.trim();
         let answer = match command {
-            "report" | "stats" => Ok(json!({
-                "ok": true,
-                "report": emulation_document(&emulator.report(), &faults, &power_loss),
-            })),
+            "report" | "stats" => Ok(control_line(&ControlAnswer::Report(emulation_document(
+                &emulator.report(),
+                &faults,
+                &power_loss,
+            )))),
             "device" | "set" => {
                 let mut choice = choice.lock().unwrap_or_else(|p| p.into_inner());
                 let (base, overrides) = if command == "device" {
@@ -487,14 +488,12 @@ fn control_handler(
                 switch_device(&emulator, &base, &overrides, &faults, seed).map(|name| {
                     choice.base = base;
                     choice.overrides = overrides;
-                    json!({"ok": true, "device": name})
+                    control_line(&ControlAnswer::Device(name))
                 })
             }
             "crash" => crate::power_loss::crash_command(&emulator),
             "fault" => fault_command(&faults, rest),
-            "help" | "" => Ok(json!({
-                "ok": true,
-                "commands": [
+            "help" | "" => Ok(control_line(&ControlAnswer::Help(&[
                     "report: the emulator's report so far (JSON)",
                     "set KEY=VALUE ...: rebuild the device with these device-file keys changed",
                     "device PRESET|FILE: switch to another device description",
@@ -502,13 +501,10 @@ fn control_handler(
                     "fault add [child=PATH] KEY=VALUE ...: inject a fault, keys as a [[faults.rule]]'s (child=1, 0.1: into that child of an array or hybrid drive)",
                     "fault clear [child=PATH]: remove every fault, or that child's (hung requests still time out)",
                     "fault list: the faults in force",
-                ],
-            })),
+            ]))),
             other => Err(format!("unknown command `{other}` (try `help`)")),
         };
-        answer
-            .unwrap_or_else(|e| json!({"ok": false, "error": e}))
-            .to_string()
+        answer.unwrap_or_else(|e| control_line(&ControlAnswer::Error(e)))
     })
 }
 
@@ -548,19 +544,16 @@ impl FaultControls {
         })
     }
 
-    /// The rules in force, as the JSON's `device.faults`: `rules` over the whole device, and
-    /// `children` (each child's path to its rules) when the device has children.
-    fn json(&self) -> serde_json::Value {
-        let mut faults = json!({"rules": fault_rules_json(&self.device)});
-        let children = self.children();
-        if !children.is_empty() {
-            let rules: serde_json::Map<String, serde_json::Value> = children
+    /// The rules in force now, over the whole device and over each child.
+    fn rules(&self) -> FaultRules {
+        FaultRules {
+            device: self.device.rules(),
+            children: self
+                .children()
                 .iter()
-                .map(|(path, control)| (path.clone(), fault_rules_json(control)))
-                .collect();
-            faults["children"] = rules.into();
+                .map(|(path, control)| (path.clone(), control.rules()))
+                .collect(),
         }
-        faults
     }
 }
 
@@ -614,26 +607,17 @@ fn emulation_document(
     power_loss: &storsim_output::PowerLossSettings,
 ) -> serde_json::Value {
     let mut doc = storsim_output::emulation_json(r, &destination::command_line());
-    doc["device"]["faults"] = faults.json();
+    doc["device"]["faults"] = faults.rules().json();
     if let Some(power) = &r.power_loss {
         doc["power_loss"] = storsim_output::power_loss_json(power, power_loss);
     }
     doc
 }
 
-/// The rules `faults` holds now, as the simulate document's `device.faults.rules`.
-fn fault_rules_json(faults: &FaultControl) -> serde_json::Value {
-    let plan = storsim_config::FaultPlan {
-        rules: faults.rules(),
-        ..Default::default()
-    };
-    storsim_output::json::faults(&plan)["rules"].clone()
-}
-
 /// `fault add [child=PATH] KEY=VALUE ...`, `fault clear [child=PATH]` and `fault list`: the
 /// layer over the whole device, or with `child=` the one over that child of an array or
 /// hybrid drive. A plain `clear` clears every layer.
-fn fault_command(faults: &FaultControls, rest: &str) -> Result<serde_json::Value, String> {
+fn fault_command(faults: &FaultControls, rest: &str) -> Result<String, String> {
     let mut words = rest.split_whitespace();
     let command = words.next();
     let (children, args): (Vec<&str>, Vec<&str>) = words.partition(|w| w.starts_with("child="));
@@ -642,15 +626,7 @@ fn fault_command(faults: &FaultControls, rest: &str) -> Result<serde_json::Value
         [one] => Some(&one["child=".len()..]),
         _ => return Err("`child=` is given more than once".into()),
     };
-    // `faults` lists the whole device's rules, as before devices had children to name;
-    // `child_faults` each child's, when there are children.
-    let answer = |faults: &FaultControls| {
-        let mut answer = json!({"ok": true, "faults": fault_rules_json(&faults.device)});
-        if let Some(children) = faults.json().get("children") {
-            answer["child_faults"] = children.clone();
-        }
-        Ok(answer)
-    };
+    let answer = |faults: &FaultControls| Ok(control_line(&ControlAnswer::Faults(&faults.rules())));
     match command {
         Some("add") => {
             let layer = faults.layer(child)?;

@@ -4,7 +4,6 @@
 
 use crate::args::{AfterCrashArg, EmulateArgs, ReplayLogArgs, TornArg};
 use crate::CliError;
-use serde_json::{json, Value};
 use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
@@ -143,11 +142,16 @@ pub fn setup(
 }
 
 /// The control socket's `crash` command.
-pub fn crash_command(emulator: &Emulator) -> Result<Value, String> {
+pub fn crash_command(emulator: &Emulator) -> Result<String, String> {
     let crash = emulator
         .crash(CrashTrigger::Command)
         .map_err(|e| e.to_string())?;
-    Ok(json!({"ok": true, "crash": crash.number, "report": crash_json(&crash.report)}))
+    Ok(storsim_output::control_line(
+        &storsim_output::ControlAnswer::Crash {
+            number: crash.number,
+            report: &crash.report,
+        },
+    ))
 }
 
 /// `storsim replay-log`.

@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 use storsim_core::{BlockWear, DeviceCounter};
 use storsim_engine::Replay;
-use storsim_faults::{Delay, FaultPlan};
+use storsim_faults::{Delay, FaultPlan, FaultRule};
 use storsim_stats::{Distribution, ErrorCounts, OpSummary, Series, Summary};
 
 /// A document's text as every front end writes it: pretty-printed with two-space indents,
@@ -206,8 +206,16 @@ fn errors(e: &ErrorCounts) -> Value {
 
 /// The faults layer's plan, as the device's `faults` object.
 pub fn faults(plan: &FaultPlan) -> Value {
-    let rules: Vec<Value> = plan
-        .rules
+    json!({
+        "host_timeout_ns": plan.host_timeout_ns,
+        "seed": plan.seed,
+        "rules": fault_rules(&plan.rules),
+    })
+}
+
+/// Fault rules as the `faults.rules` array: one object per rule, every key present.
+pub(crate) fn fault_rules(rules: &[FaultRule]) -> Value {
+    let rules: Vec<Value> = rules
         .iter()
         .map(|r| {
             let delay = r.delay.map(|d| match d {
@@ -232,11 +240,7 @@ pub fn faults(plan: &FaultPlan) -> Value {
             })
         })
         .collect();
-    json!({
-        "host_timeout_ns": plan.host_timeout_ns,
-        "seed": plan.seed,
-        "rules": rules,
-    })
+    Value::Array(rules)
 }
 
 /// The summary's JSON object: all operations' figures at the top level, then one object per

@@ -9,6 +9,7 @@
 //! made from them.
 
 mod calibrate;
+mod control;
 mod cosim;
 mod csv;
 mod emulate;
@@ -23,6 +24,7 @@ pub use calibrate::{
     calibration_csv, calibration_json, calibration_model_header, calibration_text,
     CalibrationResults,
 };
+pub use control::{control_line, ControlAnswer, FaultRules};
 pub use cosim::{cosim_json, cosim_text, CosimResults};
 pub use csv::RequestsCsv;
 pub use emulate::{emulation_json, emulation_text};
