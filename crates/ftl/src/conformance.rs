@@ -27,7 +27,7 @@
 use crate::{Cause, Dep, FlashOp, Ftl, FtlError};
 use std::collections::HashMap;
 use storsim_core::Prng;
-use storsim_flash::{FlashOpKind, Ppa};
+use storsim_flash::{FlashOpKind, Geometry, Ppa};
 
 /// How the random workload is drawn.
 #[derive(Clone, Copy, Debug)]
@@ -603,6 +603,67 @@ fn full_check(
             return Err(format!(
                 "page {i}: the FTL's array and its operations disagree"
             ));
+        }
+    }
+    Ok(())
+}
+
+/// The tiny devices [`check_tiny_devices`] builds an FTL on, and those it must refuse.
+#[derive(Clone, Copy, Debug)]
+pub struct TinyDevices<'a> {
+    /// (blocks per plane, pages per block) the FTL builds on.
+    pub built: &'a [(u32, u32)],
+    /// (blocks per plane, pages per block) too small for the FTL.
+    pub refused: &'a [(u32, u32)],
+    /// Words the refusal of each `refused` geometry must say.
+    pub refusal: &'a [&'a str],
+}
+
+/// Tiny devices (blocks of one or two pages, blocks that wear out after 1 to 3 erases) under a
+/// hostile host ([`check_calls`], 20 seeds each): every geometry in `tiny.built` must build and
+/// keep the suite's invariants until it runs out of space or wears out, with pages past the end
+/// refused; a roomy one (8 blocks a plane, endurance 1,000) must not give out; and every
+/// geometry in `tiny.refused` must be refused with the words of `tiny.refusal`. `geometry`
+/// makes a device of (blocks per plane, pages per block); `build` builds the FTL on it with an
+/// endurance. The error names the geometry, the endurance and the seed.
+pub fn check_tiny_devices(
+    geometry: &dyn Fn(u32, u32) -> Geometry,
+    build: &dyn Fn(Geometry, u32) -> Result<Box<dyn Ftl>, FtlError>,
+    tiny: TinyDevices,
+) -> Result<(), String> {
+    const ENDURANCES: [u32; 4] = [1, 2, 3, 1_000];
+    const SEEDS: u64 = 20;
+    let mut checked_calls = 0;
+    for &(blocks_per_plane, pages_per_block) in tiny.built {
+        for endurance in ENDURANCES {
+            for seed in 0..SEEDS {
+                let what = format!(
+                    "{blocks_per_plane} blocks of {pages_per_block} pages per plane, \
+                     endurance {endurance}, seed {seed}"
+                );
+                let mut ftl = build(geometry(blocks_per_plane, pages_per_block), endurance)
+                    .map_err(|e| format!("{what}: {e}"))?;
+                let calls =
+                    check_calls(&mut *ftl, seed, 2_000).map_err(|e| format!("{what}: {e}"))?;
+                if calls.refused_out_of_range == 0 || calls.checked == 0 {
+                    return Err(format!("{what}: nothing was checked: {calls:?}"));
+                }
+                if endurance == 1_000 && blocks_per_plane >= 8 && calls.spent.is_some() {
+                    return Err(format!("{what}: a roomy device gave out: {calls:?}"));
+                }
+                checked_calls += calls.checked;
+            }
+        }
+    }
+    if checked_calls <= 10_000 {
+        return Err(format!("only {checked_calls} calls checked"));
+    }
+    for &(blocks_per_plane, pages_per_block) in tiny.refused {
+        let what = format!("{blocks_per_plane} blocks of {pages_per_block} pages");
+        match build(geometry(blocks_per_plane, pages_per_block), 1_000) {
+            Ok(_) => return Err(format!("{what}: built, but it is too small")),
+            Err(e) if tiny.refusal.iter().all(|part| e.to_string().contains(part)) => {}
+            Err(e) => return Err(format!("{what}: refused, but not as expected: {e}")),
         }
     }
     Ok(())

@@ -211,43 +211,17 @@ fn wearing_out_is_an_error_not_a_panic() {
 
 #[test]
 fn no_call_sequence_panics_or_breaks_an_invariant() {
-    // Tiny devices, blocks of one or two pages, blocks that wear out after 1 to 3 erases, and
-    // pages past the end: every call returns, pages past the end are refused, and until the
-    // FTL runs out of space or wears out every call keeps the conformance suite's invariants
-    // (the shadow map, NAND's rules, valid pages, erase counts, write amplification at least
-    // 1). The suite prints each run's seed; a failure names it.
-    let mut checked_runs = 0;
-    let mut checked_calls = 0;
-    for (blocks_per_plane, pages_per_block) in GEOMETRIES_BUILT {
-        for endurance in [1, 2, 3, 1_000] {
-            for seed in 0..20 {
-                let g = geometry(1, blocks_per_plane, pages_per_block);
-                let what = format!("{blocks_per_plane} blocks of {pages_per_block} pages per plane, endurance {endurance}, seed {seed}");
-                let mut ftl = config()
-                    .build(g, endurance)
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
-                let calls = conformance::check_calls(&mut *ftl, seed, 2_000)
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert!(calls.refused_out_of_range > 0, "{what}: {calls:?}");
-                assert!(calls.checked > 0, "{what}: {calls:?}");
-                if endurance == 1_000 && blocks_per_plane >= 8 {
-                    assert_eq!(calls.spent, None, "{what}: a roomy device gave out");
-                }
-                checked_runs += 1;
-                checked_calls += calls.checked;
-            }
-        }
-    }
-    assert_eq!(checked_runs, GEOMETRIES_BUILT.len() * 4 * 20);
-    assert!(checked_calls > 10_000, "{checked_calls} calls checked");
-    for (blocks_per_plane, pages_per_block) in GEOMETRIES_REFUSED {
-        let g = geometry(1, blocks_per_plane, pages_per_block);
-        let e = config().build(g, 1_000).map(|_| ()).unwrap_err();
-        assert!(
-            REFUSAL.iter().all(|part| e.to_string().contains(part)),
-            "{blocks_per_plane} blocks of {pages_per_block} pages: {e}"
-        );
-    }
+    let tiny = conformance::TinyDevices {
+        built: &GEOMETRIES_BUILT,
+        refused: &GEOMETRIES_REFUSED,
+        refusal: &REFUSAL,
+    };
+    conformance::check_tiny_devices(
+        &|blocks_per_plane, pages_per_block| geometry(1, blocks_per_plane, pages_per_block),
+        &|g, endurance| config().build(g, endurance),
+        tiny,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
 }
 
 /// The tiny geometries (blocks per plane, pages per block) the FTL builds on.
