@@ -5,9 +5,6 @@
 //! The modules stay private: [`api`] is the public surface, so that the command's internals
 //! can change without breaking a caller.
 
-// Split in the cli restructuring (issue 37); remove then.
-#![allow(clippy::too_many_lines)]
-
 pub mod api;
 mod args;
 mod calibrate;

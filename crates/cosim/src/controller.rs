@@ -398,8 +398,6 @@ impl Controller {
 
     /// Handles one message. `Err` names a protocol violation; the session then closes the
     /// connection.
-    // Split once the cosim defect fixes have landed (issue 37); remove then.
-    #[allow(clippy::too_many_lines)]
     pub fn handle(&mut self, conn: ConnId, msg: &Msg, payload: &[u8]) -> Result<(), &'static str> {
         let pid = self
             .threads
@@ -446,50 +444,16 @@ impl Controller {
                 if !running {
                     return Err("a sleep from a thread that was not running");
                 }
-                let stamp = self.stop_running(pid, msg.r_ns);
-                let until_v = if msg.a == 1 {
-                    msg.b
-                } else {
-                    stamp.saturating_add(msg.b)
-                };
-                self.stats.sleeps += 1;
-                self.stats.sleep_requested_ns += until_v.saturating_sub(stamp);
-                self.sleep_seq += 1;
-                let seq = self.sleep_seq;
-                self.sleepers.insert((until_v, seq, conn));
-                self.threads.get_mut(&conn).unwrap().state = ThreadState::Sleeping { until_v, seq };
+                self.sleep(conn, pid, msg);
             }
             Kind::WaitEnter => {
                 if running {
-                    self.stop_running(pid, msg.r_ns);
-                    self.threads.get_mut(&conn).unwrap().state = ThreadState::InWait;
-                    let join = msg.a == 1;
-                    let children = if join { None } else { Self::children_of(pid) };
-                    if let Some(c) = &children {
-                        self.adopt_children(pid, c);
-                    }
-                    let waiter = Waiter {
-                        conn,
-                        since_r: msg.r_ns,
-                        children,
-                    };
-                    if let Some(p) = self.procs.get_mut(&pid) {
-                        if join {
-                            p.joiners.push(waiter);
-                        } else {
-                            p.waiters.push(waiter);
-                        }
-                    }
+                    self.wait_enter(conn, pid, msg);
                 }
             }
             Kind::WaitLeave => {
                 if state == ThreadState::InWait {
-                    self.threads.get_mut(&conn).unwrap().state = ThreadState::Running;
-                    if let Some(p) = self.procs.get_mut(&pid) {
-                        p.waiters.retain(|w| w.conn != conn);
-                        p.joiners.retain(|w| w.conn != conn);
-                    }
-                    self.add_running(pid, 1, msg.r_ns);
+                    self.wait_leave(conn, pid, msg);
                 }
             }
             Kind::Resumed => {
@@ -521,6 +485,57 @@ impl Controller {
             }
         }
         Ok(())
+    }
+
+    /// A running thread goes to sleep until a virtual instant (`msg.a` 1: `msg.b` is that
+    /// instant; otherwise `msg.b` is a duration from the thread's stop).
+    fn sleep(&mut self, conn: ConnId, pid: i32, msg: &Msg) {
+        let stamp = self.stop_running(pid, msg.r_ns);
+        let until_v = if msg.a == 1 {
+            msg.b
+        } else {
+            stamp.saturating_add(msg.b)
+        };
+        self.stats.sleeps += 1;
+        self.stats.sleep_requested_ns += until_v.saturating_sub(stamp);
+        self.sleep_seq += 1;
+        let seq = self.sleep_seq;
+        self.sleepers.insert((until_v, seq, conn));
+        self.threads.get_mut(&conn).unwrap().state = ThreadState::Sleeping { until_v, seq };
+    }
+
+    /// A running thread starts waiting: for a thread to end (`msg.a` 1, a join) or for its
+    /// process's children; it stops running until the wait ends.
+    fn wait_enter(&mut self, conn: ConnId, pid: i32, msg: &Msg) {
+        self.stop_running(pid, msg.r_ns);
+        self.threads.get_mut(&conn).unwrap().state = ThreadState::InWait;
+        let join = msg.a == 1;
+        let children = if join { None } else { Self::children_of(pid) };
+        if let Some(c) = &children {
+            self.adopt_children(pid, c);
+        }
+        let waiter = Waiter {
+            conn,
+            since_r: msg.r_ns,
+            children,
+        };
+        if let Some(p) = self.procs.get_mut(&pid) {
+            if join {
+                p.joiners.push(waiter);
+            } else {
+                p.waiters.push(waiter);
+            }
+        }
+    }
+
+    /// A waiting thread's wait ended: it runs again.
+    fn wait_leave(&mut self, conn: ConnId, pid: i32, msg: &Msg) {
+        self.threads.get_mut(&conn).unwrap().state = ThreadState::Running;
+        if let Some(p) = self.procs.get_mut(&pid) {
+            p.waiters.retain(|w| w.conn != conn);
+            p.joiners.retain(|w| w.conn != conn);
+        }
+        self.add_running(pid, 1, msg.r_ns);
     }
 
     fn io(&mut self, conn: ConnId, pid: i32, op: IoOp, msg: &Msg) {
