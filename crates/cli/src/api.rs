@@ -186,14 +186,15 @@ pub fn simulate(
     )?;
     let command_line = storsim_output::document_command_line(line.into_iter().skip(1));
     let document = storsim_output::json::text(&storsim_output::simulation_json(
-        &done.results(&parsed, command_line),
+        &done.results(command_line),
     ));
+    let outcome = &done.simulated.outcome;
     Ok(SimulateRun {
         document,
         requests: columns,
-        series: done.outcome.series.as_ref().map(series_columns),
-        device_failed: done.outcome.info.device_failed.clone(),
-        cancelled: done.outcome.info.cancelled,
+        series: outcome.series.as_ref().map(series_columns),
+        device_failed: outcome.info.device_failed.clone(),
+        cancelled: outcome.info.cancelled,
     })
 }
 

@@ -5,7 +5,7 @@
 
 use crate::args::{Cli, Command, SimulateArgs, SweepArgs};
 use crate::progress::Progress;
-use crate::{interrupt, report_html, simulate, workload_arg, CliError};
+use crate::{interrupt, report_html, simulate, CliError};
 use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -165,10 +165,10 @@ pub(crate) fn point_document(
     cancel: &CancelToken,
 ) -> Result<Option<String>, CliError> {
     let done = simulate::execute(args, cancel.clone(), false)?;
-    if done.outcome.info.cancelled {
+    if done.simulated.outcome.info.cancelled {
         return Ok(None);
     }
-    let mut doc = storsim_output::simulation_json(&done.results(args, command_line));
+    let mut doc = storsim_output::simulation_json(&done.results(command_line));
     if let Some(name) = workload_name {
         doc["workload"]["name"] = name.into();
     }
@@ -179,9 +179,8 @@ pub(crate) fn point_document(
 impl PointRunner for SimulateRunner {
     fn check(&self, point: &Point) -> Result<(), String> {
         let (_, args) = self.arguments(point)?;
-        storsim_config::load_device_with(&args.device, &args.set).map_err(|e| e.to_string())?;
-        let source = workload_arg::simulate_source(&args).map_err(|e| e.message)?;
-        workload_arg::check_source(&source)
+        let options = simulate::options(&args).map_err(|e| e.message)?;
+        options.check().map_err(|e| e.to_string())
     }
 
     fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {

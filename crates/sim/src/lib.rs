@@ -31,8 +31,9 @@ mod options;
 pub use fairness::{fairness, run_alone, Fairness};
 pub use options::{
     check_source, parse_blkparse_event, parse_trace_devices, parse_trace_format,
-    parse_window_width, precondition, precondition_name, replay, run, DeviceChoice, OptionError,
-    ReplayChoice, SimulateOptions, Simulated, WorkloadChoice, PRECONDITION_NAMES,
+    parse_window_width, precondition, precondition_name, prepare, replay, run, DeviceChoice,
+    OptionError, Prepared, ReplayChoice, SimulateOptions, Simulated, WorkloadChoice,
+    PRECONDITION_NAMES,
 };
 use std::fmt;
 use std::path::PathBuf;

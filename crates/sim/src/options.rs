@@ -625,15 +625,22 @@ pub struct Simulated {
     pub alone: Option<(Vec<Summary>, Fairness)>,
 }
 
-/// Runs `options`: loads the device (with its overrides and preconditioning), opens the
-/// workload, runs it with every completion also handed to `sink`, `progress` called as the
-/// engine says, and `cancel` stopping it early; then, with `fairness`, each flow alone.
-pub fn run(
-    options: &SimulateOptions,
-    sink: Option<&mut dyn CompletionSink>,
-    progress: &mut dyn FnMut(u64, SimTime),
-    cancel: CancelToken,
-) -> Result<Simulated, SimError> {
+/// A run ready to start: the device built, the workload opened, the engine's options chosen.
+pub struct Prepared {
+    /// The device and the workload.
+    pub session: Session,
+    engine: EngineOptions,
+    /// The device's description before the run, for the fairness runs alone.
+    alone_device: Option<LoadedDevice>,
+    source: WorkloadSource,
+    seed: u64,
+    jobs: Option<usize>,
+}
+
+/// Loads the device of `options` (with its overrides and preconditioning), opens the
+/// workload and chooses the engine's options: everything that can refuse the input before
+/// the run starts.
+pub fn prepare(options: &SimulateOptions) -> Result<Prepared, SimError> {
     let source = options.source()?;
     let device = &options.device;
     let mut loaded = crate::load_device(&device.name, &device.overrides)?;
@@ -647,32 +654,64 @@ pub fn run(
         .map_err(SimError::Option)?;
     session.window = options.window;
     session.collector.latency_includes_failed = options.latency_includes_failed;
-    let outcome = session.run(&engine, sink, progress, Some(cancel))?;
-    let alone = match (alone_device, &source) {
-        (
-            Some(device),
-            WorkloadSource::Flows {
-                flows,
-                options: trace,
-                ..
-            },
-        ) => {
-            let jobs = options.jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-            });
-            let alone = run_alone(&device, flows, trace, options.seed, &engine, jobs)?;
-            let fairness = fairness(&outcome.flows, &alone);
-            Some((alone, fairness))
-        }
-        (Some(_), _) => return Err(SimError::Option(OptionError::FairnessWithoutFlows)),
-        (None, _) => None,
-    };
-    Ok(Simulated {
+    Ok(Prepared {
         session,
-        replay: engine.replay,
-        outcome,
-        alone,
+        engine,
+        alone_device,
+        source,
+        seed: options.seed,
+        jobs: options.jobs,
     })
+}
+
+impl Prepared {
+    /// Runs it, with every completion also handed to `sink`, `progress` called as the engine
+    /// says, and `cancel` stopping it early; then, with `fairness`, each flow alone.
+    pub fn run(
+        mut self,
+        sink: Option<&mut dyn CompletionSink>,
+        progress: &mut dyn FnMut(u64, SimTime),
+        cancel: CancelToken,
+    ) -> Result<Simulated, SimError> {
+        let outcome = self
+            .session
+            .run(&self.engine, sink, progress, Some(cancel))?;
+        let alone = match (self.alone_device, &self.source) {
+            (
+                Some(device),
+                WorkloadSource::Flows {
+                    flows,
+                    options: trace,
+                    ..
+                },
+            ) => {
+                let jobs = self.jobs.unwrap_or_else(|| {
+                    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+                });
+                let alone = run_alone(&device, flows, trace, self.seed, &self.engine, jobs)?;
+                let fairness = fairness(&outcome.flows, &alone);
+                Some((alone, fairness))
+            }
+            (Some(_), _) => return Err(SimError::Option(OptionError::FairnessWithoutFlows)),
+            (None, _) => None,
+        };
+        Ok(Simulated {
+            session: self.session,
+            replay: self.engine.replay,
+            outcome,
+            alone,
+        })
+    }
+}
+
+/// Runs `options`: [`prepare`], then [`Prepared::run`].
+pub fn run(
+    options: &SimulateOptions,
+    sink: Option<&mut dyn CompletionSink>,
+    progress: &mut dyn FnMut(u64, SimTime),
+    cancel: CancelToken,
+) -> Result<Simulated, SimError> {
+    prepare(options)?.run(sink, progress, cancel)
 }
 
 #[cfg(test)]
