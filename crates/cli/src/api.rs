@@ -178,8 +178,10 @@ pub fn simulate(
         }
     }
     let mut columns = requests.then(RequestColumns::default);
+    let options = simulate::options(&parsed)?;
     let done = simulate::execute_into(
-        &parsed,
+        &options,
+        parsed.requests_csv.as_deref(),
         cancel.clone(),
         false,
         columns.as_mut().map(|c| c as &mut dyn CompletionSink),
@@ -478,7 +480,8 @@ pub fn run_point(
         .map_err(|e| CliError::input(format!("the point's JSON: {e}")))?;
     let Some(copy) = copy else {
         let args = sweep::parse_simulate(command_line).map_err(CliError::input)?;
-        return sweep::point_document(&args, command_line.to_vec(), None, point, cancel);
+        let options = simulate::options(&args)?;
+        return sweep::point_document(&options, command_line.to_vec(), None, point, cancel);
     };
     let local: Vec<String> = command_line
         .iter()
@@ -494,8 +497,9 @@ pub fn run_point(
             copy.original
         )));
     }
+    let options = simulate::options(&args)?;
     sweep::point_document(
-        &args,
+        &options,
         command_line.to_vec(),
         Some(copy.original),
         point,

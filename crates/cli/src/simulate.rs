@@ -19,7 +19,8 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     // First, so that Ctrl-C during a long preconditioning or trace scan still ends the
     // process at once (the engine only looks at the token once the run has started).
     let stop = CancelToken::from_flag(interrupt::stop_flag()?);
-    let done = execute(&args, stop, !args.quiet)?;
+    let options = options(&args)?;
+    let done = execute(&options, args.requests_csv.as_deref(), stop, !args.quiet)?;
     let info = &done.simulated.outcome.info;
     let results = done.results(destination::command_line());
     write_reports(&args, &results, done.wall, done.cpu)?;
@@ -123,28 +124,29 @@ pub(crate) fn options(args: &SimulateArgs) -> Result<SimulateOptions, CliError> 
     Ok(options)
 }
 
-/// Loads the device (with `--set`'s keys), opens the workload and runs it, with the requests
-/// CSV if asked and the progress line if `progress`; `stop` ends the run early.
+/// Runs `options`, with the requests CSV into `requests_csv` if given and the progress line
+/// if `progress`; `stop` ends the run early.
 pub(crate) fn execute(
-    args: &SimulateArgs,
+    options: &SimulateOptions,
+    requests_csv: Option<&Path>,
     stop: CancelToken,
     progress: bool,
 ) -> Result<Done, CliError> {
-    execute_into(args, stop, progress, None)
+    execute_into(options, requests_csv, stop, progress, None)
 }
 
 /// [`execute`], also handing every completion to `also` (the library's request columns).
 pub(crate) fn execute_into(
-    args: &SimulateArgs,
+    options: &SimulateOptions,
+    requests_csv: Option<&Path>,
     stop: CancelToken,
     progress: bool,
     mut also: Option<&mut dyn CompletionSink>,
 ) -> Result<Done, CliError> {
-    let options = options(args)?;
     let sim_error = |e| CliError::sim(e, Some(options.seed));
-    let prepared = storsim_sim::prepare(&options).map_err(sim_error)?;
+    let prepared = storsim_sim::prepare(options).map_err(sim_error)?;
     let flows = prepared.session.flows.len().max(1);
-    let mut csv = match &args.requests_csv {
+    let mut csv = match requests_csv {
         Some(path) => Some(CsvSink::create(path, flows)?),
         None => None,
     };
@@ -163,7 +165,7 @@ pub(crate) fn execute_into(
         (None, Some(also)) => Some(&mut **also as &mut dyn CompletionSink),
         (None, None) => None,
     };
-    let mut line = Progress::new(!progress, args.max_requests);
+    let mut line = Progress::new(!progress, options.max_requests);
     let simulated = prepared
         .run(sink, &mut |n, t| line.update(n, t), stop)
         .map_err(sim_error)?;
@@ -172,7 +174,7 @@ pub(crate) fn execute_into(
     let session = &simulated.session;
     let device = DeviceFacts::read(&session.device_name, session.device.as_ref());
     if progress {
-        warn_unmapped_reads(&device.counters, args.precondition.is_none());
+        warn_unmapped_reads(&device.counters, options.device.precondition.is_none());
     }
     if let Some(csv) = csv {
         csv.finish()?;

@@ -1,7 +1,7 @@
 //! `storsim sweep`: the command line around `storsim_sweep`. Each point runs as the
-//! `storsim simulate` command it stands for (parsed by the same argument definitions, run by
-//! the same code), so a point's document is what that command writes; here are also the
-//! progress line, the output files and the exit status.
+//! `storsim simulate` command it stands for (its typed options, `Point::simulate_options`,
+//! run by the same code), so a point's document is what that command writes; here are also
+//! the progress line, the output files and the exit status.
 
 use crate::args::{Cli, Command, SimulateArgs, SweepArgs};
 use crate::progress::Progress;
@@ -10,6 +10,7 @@ use clap::Parser;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use storsim_engine::CancelToken;
+use storsim_sim::SimulateOptions;
 use storsim_sweep::{Observer, Point, PointRunner, RunOptions, Spec, Status, Table};
 
 /// Runs `storsim sweep SPEC --out DIR`.
@@ -126,12 +127,18 @@ pub(crate) struct SimulateRunner {
 }
 
 impl SimulateRunner {
-    /// The point's `storsim simulate` arguments, parsed as that command parses them.
-    pub(crate) fn arguments(&self, point: &Point) -> Result<(Vec<String>, SimulateArgs), String> {
+    /// The point's `storsim simulate` command line, which its document records, and the
+    /// options it stands for.
+    pub(crate) fn arguments(
+        &self,
+        point: &Point,
+    ) -> Result<(Vec<String>, SimulateOptions), String> {
         let mut line = vec!["storsim".to_string()];
         line.extend(point.simulate_args(&self.dir));
-        let args = parse_simulate(&line)?;
-        Ok((line, args))
+        let options = point
+            .simulate_options(&self.dir)
+            .map_err(|e| e.to_string())?;
+        Ok((line, options))
     }
 }
 
@@ -158,13 +165,13 @@ pub(crate) fn parse_simulate(line: &[String]) -> Result<SimulateArgs, String> {
 /// trace shipped to a cluster's worker is read from a copy, and the document names the
 /// original.
 pub(crate) fn point_document(
-    args: &SimulateArgs,
+    options: &SimulateOptions,
     command_line: Vec<String>,
     workload_name: Option<&str>,
     point: serde_json::Value,
     cancel: &CancelToken,
 ) -> Result<Option<String>, CliError> {
-    let done = simulate::execute(args, cancel.clone(), false)?;
+    let done = simulate::execute(options, None, cancel.clone(), false)?;
     if done.simulated.outcome.info.cancelled {
         return Ok(None);
     }
@@ -178,14 +185,13 @@ pub(crate) fn point_document(
 
 impl PointRunner for SimulateRunner {
     fn check(&self, point: &Point) -> Result<(), String> {
-        let (_, args) = self.arguments(point)?;
-        let options = simulate::options(&args).map_err(|e| e.message)?;
+        let (_, options) = self.arguments(point)?;
         options.check().map_err(|e| e.to_string())
     }
 
     fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {
-        let (line, args) = self.arguments(point)?;
-        point_document(&args, line, None, point.json(), cancel).map_err(|e| e.message)
+        let (line, options) = self.arguments(point)?;
+        point_document(&options, line, None, point.json(), cancel).map_err(|e| e.message)
     }
 }
 
@@ -275,5 +281,71 @@ fn human_duration(d: Duration) -> String {
         0..=59 => format!("{s} s"),
         60..=3599 => format!("{} min {} s", s / 60, s % 60),
         _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point's typed options are what its recorded command line gives the command: the
+    /// document's `command_line` reruns the point.
+    #[test]
+    fn a_points_options_are_those_its_command_line_parses_to() {
+        let spec = Spec::parse(
+            r#"
+            devices = ["flashsim-2009", "devices/mine.toml"]
+            workloads = ["synthetic:rw=randwrite,requests=100", "traces/t.disksim"]
+            seeds = [3]
+            [grid]
+            "ssd.ftl" = ["page", "dftl"]
+            [options]
+            replay = "closed"
+            iodepth = 4
+            time_scale = 0.5
+            wrap = true
+            on_refused = "count"
+            max_requests = 50
+            window = "10ms"
+            format = "disksim-ascii"
+            skip_bad = true
+            trace_devices = 2
+            blkparse_event = "Q"
+            parse_thread = "off"
+            precondition = "steady"
+            retries = 2
+            retry_delay = "1ms"
+            latency_includes_failed = true
+            fairness = false
+            "#,
+            Path::new("/specs/all.toml"),
+            None,
+        )
+        .expect("the spec");
+        let points = storsim_sweep::expand(&spec).expect("the points");
+        assert_eq!(points.len(), 8);
+        let runner = SimulateRunner {
+            dir: spec.dir().to_path_buf(),
+        };
+        for point in &points {
+            let (line, typed) = runner.arguments(point).expect("typed");
+            let parsed = simulate::options(&parse_simulate(&line).expect("parsed"))
+                .expect("the command's options");
+            assert_eq!(typed, parsed, "{}", line.join(" "));
+        }
+        let bad = Spec::parse(
+            "devices = [\"flashsim-2009\"]\nworkloads = [\"synthetic:rw=read\"]\n\
+             [options]\nreplay = \"sideways\"\n",
+            Path::new("bad.toml"),
+            None,
+        )
+        .expect("the spec");
+        let point = &storsim_sweep::expand(&bad).expect("the points")[0];
+        let mut line = vec!["storsim".to_string()];
+        line.extend(point.simulate_args(Path::new("")));
+        let Err(clap) = parse_simulate(&line) else {
+            panic!("--replay sideways parsed");
+        };
+        assert_eq!(runner.arguments(point).err(), Some(clap));
     }
 }

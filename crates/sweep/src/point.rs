@@ -7,6 +7,7 @@ use crate::spec::{PlotSpec, Spec};
 use crate::table::Cell;
 use crate::SweepError;
 use std::path::Path;
+use storsim_sim::{DeviceChoice, OptionError, SimulateOptions, WorkloadChoice};
 
 /// One run of a sweep.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +55,31 @@ impl Point {
         args.push(self.seed.to_string());
         args.extend(options::arguments(&self.options));
         args
+    }
+
+    /// The run this point stands for, as the library takes it: what [`Point::simulate_args`]
+    /// says, with relative paths resolved against `dir` (the spec's directory). The error is
+    /// the one `storsim simulate` gives for the same option.
+    pub fn simulate_options(&self, dir: &Path) -> Result<SimulateOptions, OptionError> {
+        let device = DeviceChoice {
+            name: resolve(&self.device, dir, is_device_file(&self.device)),
+            overrides: self
+                .set
+                .iter()
+                .map(|(key, value)| format!("{key}={value}"))
+                .collect(),
+            precondition: None,
+        };
+        let workload = resolve(&self.workload, dir, !is_generator(&self.workload));
+        let mut options = SimulateOptions::new(device, WorkloadChoice::Named(workload));
+        options.seed = self.seed;
+        for (key, value) in &self.options {
+            match value {
+                OptionValue::Flag(given) => options.set(key, &given.to_string())?,
+                OptionValue::Text(text) => options.set(key, text)?,
+            }
+        }
+        Ok(options)
     }
 
     /// The point's entry in its JSON document (`point`): id, label and parameters.
