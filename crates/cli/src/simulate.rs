@@ -7,10 +7,10 @@ use crate::progress::Progress;
 use crate::{destination, interrupt, report_html, workload_arg, CliError};
 use std::path::Path;
 use std::time::Duration;
-use storsim_core::Completion;
-use storsim_engine::{CancelToken, CompletionSink, Refused};
-use storsim_output::{DeviceFacts, FlowResult, RequestsCsv, SimulationResults};
-use storsim_sim::{DeviceChoice, OptionError, SimulateOptions, Simulated, WorkloadChoice};
+use storsim_api::Simulation;
+use storsim_engine::{CancelToken, Refused};
+use storsim_output::SimulationResults;
+use storsim_sim::{DeviceChoice, OptionError, SimulateOptions, WorkloadChoice};
 
 /// Runs `storsim simulate`: the run ([`execute`]), the reports, and the exit status of a
 /// device that failed mid-run or of a run stopped with Ctrl-C (the reports then hold the
@@ -21,8 +21,8 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let stop = CancelToken::from_flag(interrupt::stop_flag()?);
     let options = options(&args)?;
     let done = execute(&options, args.requests_csv.as_deref(), stop, !args.quiet)?;
-    let info = &done.simulated.outcome.info;
-    let results = done.results(destination::command_line());
+    let info = &done.run.simulated.outcome.info;
+    let results = done.run.results(destination::command_line());
     write_reports(&args, &results, done.wall, done.cpu)?;
     if let Some(failure) = &info.device_failed {
         return Err(CliError {
@@ -42,51 +42,12 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A finished simulate run before its reports: the run, the device's facts at the end (its
-/// counters and wear, read once), its seed, and its wall and CPU time.
+/// A finished simulate run before its reports: the library's run, and its wall and CPU
+/// time.
 pub(crate) struct Done {
-    pub simulated: Simulated,
-    device: DeviceFacts,
-    seed: u64,
+    pub run: Simulation,
     wall: Duration,
     cpu: Option<Duration>,
-}
-
-impl Done {
-    /// The results to report, for a document whose `command_line` is `command_line`.
-    pub fn results(&self, command_line: Vec<String>) -> SimulationResults<'_> {
-        let Simulated {
-            session,
-            replay,
-            outcome,
-            alone,
-        } = &self.simulated;
-        SimulationResults {
-            seed: self.seed,
-            command_line,
-            device: &self.device,
-            workload: &session.workload,
-            replay: *replay,
-            info: &outcome.info,
-            summary: &outcome.summary,
-            series: outcome.series.as_ref(),
-            flows: session
-                .flows
-                .iter()
-                .zip(&outcome.flows)
-                .enumerate()
-                .map(|(index, (flow, summary))| FlowResult {
-                    spec: &flow.spec,
-                    summary,
-                    alone: alone
-                        .as_ref()
-                        .map(|(alone, fairness)| (&alone[index], fairness.slowdowns[index])),
-                })
-                .collect(),
-            fairness: alone.as_ref().map(|(_, f)| f.fairness),
-            faults: session.faults.as_ref(),
-        }
-    }
 }
 
 /// The run `args` describe, as the library takes it.
@@ -132,60 +93,20 @@ pub(crate) fn execute(
     stop: CancelToken,
     progress: bool,
 ) -> Result<Done, CliError> {
-    execute_into(options, requests_csv, stop, progress, None)
-}
-
-/// [`execute`], also handing every completion to `also` (the library's request columns).
-pub(crate) fn execute_into(
-    options: &SimulateOptions,
-    requests_csv: Option<&Path>,
-    stop: CancelToken,
-    progress: bool,
-    mut also: Option<&mut dyn CompletionSink>,
-) -> Result<Done, CliError> {
-    let sim_error = |e| CliError::sim(e, Some(options.seed));
-    let prepared = storsim_sim::prepare(options).map_err(sim_error)?;
-    let flows = prepared.session.flows.len().max(1);
-    let mut csv = match requests_csv {
-        Some(path) => Some(CsvSink::create(path, flows)?),
-        None => None,
-    };
-    // Without a CSV to write or columns to fill, no sink: the statistics are collected in
-    // any case.
-    let mut both;
-    let sink = match (csv.as_mut(), also.as_mut()) {
-        (Some(csv), Some(also)) => {
-            both = |c: &Completion| {
-                csv.completed(c);
-                also.completed(c);
-            };
-            Some(&mut both as &mut dyn CompletionSink)
-        }
-        (Some(csv), None) => Some(csv as &mut dyn CompletionSink),
-        (None, Some(also)) => Some(&mut **also as &mut dyn CompletionSink),
-        (None, None) => None,
-    };
     let mut line = Progress::new(!progress, options.max_requests);
-    let simulated = prepared
-        .run(sink, &mut |n, t| line.update(n, t), stop)
-        .map_err(sim_error)?;
+    let run = Simulation::run(
+        options,
+        requests_csv,
+        None,
+        &mut |n, t| line.update(n, t),
+        stop,
+    )?;
     let wall = line.finish();
     let cpu = line.cpu_time();
-    let session = &simulated.session;
-    let device = DeviceFacts::read(&session.device_name, session.device.as_ref());
     if progress {
-        warn_unmapped_reads(&device.counters, options.device.precondition.is_none());
+        warn_unmapped_reads(&run.device.counters, options.device.precondition.is_none());
     }
-    if let Some(csv) = csv {
-        csv.finish()?;
-    }
-    Ok(Done {
-        simulated,
-        device,
-        seed: options.seed,
-        wall,
-        cpu,
-    })
+    Ok(Done { run, wall, cpu })
 }
 
 /// Reads of pages that hold no data take no flash time, so a run made mostly of them (a trace
@@ -216,42 +137,6 @@ fn unmapped_reads_warning(r: storsim_sim::UnmappedReads, can_choose: bool) -> Op
          time, so the read latencies measure nothing of the flash{advice}",
         r.unmapped_pages, r.read_pages
     ))
-}
-
-/// The requests CSV as the run's completion sink. A write error does not stop the run: the
-/// first one is kept and reported when the run ends, and nothing more is written.
-struct CsvSink {
-    csv: RequestsCsv<std::io::BufWriter<std::fs::File>>,
-    error: Option<std::io::Error>,
-}
-
-impl CsvSink {
-    fn create(path: &Path, flows: usize) -> Result<CsvSink, CliError> {
-        Ok(CsvSink {
-            csv: RequestsCsv::new(destination::create(path)?, flows)
-                .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?,
-            error: None,
-        })
-    }
-
-    /// Flushes the file, or reports the first error writing it.
-    fn finish(self) -> Result<(), CliError> {
-        let result = match self.error {
-            Some(e) => Err(e),
-            None => self.csv.finish(),
-        };
-        result.map_err(|e| CliError::failure(format!("writing the requests CSV: {e}")))
-    }
-}
-
-impl CompletionSink for CsvSink {
-    fn completed(&mut self, completion: &Completion) {
-        if self.error.is_none() {
-            if let Err(e) = self.csv.write(completion) {
-                self.error = Some(e);
-            }
-        }
-    }
 }
 
 /// Writes the JSON if asked, and the text report and the run's timing unless quiet or the

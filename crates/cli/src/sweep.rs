@@ -1,17 +1,15 @@
-//! `storsim sweep`: the command line around `storsim_sweep`. Each point runs as the
-//! `storsim simulate` command it stands for (its typed options, `Point::simulate_options`,
-//! run by the same code), so a point's document is what that command writes; here are also
-//! the progress line, the output files and the exit status.
+//! `storsim sweep`: the command line around `storsim_sweep`, whose points run through
+//! `storsim-api`'s runner as the `storsim simulate` runs they stand for (their typed options,
+//! `Point::simulate_options`), so a point's document is what that command writes; here are
+//! the progress line and the exit status.
 
-use crate::args::{Cli, Command, SimulateArgs, SweepArgs};
+use crate::args::SweepArgs;
 use crate::progress::Progress;
-use crate::{interrupt, report_html, simulate, CliError};
-use clap::Parser;
-use std::path::{Path, PathBuf};
+use crate::{interrupt, CliError};
 use std::time::{Duration, Instant};
+use storsim_api::{write_outputs, SimulateRunner};
 use storsim_engine::CancelToken;
-use storsim_sim::SimulateOptions;
-use storsim_sweep::{Observer, Point, PointRunner, RunOptions, Spec, Status, Table};
+use storsim_sweep::{Observer, Point, RunOptions, Spec, Status};
 
 /// Runs `storsim sweep SPEC --out DIR`.
 pub fn run(args: SweepArgs) -> Result<(), CliError> {
@@ -94,105 +92,6 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
-}
-
-/// `results.csv`'s bytes.
-pub(crate) fn csv_bytes(table: &Table) -> Result<Vec<u8>, CliError> {
-    let mut csv = Vec::new();
-    table
-        .write_csv(&mut csv)
-        .map_err(|e| CliError::failure(format!("writing the results: {e}")))?;
-    Ok(csv)
-}
-
-/// Writes a sweep's `results.csv` and `report.html` (with the plots into `plots` if given)
-/// into the output folder `out`; returns `results.csv`'s bytes.
-pub(crate) fn write_outputs(
-    spec: &Spec,
-    points: &[Point],
-    table: &Table,
-    out: &Path,
-    plots: Option<&Path>,
-) -> Result<Vec<u8>, CliError> {
-    let csv = csv_bytes(table)?;
-    storsim_sweep::write_whole(&out.join("results.csv"), &csv).map_err(CliError::failure)?;
-    report_html::write_sweep(spec, points, table, out, plots)?;
-    Ok(csv)
-}
-
-/// Runs points as `storsim simulate` commands.
-pub(crate) struct SimulateRunner {
-    /// The spec's directory, which relative paths in it start from.
-    pub dir: PathBuf,
-}
-
-impl SimulateRunner {
-    /// The point's `storsim simulate` command line, which its document records, and the
-    /// options it stands for.
-    pub(crate) fn arguments(
-        &self,
-        point: &Point,
-    ) -> Result<(Vec<String>, SimulateOptions), String> {
-        let mut line = vec!["storsim".to_string()];
-        line.extend(point.simulate_args(&self.dir));
-        let options = point
-            .simulate_options(&self.dir)
-            .map_err(|e| e.to_string())?;
-        Ok((line, options))
-    }
-}
-
-/// `line` (`storsim simulate ...`) parsed as the command parses it; the error is clap's
-/// message without its `error: ` and the usage hint meant for a terminal.
-pub(crate) fn parse_simulate(line: &[String]) -> Result<SimulateArgs, String> {
-    let parsed = Cli::try_parse_from(line).map_err(|e| {
-        let message = e.to_string();
-        let first = message.lines().next().unwrap_or_default();
-        first.trim_start_matches("error: ").to_string()
-    })?;
-    match parsed.command {
-        Command::Simulate(args) => Ok(args),
-        _ => Err(format!(
-            "expected the arguments of `storsim simulate`, got `{}`",
-            line.join(" ")
-        )),
-    }
-}
-
-/// Runs a sweep point's `storsim simulate` and returns its document's text, with `point` as
-/// the document's `point` and `command_line` as its `command_line`; `None` when `cancel`
-/// stopped it. `workload_name`, if given, is the name the document gives the workload: a
-/// trace shipped to a cluster's worker is read from a copy, and the document names the
-/// original.
-pub(crate) fn point_document(
-    options: &SimulateOptions,
-    command_line: Vec<String>,
-    workload_name: Option<&str>,
-    point: serde_json::Value,
-    cancel: &CancelToken,
-) -> Result<Option<String>, CliError> {
-    let done = simulate::execute(options, None, cancel.clone(), false)?;
-    if done.simulated.outcome.info.cancelled {
-        return Ok(None);
-    }
-    let mut doc = storsim_output::simulation_json(&done.results(command_line));
-    if let Some(name) = workload_name {
-        doc["workload"]["name"] = name.into();
-    }
-    doc["point"] = point;
-    Ok(Some(storsim_output::json::text(&doc)))
-}
-
-impl PointRunner for SimulateRunner {
-    fn check(&self, point: &Point) -> Result<(), String> {
-        let (_, options) = self.arguments(point)?;
-        options.check().map_err(|e| e.to_string())
-    }
-
-    fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {
-        let (line, options) = self.arguments(point)?;
-        point_document(&options, line, None, point.json(), cancel).map_err(|e| e.message)
-    }
 }
 
 /// The progress line: points done of all, the time left at the rate so far, and the point
@@ -287,6 +186,24 @@ fn human_duration(d: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::args::{Cli, Command, SimulateArgs};
+    use crate::simulate;
+    use clap::Parser;
+    use std::path::Path;
+
+    /// `line` (`storsim simulate ...`) parsed as the command parses it; the error is clap's
+    /// message without its `error: ` and the usage hint meant for a terminal.
+    fn parse_simulate(line: &[String]) -> Result<SimulateArgs, String> {
+        let parsed = Cli::try_parse_from(line).map_err(|e| {
+            let message = e.to_string();
+            let first = message.lines().next().unwrap_or_default();
+            first.trim_start_matches("error: ").to_string()
+        })?;
+        match parsed.command {
+            Command::Simulate(args) => Ok(args),
+            _ => panic!("not a simulate command: {}", line.join(" ")),
+        }
+    }
 
     /// A point's typed options are what its recorded command line gives the command: the
     /// document's `command_line` reruns the point.

@@ -9,11 +9,14 @@
 //! made from them.
 
 mod calibrate;
+#[cfg(feature = "cosim")]
 mod cosim;
 mod csv;
+#[cfg(feature = "emulate")]
 mod emulate;
 mod inspect;
 pub mod json;
+#[cfg(feature = "emulate")]
 mod power_loss;
 mod simulate;
 mod text;
@@ -23,10 +26,13 @@ pub use calibrate::{
     calibration_csv, calibration_json, calibration_model_header, calibration_text,
     CalibrationResults,
 };
+#[cfg(feature = "cosim")]
 pub use cosim::{cosim_json, cosim_text, CosimResults};
 pub use csv::RequestsCsv;
+#[cfg(feature = "emulate")]
 pub use emulate::{emulation_json, emulation_text};
 pub use inspect::{inspect_json, inspect_text};
+#[cfg(feature = "emulate")]
 pub use power_loss::{
     crash_json, crash_summary_json, power_loss_json, replay_log_json, PowerLossSettings,
 };

@@ -30,9 +30,9 @@ mod options;
 
 pub use fairness::{fairness, run_alone, Fairness};
 pub use options::{
-    check_source, parse_blkparse_event, parse_trace_devices, parse_trace_format,
-    parse_window_width, precondition, precondition_name, prepare, replay, run, DeviceChoice,
-    OptionError, Prepared, ReplayChoice, SimulateOptions, Simulated, WorkloadChoice,
+    check_source, duration_text, parse_blkparse_event, parse_trace_devices, parse_trace_format,
+    parse_window_width, precondition, precondition_name, prepare, replay, run, trace_options_args,
+    DeviceChoice, OptionError, Prepared, ReplayChoice, SimulateOptions, Simulated, WorkloadChoice,
     PRECONDITION_NAMES,
 };
 use std::fmt;

@@ -164,7 +164,8 @@ impl SimulateOptions {
 
     /// Sets the option `key` (as the command line names it, with `_` or `-`, without the
     /// dashes) from its text on the command line; a flag takes `true` or `false`. The error
-    /// is the command's for the same value. The device and the workload are not options.
+    /// is the command's for the same value. The device (but for `precondition`) and the
+    /// workload are not options.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), OptionError> {
         let key = key.replace('-', "_");
         let invalid = |flag, value_name, reason: Option<String>| OptionError::InvalidValue {
@@ -184,6 +185,11 @@ impl SimulateOptions {
             _ => Err(invalid(flag, "true|false", None)),
         };
         match key.as_str() {
+            "seed" => {
+                self.seed = value
+                    .parse::<u64>()
+                    .map_err(|e| invalid("--seed", "SEED", Some(e.to_string())))?;
+            }
             "replay" => {
                 let found = ReplayChoice::ALL.iter().find(|(_, n)| *n == value);
                 self.replay = Some(found.ok_or(invalid("--replay", "REPLAY", None))?.0);
@@ -265,83 +271,74 @@ impl SimulateOptions {
     /// sweep point's options, then `--jobs`). Running it gives the same document.
     pub fn command_line(&self) -> Vec<String> {
         let mut line: Vec<String> = vec!["storsim".into(), "simulate".into()];
-        let mut put = |flag: &str, value: Option<String>| {
+        fn put(line: &mut Vec<String>, flag: &str, value: Option<String>) {
             line.push(flag.to_string());
             line.extend(value);
-        };
-        put("--device", Some(self.device.name.clone()));
+        }
+        put(&mut line, "--device", Some(self.device.name.clone()));
         for kv in &self.device.overrides {
-            put("--set", Some(kv.clone()));
+            put(&mut line, "--set", Some(kv.clone()));
         }
         match &self.workload {
-            WorkloadChoice::Named(name) => put("--workload", Some(name.clone())),
+            WorkloadChoice::Named(name) => put(&mut line, "--workload", Some(name.clone())),
             WorkloadChoice::Flows(flows) => {
                 for flow in flows {
-                    put("--flow", Some(flow.clone()));
+                    put(&mut line, "--flow", Some(flow.clone()));
                 }
             }
         }
-        put("--seed", Some(self.seed.to_string()));
+        put(&mut line, "--seed", Some(self.seed.to_string()));
         if let Some(replay) = self.replay {
-            put("--replay", Some(replay.name().into()));
+            put(&mut line, "--replay", Some(replay.name().into()));
         }
         if let Some(depth) = self.iodepth {
-            put("--iodepth", Some(depth.to_string()));
+            put(&mut line, "--iodepth", Some(depth.to_string()));
         }
         if self.time_scale != 1.0 {
-            put("--time-scale", Some(self.time_scale.to_string()));
+            put(&mut line, "--time-scale", Some(self.time_scale.to_string()));
         }
         if self.wrap {
-            put("--wrap", None);
+            put(&mut line, "--wrap", None);
         }
         if self.on_refused == Refused::Count {
-            put("--on-refused", Some("count".into()));
+            put(&mut line, "--on-refused", Some("count".into()));
         }
         if let Some(max) = self.max_requests {
-            put("--max-requests", Some(max.to_string()));
+            put(&mut line, "--max-requests", Some(max.to_string()));
         }
         match self.window {
             Some(WindowWidth::Auto) => {}
             Some(WindowWidth::Fixed { width_ns }) => {
-                put("--window", Some(duration_text(width_ns)));
+                put(&mut line, "--window", Some(duration_text(width_ns)));
             }
-            None => put("--window", Some("off".into())),
+            None => put(&mut line, "--window", Some("off".into())),
         }
-        let trace = &self.trace;
-        if let Some(format) = trace.format {
-            put("--format", Some(format.name().into()));
-        }
-        if trace.skip_bad {
-            put("--skip-bad", None);
-        }
-        match trace.devices {
-            DeviceSelection::Concat => {}
-            DeviceSelection::Overlay => put("--trace-devices", Some("overlay".into())),
-            DeviceSelection::Only(n) => put("--trace-devices", Some(n.to_string())),
-        }
-        if trace.blkparse_event == BlkparseEvent::Queue {
-            put("--blkparse-event", Some("Q".into()));
-        }
-        if !trace.parse_thread {
-            put("--parse-thread", Some("off".into()));
-        }
+        line.extend(trace_options_args(&self.trace));
         if let Some(mode) = self.device.precondition {
-            put("--precondition", Some(precondition_name(mode).into()));
+            put(
+                &mut line,
+                "--precondition",
+                Some(precondition_name(mode).into()),
+            );
         }
         if self.retries != 0 {
-            put("--retries", Some(self.retries.to_string()));
+            put(&mut line, "--retries", Some(self.retries.to_string()));
         }
         if self.retry_delay_ns != 0 {
-            put("--retry-delay", Some(duration_text(self.retry_delay_ns)));
+            put(
+                &mut line,
+                "--retry-delay",
+                Some(duration_text(self.retry_delay_ns)),
+            );
         }
         if self.latency_includes_failed {
-            put("--latency-includes-failed", None);
+            put(&mut line, "--latency-includes-failed", None);
         }
         if self.fairness {
-            put("--fairness", None);
+            put(&mut line, "--fairness", None);
         }
         if let Some(jobs) = self.jobs {
-            put("--jobs", Some(jobs.to_string()));
+            put(&mut line, "--jobs", Some(jobs.to_string()));
         }
         line
     }
@@ -489,6 +486,34 @@ impl fmt::Display for OptionError {
 
 impl std::error::Error for OptionError {}
 
+/// The trace options' command-line arguments, each that differs from its default, in their
+/// place in [`SimulateOptions::command_line`] (`inspect`'s too).
+pub fn trace_options_args(trace: &TraceOptions) -> Vec<String> {
+    let mut args: Vec<String> = Vec::new();
+    let mut put = |flag: &str, value: Option<String>| {
+        args.push(flag.to_string());
+        args.extend(value);
+    };
+    if let Some(format) = trace.format {
+        put("--format", Some(format.name().into()));
+    }
+    if trace.skip_bad {
+        put("--skip-bad", None);
+    }
+    match trace.devices {
+        DeviceSelection::Concat => {}
+        DeviceSelection::Overlay => put("--trace-devices", Some("overlay".into())),
+        DeviceSelection::Only(n) => put("--trace-devices", Some(n.to_string())),
+    }
+    if trace.blkparse_event == BlkparseEvent::Queue {
+        put("--blkparse-event", Some("Q".into()));
+    }
+    if !trace.parse_thread {
+        put("--parse-thread", Some("off".into()));
+    }
+    args
+}
+
 /// `--format`'s value: a trace format by name.
 pub fn parse_trace_format(name: &str) -> Result<TraceFormat, OptionError> {
     TraceFormat::from_name(name).ok_or_else(|| {
@@ -541,7 +566,7 @@ pub fn parse_window_width(text: &str) -> Result<WindowWidth, String> {
 
 /// A duration in the largest of s, ms, us and ns that gives it whole, which reads back as
 /// the same number of nanoseconds.
-fn duration_text(ns: u64) -> String {
+pub fn duration_text(ns: u64) -> String {
     for (unit, per) in [("s", 1_000_000_000), ("ms", 1_000_000), ("us", 1_000)] {
         if ns % per == 0 {
             return format!("{}{unit}", ns / per);

@@ -2,7 +2,7 @@
 //! and manifests, so that the map stays true as the code changes. Each rule names the map's
 //! sentence it checks; a failure says which crate or file breaks it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The repository's root (this crate is `crates/testenv`).
@@ -49,6 +49,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("output", &["output", "report"]),
+    ("library", &["api"]),
     ("front ends", &["cli", "python"]),
 ];
 
@@ -182,6 +183,117 @@ fn no_crate_but_the_command_parses_command_lines() {
         .map(|(name, _)| name.clone())
         .collect();
     assert_eq!(users, ["cli"], "crates that depend on clap");
+}
+
+/// The package names in the normal-dependency closure of the workspace crate in `dir`, built
+/// with `features` (and its default features if `default`), read from the manifests as cargo
+/// resolves them: an optional dependency counts only when an enabled feature turns it on; a
+/// dependency's features are its entry's, and its defaults unless the entry (or the
+/// workspace's, for `workspace = true`) turns them off. Crates outside the workspace are
+/// named but not walked.
+fn closure(dir: &Path, features: &[String], default: bool, found: &mut BTreeSet<String>) {
+    let manifest = manifest(dir);
+    let table = |t: &toml::Table, key: &str| t.get(key).and_then(|v| v.as_table()).cloned();
+    let declared = table(&manifest, "features").unwrap_or_default();
+    let mut enabled: BTreeSet<String> = features.iter().cloned().collect();
+    if default {
+        enabled.insert("default".into());
+    }
+    // Features that turn on other features, to a fixed point.
+    loop {
+        let more: Vec<String> = enabled
+            .iter()
+            .filter_map(|f| declared.get(f).and_then(|v| v.as_array()))
+            .flatten()
+            .filter_map(|v| v.as_str())
+            .filter(|v| !v.starts_with("dep:") && !enabled.contains(*v))
+            .map(str::to_string)
+            .collect();
+        if more.is_empty() {
+            break;
+        }
+        enabled.extend(more);
+    }
+    let turned_on = |dep: &str| {
+        enabled.iter().any(|f| {
+            declared
+                .get(f)
+                .and_then(|v| v.as_array())
+                .is_some_and(|list| {
+                    list.iter().any(|v| {
+                        v.as_str() == Some(&format!("dep:{dep}")) || v.as_str() == Some(dep)
+                    })
+                })
+        })
+    };
+    let root_manifest = manifest_of_root();
+    let workspace = root_manifest
+        .get("workspace")
+        .and_then(|w| w.get("dependencies"))
+        .and_then(|d| d.as_table())
+        .cloned()
+        .unwrap_or_default();
+    let dirs = crate_dirs();
+    for (name, entry) in table(&manifest, "dependencies").unwrap_or_default() {
+        let entry = entry.as_table().cloned().unwrap_or_default();
+        let flag = |t: &toml::Table, key: &str| t.get(key).and_then(|v| v.as_bool());
+        if flag(&entry, "optional") == Some(true) && !turned_on(&name) {
+            continue;
+        }
+        let shared = match flag(&entry, "workspace") {
+            Some(true) => workspace
+                .get(&name)
+                .and_then(|v| v.as_table())
+                .cloned()
+                .unwrap_or_default(),
+            _ => toml::Table::new(),
+        };
+        let features: Vec<String> = [&entry, &shared]
+            .iter()
+            .filter_map(|t| t.get("features").and_then(|v| v.as_array()))
+            .flatten()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect();
+        let default = flag(&shared, "default-features")
+            .or(flag(&entry, "default-features"))
+            .unwrap_or(true);
+        found.insert(name.clone());
+        // Each crate is walked once per set of features it is asked for.
+        if !found.insert(format!("{name} {features:?} {default}")) {
+            continue;
+        }
+        if let Some(dir) = folder_of(&name).and_then(|f| dirs.get(f)) {
+            closure(dir, &features, default, found);
+        }
+    }
+}
+
+fn manifest_of_root() -> toml::Table {
+    manifest(&root())
+}
+
+/// The packages a crate links, without the walk's bookkeeping.
+fn linked(name: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    closure(&crate_dirs()[name], &[], true, &mut found);
+    found.into_iter().filter(|n| !n.contains(' ')).collect()
+}
+
+#[test]
+fn the_python_package_links_no_command_line_parser_and_no_server() {
+    let forbidden = ["clap", "storsim-nbd", "storsim-fuse", "storsim-cosim-shim"];
+    // The walk finds them where they are: the command links every one.
+    let command = linked("cli");
+    for name in forbidden {
+        assert!(command.contains(name), "the command links {name}");
+    }
+    let python = linked("python");
+    assert!(python.contains("storsim-api"), "{python:?}");
+    let found: Vec<&str> = forbidden
+        .into_iter()
+        .filter(|name| python.contains(*name))
+        .collect();
+    assert!(found.is_empty(), "the Python package links {found:?}");
 }
 
 #[test]
