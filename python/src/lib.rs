@@ -92,23 +92,32 @@ fn set_text(
     Ok(())
 }
 
-/// The trace options from keyword arguments.
-fn trace_options(
-    format: Option<&Bound<'_, PyAny>>,
-    skip_bad: bool,
-    trace_devices: Option<&Bound<'_, PyAny>>,
-    blkparse_event: Option<&Bound<'_, PyAny>>,
-    parse_thread: Option<&Bound<'_, PyAny>>,
-) -> PyResult<TraceOptions> {
-    // Read as a run's trace options are, so that a value refused has the same message.
-    let mut options =
-        SimulateOptions::new(DeviceChoice::named(""), WorkloadChoice::Flows(Vec::new()));
-    options.trace.skip_bad = skip_bad;
-    set_text(&mut options, "format", format)?;
-    set_text(&mut options, "trace_devices", trace_devices)?;
-    set_text(&mut options, "blkparse_event", blkparse_event)?;
-    set_text(&mut options, "parse_thread", parse_thread)?;
-    Ok(options.trace)
+/// The trace options from keyword arguments (`format`, `skip_bad`, `trace_devices`,
+/// `blkparse_event`, `parse_thread`), read as a run's are, so that a value refused or an
+/// unknown name has the command's message.
+fn trace_options(options: Option<&Bound<'_, PyDict>>) -> PyResult<TraceOptions> {
+    const TRACE_OPTIONS: [&str; 5] = [
+        "format",
+        "skip_bad",
+        "trace_devices",
+        "blkparse_event",
+        "parse_thread",
+    ];
+    let mut run = SimulateOptions::new(DeviceChoice::named(""), WorkloadChoice::Flows(Vec::new()));
+    for (key, value) in options.into_iter().flatten() {
+        let key: String = key.extract()?;
+        if value.is_none() {
+            continue;
+        }
+        if !TRACE_OPTIONS.contains(&key.as_str()) {
+            return Err(error(api::OptionError::Unknown(key.replace('_', "-"))));
+        }
+        match (key.as_str(), value.extract::<bool>()) {
+            ("skip_bad", Ok(skip)) => run.trace.skip_bad = skip,
+            _ => set_text(&mut run, &key, Some(&value))?,
+        }
+    }
+    Ok(run.trace)
 }
 
 /// The run the keyword arguments of `storsim.simulate` describe: `device` and `workload` (or
@@ -289,32 +298,15 @@ fn simulate<'py>(
     Ok(out)
 }
 
-/// inspect(trace, *, format=None, skip_bad=False, trace_devices=None, blkparse_event=None,
-/// parse_thread=None) -> str
+/// inspect(trace, **options) -> str
 ///
-/// Characterises a trace (or a generator spec that gives `span`) and returns the JSON text
-/// `storsim inspect --json` writes.
+/// Characterises a trace (or a generator spec that gives `span`) read with the trace options
+/// (`format`, `skip_bad`, `trace_devices`, `blkparse_event`, `parse_thread`) and returns the
+/// JSON text `storsim inspect --json` writes, recording the canonical command line.
 #[pyfunction]
-#[pyo3(signature = (
-    trace, *, format=None, skip_bad=false, trace_devices=None, blkparse_event=None,
-    parse_thread=None
-))]
-fn inspect(
-    py: Python<'_>,
-    trace: String,
-    format: Option<&Bound<'_, PyAny>>,
-    skip_bad: bool,
-    trace_devices: Option<&Bound<'_, PyAny>>,
-    blkparse_event: Option<&Bound<'_, PyAny>>,
-    parse_thread: Option<&Bound<'_, PyAny>>,
-) -> PyResult<String> {
-    let options = trace_options(
-        format,
-        skip_bad,
-        trace_devices,
-        blkparse_event,
-        parse_thread,
-    )?;
+#[pyo3(signature = (trace, **options))]
+fn inspect(py: Python<'_>, trace: String, options: Option<&Bound<'_, PyDict>>) -> PyResult<String> {
+    let options = trace_options(options)?;
     interruptible(py, &CancelToken::new(), || api::inspect(&trace, &options))?.map_err(error)
 }
 

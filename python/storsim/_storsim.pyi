@@ -18,15 +18,7 @@ def simulate(
     (list of (name, float64 bytes)), ``requests`` (dict of name to (dtype, bytes), or None),
     ``op_names``, ``device_failed`` and ``cancelled``."""
 
-def inspect(
-    trace: str,
-    *,
-    format: str | None = None,
-    skip_bad: bool = False,
-    trace_devices: str | int | None = None,
-    blkparse_event: str | None = None,
-    parse_thread: str | None = None,
-) -> str:
+def inspect(trace: str, **options: Any) -> str:
     """Characterises a trace and returns ``storsim inspect``'s JSON document's text."""
 
 def presets() -> list[tuple[str, str, str]]:

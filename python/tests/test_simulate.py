@@ -200,6 +200,16 @@ def test_inspect_is_the_commands_characterisation(cli, tmp_path, trace):
     assert storsim.inspect(trace) == json.loads(out.read_text())
     with pytest.raises(storsim.StorsimError, match="span"):
         storsim.inspect("synthetic:rw=read,requests=10")
+    # With trace options, the document records the canonical command line, which the command
+    # given it writes again.
+    doc = storsim.inspect(trace, format="disksim-ascii", parse_thread="off")
+    assert doc["command_line"] == [
+        "storsim", "inspect", str(trace), "--format", "disksim-ascii", "--parse-thread", "off",
+    ]
+    run_cli(cli, "inspect", *doc["command_line"][2:], "--json", str(out))
+    assert doc == json.loads(out.read_text())
+    with pytest.raises(storsim.StorsimError, match="unexpected argument '--no-such-option'"):
+        storsim.inspect(trace, no_such_option=1)
 
 
 def test_report_draws_runs_and_files(tmp_path):
