@@ -34,8 +34,8 @@ pub use storsim_sim::{
 pub use storsim_stats::WindowWidth;
 pub use storsim_workload::trace::{BlkparseEvent, DeviceSelection, TraceOptions};
 pub use sweep::{
-    csv_bytes, point_document, run_point, write_outputs, PointResult, SimulateRunner, SweepPlan,
-    SweepPoint, TraceCopy,
+    csv_bytes, point_document, point_options, run_point, write_outputs, PointResult,
+    SimulateRunner, SweepPlan, SweepPoint, TraceCopy,
 };
 
 use std::fmt;

@@ -1,12 +1,13 @@
-//! Sweeps: a spec's points run from their typed options ([`SimulateRunner`]), in this
+//! Sweeps: a spec's points run from their typed options ([`point_options`],
+//! [`SimulateRunner`]), in this
 //! process ([`SweepPlan::run`]) or one by one elsewhere ([`run_point`], a cluster's workers),
 //! into the same documents and results table as `storsim sweep`.
 
 use crate::{simulate::Simulation, ApiError};
 use std::path::{Path, PathBuf};
 use storsim_engine::CancelToken;
-use storsim_sim::{SimulateOptions, WorkloadChoice};
-use storsim_sweep::{Point, PointRunner, Spec, Status, Table};
+use storsim_sim::{DeviceChoice, OptionError, SimulateOptions, WorkloadChoice};
+use storsim_sweep::{OptionValue, Point, PointRunner, Spec, Status, Table};
 
 /// Runs points as the `storsim simulate` runs they stand for.
 pub struct SimulateRunner {
@@ -20,11 +21,31 @@ impl SimulateRunner {
     pub fn arguments(&self, point: &Point) -> Result<(Vec<String>, SimulateOptions), String> {
         let mut line = vec!["storsim".to_string()];
         line.extend(point.simulate_args(&self.dir));
-        let options = point
-            .simulate_options(&self.dir)
-            .map_err(|e| e.to_string())?;
+        let options = point_options(point, &self.dir).map_err(|e| e.to_string())?;
         Ok((line, options))
     }
+}
+
+/// The run `point` stands for, as typed options: what its command line
+/// ([`Point::simulate_args`]) says, with relative paths resolved against `dir` (the spec's
+/// directory), each option's text read as the command reads it. The error is the one
+/// `storsim simulate` gives for the same option.
+pub fn point_options(point: &Point, dir: &Path) -> Result<SimulateOptions, OptionError> {
+    let device = DeviceChoice {
+        name: point.device_arg(dir),
+        overrides: point.overrides(),
+        precondition: None,
+    };
+    let workload = WorkloadChoice::Named(point.workload_arg(dir));
+    let mut options = SimulateOptions::new(device, workload);
+    options.seed = point.seed;
+    for (key, value) in &point.options {
+        match value {
+            OptionValue::Flag(given) => options.set(key, &given.to_string())?,
+            OptionValue::Text(text) => options.set(key, text)?,
+        }
+    }
+    Ok(options)
 }
 
 impl PointRunner for SimulateRunner {

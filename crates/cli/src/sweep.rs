@@ -1,6 +1,6 @@
 //! `storsim sweep`: the command line around `storsim_sweep`, whose points run through
 //! `storsim-api`'s runner as the `storsim simulate` runs they stand for (their typed options,
-//! `Point::simulate_options`), so a point's document is what that command writes; here are
+//! `storsim_api::point_options`), so a point's document is what that command writes; here are
 //! the progress line and the exit status.
 
 use crate::args::SweepArgs;

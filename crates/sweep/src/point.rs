@@ -7,7 +7,6 @@ use crate::spec::{PlotSpec, Spec};
 use crate::table::Cell;
 use crate::SweepError;
 use std::path::Path;
-use storsim_sim::{DeviceChoice, OptionError, SimulateOptions, WorkloadChoice};
 
 /// One run of a sweep.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,43 +42,39 @@ impl Point {
         let mut args = vec![
             "simulate".to_string(),
             "--device".to_string(),
-            resolve(&self.device, dir, is_device_file(&self.device)),
+            self.device_arg(dir),
         ];
-        for (key, value) in &self.set {
+        for kv in self.overrides() {
             args.push("--set".to_string());
-            args.push(format!("{key}={value}"));
+            args.push(kv);
         }
         args.push("--workload".to_string());
-        args.push(resolve(&self.workload, dir, !is_generator(&self.workload)));
+        args.push(self.workload_arg(dir));
         args.push("--seed".to_string());
         args.push(self.seed.to_string());
         args.extend(options::arguments(&self.options));
         args
     }
 
-    /// The run this point stands for, as the library takes it: what [`Point::simulate_args`]
-    /// says, with relative paths resolved against `dir` (the spec's directory). The error is
-    /// the one `storsim simulate` gives for the same option.
-    pub fn simulate_options(&self, dir: &Path) -> Result<SimulateOptions, OptionError> {
-        let device = DeviceChoice {
-            name: resolve(&self.device, dir, is_device_file(&self.device)),
-            overrides: self
-                .set
-                .iter()
-                .map(|(key, value)| format!("{key}={value}"))
-                .collect(),
-            precondition: None,
-        };
-        let workload = resolve(&self.workload, dir, !is_generator(&self.workload));
-        let mut options = SimulateOptions::new(device, WorkloadChoice::Named(workload));
-        options.seed = self.seed;
-        for (key, value) in &self.options {
-            match value {
-                OptionValue::Flag(given) => options.set(key, &given.to_string())?,
-                OptionValue::Text(text) => options.set(key, text)?,
-            }
-        }
-        Ok(options)
+    /// The device as the run names it: the spec's, a relative device file resolved against
+    /// `dir` (the spec's directory).
+    pub fn device_arg(&self, dir: &Path) -> String {
+        resolve(&self.device, dir, is_device_file(&self.device))
+    }
+
+    /// The device-file keys set on top of the device, each `KEY=VALUE` with a TOML value, as
+    /// `--set` takes them.
+    pub fn overrides(&self) -> Vec<String> {
+        self.set
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect()
+    }
+
+    /// The workload as the run names it: the spec's, a relative trace file resolved against
+    /// `dir`.
+    pub fn workload_arg(&self, dir: &Path) -> String {
+        resolve(&self.workload, dir, !is_generator(&self.workload))
     }
 
     /// The point's entry in its JSON document (`point`): id, label and parameters.
