@@ -7,8 +7,11 @@ time, in process.
     run.summary["iops"], run.requests["latency_ns"].quantile(0.99)
 
 Every function takes the options of the matching ``storsim`` command, spelled as keyword
-arguments (``--max-requests 1000`` is ``max_requests=1000``), and gives the command's results:
-``Run.to_json()`` is byte for byte the document ``storsim simulate --json`` writes, and
+arguments (``--max-requests 1000`` is ``max_requests=1000``), hands them to the typed library
+(no command line in between), and gives the command's results: ``Run.to_json()`` is byte for
+byte the document ``storsim simulate --json`` writes given the run's canonical command line
+(the document's ``command_line``: device, ``set``, workload, ``seed``, then the other options
+in one fixed order), and
 ``sweep()``'s table holds the values of ``storsim sweep``'s ``results.csv``. Bad input raises
 :class:`StorsimError` (a :class:`ValueError`) with the command's message; Ctrl-C stops a run and
 raises :class:`KeyboardInterrupt`.
@@ -64,26 +67,25 @@ def _set_value(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _options(options: Mapping[str, Any]) -> list[str]:
-    """Keyword arguments as command-line options, in the order given: ``True`` is a bare
-    flag, ``False`` and ``None`` leave the option out, a list repeats it, and ``set`` also
-    takes a dict of device-file keys."""
-    args: list[str] = []
+def _keywords(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments as the extension takes them: ``None`` and ``False`` leave an option
+    at its default, ``set`` may be a dict of device-file keys (written ``KEY=VALUE`` with a
+    TOML value) or a list of ``KEY=VALUE``, paths become strings."""
+    out: dict[str, Any] = {}
     for key, value in options.items():
-        flag = "--" + key.replace("_", "-")
         if value is None or value is False:
             continue
-        if value is True:
-            args.append(flag)
-        elif key == "set" and isinstance(value, Mapping):
-            for k, v in value.items():
-                args += [flag, f"{k}={_set_value(v)}"]
-        elif isinstance(value, (list, tuple)):
-            for v in value:
-                args += [flag, _flag_value(v)]
-        else:
-            args += [flag, _flag_value(value)]
-    return args
+        if key == "set":
+            if isinstance(value, Mapping):
+                value = [f"{k}={_set_value(v)}" for k, v in value.items()]
+            else:
+                value = [str(v) for v in value]
+        elif key == "flow":
+            value = [os.fspath(v) for v in value]
+        elif isinstance(value, os.PathLike):
+            value = os.fspath(value)
+        out[key] = value
+    return out
 
 
 def _scratch_file(kind: str, text: str, suffix: str) -> str:
@@ -201,7 +203,7 @@ class Run:
 
     def to_json(self) -> str:
         """The document's text, byte for byte what ``storsim simulate --json`` writes for
-        the same arguments."""
+        the command line it records (``document["command_line"]``)."""
         return self._text
 
     def save(self, path: PathLike) -> None:
@@ -233,15 +235,53 @@ def simulate(
         StorsimError: bad input, with the command's message.
         KeyboardInterrupt: the run was interrupted (Ctrl-C).
     """
-    args = ["--device", _device_arg(device), "--workload", _workload_arg(workload)]
-    args += _options(options)
-    return Run(_storsim.simulate(args, requests))
+    wanted = None if workload is None else _workload_arg(workload)
+    return Run(
+        _storsim.simulate(_device_arg(device), wanted, requests=requests, **_keywords(options))
+    )
+
+
+#: The options of ``storsim simulate`` that take no value.
+_FLAGS = frozenset({"wrap", "skip_bad", "latency_includes_failed", "fairness", "quiet"})
 
 
 def simulate_args(args: Sequence[str], *, requests: bool = False) -> Run:
     """Runs ``storsim simulate ARGS...`` given as the command line's words after
-    ``simulate``."""
-    return Run(_storsim.simulate([os.fspath(a) for a in args], requests))
+    ``simulate``: each ``--name value`` (or bare flag) becomes the keyword argument of
+    :func:`simulate` it names, so the run and its errors are :func:`simulate`'s, and the
+    document records the options' canonical command line."""
+    words = [os.fspath(a) for a in args]
+    device: str | None = None
+    workload: str | None = None
+    options: dict[str, Any] = {}
+    i = 0
+    while i < len(words):
+        word = words[i]
+        name, given, inline = word.removeprefix("--").partition("=")
+        key = name.replace("-", "_")
+        if not word.startswith("--"):
+            raise StorsimError(f"unexpected argument '{word}' found")
+        if key in _FLAGS and not given:
+            options[key] = True
+            i += 1
+            continue
+        if given:
+            value, i = inline, i + 1
+        elif i + 1 < len(words):
+            value, i = words[i + 1], i + 2
+        else:
+            raise StorsimError(f"a value is required for '--{name}' but none was supplied")
+        if key == "device":
+            device = value
+        elif key == "workload":
+            workload = value
+        elif key in ("set", "flow"):
+            options.setdefault(key, []).append(value)
+        elif key not in ("quiet",):
+            options[key] = value
+    if device is None:
+        raise StorsimError("the following required arguments were not provided: --device")
+    return simulate(device, workload, requests=requests, **options)
 
 
 @dataclass(frozen=True)
@@ -263,7 +303,7 @@ def inspect(trace: PathLike, **options: Any) -> dict[str, Any]:
     ``storsim inspect --json`` does: request count, read share, sizes, sequentiality,
     arrivals, address range. ``options`` are the trace options (``format``, ``skip_bad``,
     ...)."""
-    return json.loads(_storsim.inspect([os.fspath(trace)] + _options(options)))
+    return json.loads(_storsim.inspect(os.fspath(trace), **_keywords(options)))
 
 
 def report(

@@ -1,7 +1,8 @@
 """Sweeps on a Dask cluster: one task per point.
 
-A point's task is a pure function of the point's command line and its ``point`` object: it
-returns the point's document text, the same whichever worker runs it, so a task that Dask
+A point's task is a pure function of the point's options (the keyword arguments of
+``storsim.simulate`` that run it), its command line (which its document records) and its
+``point`` object: it returns the point's document text, the same whichever worker runs it, so a task that Dask
 runs again (its worker died) gives the same document, and the table is built once, here,
 from one result per point.
 """
@@ -18,24 +19,12 @@ from typing import Any
 from . import _storsim
 from ._storsim import StorsimError
 
-#: Generator specs, not files (as ``storsim simulate --workload`` tells them apart).
-_GENERATORS = ("synthetic:", "vdbench:")
-
-
 @dataclass(frozen=True)
 class ShippedTrace:
     """A trace file's bytes, scattered to the workers once, and the path the spec names."""
 
     path: str
     data: bytes
-
-
-def trace_path(command_line: list[str]) -> str | None:
-    """The trace file a point's command line reads, or None for a generator."""
-    for flag, value in zip(command_line, command_line[1:]):
-        if flag == "--workload":
-            return None if value.startswith(_GENERATORS) else value
-    return None
 
 
 def _local_copy(trace: ShippedTrace) -> str:
@@ -54,15 +43,20 @@ def _local_copy(trace: ShippedTrace) -> str:
 
 
 def run_point_task(
-    command_line: list[str], point_json: str, trace: ShippedTrace | None = None
+    options: dict[str, Any],
+    command_line: list[str],
+    point_json: str,
+    trace: ShippedTrace | None = None,
 ) -> tuple[str, str]:
     """One point, on a worker: ``("ran", document)``, ``("failed", message)`` when the
     point's input is refused or its run fails, or ``("pending", "")`` when interrupted."""
     try:
         if trace is None:
-            text = _storsim.run_point(command_line, point_json)
+            text = _storsim.run_point(options, command_line, point_json)
         else:
-            text = _storsim.run_point(command_line, point_json, trace.path, _local_copy(trace))
+            text = _storsim.run_point(
+                options, command_line, point_json, trace.path, _local_copy(trace)
+            )
     except StorsimError as e:
         return ("failed", str(e))
     return ("pending", "") if text is None else ("ran", text)
@@ -91,9 +85,8 @@ def run_on_client(
             if text is not None:
                 results[index] = ("reused", text)
                 continue
-        line = point["command_line"]
         trace = None
-        path = trace_path(line) if ship_traces else None
+        path = point["trace"] if ship_traces else None
         if path is not None:
             if path not in shipped:
                 shipped[path] = client.scatter(ShippedTrace(path, Path(path).read_bytes()))
@@ -102,7 +95,8 @@ def run_on_client(
         # same task in every sweep, whose result Dask may hand back without running it.
         future = client.submit(
             run_point_task,
-            line,
+            point["options"],
+            point["command_line"],
             point["point_json"],
             trace,
             key=f"storsim-point-{point['id']}",

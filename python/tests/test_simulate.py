@@ -41,12 +41,15 @@ def test_a_trace_with_options_and_overrides_gives_the_commands_document(cli, tmp
         "flashsim-2009", trace, set={"ssd.ftl": "dftl"}, replay="closed", iodepth=2,
         wrap=True, window="10ms",
     )
-    expected = cli_document(
-        cli,
-        tmp_path,
-        "--device", "flashsim-2009", "--workload", str(trace), "--set", 'ssd.ftl="dftl"',
-        "--replay", "closed", "--iodepth", "2", "--wrap", "--window", "10ms",
-    )
+    # The document records the options' canonical command line (device, set, workload, seed,
+    # then the other options in one fixed order), not the keyword arguments' order; the
+    # command given that line writes the same document.
+    canonical = [
+        "--device", "flashsim-2009", "--set", 'ssd.ftl="dftl"', "--workload", str(trace),
+        "--seed", "1", "--replay", "closed", "--iodepth", "2", "--wrap", "--window", "10ms",
+    ]
+    assert run.document["command_line"] == ["storsim", "simulate", *canonical]
+    expected = cli_document(cli, tmp_path, *canonical)
     assert run.to_json() == expected
     assert run.document["workload"]["replay"] == {"mode": "closed", "depth": 2}
 
@@ -65,7 +68,8 @@ def test_a_device_dict_is_its_device_file(cli, tmp_path):
     path = run.document["command_line"][3]
     assert path.endswith(".toml")
     expected = cli_document(
-        cli, tmp_path, "--device", path, "--workload", "synthetic:rw=randread,bs=8k,requests=500"
+        cli, tmp_path, "--device", path, "--workload", "synthetic:rw=randread,bs=8k,requests=500",
+        "--seed", "1",
     )
     assert run.to_json() == expected
 
@@ -196,6 +200,16 @@ def test_inspect_is_the_commands_characterisation(cli, tmp_path, trace):
     assert storsim.inspect(trace) == json.loads(out.read_text())
     with pytest.raises(storsim.StorsimError, match="span"):
         storsim.inspect("synthetic:rw=read,requests=10")
+    # With trace options, the document records the canonical command line, which the command
+    # given it writes again.
+    doc = storsim.inspect(trace, format="disksim-ascii", parse_thread="off")
+    assert doc["command_line"] == [
+        "storsim", "inspect", str(trace), "--format", "disksim-ascii", "--parse-thread", "off",
+    ]
+    run_cli(cli, "inspect", *doc["command_line"][2:], "--json", str(out))
+    assert doc == json.loads(out.read_text())
+    with pytest.raises(storsim.StorsimError, match="unexpected argument '--no-such-option'"):
+        storsim.inspect(trace, no_such_option=1)
 
 
 def test_report_draws_runs_and_files(tmp_path):
@@ -215,10 +229,37 @@ def test_a_requests_csv_is_written_beside_the_columns(cli, tmp_path):
     run = storsim.simulate("flashsim-2009", SYNTHETIC, requests=True, requests_csv=ours)
     theirs = tmp_path / "theirs.csv"
     expected = cli_document(
-        cli, tmp_path, "--device", "flashsim-2009", "--workload", SYNTHETIC,
+        cli, tmp_path, "--device", "flashsim-2009", "--workload", SYNTHETIC, "--seed", "1",
         "--requests-csv", str(theirs),
     )
     assert ours.read_bytes() == theirs.read_bytes()
     # Where the CSV went is not part of the document.
     assert run.to_json() == expected
     assert len(run.requests) == 4000
+
+
+def test_simulate_args_is_simulate_with_the_same_options(cli, tmp_path, trace):
+    run = storsim.simulate_args(
+        ["--workload", str(trace), "--window", "10ms", "--device", "flashsim-2009", "--wrap",
+         "--set", "ssd.ftl=\"dftl\"", "--replay=closed", "--iodepth", "2"]
+    )
+    same = storsim.simulate(
+        "flashsim-2009", trace, set={"ssd.ftl": "dftl"}, replay="closed", iodepth=2,
+        wrap=True, window="10ms",
+    )
+    assert run.to_json() == same.to_json()
+    with pytest.raises(storsim.StorsimError, match="--no-such-option"):
+        storsim.simulate_args(["--device", "flashsim-2009", "--workload", SYNTHETIC,
+                               "--no-such-option", "3"])
+
+
+def test_every_option_given_from_python_is_the_commands_for_the_canonical_line(cli, tmp_path):
+    run = storsim.simulate(
+        "flashsim-2009", "synthetic:rw=randrw,bs=4k,requests=3000", seed=3,
+        retry_delay="1ms", retries=1, on_refused="count", time_scale=0.5, max_requests=2000,
+        latency_includes_failed=True, precondition="fill", trace_devices=2, parse_thread="off",
+        window="off",
+    )
+    line = run.document["command_line"]
+    assert line[:2] == ["storsim", "simulate"]
+    assert run.to_json() == cli_document(cli, tmp_path, *line[2:])

@@ -188,6 +188,17 @@ pub enum ReplayArg {
     Afap,
 }
 
+impl ReplayArg {
+    /// The library's replay choice it stands for.
+    pub fn choice(self) -> storsim_sim::ReplayChoice {
+        match self {
+            ReplayArg::Open => storsim_sim::ReplayChoice::Open,
+            ReplayArg::Closed => storsim_sim::ReplayChoice::Closed,
+            ReplayArg::Afap => storsim_sim::ReplayChoice::Afap,
+        }
+    }
+}
+
 /// The state every SSD of a device starts in, chosen on the command line over what its file
 /// says (`[ssd.precondition]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -207,15 +218,6 @@ impl PreconditionArg {
             PreconditionArg::Clean => storsim_config::PreconditionMode::Clean,
             PreconditionArg::Fill => storsim_config::PreconditionMode::SequentialFill,
             PreconditionArg::Steady => storsim_config::PreconditionMode::SteadyState,
-        }
-    }
-
-    /// Its name on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            PreconditionArg::Clean => "clean",
-            PreconditionArg::Fill => "fill",
-            PreconditionArg::Steady => "steady",
         }
     }
 }
@@ -773,13 +775,5 @@ fn parse_delay(text: &str) -> Result<u64, String> {
 
 /// `--window` of `emulate` and `cosim`, whose reports always hold a series.
 fn parse_window_width(text: &str) -> Result<storsim_stats::WindowWidth, String> {
-    use storsim_stats::WindowWidth;
-    match text {
-        "auto" => Ok(WindowWidth::Auto),
-        _ => match storsim_workload::synthetic::parse_duration(text) {
-            Ok(0) => Err("a window must be longer than 0".into()),
-            Ok(width_ns) => Ok(WindowWidth::Fixed { width_ns }),
-            Err(e) => Err(format!("auto, or {e}")),
-        },
-    }
+    storsim_sim::parse_window_width(text)
 }

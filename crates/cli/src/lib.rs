@@ -1,11 +1,8 @@
-//! The `storsim` command as a library: the command line itself ([`cli_main`], which the
-//! binary calls), and [`api`], the same commands for programs (the Python package `storsim`
-//! drives it) without a process, a terminal or files in between.
-//!
-//! The modules stay private: [`api`] is the public surface, so that the command's internals
-//! can change without breaking a caller.
+//! The `storsim` command: its arguments parsed into the typed options of `storsim-api`, the
+//! library every front end calls, and the command's own parts (the progress line, the files
+//! it writes, the exit statuses). [`cli_main`] is what the binary calls; programs call
+//! `storsim-api` instead.
 
-pub mod api;
 mod args;
 mod calibrate;
 mod cosim;
@@ -71,27 +68,29 @@ impl CliError {
 
     /// A simulation's error: [`CliError::engine`] for the run's, bad input for the rest.
     pub fn sim(error: storsim_sim::SimError, seed: Option<u64>) -> Self {
-        match error {
-            storsim_sim::SimError::Engine(e) => CliError::engine(e, seed),
-            other => CliError::input(other),
-        }
+        storsim_api::ApiError::sim(error, seed).into()
     }
 
     /// A run's error: a device model's fault is a failure that says it is a bug in the model
     /// and gives the `seed` (when the run had one) to reproduce it; everything else the engine
     /// reports is bad input.
     pub fn engine(error: storsim_engine::EngineError, seed: Option<u64>) -> Self {
-        if !matches!(error, storsim_engine::EngineError::Model { .. }) {
-            return CliError::input(error);
-        }
-        let seed = match seed {
-            Some(seed) => format!(", --seed {seed}"),
-            None => String::new(),
+        storsim_api::ApiError::engine(error, seed).into()
+    }
+}
+
+impl From<storsim_api::ApiError> for CliError {
+    fn from(e: storsim_api::ApiError) -> Self {
+        let status = match e {
+            storsim_api::ApiError::Input(_) => EXIT_BAD_INPUT,
+            storsim_api::ApiError::Failure(_) | storsim_api::ApiError::ModelFault(_) => {
+                EXIT_FAILURE
+            }
         };
-        CliError::failure(format!(
-            "model failure: {error}. This is a bug in the device model, not in the input; \
-             please report it with the device file, the workload and the options{seed}"
-        ))
+        CliError {
+            message: e.to_string(),
+            status,
+        }
     }
 }
 

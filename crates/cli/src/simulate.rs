@@ -7,14 +7,10 @@ use crate::progress::Progress;
 use crate::{destination, interrupt, report_html, workload_arg, CliError};
 use std::path::Path;
 use std::time::Duration;
-use storsim_core::Completion;
-use storsim_engine::{
-    CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay, Retry,
-};
-use storsim_output::{DeviceFacts, FlowResult, RequestsCsv, SimulationResults};
-use storsim_sim::{Fairness, Session, WorkloadSource};
-use storsim_stats::Summary;
-use storsim_workload::{Pacing, Workload};
+use storsim_api::Simulation;
+use storsim_engine::{CancelToken, Refused};
+use storsim_output::SimulationResults;
+use storsim_sim::{DeviceChoice, OptionError, SimulateOptions, WorkloadChoice};
 
 /// Runs `storsim simulate`: the run ([`execute`]), the reports, and the exit status of a
 /// device that failed mid-run or of a run stopped with Ctrl-C (the reports then hold the
@@ -23,9 +19,10 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     // First, so that Ctrl-C during a long preconditioning or trace scan still ends the
     // process at once (the engine only looks at the token once the run has started).
     let stop = CancelToken::from_flag(interrupt::stop_flag()?);
-    let done = execute(&args, stop, !args.quiet)?;
-    let info = &done.outcome.info;
-    let results = done.results(&args, destination::command_line());
+    let options = options(&args)?;
+    let done = execute(&options, args.requests_csv.as_deref(), stop, !args.quiet)?;
+    let info = &done.run.simulated.outcome.info;
+    let results = done.run.results(destination::command_line());
     write_reports(&args, &results, done.wall, done.cpu)?;
     if let Some(failure) = &info.device_failed {
         return Err(CliError {
@@ -45,168 +42,71 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// A finished simulate run before its reports: the session, the device's facts at the end
-/// (its counters and wear, read once), the options it ran with, what it gave, and its wall and
-/// CPU time.
+/// A finished simulate run before its reports: the library's run, and its wall and CPU
+/// time.
 pub(crate) struct Done {
-    session: Session,
-    device: DeviceFacts,
-    replay: Replay,
-    pub outcome: storsim_sim::Outcome,
-    /// With `--fairness`, each flow's statistics alone on the device and the fairness.
-    alone: Option<(Vec<Summary>, Fairness)>,
+    pub run: Simulation,
     wall: Duration,
     cpu: Option<Duration>,
 }
 
-impl Done {
-    /// The results to report, for a document whose `command_line` is `command_line`.
-    pub fn results(&self, args: &SimulateArgs, command_line: Vec<String>) -> SimulationResults<'_> {
-        SimulationResults {
-            seed: args.seed,
-            command_line,
-            device: &self.device,
-            workload: &self.session.workload,
-            replay: self.replay,
-            info: &self.outcome.info,
-            summary: &self.outcome.summary,
-            series: self.outcome.series.as_ref(),
-            flows: self
-                .session
-                .flows
-                .iter()
-                .zip(&self.outcome.flows)
-                .enumerate()
-                .map(|(index, (flow, summary))| FlowResult {
-                    spec: &flow.spec,
-                    summary,
-                    alone: self
-                        .alone
-                        .as_ref()
-                        .map(|(alone, fairness)| (&alone[index], fairness.slowdowns[index])),
-                })
-                .collect(),
-            fairness: self.alone.as_ref().map(|(_, f)| f.fairness),
-            faults: self.session.faults.as_ref(),
-        }
-    }
+/// The run `args` describe, as the library takes it.
+pub(crate) fn options(args: &SimulateArgs) -> Result<SimulateOptions, CliError> {
+    let workload = match &args.workload {
+        _ if !args.flow.is_empty() => WorkloadChoice::Flows(args.flow.clone()),
+        Some(name) => WorkloadChoice::Named(name.clone()),
+        None => return Err(CliError::input(OptionError::NoWorkload)),
+    };
+    let mut options = SimulateOptions::new(
+        DeviceChoice {
+            name: args.device.clone(),
+            overrides: args.set.clone(),
+            precondition: args.precondition.map(PreconditionArg::mode),
+        },
+        workload,
+    );
+    options.trace = workload_arg::trace_options(&args.trace)?;
+    options.seed = args.seed;
+    options.replay = args.replay.map(ReplayArg::choice);
+    options.iodepth = args.iodepth;
+    options.time_scale = args.time_scale;
+    options.wrap = args.wrap;
+    options.on_refused = match args.on_refused {
+        RefusedArg::Stop => Refused::Stop,
+        RefusedArg::Count => Refused::Count,
+    };
+    options.max_requests = args.max_requests;
+    options.retries = args.retries;
+    options.retry_delay_ns = args.retry_delay;
+    options.latency_includes_failed = args.latency_includes_failed;
+    options.window = args.window.0;
+    options.fairness = args.fairness;
+    options.jobs = args.jobs;
+    Ok(options)
 }
 
-/// Loads the device (with `--set`'s keys), opens the workload and runs it, with the requests
-/// CSV if asked and the progress line if `progress`; `stop` ends the run early.
+/// Runs `options`, with the requests CSV into `requests_csv` if given and the progress line
+/// if `progress`; `stop` ends the run early.
 pub(crate) fn execute(
-    args: &SimulateArgs,
+    options: &SimulateOptions,
+    requests_csv: Option<&Path>,
     stop: CancelToken,
     progress: bool,
 ) -> Result<Done, CliError> {
-    execute_into(args, stop, progress, None)
-}
-
-/// [`execute`], also handing every completion to `also` (the library's request columns).
-pub(crate) fn execute_into(
-    args: &SimulateArgs,
-    stop: CancelToken,
-    progress: bool,
-    mut also: Option<&mut dyn CompletionSink>,
-) -> Result<Done, CliError> {
-    let source = workload_arg::simulate_source(args)?;
-    let mut device = storsim_sim::load_device(&args.device, &args.set)
-        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
-    if let Some(how) = args.precondition {
-        precondition(&mut device, how)?;
-    }
-    let alone_device = args.fairness.then(|| device.clone());
-    let mut session =
-        Session::new(device, &source, args.seed).map_err(|e| CliError::sim(e, Some(args.seed)))?;
-    let options = engine_options(args, &session.workload)?;
-    session.window = args.window.0;
-    session.collector.latency_includes_failed = args.latency_includes_failed;
-    let flows = match &source {
-        WorkloadSource::Flows { flows, .. } => flows.len(),
-        _ => 1,
-    };
-    let mut csv = match &args.requests_csv {
-        Some(path) => Some(CsvSink::create(path, flows)?),
-        None => None,
-    };
-    // Without a CSV to write or columns to fill, no sink: the statistics are collected in
-    // any case.
-    let mut both;
-    let sink = match (csv.as_mut(), also.as_mut()) {
-        (Some(csv), Some(also)) => {
-            both = |c: &Completion| {
-                csv.completed(c);
-                also.completed(c);
-            };
-            Some(&mut both as &mut dyn CompletionSink)
-        }
-        (Some(csv), None) => Some(csv as &mut dyn CompletionSink),
-        (None, Some(also)) => Some(&mut **also as &mut dyn CompletionSink),
-        (None, None) => None,
-    };
-    let mut line = Progress::new(!progress, args.max_requests);
-    let outcome = session
-        .run(&options, sink, &mut |n, t| line.update(n, t), Some(stop))
-        .map_err(|e| CliError::sim(e, Some(args.seed)))?;
+    let mut line = Progress::new(!progress, options.max_requests);
+    let run = Simulation::run(
+        options,
+        requests_csv,
+        None,
+        &mut |n, t| line.update(n, t),
+        stop,
+    )?;
     let wall = line.finish();
     let cpu = line.cpu_time();
-    let device = DeviceFacts::read(&session.device_name, session.device.as_ref());
     if progress {
-        warn_unmapped_reads(&device.counters, args.precondition.is_none());
+        warn_unmapped_reads(&run.device.counters, options.device.precondition.is_none());
     }
-    if let Some(csv) = csv {
-        csv.finish()?;
-    }
-    let alone = match (alone_device, &source) {
-        (
-            Some(device),
-            WorkloadSource::Flows {
-                flows,
-                options: trace,
-                ..
-            },
-        ) => {
-            let jobs = args.jobs.unwrap_or_else(|| {
-                std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-            });
-            let alone = storsim_sim::run_alone(&device, flows, trace, args.seed, &options, jobs)
-                .map_err(|e| CliError::sim(e, Some(args.seed)))?;
-            let fairness = storsim_sim::fairness(&outcome.flows, &alone);
-            Some((alone, fairness))
-        }
-        (Some(_), _) => {
-            return Err(CliError::input(
-                "--fairness compares flows: give a flow file or --flow arguments",
-            ))
-        }
-        (None, _) => None,
-    };
-    Ok(Done {
-        session,
-        device,
-        replay: options.replay,
-        outcome,
-        alone,
-        wall,
-        cpu,
-    })
-}
-
-/// Sets every SSD of `device` to start as `how` says (`--precondition`), and says so in its
-/// name; refuses a device with no SSD, where the option would do nothing.
-pub(crate) fn precondition(
-    device: &mut storsim_config::LoadedDevice,
-    how: PreconditionArg,
-) -> Result<(), CliError> {
-    if storsim_config::precondition_ssds(&mut device.spec, how.mode()) == 0 {
-        return Err(CliError::input(format!(
-            "--precondition: {} holds no SSD to precondition (it applies to `ssd` devices, \
-             and to arrays and hybrids of them)",
-            device.name
-        )));
-    }
-    device.name = format!("{} [precondition={}]", device.name, how.name());
-    Ok(())
+    Ok(Done { run, wall, cpu })
 }
 
 /// Reads of pages that hold no data take no flash time, so a run made mostly of them (a trace
@@ -237,90 +137,6 @@ fn unmapped_reads_warning(r: storsim_sim::UnmappedReads, can_choose: bool) -> Op
          time, so the read latencies measure nothing of the flash{advice}",
         r.unmapped_pages, r.read_pages
     ))
-}
-
-/// The engine's options from the command line and the workload's pacing and duration.
-fn engine_options(args: &SimulateArgs, workload: &Workload) -> Result<EngineOptions, CliError> {
-    Ok(EngineOptions {
-        replay: replay(args.replay, args.iodepth, args.time_scale, workload.pacing)?,
-        out_of_range: if args.wrap {
-            OutOfRange::Wrap
-        } else {
-            OutOfRange::Error
-        },
-        on_refused: match args.on_refused {
-            RefusedArg::Stop => Refused::Stop,
-            RefusedArg::Count => Refused::Count,
-        },
-        max_requests: args.max_requests,
-        duration_ns: workload.duration_ns,
-        retry: Retry {
-            attempts: args.retries,
-            delay_ns: args.retry_delay,
-        },
-    })
-}
-
-/// How the workload is replayed: `--replay` and `--iodepth`, or else the workload's own
-/// pacing; an open-loop replay, chosen or natural, takes `--time-scale`.
-pub(crate) fn replay(
-    chosen: Option<ReplayArg>,
-    iodepth: Option<u32>,
-    time_scale: f64,
-    pacing: Pacing,
-) -> Result<Replay, CliError> {
-    let replay = match (chosen, iodepth) {
-        (None, None) => Replay::natural(pacing),
-        (None | Some(ReplayArg::Closed), Some(depth)) => Replay::Closed { depth },
-        (Some(ReplayArg::Closed), None) => {
-            return Err(CliError::input("--replay closed needs --iodepth N"));
-        }
-        (Some(ReplayArg::Open), None) => Replay::Open { time_scale },
-        (Some(ReplayArg::Afap), None) => Replay::AsFastAsPossible,
-        (Some(_), Some(_)) => {
-            return Err(CliError::input("--iodepth goes with --replay closed only"));
-        }
-    };
-    Ok(match replay {
-        Replay::Open { .. } => Replay::Open { time_scale },
-        other => other,
-    })
-}
-
-/// The requests CSV as the run's completion sink. A write error does not stop the run: the
-/// first one is kept and reported when the run ends, and nothing more is written.
-struct CsvSink {
-    csv: RequestsCsv<std::io::BufWriter<std::fs::File>>,
-    error: Option<std::io::Error>,
-}
-
-impl CsvSink {
-    fn create(path: &Path, flows: usize) -> Result<CsvSink, CliError> {
-        Ok(CsvSink {
-            csv: RequestsCsv::new(destination::create(path)?, flows)
-                .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?,
-            error: None,
-        })
-    }
-
-    /// Flushes the file, or reports the first error writing it.
-    fn finish(self) -> Result<(), CliError> {
-        let result = match self.error {
-            Some(e) => Err(e),
-            None => self.csv.finish(),
-        };
-        result.map_err(|e| CliError::failure(format!("writing the requests CSV: {e}")))
-    }
-}
-
-impl CompletionSink for CsvSink {
-    fn completed(&mut self, completion: &Completion) {
-        if self.error.is_none() {
-            if let Err(e) = self.csv.write(completion) {
-                self.error = Some(e);
-            }
-        }
-    }
 }
 
 /// Writes the JSON if asked, and the text report and the run's timing unless quiet or the
@@ -366,13 +182,13 @@ mod tests {
     use super::*;
     use clap::{CommandFactory, Parser};
 
-    /// The arguments of `storsim simulate ARGS...`.
-    fn simulate_args(args: &[&str]) -> SimulateArgs {
+    /// The run `storsim simulate ARGS...` describes.
+    fn simulate_options(args: &[&str]) -> SimulateOptions {
         let cli =
             crate::args::Cli::try_parse_from(["storsim", "simulate"].iter().chain(args).copied())
                 .unwrap();
         match cli.command {
-            crate::args::Command::Simulate(args) => args,
+            crate::args::Command::Simulate(args) => options(&args).unwrap(),
             _ => unreachable!("a simulate command line"),
         }
     }
@@ -396,7 +212,7 @@ mod tests {
         )
         .unwrap();
         let seed = seed.to_string();
-        let args = simulate_args(&[
+        let options = simulate_options(&[
             "--device",
             device.to_str().unwrap(),
             "--workload",
@@ -404,13 +220,13 @@ mod tests {
             "--seed",
             &seed,
         ]);
-        let done = execute(&args, CancelToken::new(), false).unwrap();
-        done.session
+        let done = execute(&options, None, CancelToken::new(), false).unwrap();
+        done.run
             .device
-            .counters()
-            .into_iter()
+            .counters
+            .iter()
             .filter(|c| c.name.starts_with("precondition_"))
-            .map(|c| (c.name, c.value))
+            .map(|c| (c.name.clone(), c.value))
             .collect()
     }
 
@@ -453,58 +269,10 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../workload/tests/data/mqsim_sample.trace"
         );
-        let args = simulate_args(&["--device", "stec-zeus", "--workload", trace, "--quiet"]);
+        let options = simulate_options(&["--device", "stec-zeus", "--workload", trace]);
         let before = storsim_workload::trace::files_opened();
-        let done = execute(&args, CancelToken::new(), false).unwrap();
-        assert_eq!(done.outcome.info.requests_completed, 3);
+        let done = execute(&options, None, CancelToken::new(), false).unwrap();
+        assert_eq!(done.run.simulated.outcome.info.requests_completed, 3);
         assert_eq!(storsim_workload::trace::files_opened() - before, 2);
-    }
-
-    #[test]
-    fn replay_follows_the_options_or_else_the_workload() {
-        let open = Pacing::Open;
-        let closed = Pacing::Closed { depth: 8 };
-        // The workload's own pacing, with the time scale for an open loop.
-        assert_eq!(
-            replay(None, None, 0.5, open).ok(),
-            Some(Replay::Open { time_scale: 0.5 })
-        );
-        assert_eq!(
-            replay(None, None, 0.5, closed).ok(),
-            Some(Replay::Closed { depth: 8 })
-        );
-        // --iodepth alone means a closed loop at that depth, whatever the workload's pacing.
-        assert_eq!(
-            replay(None, Some(3), 1.0, open).ok(),
-            Some(Replay::Closed { depth: 3 })
-        );
-        assert_eq!(
-            replay(Some(ReplayArg::Closed), Some(3), 1.0, closed).ok(),
-            Some(Replay::Closed { depth: 3 })
-        );
-        assert_eq!(
-            replay(Some(ReplayArg::Open), None, 2.0, closed).ok(),
-            Some(Replay::Open { time_scale: 2.0 })
-        );
-        assert_eq!(
-            replay(Some(ReplayArg::Afap), None, 2.0, open).ok(),
-            Some(Replay::AsFastAsPossible)
-        );
-    }
-
-    #[test]
-    fn replay_refuses_a_depth_without_a_closed_loop_and_a_closed_loop_without_one() {
-        let Err(e) = replay(Some(ReplayArg::Closed), None, 1.0, Pacing::Open) else {
-            panic!("--replay closed without --iodepth accepted");
-        };
-        assert_eq!(e.status, crate::EXIT_BAD_INPUT);
-        assert!(e.message.contains("needs --iodepth"), "{}", e.message);
-        for chosen in [ReplayArg::Open, ReplayArg::Afap] {
-            let Err(e) = replay(Some(chosen), Some(4), 1.0, Pacing::Open) else {
-                panic!("--iodepth accepted without --replay closed");
-            };
-            assert_eq!(e.status, crate::EXIT_BAD_INPUT);
-            assert!(e.message.contains("--replay closed only"), "{}", e.message);
-        }
     }
 }

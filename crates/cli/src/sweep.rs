@@ -1,16 +1,15 @@
-//! `storsim sweep`: the command line around `storsim_sweep`. Each point runs as the
-//! `storsim simulate` command it stands for (parsed by the same argument definitions, run by
-//! the same code), so a point's document is what that command writes; here are also the
-//! progress line, the output files and the exit status.
+//! `storsim sweep`: the command line around `storsim_sweep`, whose points run through
+//! `storsim-api`'s runner as the `storsim simulate` runs they stand for (their typed options,
+//! `storsim_api::point_options`), so a point's document is what that command writes; here are
+//! the progress line and the exit status.
 
-use crate::args::{Cli, Command, SimulateArgs, SweepArgs};
+use crate::args::SweepArgs;
 use crate::progress::Progress;
-use crate::{interrupt, report_html, simulate, workload_arg, CliError};
-use clap::Parser;
-use std::path::{Path, PathBuf};
+use crate::{interrupt, CliError};
 use std::time::{Duration, Instant};
+use storsim_api::{write_outputs, SimulateRunner};
 use storsim_engine::CancelToken;
-use storsim_sweep::{Observer, Point, PointRunner, RunOptions, Spec, Status, Table};
+use storsim_sweep::{Observer, Point, RunOptions, Spec, Status};
 
 /// Runs `storsim sweep SPEC --out DIR`.
 pub fn run(args: SweepArgs) -> Result<(), CliError> {
@@ -93,101 +92,6 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
-}
-
-/// `results.csv`'s bytes.
-pub(crate) fn csv_bytes(table: &Table) -> Result<Vec<u8>, CliError> {
-    let mut csv = Vec::new();
-    table
-        .write_csv(&mut csv)
-        .map_err(|e| CliError::failure(format!("writing the results: {e}")))?;
-    Ok(csv)
-}
-
-/// Writes a sweep's `results.csv` and `report.html` (with the plots into `plots` if given)
-/// into the output folder `out`; returns `results.csv`'s bytes.
-pub(crate) fn write_outputs(
-    spec: &Spec,
-    points: &[Point],
-    table: &Table,
-    out: &Path,
-    plots: Option<&Path>,
-) -> Result<Vec<u8>, CliError> {
-    let csv = csv_bytes(table)?;
-    storsim_sweep::write_whole(&out.join("results.csv"), &csv).map_err(CliError::failure)?;
-    report_html::write_sweep(spec, points, table, out, plots)?;
-    Ok(csv)
-}
-
-/// Runs points as `storsim simulate` commands.
-pub(crate) struct SimulateRunner {
-    /// The spec's directory, which relative paths in it start from.
-    pub dir: PathBuf,
-}
-
-impl SimulateRunner {
-    /// The point's `storsim simulate` arguments, parsed as that command parses them.
-    pub(crate) fn arguments(&self, point: &Point) -> Result<(Vec<String>, SimulateArgs), String> {
-        let mut line = vec!["storsim".to_string()];
-        line.extend(point.simulate_args(&self.dir));
-        let args = parse_simulate(&line)?;
-        Ok((line, args))
-    }
-}
-
-/// `line` (`storsim simulate ...`) parsed as the command parses it; the error is clap's
-/// message without its `error: ` and the usage hint meant for a terminal.
-pub(crate) fn parse_simulate(line: &[String]) -> Result<SimulateArgs, String> {
-    let parsed = Cli::try_parse_from(line).map_err(|e| {
-        let message = e.to_string();
-        let first = message.lines().next().unwrap_or_default();
-        first.trim_start_matches("error: ").to_string()
-    })?;
-    match parsed.command {
-        Command::Simulate(args) => Ok(args),
-        _ => Err(format!(
-            "expected the arguments of `storsim simulate`, got `{}`",
-            line.join(" ")
-        )),
-    }
-}
-
-/// Runs a sweep point's `storsim simulate` and returns its document's text, with `point` as
-/// the document's `point` and `command_line` as its `command_line`; `None` when `cancel`
-/// stopped it. `workload_name`, if given, is the name the document gives the workload: a
-/// trace shipped to a cluster's worker is read from a copy, and the document names the
-/// original.
-pub(crate) fn point_document(
-    args: &SimulateArgs,
-    command_line: Vec<String>,
-    workload_name: Option<&str>,
-    point: serde_json::Value,
-    cancel: &CancelToken,
-) -> Result<Option<String>, CliError> {
-    let done = simulate::execute(args, cancel.clone(), false)?;
-    if done.outcome.info.cancelled {
-        return Ok(None);
-    }
-    let mut doc = storsim_output::simulation_json(&done.results(args, command_line));
-    if let Some(name) = workload_name {
-        doc["workload"]["name"] = name.into();
-    }
-    doc["point"] = point;
-    Ok(Some(storsim_output::json::text(&doc)))
-}
-
-impl PointRunner for SimulateRunner {
-    fn check(&self, point: &Point) -> Result<(), String> {
-        let (_, args) = self.arguments(point)?;
-        storsim_config::load_device_with(&args.device, &args.set).map_err(|e| e.to_string())?;
-        let source = workload_arg::simulate_source(&args).map_err(|e| e.message)?;
-        workload_arg::check_source(&source)
-    }
-
-    fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {
-        let (line, args) = self.arguments(point)?;
-        point_document(&args, line, None, point.json(), cancel).map_err(|e| e.message)
-    }
 }
 
 /// The progress line: points done of all, the time left at the rate so far, and the point
@@ -276,5 +180,89 @@ fn human_duration(d: Duration) -> String {
         0..=59 => format!("{s} s"),
         60..=3599 => format!("{} min {} s", s / 60, s % 60),
         _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{Cli, Command, SimulateArgs};
+    use crate::simulate;
+    use clap::Parser;
+    use std::path::Path;
+
+    /// `line` (`storsim simulate ...`) parsed as the command parses it; the error is clap's
+    /// message without its `error: ` and the usage hint meant for a terminal.
+    fn parse_simulate(line: &[String]) -> Result<SimulateArgs, String> {
+        let parsed = Cli::try_parse_from(line).map_err(|e| {
+            let message = e.to_string();
+            let first = message.lines().next().unwrap_or_default();
+            first.trim_start_matches("error: ").to_string()
+        })?;
+        match parsed.command {
+            Command::Simulate(args) => Ok(args),
+            _ => panic!("not a simulate command: {}", line.join(" ")),
+        }
+    }
+
+    /// A point's typed options are what its recorded command line gives the command: the
+    /// document's `command_line` reruns the point.
+    #[test]
+    fn a_points_options_are_those_its_command_line_parses_to() {
+        let spec = Spec::parse(
+            r#"
+            devices = ["flashsim-2009", "devices/mine.toml"]
+            workloads = ["synthetic:rw=randwrite,requests=100", "traces/t.disksim"]
+            seeds = [3]
+            [grid]
+            "ssd.ftl" = ["page", "dftl"]
+            [options]
+            replay = "closed"
+            iodepth = 4
+            time_scale = 0.5
+            wrap = true
+            on_refused = "count"
+            max_requests = 50
+            window = "10ms"
+            format = "disksim-ascii"
+            skip_bad = true
+            trace_devices = 2
+            blkparse_event = "Q"
+            parse_thread = "off"
+            precondition = "steady"
+            retries = 2
+            retry_delay = "1ms"
+            latency_includes_failed = true
+            fairness = false
+            "#,
+            Path::new("/specs/all.toml"),
+            None,
+        )
+        .expect("the spec");
+        let points = storsim_sweep::expand(&spec).expect("the points");
+        assert_eq!(points.len(), 8);
+        let runner = SimulateRunner {
+            dir: spec.dir().to_path_buf(),
+        };
+        for point in &points {
+            let (line, typed) = runner.arguments(point).expect("typed");
+            let parsed = simulate::options(&parse_simulate(&line).expect("parsed"))
+                .expect("the command's options");
+            assert_eq!(typed, parsed, "{}", line.join(" "));
+        }
+        let bad = Spec::parse(
+            "devices = [\"flashsim-2009\"]\nworkloads = [\"synthetic:rw=read\"]\n\
+             [options]\nreplay = \"sideways\"\n",
+            Path::new("bad.toml"),
+            None,
+        )
+        .expect("the spec");
+        let point = &storsim_sweep::expand(&bad).expect("the points")[0];
+        let mut line = vec!["storsim".to_string()];
+        line.extend(point.simulate_args(Path::new("")));
+        let Err(clap) = parse_simulate(&line) else {
+            panic!("--replay sideways parsed");
+        };
+        assert_eq!(runner.arguments(point).err(), Some(clap));
     }
 }

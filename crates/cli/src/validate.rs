@@ -128,7 +128,13 @@ pub fn trace(args: ValidateTraceArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::sim(e, None))?;
     let format = workload.format.unwrap_or("trace");
     let engine_options = EngineOptions {
-        replay: crate::simulate::replay(args.replay, args.iodepth, 1.0, workload.pacing)?,
+        replay: storsim_sim::replay(
+            args.replay.map(crate::args::ReplayArg::choice),
+            args.iodepth,
+            1.0,
+            workload.pacing,
+        )
+        .map_err(CliError::input)?,
         out_of_range: if args.wrap {
             OutOfRange::Wrap
         } else {

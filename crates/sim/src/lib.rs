@@ -9,7 +9,8 @@
 //!
 //! A [`Session`] holds the built device and the opened workload, so that a caller can choose
 //! the options from the workload (its natural pacing) and read the device's counters after the
-//! run. [`simulate`] does both steps for callers that need only the numbers.
+//! run. [`simulate`] does both steps for callers that need only the numbers. A front end
+//! describes a whole `storsim simulate` run as [`SimulateOptions`] and runs it with [`run`].
 //!
 //! ```
 //! use storsim_engine::{EngineOptions, Replay};
@@ -25,8 +26,15 @@
 
 mod binding;
 mod fairness;
+mod options;
 
 pub use fairness::{fairness, run_alone, Fairness};
+pub use options::{
+    check_source, duration_text, parse_blkparse_event, parse_trace_devices, parse_trace_format,
+    parse_window_width, precondition, precondition_name, prepare, replay, run, trace_options_args,
+    DeviceChoice, OptionError, Prepared, ReplayChoice, SimulateOptions, Simulated, WorkloadChoice,
+    PRECONDITION_NAMES,
+};
 use std::fmt;
 use std::path::PathBuf;
 use storsim_config::{DeviceSpec, LoadedDevice};
@@ -81,6 +89,8 @@ pub enum SimError {
     Workload(WorkloadError),
     /// The run itself failed; [`SimError::is_model_fault`] tells a model's bug from bad input.
     Engine(EngineError),
+    /// The run's options are refused ([`SimulateOptions`]).
+    Option(OptionError),
 }
 
 impl SimError {
@@ -97,6 +107,7 @@ impl fmt::Display for SimError {
             SimError::Device(message) => write!(f, "{message}"),
             SimError::Workload(e) => write!(f, "{e}"),
             SimError::Engine(e) => write!(f, "{e}"),
+            SimError::Option(e) => write!(f, "{e}"),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! into points, each one `storsim simulate` run, run in parallel into an output folder that a
 //! second run resumes, and one results table of every point's parameters and results.
 //!
-//! The crate runs nothing itself: a [`PointRunner`] (the CLI's, on `storsim_sim`) runs each
+//! The crate runs nothing itself: a [`PointRunner`] (`storsim-api`'s, on `storsim_sim`) runs each
 //! point and returns its JSON document. Each point is deterministic and independent of the
 //! others, so the results do not depend on `jobs` or on the order points finish in.
 //!

@@ -42,18 +42,39 @@ impl Point {
         let mut args = vec![
             "simulate".to_string(),
             "--device".to_string(),
-            resolve(&self.device, dir, is_device_file(&self.device)),
+            self.device_arg(dir),
         ];
-        for (key, value) in &self.set {
+        for kv in self.overrides() {
             args.push("--set".to_string());
-            args.push(format!("{key}={value}"));
+            args.push(kv);
         }
         args.push("--workload".to_string());
-        args.push(resolve(&self.workload, dir, !is_generator(&self.workload)));
+        args.push(self.workload_arg(dir));
         args.push("--seed".to_string());
         args.push(self.seed.to_string());
         args.extend(options::arguments(&self.options));
         args
+    }
+
+    /// The device as the run names it: the spec's, a relative device file resolved against
+    /// `dir` (the spec's directory).
+    pub fn device_arg(&self, dir: &Path) -> String {
+        resolve(&self.device, dir, is_device_file(&self.device))
+    }
+
+    /// The device-file keys set on top of the device, each `KEY=VALUE` with a TOML value, as
+    /// `--set` takes them.
+    pub fn overrides(&self) -> Vec<String> {
+        self.set
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect()
+    }
+
+    /// The workload as the run names it: the spec's, a relative trace file resolved against
+    /// `dir`.
+    pub fn workload_arg(&self, dir: &Path) -> String {
+        resolve(&self.workload, dir, !is_generator(&self.workload))
     }
 
     /// The point's entry in its JSON document (`point`): id, label and parameters.

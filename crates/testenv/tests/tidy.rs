@@ -50,6 +50,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("output", &["output", "report"]),
+    ("library", &["api"]),
     ("front ends", &["cli", "python"]),
 ];
 
@@ -226,6 +227,27 @@ fn no_crate_but_the_command_parses_command_lines() {
         .map(|(name, _)| name.clone())
         .collect();
     assert_eq!(users, ["cli"], "crates that depend on clap");
+}
+
+#[test]
+fn the_python_package_links_no_command_line_parser_and_no_server() {
+    // The preload library is built only by the command's build script, so the wire format's
+    // crate (`cosim-shim`, through `cosim`) brings no preload build with it.
+    let dirs = crate_dirs();
+    let python = closure(&dirs, "python");
+    assert!(python.contains(&"api".to_string()), "{python:?}");
+    for server in ["cli", "nbd", "fuse", "frontends"] {
+        assert!(
+            !python.contains(&server.to_string()),
+            "the Python package reaches {server} through {python:?}"
+        );
+    }
+    for dir in std::iter::once("python".to_string()).chain(python) {
+        assert!(
+            !dependencies(&dirs[&dir]).iter().any(|d| d == "clap"),
+            "the Python package reaches clap through {dir}"
+        );
+    }
 }
 
 #[test]
