@@ -5,8 +5,8 @@ use crate::params::{HostInterfaceParams, LinkParams};
 use crate::HostIfError;
 use std::collections::{HashMap, VecDeque};
 use storsim_core::{
-    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op,
-    Request, SimDuration, SimTime, Status,
+    check_range, BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter,
+    DeviceError, EventQueue, Op, Request, Scope, SimDuration, SimTime, Status, Unit,
 };
 
 /// What happens next to a command, or to the controller.
@@ -343,7 +343,54 @@ impl HostInterfaceDevice {
     }
 }
 
+/// The interface's own counters, listed after the inner device's.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "hostif_arbitration_rounds",
+        Unit::Count,
+        "Rounds that fetched at least one command.",
+    ),
+    CounterDescriptor::new("hostif_fetched_commands", Unit::Count, "Commands fetched."),
+    CounterDescriptor::new(
+        "hostif_held_commands",
+        Unit::Count,
+        "Commands the host held because their queue pair was full.",
+    ),
+    CounterDescriptor::new(
+        "hostif_refused_commands",
+        Unit::Count,
+        "Fetched commands the inner device refused (completed at once, not served).",
+    ),
+    CounterDescriptor::new(
+        "hostif_link_down_busy_ns",
+        Unit::Nanoseconds,
+        "Time the link carried traffic toward the device.",
+    ),
+    CounterDescriptor::new(
+        "hostif_link_up_busy_ns",
+        Unit::Nanoseconds,
+        "Time the link carried traffic toward the host.",
+    ),
+    CounterDescriptor::new(
+        "hostif_controller_busy_ns",
+        Unit::Nanoseconds,
+        "Controller processing time.",
+    ),
+    CounterDescriptor::family(
+        "hostif_queue_{}_fetched_commands",
+        Unit::Count,
+        Scope::PerQueue,
+        "Commands fetched from the queue (only with more than one queue).",
+    ),
+];
+
 impl Device for HostInterfaceDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        let mut out = self.inner.counter_descriptors();
+        out.extend(Described::all(COUNTERS));
+        out
+    }
+
     fn model_name(&self) -> &'static str {
         self.inner.model_name()
     }

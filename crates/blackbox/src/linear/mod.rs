@@ -3,9 +3,11 @@
 //! A captures per-request overheads (command, OS, controller), B the per-byte transfer cost.
 //! See docs/models/linear.md.
 
+use crate::pattern::PATTERNS;
 use crate::{AccessPattern, FifoServers, SequentialDetect, SequentialTracker};
 use storsim_core::{
-    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime,
+    check_range, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
+    Request, Scope, SimDuration, SimTime, Unit,
 };
 
 /// One pattern's (A, B). B is kept in picoseconds per KiB so that the fit table's three
@@ -105,7 +107,28 @@ impl LinearDevice {
     }
 }
 
+/// The model's counters, in the order `counters` lists them.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::family(
+        "{}_requests",
+        Unit::Count,
+        Scope::PerKey(PATTERNS),
+        "Reads and writes of the access pattern (sequential or random read or write).",
+    ),
+    CounterDescriptor::new("trim_requests", Unit::Count, "Trim requests."),
+    CounterDescriptor::new("flush_requests", Unit::Count, "Flush requests."),
+    CounterDescriptor::new(
+        "busy_ns",
+        Unit::Nanoseconds,
+        "Sum of service times handed out, over all servers.",
+    ),
+];
+
 impl Device for LinearDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        Described::all(COUNTERS).collect()
+    }
+
     fn model_name(&self) -> &'static str {
         "linear"
     }
