@@ -723,21 +723,6 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Count,
         "Children that have failed, or were marked failed for an error.",
     ),
-    CounterDescriptor::new(
-        "member_errors",
-        Unit::Count,
-        "Pieces a child completed with an error (with faults under a child only).",
-    ),
-    CounterDescriptor::new(
-        "member_failures",
-        Unit::Count,
-        "RAID-1 members marked failed for completing a piece with an error (with faults under a child only).",
-    ),
-    CounterDescriptor::new(
-        "degraded_writes",
-        Unit::Count,
-        "RAID-1 host writes, trims and flushes that succeeded with fewer copies than members (with faults under a child only).",
-    ),
     CounterDescriptor::family(
         "child{}_pieces",
         Unit::Count,
@@ -776,9 +761,31 @@ pub const COUNTERS: &[CounterDescriptor] = &[
     ),
 ];
 
+/// The counters of children's errors, listed when a child has a faults layer.
+pub const FAULT_COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "member_errors",
+        Unit::Count,
+        "Pieces a child completed with an error (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "member_failures",
+        Unit::Count,
+        "RAID-1 members marked failed for completing a piece with an error (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "degraded_writes",
+        Unit::Count,
+        "RAID-1 host writes, trims and flushes that succeeded with fewer copies than members (with faults under a child only).",
+    ),
+];
+
 impl Device for ArrayDevice {
     fn counter_descriptors(&self) -> Vec<Described> {
         let mut out: Vec<Described> = Described::all(COUNTERS).collect();
+        if self.fault_counters {
+            out.extend(Described::all(FAULT_COUNTERS));
+        }
         for (i, child) in self.children.iter().enumerate() {
             let prefix = format!("child{i}_{}_", child.device.model_name());
             out.extend(

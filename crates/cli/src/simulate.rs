@@ -152,7 +152,7 @@ pub(crate) fn execute_into(
     let cpu = line.cpu_time();
     let device = DeviceFacts::read(&session.device_name, session.device.as_ref());
     if progress {
-        warn_unmapped_reads(&device.counters, args.precondition.is_none());
+        warn_unmapped_reads(&device, args.precondition.is_none());
     }
     if let Some(csv) = csv {
         csv.finish()?;
@@ -212,8 +212,8 @@ pub(crate) fn precondition(
 /// Reads of pages that hold no data take no flash time, so a run made mostly of them (a trace
 /// replayed on a clean SSD) measures nothing of the flash: says so once, with how many and how
 /// to precondition. `can_choose`: whether `--precondition` was left to the device file.
-fn warn_unmapped_reads(counters: &[storsim_core::DeviceCounter], can_choose: bool) {
-    let Some(r) = storsim_sim::unmapped_reads(counters) else {
+fn warn_unmapped_reads(device: &DeviceFacts, can_choose: bool) {
+    let Some(r) = storsim_sim::unmapped_reads(&device.counters, &device.descriptors) else {
         return;
     };
     if let Some(message) = unmapped_reads_warning(r, can_choose) {

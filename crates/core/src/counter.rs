@@ -133,6 +133,12 @@ pub struct CounterDescriptor {
     pub scope: Scope,
     /// One line saying what is counted, for `storsim counters` and the model's page.
     pub doc: &'static str,
+    /// Whether a device that lists the descriptor lists its counter (or a member of its
+    /// family) whatever its run did; false for a counter that appears only once something has
+    /// happened (a wear-out projection needs erases). A counter that depends on the device's
+    /// configuration alone is not `sometimes`: the device lists its descriptor only when it is
+    /// configured so.
+    pub always: bool,
 }
 
 /// Which member of a descriptor's family a name is.
@@ -154,6 +160,7 @@ impl CounterDescriptor {
             unit,
             scope: Scope::Device,
             doc,
+            always: true,
         }
     }
 
@@ -164,6 +171,15 @@ impl CounterDescriptor {
             unit,
             scope,
             doc,
+            always: true,
+        }
+    }
+
+    /// The same descriptor for a counter listed only once something has happened in the run.
+    pub const fn sometimes(self) -> Self {
+        CounterDescriptor {
+            always: false,
+            ..self
         }
     }
 

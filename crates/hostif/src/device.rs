@@ -376,18 +376,23 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Nanoseconds,
         "Controller processing time.",
     ),
-    CounterDescriptor::family(
-        "hostif_queue_{}_fetched_commands",
-        Unit::Count,
-        Scope::PerQueue,
-        "Commands fetched from the queue (only with more than one queue).",
-    ),
 ];
+
+/// The per-queue counters, listed with more than one queue.
+pub const QUEUE_COUNTERS: &[CounterDescriptor] = &[CounterDescriptor::family(
+    "hostif_queue_{}_fetched_commands",
+    Unit::Count,
+    Scope::PerQueue,
+    "Commands fetched from the queue (only with more than one queue).",
+)];
 
 impl Device for HostInterfaceDevice {
     fn counter_descriptors(&self) -> Vec<Described> {
         let mut out = self.inner.counter_descriptors();
         out.extend(Described::all(COUNTERS));
+        if self.queues.len() > 1 {
+            out.extend(Described::all(QUEUE_COUNTERS));
+        }
         out
     }
 

@@ -421,6 +421,15 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         "Host requests of the kind split between the two.",
     ),
     CounterDescriptor::new(
+        "child_refusals",
+        Unit::Count,
+        "Child requests a child refused with an error other than a full queue (a failed child).",
+    ),
+];
+
+/// The remap table's counters (`small-writes` only).
+pub const REMAP_COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
         "remapped_blocks",
         Unit::Blocks,
         "Blocks remapped to the flash now (with a remap table only).",
@@ -435,16 +444,14 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Blocks,
         "Remapped blocks released (with a remap table only).",
     ),
-    CounterDescriptor::new(
-        "child_refusals",
-        Unit::Count,
-        "Child requests a child refused with an error other than a full queue (a failed child).",
-    ),
 ];
 
 impl Device for HostTieredDevice {
     fn counter_descriptors(&self) -> Vec<Described> {
         let mut out: Vec<Described> = Described::all(COUNTERS).collect();
+        if self.remap.is_some() {
+            out.extend(Described::all(REMAP_COUNTERS));
+        }
         self.fanout.child_descriptors(&mut out);
         out
     }

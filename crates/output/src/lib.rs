@@ -10,6 +10,7 @@
 
 mod calibrate;
 mod cosim;
+mod counters;
 mod csv;
 mod emulate;
 mod inspect;
@@ -24,6 +25,7 @@ pub use calibrate::{
     CalibrationResults,
 };
 pub use cosim::{cosim_json, cosim_text, CosimResults};
+pub use counters::{counters_json, counters_text};
 pub use csv::RequestsCsv;
 pub use emulate::{emulation_json, emulation_text};
 pub use inspect::{inspect_json, inspect_text};

@@ -23,6 +23,7 @@ pub use params::{
     WriteBack, WriteBuffer,
 };
 pub use precondition::PreconditionReport;
+pub use stats::{COUNTERS, HOST_READ_PAGES, HOST_READ_UNMAPPED_PAGES};
 
 use batch::{OpBatch, Placement};
 use release::ReleaseQueue;

@@ -9,22 +9,26 @@ use storsim_core::{
 use storsim_flash::{FlashOpKind, NandArray, Utilisation};
 use storsim_ftl::Cause;
 
+/// Host pages read: with [`HOST_READ_UNMAPPED_PAGES`], what tells a run that measured no
+/// flash reads (`storsim_sim::unmapped_reads`).
+pub const HOST_READ_PAGES: CounterDescriptor =
+    CounterDescriptor::new("host_read_pages", Unit::Pages, "Pages the host read.");
+
+/// Host pages read that found no data.
+pub const HOST_READ_UNMAPPED_PAGES: CounterDescriptor = CounterDescriptor::new(
+    "host_read_unmapped_pages",
+    Unit::Pages,
+    "Host pages read that held no data (never written, or trimmed): they take no flash time.",
+);
+
 /// The causes of flash operations, as the per-cause counters name them (`Cause::name`).
 const CAUSES: &[&str] = &["host", "gc", "merge", "mapping", "wear_level"];
 
 /// The SSD's own counters; the FTL's follow them under `ftl_` (and, after preconditioning,
 /// `precondition_ftl_`), described by the FTL.
 pub const COUNTERS: &[CounterDescriptor] = &[
-    CounterDescriptor::new(
-        "host_read_pages",
-        Unit::Pages,
-        "Pages the host read.",
-    ),
-    CounterDescriptor::new(
-        "host_read_unmapped_pages",
-        Unit::Pages,
-        "Host pages read that held no data (never written, or trimmed): they take no flash time.",
-    ),
+    HOST_READ_PAGES,
+    HOST_READ_UNMAPPED_PAGES,
     CounterDescriptor::new(
         "host_write_pages",
         Unit::Pages,
@@ -150,12 +154,12 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         "projected_wearout_s",
         Unit::Seconds,
         "Time until the erase budget runs out at this run's erase rate (only once the run erased).",
-    ),
+    ).sometimes(),
     CounterDescriptor::new(
         "projected_wearout_host_bytes",
         Unit::Bytes,
         "Host bytes written until the erase budget runs out at this run's rate (only once the run erased).",
-    ),
+    ).sometimes(),
     CounterDescriptor::new(
         "precondition_host_writes",
         Unit::Pages,
@@ -177,15 +181,31 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         "Block erases preconditioning caused.",
     ),
     CounterDescriptor::new(
-        "precondition_steady_state_waf",
-        Unit::Factor,
-        "Write amplification of steady-state preconditioning's last window (`steady-state` only).",
-    ),
-    CounterDescriptor::new(
         "background_gc_units",
         Unit::Count,
         "Units of garbage collection done in idle time.",
     ),
+    CounterDescriptor::new(
+        "utilisation_elapsed_ns",
+        Unit::Nanoseconds,
+        "The time the utilisations are over: the last host completion so far.",
+    ),
+    CounterDescriptor::family(
+        "channel_{}_utilisation",
+        Unit::Ratio,
+        Scope::PerChannel,
+        "The channel's busy fraction over the run.",
+    ),
+    CounterDescriptor::family(
+        "die_{}_utilisation",
+        Unit::Ratio,
+        Scope::PerDie,
+        "The die's busy fraction over the run.",
+    ),
+];
+
+/// The write-back buffer's counters (`flush_policy = "watermark"` only).
+pub const BUFFER_COUNTERS: &[CounterDescriptor] = &[
     CounterDescriptor::new(
         "buffer_read_hit_pages",
         Unit::Pages,
@@ -241,24 +261,14 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Pages,
         "Dirty pages left at the end (`watermark` only).",
     ),
-    CounterDescriptor::new(
-        "utilisation_elapsed_ns",
-        Unit::Nanoseconds,
-        "The time the utilisations are over: the last host completion so far.",
-    ),
-    CounterDescriptor::family(
-        "channel_{}_utilisation",
-        Unit::Ratio,
-        Scope::PerChannel,
-        "The channel's busy fraction over the run.",
-    ),
-    CounterDescriptor::family(
-        "die_{}_utilisation",
-        Unit::Ratio,
-        Scope::PerDie,
-        "The die's busy fraction over the run.",
-    ),
 ];
+
+/// Steady-state preconditioning's own figure.
+pub const STEADY_STATE_COUNTERS: &[CounterDescriptor] = &[CounterDescriptor::new(
+    "precondition_steady_state_waf",
+    Unit::Factor,
+    "Write amplification of steady-state preconditioning's last window (`steady-state` only).",
+)];
 
 /// Flash operations by kind (read, program, erase) and cause.
 #[derive(Clone, Debug, Default)]
@@ -374,8 +384,18 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
 pub(crate) fn counter_descriptors(d: &SsdDevice) -> Vec<Described> {
     let ftl = d.ftl.counter_descriptors();
     let mut out: Vec<Described> = Described::all(COUNTERS).collect();
+    if d.precondition.steady_state_waf.is_some() {
+        out.extend(Described::all(STEADY_STATE_COUNTERS));
+    }
+    if d.write_back.is_some() {
+        out.extend(Described::all(BUFFER_COUNTERS));
+    }
+    // Preconditioning's FTL counters are listed when it wrote anything.
+    let preconditioned = !d.precondition.ftl_counters.is_empty();
     for prefix in ["precondition_ftl_", "ftl_"] {
-        out.extend(ftl.iter().map(|&f| Described::own(f).within(prefix)));
+        if prefix == "ftl_" || preconditioned {
+            out.extend(ftl.iter().map(|&f| Described::own(f).within(prefix)));
+        }
     }
     out
 }

@@ -28,9 +28,9 @@
 //!   nondeterministic or the probes changed it;
 //! - `block_wear()` gives each array one erase count per block of its shape, each array under
 //!   a unit name of its own;
-//! - every counter `counters()` lists matches exactly one of `counter_descriptors()`, and every
-//!   descriptor has a line of documentation (checked after the run, when the counters that
-//!   appear only once something happened have appeared).
+//! - every counter `counters()` lists matches exactly one of `counter_descriptors()`, every
+//!   descriptor has a line of documentation, and every descriptor not marked `sometimes` is
+//!   listed (checked after the run).
 //!
 //! The first broken promise ends the check with a [`Violation`] naming the seed, the request
 //! and what was broken. Every check prints its seed to stderr as it starts; the environment
@@ -197,8 +197,8 @@ pub enum ViolationKind {
     BlockWearShape,
     /// `counter_values()` differs from the values of `counters()`.
     CounterValues,
-    /// A counter matches none of the device's descriptors, or several, or a descriptor has no
-    /// documentation.
+    /// A counter matches none of the device's descriptors, or several; a descriptor has no
+    /// documentation, or is not `sometimes` and has no counter listed.
     UndescribedCounter,
     /// A completion carried an error status where none is allowed ([`Options::allow_errors`]).
     ErrorStatus,
@@ -362,8 +362,8 @@ fn check_counter_values<D: Device + ?Sized>(
     })
 }
 
-/// Every counter the device lists matches exactly one of its descriptors, and every descriptor
-/// says what it counts: what `storsim counters`, the reports and the model pages rely on.
+/// Every counter the device lists matches exactly one of its descriptors, every descriptor
+/// says what it counts, and every descriptor not marked `sometimes` has its counter listed: what `storsim counters`, the reports and the model pages rely on.
 /// Public so that a test of a device the kit does not drive (a preset's stack after a run, say)
 /// can make the same check; the error names the counter or descriptor at fault.
 pub fn check_counters_described<D: Device + ?Sized>(device: &D) -> Result<(), String> {
@@ -374,7 +374,18 @@ pub fn check_counters_described<D: Device + ?Sized>(device: &D) -> Result<(), St
     {
         return Err(format!("the descriptor {} has no doc line", d.full_name()));
     }
-    for counter in device.counters() {
+    let counters = device.counters();
+    if let Some(d) = descriptors
+        .iter()
+        .filter(|d| d.descriptor.always)
+        .find(|d| !counters.iter().any(|c| d.matches(&c.name).is_some()))
+    {
+        return Err(format!(
+            "the descriptor {} is listed but no counter of it is",
+            d.full_name()
+        ));
+    }
+    for counter in counters {
         let matching: Vec<String> = descriptors
             .iter()
             .filter(|d| d.matches(&counter.name).is_some())

@@ -43,16 +43,8 @@ pub(super) const COUNTERS: &[CounterDescriptor] = &[
         Unit::Count,
         "Host writes split between both.",
     ),
-    CounterDescriptor::new(
-        "host_trims",
-        Unit::Count,
-        "Host trims.",
-    ),
-    CounterDescriptor::new(
-        "host_flushes",
-        Unit::Count,
-        "Host flushes.",
-    ),
+    CounterDescriptor::new("host_trims", Unit::Count, "Host trims."),
+    CounterDescriptor::new("host_flushes", Unit::Count, "Host flushes."),
     CounterDescriptor::new(
         "read_blocks",
         Unit::Blocks,
@@ -85,11 +77,7 @@ pub(super) const COUNTERS: &[CounterDescriptor] = &[
         Scope::PerKey(FLUSH_CAUSES),
         "Bytes flushed to the disk for the cause.",
     ),
-    CounterDescriptor::new(
-        "evicted_blocks",
-        Unit::Blocks,
-        "Cache blocks evicted.",
-    ),
+    CounterDescriptor::new("evicted_blocks", Unit::Blocks, "Cache blocks evicted."),
     CounterDescriptor::new(
         "promoted_blocks",
         Unit::Blocks,
@@ -105,11 +93,7 @@ pub(super) const COUNTERS: &[CounterDescriptor] = &[
         Unit::Blocks,
         "Cache blocks invalidated by writes around the cache or trims.",
     ),
-    CounterDescriptor::new(
-        "cache_blocks",
-        Unit::Blocks,
-        "Cache slots on the flash.",
-    ),
+    CounterDescriptor::new("cache_blocks", Unit::Blocks, "Cache slots on the flash."),
     CounterDescriptor::new(
         "dirty_blocks",
         Unit::Blocks,
@@ -144,6 +128,11 @@ pub(super) const COUNTERS: &[CounterDescriptor] = &[
         Unit::Count,
         "Child requests a child refused with an error other than a full queue (a failed child).",
     ),
+];
+
+/// The counters of children's errors in background work, listed when a child has a faults
+/// layer.
+pub(super) const FAULT_COUNTERS: &[CounterDescriptor] = &[
     CounterDescriptor::new(
         "flush_failed_jobs",
         Unit::Count,

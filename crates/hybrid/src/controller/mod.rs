@@ -328,6 +328,9 @@ impl Device for HybridDevice {
 
     fn counter_descriptors(&self) -> Vec<Described> {
         let mut out: Vec<Described> = Described::all(counters::COUNTERS).collect();
+        if self.fault_counters {
+            out.extend(Described::all(counters::FAULT_COUNTERS));
+        }
         self.fanout.child_descriptors(&mut out);
         out
     }
