@@ -44,9 +44,11 @@
 //! model runs the kit.
 
 mod monitor;
+mod pages;
 mod recorder;
 mod workload;
 
+pub use pages::counter_table;
 pub use recorder::{Log, Recorder, SharedLog};
 pub use workload::{mixed_requests, Mix};
 
