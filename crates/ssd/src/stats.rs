@@ -18,7 +18,7 @@ pub const HOST_READ_PAGES: CounterDescriptor =
 pub const HOST_READ_UNMAPPED_PAGES: CounterDescriptor = CounterDescriptor::new(
     "host_read_unmapped_pages",
     Unit::Pages,
-    "Host pages read that held no data (never written, or trimmed): they take no flash time.",
+    "Host pages read that held no data (never written, or trimmed): no flash time; simulate warns above half the pages read.",
 );
 
 /// The causes of flash operations, as the per-cause counters name them (`Cause::name`).
