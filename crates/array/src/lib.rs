@@ -27,8 +27,8 @@ mod mapping;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use storsim_core::{
-    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
-    Status, QUEUE_DEPTH_MAX, SECTOR_BYTES,
+    check_range, BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter,
+    DeviceError, Op, Request, Scope, SimTime, Status, Unit, QUEUE_DEPTH_MAX, SECTOR_BYTES,
 };
 
 use mapping::{raid0_capacity_bytes, raid0_pieces, Piece};
@@ -675,7 +675,130 @@ fn count_piece(counts: &mut ChildCounts, piece: &Request) {
     }
 }
 
+/// The array's own counters, in the order `counters` lists them; each child's own follow
+/// under `child{i}_{model}_`, described by the child.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "children",
+        Unit::Count,
+        "Number of children.",
+    ),
+    CounterDescriptor::new(
+        "requests",
+        Unit::Count,
+        "Host requests accepted.",
+    ),
+    CounterDescriptor::new(
+        "split_requests",
+        Unit::Count,
+        "Host requests that became more than one piece.",
+    ),
+    CounterDescriptor::new(
+        "pieces",
+        Unit::Count,
+        "Child requests created.",
+    ),
+    CounterDescriptor::new(
+        "queued_pieces",
+        Unit::Count,
+        "Pieces that waited in a pending queue because their child was full.",
+    ),
+    CounterDescriptor::new(
+        "redirected_reads",
+        Unit::Count,
+        "RAID-1 reads moved to another copy because their child had failed or answered with an error.",
+    ),
+    CounterDescriptor::new(
+        "degraded_pieces",
+        Unit::Count,
+        "RAID-1 write, trim or flush pieces dropped for a failed child.",
+    ),
+    CounterDescriptor::new(
+        "lost_pieces",
+        Unit::Count,
+        "Pieces nothing could serve; the array failed at the first.",
+    ),
+    CounterDescriptor::new(
+        "failed_children",
+        Unit::Count,
+        "Children that have failed, or were marked failed for an error.",
+    ),
+    CounterDescriptor::family(
+        "child{}_pieces",
+        Unit::Count,
+        Scope::PerChild,
+        "Pieces sent to the child.",
+    ),
+    CounterDescriptor::family(
+        "child{}_read_bytes",
+        Unit::Bytes,
+        Scope::PerChild,
+        "Bytes read from the child.",
+    ),
+    CounterDescriptor::family(
+        "child{}_write_bytes",
+        Unit::Bytes,
+        Scope::PerChild,
+        "Bytes written to the child.",
+    ),
+    CounterDescriptor::family(
+        "child{}_trim_bytes",
+        Unit::Bytes,
+        Scope::PerChild,
+        "Bytes trimmed on the child.",
+    ),
+    CounterDescriptor::family(
+        "child{}_flushes",
+        Unit::Count,
+        Scope::PerChild,
+        "Flushes sent to the child.",
+    ),
+    CounterDescriptor::family(
+        "child{}_queued_pieces",
+        Unit::Count,
+        Scope::PerChild,
+        "Pieces that waited for room in the child's queue.",
+    ),
+];
+
+/// The counters of children's errors, listed when a child has a faults layer.
+pub const FAULT_COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "member_errors",
+        Unit::Count,
+        "Pieces a child completed with an error (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "member_failures",
+        Unit::Count,
+        "RAID-1 members marked failed for completing a piece with an error (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "degraded_writes",
+        Unit::Count,
+        "RAID-1 host writes, trims and flushes that succeeded with fewer copies than members (with faults under a child only).",
+    ),
+];
+
 impl Device for ArrayDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        let mut out: Vec<Described> = Described::all(COUNTERS).collect();
+        if self.fault_counters {
+            out.extend(Described::all(FAULT_COUNTERS));
+        }
+        for (i, child) in self.children.iter().enumerate() {
+            let prefix = format!("child{i}_{}_", child.device.model_name());
+            out.extend(
+                child
+                    .device
+                    .counter_descriptors()
+                    .iter()
+                    .map(|d| d.within(&prefix)),
+            );
+        }
+        out
+    }
+
     fn model_name(&self) -> &'static str {
         "array"
     }
@@ -856,5 +979,25 @@ impl Device for ArrayDevice {
                     .map(move |w| w.within(&format!("child{i}")))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod counter_docs {
+    /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/array.md");
+        let tables: [(&str, &[storsim_core::CounterDescriptor]); 2] = [
+            ("array", super::COUNTERS),
+            ("array-faults", super::FAULT_COUNTERS),
+        ];
+        for (key, table) in tables {
+            let all: Vec<_> = table.iter().collect();
+            let text = storsim_core::conformance::counter_table(&all);
+            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+                .unwrap();
+        }
     }
 }

@@ -2,6 +2,10 @@
 
 use storsim_core::{Op, Request};
 
+/// The patterns' short names in [`AccessPattern::ALL`]'s order: the keys of the models'
+/// per-pattern counter families (`sr_requests`).
+pub const PATTERNS: &[&str] = &["sr", "sw", "rr", "rw"];
+
 /// Sequential/random × read/write: the four patterns of the IBM fit table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum AccessPattern {
@@ -30,12 +34,7 @@ impl AccessPattern {
 
     /// Short names used in device files and counters: `sr`, `sw`, `rr`, `rw`.
     pub fn short_name(self) -> &'static str {
-        match self {
-            AccessPattern::SequentialRead => "sr",
-            AccessPattern::SequentialWrite => "sw",
-            AccessPattern::RandomRead => "rr",
-            AccessPattern::RandomWrite => "rw",
-        }
+        PATTERNS[self.index()]
     }
 
     pub fn index(self) -> usize {

@@ -49,6 +49,23 @@ pub enum Command {
     ReplayLog(ReplayLogArgs),
     /// List the built-in devices.
     Presets,
+    /// List what a device's counters are: each counter or family of counters (`die_{}_...`)
+    /// with its unit, scope and meaning, as its model declares them.
+    Counters(CountersArgs),
+}
+
+#[derive(Args)]
+pub struct CountersArgs {
+    /// A preset name (see `storsim presets`) or a device TOML file; the list of models comes
+    /// from the model table.
+    #[arg(long, help = device_help())]
+    pub device: String,
+    /// Set a device-file key on top of the device, as `simulate --set` does; repeatable.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// Write the list as JSON to this file (`-` for standard output).
+    #[arg(long, value_name = "OUT")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]

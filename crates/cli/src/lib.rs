@@ -6,6 +6,7 @@
 mod args;
 mod calibrate;
 mod cosim;
+mod counters;
 mod destination;
 mod emulate;
 mod import;
@@ -111,6 +112,7 @@ pub fn cli_main() -> ExitCode {
         args::Command::Report(a) => report_html::run(a),
         args::Command::Sweep(a) => sweep::run(a),
         args::Command::ReplayLog(a) => power_loss::replay_log(a),
+        args::Command::Counters(a) => counters::run(a),
         args::Command::Presets => {
             for p in storsim_config::presets() {
                 crate::stdout::sayln!("{:<18} {:<8} {}", p.name, p.model(), p.summary);

@@ -104,7 +104,7 @@ pub(crate) fn execute(
     let wall = line.finish();
     let cpu = line.cpu_time();
     if progress {
-        warn_unmapped_reads(&run.device.counters, options.device.precondition.is_none());
+        warn_unmapped_reads(&run.device, options.device.precondition.is_none());
     }
     Ok(Done { run, wall, cpu })
 }
@@ -112,8 +112,8 @@ pub(crate) fn execute(
 /// Reads of pages that hold no data take no flash time, so a run made mostly of them (a trace
 /// replayed on a clean SSD) measures nothing of the flash: says so once, with how many and how
 /// to precondition. `can_choose`: whether `--precondition` was left to the device file.
-fn warn_unmapped_reads(counters: &[storsim_core::DeviceCounter], can_choose: bool) {
-    let Some(r) = storsim_sim::unmapped_reads(counters) else {
+fn warn_unmapped_reads(device: &storsim_output::DeviceFacts, can_choose: bool) {
+    let Some(r) = storsim_sim::unmapped_reads(&device.counters, &device.descriptors) else {
         return;
     };
     if let Some(message) = unmapped_reads_warning(r, can_choose) {

@@ -491,6 +491,16 @@ fn every_key_of_the_inspect_json_is_documented_and_every_documented_key_is_writt
     assert_documented("## The inspect document", &[run], &[]);
 }
 
+#[test]
+fn every_key_of_the_counters_json_is_documented_and_every_documented_key_is_written() {
+    let run = run_json(
+        "counters",
+        &["counters", "--device", "tlc-nvme:nvme"],
+        "--json",
+    );
+    assert_documented("## The counters document", &[run], &[]);
+}
+
 /// A calibration of a preset in virtual time (`--simulate`) with the small plan of
 /// crates/cli/tests/calibrate.rs, plus `extra`.
 fn calibrate(name: &str, extra: &[&str]) -> Value {

@@ -6,6 +6,7 @@
 //! ("submit request", "get next response") without rollback: the driver never asks about an
 //! instant earlier than one it has already passed.
 
+use crate::counter::Described;
 use crate::request::{Completion, Request};
 use crate::time::SimTime;
 use std::fmt;
@@ -171,6 +172,15 @@ pub trait Device: Send {
         values.extend(self.counters().into_iter().map(|c| c.value));
     }
 
+    /// What each of [`Device::counters`] is: the model's descriptors, and a composite's
+    /// children's under the prefixes it names them with. Every counter the device lists
+    /// matches exactly one of them (the conformance kit checks it). The default, none, is for
+    /// test doubles that count nothing: a model that lists counters without describing them
+    /// fails the kit.
+    fn counter_descriptors(&self) -> Vec<Described> {
+        Vec::new()
+    }
+
     /// A hint from the driver that `request` is likely to be submitted next (its `id` and
     /// `arrival` may not be final). A model may start loading what that submission will touch,
     /// such as a mapping-table entry, so that it finds it in the processor's caches. A hint
@@ -209,6 +219,9 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn counter_values(&self, values: &mut Vec<f64>) {
         (**self).counter_values(values)
+    }
+    fn counter_descriptors(&self) -> Vec<Described> {
+        (**self).counter_descriptors()
     }
     fn prefetch(&self, request: &Request) {
         (**self).prefetch(request)

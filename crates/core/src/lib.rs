@@ -10,12 +10,14 @@
 pub mod cache;
 pub mod conformance;
 pub mod contract;
+mod counter;
 mod device;
 mod event_queue;
 mod prng;
 mod request;
 mod time;
 
+pub use counter::{describe, CounterDescriptor, Described, Kind, Member, Scope, Unit};
 pub use device::{check_range, BlockWear, Device, DeviceCounter, DeviceError, QUEUE_DEPTH_MAX};
 pub use event_queue::{EventQueue, EventQueueFull};
 pub use prng::Prng;

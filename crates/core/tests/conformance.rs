@@ -5,8 +5,8 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use storsim_core::conformance::{self, Options, Recorder, ViolationKind};
 use storsim_core::{
-    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request,
-    SimDuration, SimTime, Status,
+    check_range, BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter,
+    DeviceError, Op, Request, SimDuration, SimTime, Status, Unit,
 };
 
 /// One way of breaking the contract.
@@ -51,7 +51,16 @@ enum Flaw {
     WearNondeterministic,
     /// Request 45 completes with a media error, which only a faults layer may report.
     FailsARequest,
+    /// Lists a counter none of its descriptors describes.
+    UndescribedCounter,
 }
+
+/// The test device's one counter.
+static COUNTERS: [CounterDescriptor; 1] = [CounterDescriptor::new(
+    "completed_requests",
+    Unit::Count,
+    "Requests completed.",
+)];
 
 /// A single FIFO server: 10 µs plus 1 ns a byte per request, 3 µs a flush.
 struct Fifo {
@@ -185,10 +194,17 @@ impl Device for Fifo {
         }
     }
     fn counters(&self) -> Vec<DeviceCounter> {
-        vec![DeviceCounter::new(
+        let mut counters = vec![DeviceCounter::new(
             "completed_requests",
             self.completed as f64,
-        )]
+        )];
+        if self.flaw == Flaw::UndescribedCounter {
+            counters.push(DeviceCounter::new("undescribed", 0.0));
+        }
+        counters
+    }
+    fn counter_descriptors(&self) -> Vec<Described> {
+        Described::all(&COUNTERS).collect()
     }
     /// A pretend flash array of 2 × 4 blocks, each erased once per 100 completions.
     fn block_wear(&self) -> Vec<BlockWear> {
@@ -263,6 +279,7 @@ fn each_broken_device_is_reported_with_its_seed_and_request() {
         (Flaw::WearMisshapen, ViolationKind::BlockWearShape),
         (Flaw::WearNondeterministic, ViolationKind::Nondeterministic),
         (Flaw::FailsARequest, ViolationKind::ErrorStatus),
+        (Flaw::UndescribedCounter, ViolationKind::UndescribedCounter),
     ];
     for (flaw, kind) in cases {
         let options = options();
@@ -282,6 +299,7 @@ fn each_broken_device_is_reported_with_its_seed_and_request() {
                 | ViolationKind::Nondeterministic
                 | ViolationKind::ProbesChangedResults
                 | ViolationKind::BlockWearShape
+                | ViolationKind::UndescribedCounter
         );
         if names_request {
             let r = violation.request.expect("the request is named");

@@ -42,7 +42,7 @@ use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use storsim_core::{Device, DeviceCounter, Op, SimTime, Status};
+use storsim_core::{Described, Device, DeviceCounter, Op, SimTime, Status};
 use storsim_stats::{
     Collector, Distribution, Histogram, Series, SeriesRecorder, Summary, WindowWidth,
 };
@@ -374,6 +374,8 @@ pub struct EmulatorReport {
     pub model_failures: Vec<String>,
     /// The current device model's counters (at the end: the last device's).
     pub device_counters: Vec<DeviceCounter>,
+    /// What each of those counters is.
+    pub device_descriptors: Vec<Described>,
     /// The run so far in windows of the emulator's time (wall clock since the start, which is
     /// the model's time): the replies as the model timed them, the queues, the device's
     /// counters, and a channel named `lateness_ns` with each window's replies' lateness.
@@ -833,13 +835,15 @@ impl Emulator {
 
     /// What has happened so far.
     pub fn report(&self) -> EmulatorReport {
-        let (device_counters, series) = match self.snapshot() {
+        let (device_counters, device_descriptors, series) = match self.snapshot() {
             Some(Snapshot {
                 counters,
+                descriptors,
                 series,
                 now,
-            }) => (counters.clone(), series.finish(now, counters)),
+            }) => (counters.clone(), descriptors, series.finish(now, counters)),
             None => (
+                Vec::new(),
                 Vec::new(),
                 SeriesRecorder::new(WindowWidth::Auto).finish(SimTime::ZERO, Vec::new()),
             ),
@@ -871,6 +875,7 @@ impl Emulator {
             model_failures: tally.model_failures.clone(),
             lateness,
             device_counters,
+            device_descriptors,
             series,
             power_loss: self.shared.power.get().map(power::PowerLoss::report),
         }

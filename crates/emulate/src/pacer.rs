@@ -19,7 +19,9 @@ use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use storsim_core::contract::{ContractCheck, ContractError};
-use storsim_core::{Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status};
+use storsim_core::{
+    Completion, Described, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status,
+};
 use storsim_stats::series::{ChannelId, SeriesRecorder, WindowWidth};
 use storsim_workload::trace::{RecordWriter, RecordedIo};
 
@@ -66,6 +68,8 @@ pub(crate) struct Submission {
 #[derive(Clone)]
 pub(crate) struct Snapshot {
     pub counters: Vec<DeviceCounter>,
+    /// What each counter is, for reports that fold or label them.
+    pub descriptors: Vec<Described>,
     pub series: SeriesRecorder,
     /// The emulator's time when the copy was taken: where the series ends.
     pub now: SimTime,
@@ -282,6 +286,7 @@ impl Pacer {
         }
         let final_snapshot = Snapshot {
             counters: self.current().counters(),
+            descriptors: self.current().counter_descriptors(),
             series: std::mem::replace(&mut self.series, SeriesRecorder::new(WindowWidth::Auto)),
             now: self.now(),
         };
@@ -473,6 +478,7 @@ impl Pacer {
                 // The asker may have given up waiting.
                 let _ = reply.send(Snapshot {
                     counters: self.current().counters(),
+                    descriptors: self.current().counter_descriptors(),
                     series: self.series.clone(),
                     now,
                 });

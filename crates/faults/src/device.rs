@@ -1,14 +1,15 @@
 //! The faults layer as a device: [`FaultsDevice`] and the handle that changes its rules at run
 //! time, [`FaultControl`].
 
-use crate::{Delay, FaultKind, FaultPlan, FaultRule};
+use crate::{Delay, FaultKind, FaultPlan, FaultRule, FAULT_KINDS};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use storsim_core::{
-    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op, Prng,
-    Request, SimDuration, SimTime, Status, SECTOR_BYTES,
+    check_range, BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter,
+    DeviceError, EventQueue, Op, Prng, Request, Scope, SimDuration, SimTime, Status, Unit,
+    SECTOR_BYTES,
 };
 
 /// Changes a running [`FaultsDevice`]'s rules from another thread (the emulator's control
@@ -246,7 +247,28 @@ fn draw(prng: &mut Prng, delay: Delay) -> u64 {
     }
 }
 
+/// The layer's own counters, listed after the device's under it.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "faults_requests",
+        Unit::Count,
+        "Requests the faults layer saw.",
+    ),
+    CounterDescriptor::family(
+        "faults_injected_{}",
+        Unit::Count,
+        Scope::PerKey(FAULT_KINDS),
+        "Faults of the kind injected.",
+    ),
+];
+
 impl Device for FaultsDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        let mut out = self.inner.counter_descriptors();
+        out.extend(Described::all(COUNTERS));
+        out
+    }
+
     fn model_name(&self) -> &'static str {
         self.inner.model_name()
     }
@@ -419,5 +441,17 @@ impl Device for FaultsDevice {
 
     fn block_wear(&self) -> Vec<BlockWear> {
         self.inner.block_wear()
+    }
+}
+
+#[cfg(test)]
+mod counter_docs {
+    /// docs/faults.md lists exactly the layer's counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/faults.md");
+        let all: Vec<_> = super::COUNTERS.iter().collect();
+        let text = storsim_core::conformance::counter_table(&all);
+        storsim_testenv::check_generated_block(&page, "counters: faults", &text).unwrap();
     }
 }

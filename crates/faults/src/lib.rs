@@ -23,6 +23,19 @@ pub use device::{FaultControl, FaultsDevice};
 
 use storsim_core::{Op, Status};
 
+/// The kinds' names in [`FaultKind::ALL`]'s order (the enum's): what device files write and
+/// the keys of the `faults_injected_{}` counter family.
+pub const FAULT_KINDS: &[&str] = &[
+    "read_error",
+    "write_error",
+    "flush_error",
+    "no_space",
+    "hang",
+    "latency_spike",
+    "read_only",
+    "fail",
+];
+
 /// What a rule does to the requests it strikes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FaultKind {
@@ -59,16 +72,7 @@ impl FaultKind {
 
     /// The kind's name as device files and counters write it.
     pub fn name(self) -> &'static str {
-        match self {
-            FaultKind::ReadError => "read_error",
-            FaultKind::WriteError => "write_error",
-            FaultKind::FlushError => "flush_error",
-            FaultKind::NoSpace => "no_space",
-            FaultKind::Hang => "hang",
-            FaultKind::LatencySpike => "latency_spike",
-            FaultKind::ReadOnly => "read_only",
-            FaultKind::Fail => "fail",
-        }
+        FAULT_KINDS[self as usize]
     }
 
     /// The kind named `name`.

@@ -179,9 +179,37 @@ pub fn check_with(
             checker.full_check(ftl).map_err(&fail)?;
         }
     }
+    counters_described(ftl).map_err(|e| format!("{name}: seed {seed}: {e}"))?;
     checker
         .finish()
         .map_err(|e| format!("{name}: seed {seed}: {e}"))
+}
+
+/// Every counter the FTL lists is exactly one of its descriptors, each with a doc line, and
+/// every descriptor is listed: an FTL's counters are all there from the start.
+fn counters_described(ftl: &dyn Ftl) -> Result<(), String> {
+    let descriptors = ftl.counter_descriptors();
+    let names: Vec<String> = ftl.counters().into_iter().map(|c| c.name).collect();
+    for d in &descriptors {
+        if d.doc.trim().is_empty() {
+            return Err(format!("the counter {} has no doc line", d.name));
+        }
+        if !names.iter().any(|n| d.matches(n).is_some()) {
+            return Err(format!(
+                "the counter {} is described but not listed",
+                d.name
+            ));
+        }
+    }
+    for name in &names {
+        let matching = descriptors.iter().filter(|d| d.matches(name).is_some());
+        if matching.count() != 1 {
+            return Err(format!(
+                "the counter {name} matches no descriptor, or several"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// What [`check_calls`] did: how many calls it checked, and how the FTL ended.

@@ -31,7 +31,7 @@ pub use params::Keys;
 use params::{Field, ParamError, Section};
 use std::any::Any;
 use std::fmt;
-use storsim_core::DeviceCounter;
+use storsim_core::{CounterDescriptor, DeviceCounter};
 use storsim_flash::{Geometry, NandArray, Ppa};
 
 /// Every FTL, in the order device files and `storsim presets` list them: one entry each, defined
@@ -342,6 +342,10 @@ pub trait Ftl: Send {
     /// FTL-specific counters (GC invocations, merges by kind, mapping-cache hits, ...), with
     /// units in their names, in a fixed order.
     fn counters(&self) -> Vec<DeviceCounter>;
+
+    /// What each of [`Ftl::counters`] is, declared next to where the FTL counts it; the SSD
+    /// lists them under `ftl_` (and `precondition_ftl_`) among its own.
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor>;
 
     /// Starts the counters that count events (merges, copies, cache hits: everything but the
     /// state gauges such as free blocks) from zero again. The SSD calls it when

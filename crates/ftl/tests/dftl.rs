@@ -168,6 +168,9 @@ fn conformance_with_background_gc_between_writes() {
         fn counters(&self) -> Vec<storsim_core::DeviceCounter> {
             self.inner.counters()
         }
+        fn counter_descriptors(&self) -> Vec<&'static storsim_core::CounterDescriptor> {
+            self.inner.counter_descriptors()
+        }
         fn reset_counters(&mut self) {
             self.inner.reset_counters()
         }
@@ -474,6 +477,9 @@ impl Ftl for IdleSometimes {
     }
     fn counters(&self) -> Vec<storsim_core::DeviceCounter> {
         self.inner.counters()
+    }
+    fn counter_descriptors(&self) -> Vec<&'static storsim_core::CounterDescriptor> {
+        self.inner.counter_descriptors()
     }
     fn reset_counters(&mut self) {
         self.inner.reset_counters()

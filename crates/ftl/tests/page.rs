@@ -193,6 +193,9 @@ impl Ftl for IdleFirst {
     fn counters(&self) -> Vec<storsim_core::DeviceCounter> {
         self.inner.counters()
     }
+    fn counter_descriptors(&self) -> Vec<&'static storsim_core::CounterDescriptor> {
+        self.inner.counter_descriptors()
+    }
     fn reset_counters(&mut self) {
         self.inner.reset_counters()
     }

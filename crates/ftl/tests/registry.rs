@@ -151,6 +151,19 @@ fn bad_values_are_refused_naming_their_key() {
     }
 }
 
+/// Each FTL's page lists exactly its counters (`STORSIM_BLESS_DOCS=1` rewrites the table).
+#[test]
+fn every_ftl_page_lists_exactly_its_counters() {
+    for entry in FTLS {
+        let ftl = (entry.defaults)().build(geometry(), 1_000).unwrap();
+        let page = docs().join(format!("ftl-{}.md", entry.name));
+        let key = format!("ftl-{}", entry.name);
+        let text = storsim_core::conformance::counter_table(&ftl.counter_descriptors());
+        storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+            .unwrap_or_else(|e| panic!("{}: {e}", entry.name));
+    }
+}
+
 #[test]
 fn every_ftl_has_a_docs_page_that_names_its_keys() {
     for entry in FTLS {

@@ -5,8 +5,8 @@ use crate::params::{HostInterfaceParams, LinkParams};
 use crate::HostIfError;
 use std::collections::{HashMap, VecDeque};
 use storsim_core::{
-    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op,
-    Request, SimDuration, SimTime, Status,
+    check_range, BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter,
+    DeviceError, EventQueue, Op, Request, Scope, SimDuration, SimTime, Status, Unit,
 };
 
 /// What happens next to a command, or to the controller.
@@ -343,7 +343,59 @@ impl HostInterfaceDevice {
     }
 }
 
+/// The interface's own counters, listed after the inner device's.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "hostif_arbitration_rounds",
+        Unit::Count,
+        "Rounds that fetched at least one command.",
+    ),
+    CounterDescriptor::new("hostif_fetched_commands", Unit::Count, "Commands fetched."),
+    CounterDescriptor::new(
+        "hostif_held_commands",
+        Unit::Count,
+        "Commands the host held because their queue pair was full.",
+    ),
+    CounterDescriptor::new(
+        "hostif_refused_commands",
+        Unit::Count,
+        "Fetched commands the inner device refused (completed at once, not served).",
+    ),
+    CounterDescriptor::new(
+        "hostif_link_down_busy_ns",
+        Unit::Nanoseconds,
+        "Time the link carried traffic toward the device.",
+    ),
+    CounterDescriptor::new(
+        "hostif_link_up_busy_ns",
+        Unit::Nanoseconds,
+        "Time the link carried traffic toward the host.",
+    ),
+    CounterDescriptor::new(
+        "hostif_controller_busy_ns",
+        Unit::Nanoseconds,
+        "Controller processing time.",
+    ),
+];
+
+/// The per-queue counters, listed with more than one queue.
+pub const QUEUE_COUNTERS: &[CounterDescriptor] = &[CounterDescriptor::family(
+    "hostif_queue_{}_fetched_commands",
+    Unit::Count,
+    Scope::PerQueue,
+    "Commands fetched from the queue (only with more than one queue).",
+)];
+
 impl Device for HostInterfaceDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        let mut out = self.inner.counter_descriptors();
+        out.extend(Described::all(COUNTERS));
+        if self.queues.len() > 1 {
+            out.extend(Described::all(QUEUE_COUNTERS));
+        }
+        out
+    }
+
     fn model_name(&self) -> &'static str {
         self.inner.model_name()
     }
@@ -497,5 +549,25 @@ impl HostInterfaceDevice {
             }));
         }
         counters
+    }
+}
+
+#[cfg(test)]
+mod counter_docs {
+    /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/models/host-interface.md");
+        let tables: [(&str, &[storsim_core::CounterDescriptor]); 2] = [
+            ("hostif", super::COUNTERS),
+            ("hostif-queues", super::QUEUE_COUNTERS),
+        ];
+        for (key, table) in tables {
+            let all: Vec<_> = table.iter().collect();
+            let text = storsim_core::conformance::counter_table(&all);
+            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+                .unwrap();
+        }
     }
 }

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use storsim_core::{
-    BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status,
+    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    Status,
 };
 
 /// Which child a request goes to.
@@ -260,6 +261,22 @@ impl<T> Fanout<T> {
                     .map(move |w| w.within(side.name()))
             })
             .collect()
+    }
+
+    /// What each child's counters are, under the side's prefix as [`Fanout::child_counters`]
+    /// names them.
+    pub(crate) fn child_descriptors(&self, out: &mut Vec<Described>) {
+        for side in [Side::Flash, Side::Disk] {
+            let prefix = format!("{}_", side.name());
+            let child = &self.children[side.index()];
+            out.extend(
+                child
+                    .device
+                    .counter_descriptors()
+                    .iter()
+                    .map(|d| d.within(&prefix)),
+            );
+        }
     }
 
     /// Each child's counters, prefixed with its side.

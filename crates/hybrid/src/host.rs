@@ -12,7 +12,8 @@ use crate::params::{ByteRange, HostPlacement, HostTieredParams};
 use crate::parents::Parents;
 use std::collections::{BTreeMap, VecDeque};
 use storsim_core::{
-    BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
+    Request, Scope, SimTime, Unit,
 };
 
 /// Child requests waiting for one child's queue.
@@ -394,7 +395,67 @@ impl HostTieredDevice {
     }
 }
 
+/// The request kinds as the per-kind counters name them: `host_{op}s_{side}`, a flush's
+/// being `flushs`.
+const HOST_OPS: &[&str] = &["reads", "writes", "trims", "flushs"];
+
+/// The device's own counters, in `counters`' order; each child's follow under `flash_` and
+/// `disk_`, described by the child.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::family(
+        "host_{}_flash",
+        Unit::Count,
+        Scope::PerKey(HOST_OPS),
+        "Host requests of the kind the flash served.",
+    ),
+    CounterDescriptor::family(
+        "host_{}_disk",
+        Unit::Count,
+        Scope::PerKey(HOST_OPS),
+        "Host requests of the kind the disk served.",
+    ),
+    CounterDescriptor::family(
+        "host_{}_split",
+        Unit::Count,
+        Scope::PerKey(HOST_OPS),
+        "Host requests of the kind split between the two.",
+    ),
+    CounterDescriptor::new(
+        "child_refusals",
+        Unit::Count,
+        "Child requests a child refused with an error other than a full queue (a failed child).",
+    ),
+];
+
+/// The remap table's counters (`small-writes` only).
+pub const REMAP_COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "remapped_blocks",
+        Unit::Blocks,
+        "Blocks remapped to the flash now (with a remap table only).",
+    ),
+    CounterDescriptor::new(
+        "remap_allocations",
+        Unit::Blocks,
+        "Blocks ever remapped to the flash (with a remap table only).",
+    ),
+    CounterDescriptor::new(
+        "remap_releases",
+        Unit::Blocks,
+        "Remapped blocks released (with a remap table only).",
+    ),
+];
+
 impl Device for HostTieredDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        let mut out: Vec<Described> = Described::all(COUNTERS).collect();
+        if self.remap.is_some() {
+            out.extend(Described::all(REMAP_COUNTERS));
+        }
+        self.fanout.child_descriptors(&mut out);
+        out
+    }
+
     fn model_name(&self) -> &'static str {
         "hybrid"
     }
@@ -465,5 +526,25 @@ impl Device for HostTieredDevice {
 
     fn block_wear(&self) -> Vec<BlockWear> {
         self.fanout.child_block_wear()
+    }
+}
+
+#[cfg(test)]
+mod counter_docs {
+    /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/hybrid.md");
+        let tables: [(&str, &[storsim_core::CounterDescriptor]); 2] = [
+            ("hybrid-host", super::COUNTERS),
+            ("hybrid-host-remap", super::REMAP_COUNTERS),
+        ];
+        for (key, table) in tables {
+            let all: Vec<_> = table.iter().collect();
+            let text = storsim_core::conformance::counter_table(&all);
+            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+                .unwrap();
+        }
     }
 }

@@ -124,7 +124,7 @@ pub fn emulation_text(r: &EmulatorReport) -> String {
     out += &text::latency_table(&r.model);
     if !r.device_counters.is_empty() {
         out += "\ndevice counters\n";
-        out += &text::counter_lines(&r.device_counters);
+        out += &text::counter_lines(&r.device_counters, &r.device_descriptors);
     }
     out
 }

@@ -11,6 +11,7 @@
 mod calibrate;
 mod control;
 mod cosim;
+mod counters;
 mod csv;
 mod emulate;
 mod inspect;
@@ -26,6 +27,7 @@ pub use calibrate::{
 };
 pub use control::{control_line, ControlAnswer, FaultRules};
 pub use cosim::{cosim_json, cosim_text, CosimResults};
+pub use counters::{counters_json, counters_text};
 pub use csv::RequestsCsv;
 pub use emulate::{emulation_json, emulation_text};
 pub use inspect::{inspect_json, inspect_text};

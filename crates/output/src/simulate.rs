@@ -3,7 +3,7 @@
 use crate::json;
 use crate::text::{self, human_bytes, us};
 use serde_json::{json, Value};
-use storsim_core::{BlockWear, Device, DeviceCounter};
+use storsim_core::{BlockWear, Described, Device, DeviceCounter};
 use storsim_engine::{Replay, RunInfo};
 use storsim_faults::FaultPlan;
 use storsim_stats::{Series, Summary};
@@ -21,6 +21,8 @@ pub struct DeviceFacts {
     pub capacity_bytes: u64,
     pub queue_depth: usize,
     pub counters: Vec<DeviceCounter>,
+    /// What each counter is (for the text report; the JSON holds the counters alone).
+    pub descriptors: Vec<Described>,
     /// Each flash array's per-block erase counts (none for a device without flash).
     pub block_wear: Vec<BlockWear>,
 }
@@ -34,6 +36,7 @@ impl DeviceFacts {
             capacity_bytes: device.capacity_bytes(),
             queue_depth: device.queue_depth(),
             counters: device.counters(),
+            descriptors: device.counter_descriptors(),
             block_wear: device.block_wear(),
         }
     }
@@ -208,7 +211,7 @@ pub fn simulation_text(r: &SimulationResults) -> String {
     }
     if !r.device.counters.is_empty() {
         out += "\ndevice counters\n";
-        out += &text::counter_lines(&r.device.counters);
+        out += &text::counter_lines(&r.device.counters, &r.device.descriptors);
     }
     out
 }

@@ -1,7 +1,7 @@
 //! The pieces every text report shares: numbers in readable units, the latency table, the
 //! device's counters, and tables whose columns fit their values.
 
-use storsim_core::DeviceCounter;
+use storsim_core::{describe, Described, DeviceCounter, Scope};
 use storsim_engine::Replay;
 use storsim_stats::{Distribution, Summary};
 
@@ -158,14 +158,15 @@ fn errors(s: &Summary) -> String {
     out
 }
 
-/// The counters as aligned `name value` lines. Families of per-unit counters
-/// (`channel_3_utilisation`, `die_17_utilisation`) would bury the rest on a large device, so
-/// each family becomes one line with its mean, minimum and maximum; the JSON keeps them all.
-pub(crate) fn counter_lines(counters: &[DeviceCounter]) -> String {
+/// The counters as aligned `name value` lines. Families of per-unit counters (a descriptor of
+/// scope per channel or per die: `channel_3_utilisation`, `die_17_utilisation`) would bury
+/// the rest on a large device, so each family becomes one line with its mean, minimum and
+/// maximum; the JSON keeps them all.
+pub(crate) fn counter_lines(counters: &[DeviceCounter], descriptors: &[Described]) -> String {
     let mut rows: Vec<(String, String)> = Vec::new();
     let mut families: Vec<(String, Vec<f64>)> = Vec::new();
     for c in counters {
-        match per_unit_family(&c.name) {
+        match per_unit_family(&c.name, descriptors) {
             Some(family) => match families.iter_mut().find(|(f, _)| *f == family) {
                 Some((_, values)) => values.push(c.value),
                 None => {
@@ -196,15 +197,20 @@ pub(crate) fn counter_lines(counters: &[DeviceCounter]) -> String {
         .collect()
 }
 
-/// The family of a per-unit counter: `die_17_utilisation` belongs to `die_utilisation`.
-fn per_unit_family(name: &str) -> Option<String> {
-    let mut parts = name.split('_');
-    let unit = parts.next()?;
-    let index = parts.next()?;
-    let rest: Vec<&str> = parts.collect();
-    let numbered = !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit());
-    (numbered && !rest.is_empty() && matches!(unit, "channel" | "die"))
-        .then(|| format!("{unit}_{}", rest.join("_")))
+/// The family of a per-channel or per-die counter, named by its descriptor's pattern without
+/// the index: `die_17_utilisation` belongs to `die_utilisation`.
+fn per_unit_family(name: &str, descriptors: &[Described]) -> Option<String> {
+    let d = describe(descriptors, name)?;
+    if !matches!(d.descriptor.scope, Scope::PerChannel | Scope::PerDie) {
+        return None;
+    }
+    let (before, after) = d.descriptor.pattern_parts();
+    Some(format!(
+        "{}{}_{}",
+        d.prefix,
+        before.trim_end_matches('_'),
+        after.trim_start_matches('_')
+    ))
 }
 
 /// Whole numbers as integers, others with at least six significant digits.
@@ -222,6 +228,7 @@ fn counter_value(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use storsim_core::{CounterDescriptor, Unit};
 
     #[test]
     fn per_unit_counters_fold_into_one_aligned_line() {
@@ -232,7 +239,18 @@ mod tests {
             DeviceCounter::new("precondition_steady_state_waf", 7.3140358),
             DeviceCounter::new("die_10_count", 3.0),
         ];
-        let text = counter_lines(&counters);
+        static DESCRIPTORS: [CounterDescriptor; 3] = [
+            CounterDescriptor::new("flash_reads", Unit::Count, "Reads."),
+            CounterDescriptor::family(
+                "channel_{}_utilisation",
+                Unit::Ratio,
+                Scope::PerChannel,
+                "A channel's busy share.",
+            ),
+            CounterDescriptor::family("die_{}_count", Unit::Count, Scope::PerDie, "Per die."),
+        ];
+        let descriptors: Vec<Described> = Described::all(&DESCRIPTORS).collect();
+        let text = counter_lines(&counters, &descriptors);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 4, "{text}");
         assert_eq!(

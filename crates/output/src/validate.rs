@@ -335,6 +335,7 @@ mod tests {
             capacity_bytes: 1 << 30,
             queue_depth: 1,
             counters: Vec::new(),
+            descriptors: Vec::new(),
             block_wear: Vec::new(),
         }
     }

@@ -38,7 +38,7 @@ pub use options::{
 use std::fmt;
 use std::path::PathBuf;
 use storsim_config::{DeviceSpec, LoadedDevice};
-use storsim_core::{Completion, Device, DeviceCounter, SimTime};
+use storsim_core::{Completion, Described, Device, DeviceCounter, SimTime};
 use storsim_engine::{
     CancelToken, CompletionSink, EngineError, EngineOptions, Flow, Replay, RunInfo, Simulation,
 };
@@ -404,28 +404,33 @@ pub struct UnmappedReads {
     pub read_pages: u64,
 }
 
-/// The counter an SSD counts its reads of pages without data in; a composite device reports
-/// its children's under a prefix.
-const UNMAPPED_COUNTER: &str = "host_read_unmapped_pages";
-
-/// The reads of pages without data on every SSD a device holds (itself or its children, found
-/// by their names in the device's `counters`), or `None` for a device with no SSD.
-pub fn unmapped_reads(counters: &[DeviceCounter]) -> Option<UnmappedReads> {
+/// The reads of pages without data on every SSD a device holds (itself or its children: each
+/// SSD's `host_read_unmapped_pages` descriptor, under the prefix its composite lists it with),
+/// or `None` for a device with no SSD.
+pub fn unmapped_reads(
+    counters: &[DeviceCounter],
+    descriptors: &[Described],
+) -> Option<UnmappedReads> {
+    let value = |name: &str| counters.iter().find(|c| c.name == name).map(|c| c.value);
     let mut total: Option<UnmappedReads> = None;
-    for c in counters.iter() {
-        let Some(prefix) = c.name.strip_suffix(UNMAPPED_COUNTER) else {
+    for d in descriptors {
+        if *d.descriptor != storsim_ssd::HOST_READ_UNMAPPED_PAGES {
+            continue;
+        }
+        let Some(unmapped) = value(&d.full_name()) else {
             continue;
         };
-        let reads_name = format!("{prefix}host_read_pages");
-        let reads = counters
-            .iter()
-            .find(|r| r.name == reads_name)
-            .map_or(0.0, |r| r.value);
+        let reads = value(&format!(
+            "{}{}",
+            d.prefix,
+            storsim_ssd::HOST_READ_PAGES.name
+        ))
+        .unwrap_or(0.0);
         let t = total.get_or_insert(UnmappedReads {
             unmapped_pages: 0,
             read_pages: 0,
         });
-        t.unmapped_pages += c.value as u64;
+        t.unmapped_pages += unmapped as u64;
         t.read_pages += reads as u64;
     }
     total

@@ -23,13 +23,14 @@ pub use params::{
     WriteBack, WriteBuffer,
 };
 pub use precondition::PreconditionReport;
+pub use stats::{COUNTERS, HOST_READ_PAGES, HOST_READ_UNMAPPED_PAGES};
 
 use batch::{OpBatch, Placement};
 use release::ReleaseQueue;
 use stats::{BufferCounts, OpCounts};
 use storsim_core::{
-    check_range, BlockWear, Completion, Device, DeviceCounter, DeviceError, EventQueue, Op,
-    Request, SimDuration, SimTime, Status,
+    check_range, BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, EventQueue,
+    Op, Request, SimDuration, SimTime, Status,
 };
 use storsim_flash::Scheduler;
 use storsim_ftl::{Ftl, FtlError};
@@ -703,6 +704,10 @@ impl Device for SsdDevice {
 
     fn counter_values(&self, values: &mut Vec<f64>) {
         stats::counter_values(self, values)
+    }
+
+    fn counter_descriptors(&self) -> Vec<Described> {
+        stats::counter_descriptors(self)
     }
 
     fn block_wear(&self) -> Vec<BlockWear> {

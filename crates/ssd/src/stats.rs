@@ -3,9 +3,272 @@
 
 use crate::{Energy, SsdDevice};
 use std::fmt;
-use storsim_core::{BlockWear, DeviceCounter, SimDuration};
+use storsim_core::{
+    BlockWear, CounterDescriptor, Described, DeviceCounter, Scope, SimDuration, Unit,
+};
 use storsim_flash::{FlashOpKind, NandArray, Utilisation};
 use storsim_ftl::Cause;
+
+/// Host pages read: with [`HOST_READ_UNMAPPED_PAGES`], what tells a run that measured no
+/// flash reads (`storsim_sim::unmapped_reads`).
+pub const HOST_READ_PAGES: CounterDescriptor =
+    CounterDescriptor::new("host_read_pages", Unit::Pages, "Pages the host read.");
+
+/// Host pages read that found no data.
+pub const HOST_READ_UNMAPPED_PAGES: CounterDescriptor = CounterDescriptor::new(
+    "host_read_unmapped_pages",
+    Unit::Pages,
+    "Host pages read that held no data (never written, or trimmed): no flash time; simulate warns above half the pages read.",
+);
+
+/// The causes of flash operations, as the per-cause counters name them (`Cause::name`).
+const CAUSES: &[&str] = &["host", "gc", "merge", "mapping", "wear_level"];
+
+/// The SSD's own counters; the FTL's follow them under `ftl_` (and, after preconditioning,
+/// `precondition_ftl_`), described by the FTL.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    HOST_READ_PAGES,
+    HOST_READ_UNMAPPED_PAGES,
+    CounterDescriptor::new(
+        "host_write_pages",
+        Unit::Pages,
+        "Pages the host wrote.",
+    ),
+    CounterDescriptor::new(
+        "host_trim_pages",
+        Unit::Pages,
+        "Pages the host trimmed.",
+    ),
+    CounterDescriptor::family(
+        "flash_reads_{}",
+        Unit::Count,
+        Scope::PerKey(CAUSES),
+        "NAND page reads by cause.",
+    ),
+    CounterDescriptor::family(
+        "flash_programs_{}",
+        Unit::Count,
+        Scope::PerKey(CAUSES),
+        "NAND page programs by cause.",
+    ),
+    CounterDescriptor::family(
+        "flash_erases_{}",
+        Unit::Count,
+        Scope::PerKey(CAUSES),
+        "NAND block erases by cause.",
+    ),
+    CounterDescriptor::family(
+        "die_time_{}_ns",
+        Unit::Nanoseconds,
+        Scope::PerKey(CAUSES),
+        "Die time taken by the cause's operations (command to last byte out).",
+    ),
+    CounterDescriptor::new(
+        "flash_reads",
+        Unit::Count,
+        "NAND page reads of every cause.",
+    ),
+    CounterDescriptor::new(
+        "flash_programs",
+        Unit::Count,
+        "NAND page programs of every cause.",
+    ),
+    CounterDescriptor::new(
+        "flash_erases",
+        Unit::Count,
+        "NAND block erases of every cause.",
+    ),
+    CounterDescriptor::new(
+        "multi_plane_commands",
+        Unit::Count,
+        "Multi-plane commands placed; their pages are counted in the totals.",
+    ),
+    CounterDescriptor::new(
+        "write_amplification",
+        Unit::Factor,
+        "Flash programs over host page writes.",
+    ),
+    CounterDescriptor::new(
+        "erase_count_min",
+        Unit::Count,
+        "Fewest erases of a block over the array's life, preconditioning included.",
+    ),
+    CounterDescriptor::new(
+        "erase_count_mean",
+        Unit::Count,
+        "Mean erases per block over the array's life, preconditioning included.",
+    ),
+    CounterDescriptor::new(
+        "erase_count_max",
+        Unit::Count,
+        "Most erases of a block over the array's life, preconditioning included.",
+    ),
+    CounterDescriptor::new(
+        "erase_count_stddev",
+        Unit::Count,
+        "Standard deviation of the blocks' erase counts.",
+    ),
+    CounterDescriptor::family(
+        "erase_count_hist_{}",
+        Unit::Blocks,
+        Scope::PerBucket,
+        "Blocks whose erase count falls in the bucket (0, 1, 2-3, 4-7, ...).",
+    ),
+    CounterDescriptor::new(
+        "retired_blocks",
+        Unit::Blocks,
+        "Blocks past their endurance over the array's life.",
+    ),
+    CounterDescriptor::new(
+        "energy_read_uj",
+        Unit::Microjoules,
+        "Energy of flash reads.",
+    ),
+    CounterDescriptor::new(
+        "energy_program_uj",
+        Unit::Microjoules,
+        "Energy of flash programs.",
+    ),
+    CounterDescriptor::new(
+        "energy_erase_uj",
+        Unit::Microjoules,
+        "Energy of flash erases.",
+    ),
+    CounterDescriptor::new(
+        "energy_idle_uj",
+        Unit::Microjoules,
+        "Idle energy: idle power times the mean fraction of dies idle over the run.",
+    ),
+    CounterDescriptor::family(
+        "energy_{}_uj",
+        Unit::Microjoules,
+        Scope::PerKey(CAUSES),
+        "Energy of the cause's flash operations.",
+    ),
+    CounterDescriptor::new(
+        "energy_total_uj",
+        Unit::Microjoules,
+        "Energy of operations and idling together.",
+    ),
+    CounterDescriptor::new(
+        "projected_wearout_s",
+        Unit::Seconds,
+        "Time until the erase budget runs out at this run's erase rate (only once the run erased).",
+    ).sometimes(),
+    CounterDescriptor::new(
+        "projected_wearout_host_bytes",
+        Unit::Bytes,
+        "Host bytes written until the erase budget runs out at this run's rate (only once the run erased).",
+    ).sometimes(),
+    CounterDescriptor::new(
+        "precondition_host_writes",
+        Unit::Pages,
+        "Logical pages preconditioning wrote.",
+    ),
+    CounterDescriptor::new(
+        "precondition_flash_reads",
+        Unit::Count,
+        "Flash reads preconditioning caused.",
+    ),
+    CounterDescriptor::new(
+        "precondition_flash_programs",
+        Unit::Count,
+        "Flash programs preconditioning caused.",
+    ),
+    CounterDescriptor::new(
+        "precondition_erases",
+        Unit::Count,
+        "Block erases preconditioning caused.",
+    ),
+    CounterDescriptor::new(
+        "background_gc_units",
+        Unit::Count,
+        "Units of garbage collection done in idle time.",
+    ),
+    CounterDescriptor::new(
+        "utilisation_elapsed_ns",
+        Unit::Nanoseconds,
+        "The time the utilisations are over: the last host completion so far.",
+    ),
+    CounterDescriptor::family(
+        "channel_{}_utilisation",
+        Unit::Ratio,
+        Scope::PerChannel,
+        "The channel's busy fraction over the run.",
+    ),
+    CounterDescriptor::family(
+        "die_{}_utilisation",
+        Unit::Ratio,
+        Scope::PerDie,
+        "The die's busy fraction over the run.",
+    ),
+];
+
+/// The write-back buffer's counters (`flush_policy = "watermark"` only).
+pub const BUFFER_COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "buffer_read_hit_pages",
+        Unit::Pages,
+        "Host pages read from the write-back buffer (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_write_hit_pages",
+        Unit::Pages,
+        "Host pages written over a dirty buffered page: coalesced, no program (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_destaged_pages",
+        Unit::Pages,
+        "Pages sent from the buffer to the FTL, for any reason (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_watermark_destaged_pages",
+        Unit::Pages,
+        "Pages destaged for crossing the high watermark or finding every slot dirty (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_flush_destaged_pages",
+        Unit::Pages,
+        "Pages destaged for Flush requests (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_idle_destaged_pages",
+        Unit::Pages,
+        "Pages destaged in idle time (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_trimmed_pages",
+        Unit::Pages,
+        "Dirty buffered pages dropped by a trim (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_write_through_pages",
+        Unit::Pages,
+        "Pages of writes larger than the buffer, programmed directly (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_full_waits",
+        Unit::Count,
+        "Write requests that found no free slot and waited for a program (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_dirty_pages_max",
+        Unit::Pages,
+        "The most dirty pages at once, after each write's destaging (`watermark` only).",
+    ),
+    CounterDescriptor::new(
+        "buffer_dirty_pages",
+        Unit::Pages,
+        "Dirty pages left at the end (`watermark` only).",
+    ),
+];
+
+/// Steady-state preconditioning's own figure.
+pub const STEADY_STATE_COUNTERS: &[CounterDescriptor] = &[CounterDescriptor::new(
+    "precondition_steady_state_waf",
+    Unit::Factor,
+    "Write amplification of steady-state preconditioning's last window (`steady-state` only).",
+)];
 
 /// Flash operations by kind (read, program, erase) and cause.
 #[derive(Clone, Debug, Default)]
@@ -114,6 +377,27 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
     let mut counters = Vec::new();
     list(d, &mut List::Named(&mut counters));
     counters
+}
+
+/// What each counter is: the SSD's own, then the FTL's under the prefixes the SSD lists them
+/// with.
+pub(crate) fn counter_descriptors(d: &SsdDevice) -> Vec<Described> {
+    let ftl = d.ftl.counter_descriptors();
+    let mut out: Vec<Described> = Described::all(COUNTERS).collect();
+    if d.precondition.steady_state_waf.is_some() {
+        out.extend(Described::all(STEADY_STATE_COUNTERS));
+    }
+    if d.write_back.is_some() {
+        out.extend(Described::all(BUFFER_COUNTERS));
+    }
+    // Preconditioning's FTL counters are listed when it wrote anything.
+    let preconditioned = !d.precondition.ftl_counters.is_empty();
+    for prefix in ["precondition_ftl_", "ftl_"] {
+        if prefix == "ftl_" || preconditioned {
+            out.extend(ftl.iter().map(|&f| Described::own(f).within(prefix)));
+        }
+    }
+    out
 }
 
 /// The values of [`counters`], in their order, appended to `values`.
@@ -320,5 +604,37 @@ fn write_buffer(out: &mut List, b: &BufferCounts, dirty_pages: u64) {
         ("buffer_dirty_pages", dirty_pages),
     ] {
         out.push(name, value as f64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_per_cause_families_name_every_cause() {
+        let names: Vec<&str> = Cause::ALL.iter().map(|c| c.name()).collect();
+        assert_eq!(names, CAUSES);
+    }
+}
+
+#[cfg(test)]
+mod counter_docs {
+    /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/ssd.md");
+        let tables: [(&str, &[storsim_core::CounterDescriptor]); 3] = [
+            ("ssd", super::COUNTERS),
+            ("ssd-steady-state", super::STEADY_STATE_COUNTERS),
+            ("ssd-buffer", super::BUFFER_COUNTERS),
+        ];
+        for (key, table) in tables {
+            let all: Vec<_> = table.iter().collect();
+            let text = storsim_core::conformance::counter_table(&all);
+            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+                .unwrap();
+        }
     }
 }

@@ -14,7 +14,7 @@
 
 use crate::histogram::{bucket_middle, bucket_of, buckets};
 use storsim_core::{
-    BlockWear, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
 };
 
 /// Buckets per power of two of a window's latency histogram, as a power of two: 32 buckets,
@@ -962,6 +962,9 @@ impl<D: Device + ?Sized> Device for Observed<'_, D> {
     }
     fn counter_values(&self, values: &mut Vec<f64>) {
         self.device.counter_values(values)
+    }
+    fn counter_descriptors(&self) -> Vec<Described> {
+        self.device.counter_descriptors()
     }
     fn prefetch(&self, request: &Request) {
         self.device.prefetch(request)

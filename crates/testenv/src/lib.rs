@@ -72,6 +72,40 @@ pub fn kernel_lacks(what: &str) {
     eprintln!("SKIP (kernel feature missing): {what}");
 }
 
+/// The environment variable that makes [`check_generated_block`] write the block into the
+/// page instead of failing when it differs.
+pub const BLESS_ENV: &str = "STORSIM_BLESS_DOCS";
+
+/// Checks that the doc page at `path` holds `text` between `<!-- KEY -->` and
+/// `<!-- /NAME -->` (where KEY is `NAME: ...`, as `counters: ssd`), so that what a page lists
+/// is made from the code it documents; with [`BLESS_ENV`] set it writes `text` there instead.
+/// The error says how to bring the page up to date.
+pub fn check_generated_block(path: &std::path::Path, key: &str, text: &str) -> Result<(), String> {
+    let page = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let open = format!("<!-- {key} -->\n");
+    let close = format!("<!-- /{} -->", key.split(':').next().unwrap_or(key));
+    let start = page
+        .find(&open)
+        .ok_or_else(|| format!("{} has no `{}` marker", path.display(), open.trim_end()))?
+        + open.len();
+    let end = start
+        + page[start..]
+            .find(&close)
+            .ok_or_else(|| format!("{} has no `{close}` after `{key}`", path.display()))?;
+    if page[start..end] == *text {
+        return Ok(());
+    }
+    if std::env::var_os(BLESS_ENV).is_some() {
+        let updated = format!("{}{text}{}", &page[..start], &page[end..]);
+        return std::fs::write(path, updated).map_err(|e| format!("{}: {e}", path.display()));
+    }
+    Err(format!(
+        "{}: the block `{key}` differs from what the code makes; run the test with \
+         {BLESS_ENV}=1 to write it",
+        path.display()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

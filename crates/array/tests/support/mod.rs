@@ -93,6 +93,9 @@ impl Device for FailsAfter {
     fn counters(&self) -> Vec<DeviceCounter> {
         self.inner.counters()
     }
+    fn counter_descriptors(&self) -> Vec<storsim_core::Described> {
+        self.inner.counter_descriptors()
+    }
 }
 
 pub fn raid0(

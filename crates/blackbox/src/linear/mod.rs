@@ -3,9 +3,11 @@
 //! A captures per-request overheads (command, OS, controller), B the per-byte transfer cost.
 //! See docs/models/linear.md.
 
+use crate::pattern::PATTERNS;
 use crate::{AccessPattern, FifoServers, SequentialDetect, SequentialTracker};
 use storsim_core::{
-    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime,
+    check_range, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
+    Request, Scope, SimDuration, SimTime, Unit,
 };
 
 /// One pattern's (A, B). B is kept in picoseconds per KiB so that the fit table's three
@@ -105,7 +107,28 @@ impl LinearDevice {
     }
 }
 
+/// The model's counters, in the order `counters` lists them.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::family(
+        "{}_requests",
+        Unit::Count,
+        Scope::PerKey(PATTERNS),
+        "Reads and writes of the access pattern (sequential or random read or write).",
+    ),
+    CounterDescriptor::new("trim_requests", Unit::Count, "Trim requests."),
+    CounterDescriptor::new("flush_requests", Unit::Count, "Flush requests."),
+    CounterDescriptor::new(
+        "busy_ns",
+        Unit::Nanoseconds,
+        "Sum of service times handed out, over all servers.",
+    ),
+];
+
 impl Device for LinearDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        Described::all(COUNTERS).collect()
+    }
+
     fn model_name(&self) -> &'static str {
         "linear"
     }
@@ -164,5 +187,22 @@ impl Device for LinearDevice {
         counters.push(DeviceCounter::new("flush_requests", self.flushes as f64));
         counters.push(DeviceCounter::new("busy_ns", self.servers.busy_ns() as f64));
         counters
+    }
+}
+
+#[cfg(test)]
+mod counter_docs {
+    /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/linear.md");
+        let tables: [(&str, &[storsim_core::CounterDescriptor]); 1] = [("linear", super::COUNTERS)];
+        for (key, table) in tables {
+            let all: Vec<_> = table.iter().collect();
+            let text = storsim_core::conformance::counter_table(&all);
+            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+                .unwrap();
+        }
     }
 }

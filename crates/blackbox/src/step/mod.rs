@@ -5,9 +5,11 @@
 //! first request was charged as random; optionally the difference to a sequential delay is
 //! settled on the following requests of the run. See docs/models/step.md.
 
+use crate::pattern::PATTERNS;
 use crate::{AccessPattern, FifoServers, SequentialDetect, SequentialTracker};
 use storsim_core::{
-    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimDuration, SimTime,
+    check_range, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
+    Request, Scope, SimDuration, SimTime, Unit,
 };
 
 /// The delays of one direction (reads or writes).
@@ -207,7 +209,36 @@ impl StepDevice {
     }
 }
 
+/// The model's counters, in the order `counters` lists them.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::family(
+        "{}_requests",
+        Unit::Count,
+        Scope::PerKey(PATTERNS),
+        "Reads and writes of the access pattern (sequential or random read or write).",
+    ),
+    CounterDescriptor::new("read_steps", Unit::Count, "Read spikes charged."),
+    CounterDescriptor::new("write_steps", Unit::Count, "Write spikes charged."),
+    CounterDescriptor::new(
+        "compensation_removed_ns",
+        Unit::Nanoseconds,
+        "Excess taken off sequential delays.",
+    ),
+    CounterDescriptor::new(
+        "compensation_added_ns",
+        Unit::Nanoseconds,
+        "Shortfall charged to second requests (random faster than sequential).",
+    ),
+    CounterDescriptor::new("trim_requests", Unit::Count, "Trim requests."),
+    CounterDescriptor::new("flush_requests", Unit::Count, "Flush requests."),
+    CounterDescriptor::new("busy_ns", Unit::Nanoseconds, "Sum of service times."),
+];
+
 impl Device for StepDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        Described::all(COUNTERS).collect()
+    }
+
     fn model_name(&self) -> &'static str {
         "step"
     }
@@ -285,5 +316,22 @@ impl Device for StepDevice {
         counters.push(DeviceCounter::new("flush_requests", self.flushes as f64));
         counters.push(DeviceCounter::new("busy_ns", self.server.busy_ns() as f64));
         counters
+    }
+}
+
+#[cfg(test)]
+mod counter_docs {
+    /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/step.md");
+        let tables: [(&str, &[storsim_core::CounterDescriptor]); 1] = [("step", super::COUNTERS)];
+        for (key, table) in tables {
+            let all: Vec<_> = table.iter().collect();
+            let text = storsim_core::conformance::counter_table(&all);
+            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+                .unwrap();
+        }
     }
 }

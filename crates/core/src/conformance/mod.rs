@@ -27,7 +27,10 @@
 //!   unchanged. When they differ, a third run with the probes tells whether the device is
 //!   nondeterministic or the probes changed it;
 //! - `block_wear()` gives each array one erase count per block of its shape, each array under
-//!   a unit name of its own.
+//!   a unit name of its own;
+//! - every counter `counters()` lists matches exactly one of `counter_descriptors()`, every
+//!   descriptor has a line of documentation, and every descriptor not marked `sometimes` is
+//!   listed (checked after the run).
 //!
 //! The first broken promise ends the check with a [`Violation`] naming the seed, the request
 //! and what was broken. Every check prints its seed to stderr as it starts; the environment
@@ -41,12 +44,15 @@
 //! model runs the kit.
 
 mod monitor;
+mod pages;
 mod recorder;
 mod workload;
 
+pub use pages::counter_table;
 pub use recorder::{Log, Recorder, SharedLog};
 pub use workload::{mixed_requests, Mix};
 
+use crate::counter::Described;
 use crate::device::{BlockWear, Device, DeviceError};
 use crate::prng::Prng;
 use crate::request::{Completion, Op, Request};
@@ -193,6 +199,9 @@ pub enum ViolationKind {
     BlockWearShape,
     /// `counter_values()` differs from the values of `counters()`.
     CounterValues,
+    /// A counter matches none of the device's descriptors, or several; a descriptor has no
+    /// documentation, or is not `sometimes` and has no counter listed.
+    UndescribedCounter,
     /// A completion carried an error status where none is allowed ([`Options::allow_errors`]).
     ErrorStatus,
 }
@@ -270,6 +279,13 @@ where
     };
     let probed = probed_run(&mut first)?;
     check_counter_values(model, seed, &first)?;
+    check_counters_described(&first).map_err(|detail| Violation {
+        model,
+        seed: Some(seed),
+        request: None,
+        kind: ViolationKind::UndescribedCounter,
+        detail,
+    })?;
     drop(first);
     check_block_wear(model, seed, &probed.block_wear)?;
     let plain = run(
@@ -346,6 +362,47 @@ fn check_counter_values<D: Device + ?Sized>(
             named.len()
         ),
     })
+}
+
+/// Every counter the device lists matches exactly one of its descriptors, every descriptor
+/// says what it counts, and every descriptor not marked `sometimes` has its counter listed: what `storsim counters`, the reports and the model pages rely on.
+/// Public so that a test of a device the kit does not drive (a preset's stack after a run, say)
+/// can make the same check; the error names the counter or descriptor at fault.
+pub fn check_counters_described<D: Device + ?Sized>(device: &D) -> Result<(), String> {
+    let descriptors = device.counter_descriptors();
+    if let Some(d) = descriptors
+        .iter()
+        .find(|d| d.descriptor.doc.trim().is_empty())
+    {
+        return Err(format!("the descriptor {} has no doc line", d.full_name()));
+    }
+    let counters = device.counters();
+    if let Some(d) = descriptors
+        .iter()
+        .filter(|d| d.descriptor.always)
+        .find(|d| !counters.iter().any(|c| d.matches(&c.name).is_some()))
+    {
+        return Err(format!(
+            "the descriptor {} is listed but no counter of it is",
+            d.full_name()
+        ));
+    }
+    for counter in counters {
+        let matching: Vec<String> = descriptors
+            .iter()
+            .filter(|d| d.matches(&counter.name).is_some())
+            .map(Described::full_name)
+            .collect();
+        if matching.len() != 1 {
+            return Err(format!(
+                "the counter {} matches {} descriptors ({}), not one",
+                counter.name,
+                matching.len(),
+                matching.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Each array's erase counts are one per block of its shape, and no two arrays share a unit

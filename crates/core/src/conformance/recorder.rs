@@ -1,6 +1,7 @@
 //! A device wrapper that logs the traffic through it, for tests that check what a composite
 //! device (an array, a hybrid drive) handed its children.
 
+use crate::counter::Described;
 use crate::device::{BlockWear, Device, DeviceCounter, DeviceError};
 use crate::request::{Completion, Op, Request};
 use crate::time::SimTime;
@@ -94,6 +95,9 @@ impl<D: Device> Device for Recorder<D> {
     }
     fn counter_values(&self, values: &mut Vec<f64>) {
         self.inner.counter_values(values)
+    }
+    fn counter_descriptors(&self) -> Vec<Described> {
+        self.inner.counter_descriptors()
     }
     fn prefetch(&self, request: &Request) {
         self.inner.prefetch(request)

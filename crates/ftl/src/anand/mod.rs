@@ -10,7 +10,7 @@ use crate::params::{self, field, fraction_below_one, Field, Key, ParamError};
 use crate::rewrite::{erase_retires, rewrite_block};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::{BTreeSet, VecDeque};
-use storsim_core::DeviceCounter;
+use storsim_core::{CounterDescriptor, DeviceCounter, Unit};
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
 /// Parameters of the `anand` FTL.
@@ -313,7 +313,37 @@ impl Anand {
     }
 }
 
+/// The FTL's counters, in the order `counters` lists them: the SSD reports them as `ftl_NAME`.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new("folds", Unit::Count, "Chains folded."),
+    CounterDescriptor::new(
+        "fold_copied_pages",
+        Unit::Pages,
+        "Pages copied into last units by folds.",
+    ),
+    CounterDescriptor::new(
+        "in_place_rewrites",
+        Unit::Count,
+        "Read-erase-write cycles of single-unit chains.",
+    ),
+    CounterDescriptor::new(
+        "chain_scan_reads",
+        Unit::Count,
+        "Mapping reads of the chain walk.",
+    ),
+    CounterDescriptor::new(
+        "max_chain_length_seen",
+        Unit::Count,
+        "Longest chain so far, in units.",
+    ),
+    CounterDescriptor::new("free_units", Unit::Count, "Units in the free pool now."),
+];
+
 impl Ftl for Anand {
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        COUNTERS.iter().collect()
+    }
+
     fn name(&self) -> &'static str {
         "anand"
     }

@@ -10,7 +10,7 @@
 use crate::blockmap::{self, CopyChain, Flash, NONE};
 use crate::params::{self, field, fraction_below_one, Field, Key, ParamError};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
-use storsim_core::DeviceCounter;
+use storsim_core::{CounterDescriptor, DeviceCounter, Unit};
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
 /// Parameters of the `block` FTL.
@@ -158,7 +158,26 @@ impl BlockFtl {
     }
 }
 
+/// The FTL's counters, in the order `counters` lists them: the SSD reports them as `ftl_NAME`.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new("block_merges", Unit::Count, "Updates that copied a block."),
+    CounterDescriptor::new(
+        "merge_copied_pages",
+        Unit::Pages,
+        "Pages copied by those updates.",
+    ),
+    CounterDescriptor::new(
+        "free_blocks",
+        Unit::Blocks,
+        "Erased blocks in the pool now.",
+    ),
+];
+
 impl Ftl for BlockFtl {
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        COUNTERS.iter().collect()
+    }
+
     fn name(&self) -> &'static str {
         "block"
     }

@@ -26,7 +26,7 @@ use crate::page::{self};
 use crate::params::{self, field, Field, Key, Kind, ParamError, ParamKey, Section, Value};
 use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::BTreeSet;
-use storsim_core::DeviceCounter;
+use storsim_core::{CounterDescriptor, DeviceCounter, Unit};
 use storsim_flash::{Geometry, NandArray, Ppa};
 
 /// Parameters of the `dftl` FTL.
@@ -406,7 +406,48 @@ fn flush(core: &mut Core, cmt: &mut Cmt, ops: &mut Vec<FlashOp>) -> Result<(), F
     Ok(())
 }
 
+/// DFTL's own counters, listed after the page-mapping core's, in `counters`' order.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new("cmt_entries", Unit::Count, "CMT capacity, in entries."),
+    CounterDescriptor::new("cmt_hits", Unit::Count, "Lookups served from the CMT."),
+    CounterDescriptor::new("cmt_misses", Unit::Count, "Lookups the CMT missed."),
+    CounterDescriptor::new(
+        "cmt_hit_rate",
+        Unit::Ratio,
+        "Hits over lookups; 0 before any lookup.",
+    ),
+    CounterDescriptor::new(
+        "cmt_dirty_evictions",
+        Unit::Count,
+        "Evictions that rewrote a translation page.",
+    ),
+    CounterDescriptor::new(
+        "translation_page_reads",
+        Unit::Pages,
+        "Translation-page reads of cause `mapping` (misses and read-modify-writes).",
+    ),
+    CounterDescriptor::new(
+        "translation_page_writes",
+        Unit::Pages,
+        "Translation-page programs of cause `mapping`.",
+    ),
+    CounterDescriptor::new(
+        "gc_translation_page_writes",
+        Unit::Pages,
+        "Those of them caused by GC or wear levelling moving uncached entries.",
+    ),
+    CounterDescriptor::new(
+        "translation_pages_on_flash",
+        Unit::Pages,
+        "Translation pages that exist on flash.",
+    ),
+];
+
 impl Ftl for Dftl {
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        crate::page::core::COUNTERS.iter().chain(COUNTERS).collect()
+    }
+
     fn name(&self) -> &'static str {
         "dftl"
     }

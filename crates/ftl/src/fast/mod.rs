@@ -22,7 +22,7 @@
 use crate::blockmap::{self, CopyChain, Flash, NONE};
 use crate::params::{self, field, fraction_up_to_one, Field, Key, ParamError};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
-use storsim_core::DeviceCounter;
+use storsim_core::{CounterDescriptor, DeviceCounter, Unit};
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
 /// Parameters of the `fast` FTL.
@@ -278,7 +278,42 @@ impl FastFtl {
     }
 }
 
+/// The FTL's counters, in the order `counters` lists them: the SSD reports them as `ftl_NAME`.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "switch_merges",
+        Unit::Count,
+        "Full SW log blocks that became data blocks without copies.",
+    ),
+    CounterDescriptor::new(
+        "partial_merges",
+        Unit::Count,
+        "SW log blocks completed from elsewhere when a new run started.",
+    ),
+    CounterDescriptor::new(
+        "full_merges",
+        Unit::Count,
+        "Logical blocks gathered into a fresh block (while reclaiming RW log blocks).",
+    ),
+    CounterDescriptor::new("rw_log_merges", Unit::Count, "RW log blocks reclaimed."),
+    CounterDescriptor::new(
+        "merge_copied_pages",
+        Unit::Pages,
+        "Pages copied by all merges.",
+    ),
+    CounterDescriptor::new("log_blocks", Unit::Blocks, "Log blocks (SW + RW)."),
+    CounterDescriptor::new(
+        "free_blocks",
+        Unit::Blocks,
+        "Erased blocks in the pool now.",
+    ),
+];
+
 impl Ftl for FastFtl {
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        COUNTERS.iter().collect()
+    }
+
     fn name(&self) -> &'static str {
         "fast"
     }

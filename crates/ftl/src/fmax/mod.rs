@@ -10,7 +10,7 @@ use crate::params::{self, field, fraction_below_one, Field, Key, ParamError};
 use crate::rewrite::{erase_retires, rewrite_block};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
 use std::collections::{BTreeSet, VecDeque};
-use storsim_core::DeviceCounter;
+use storsim_core::{CounterDescriptor, DeviceCounter, Unit};
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
 /// Parameters of the `fmax` FTL.
@@ -240,7 +240,32 @@ impl Fmax {
     }
 }
 
+/// The FTL's counters, in the order `counters` lists them: the SSD reports them as `ftl_NAME`.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "folds",
+        Unit::Count,
+        "Chains folded into a new primary unit.",
+    ),
+    CounterDescriptor::new("fold_copied_pages", Unit::Pages, "Pages copied by folds."),
+    CounterDescriptor::new(
+        "in_place_rewrites",
+        Unit::Count,
+        "Read-erase-write cycles of primary units.",
+    ),
+    CounterDescriptor::new(
+        "replacement_units",
+        Unit::Count,
+        "Replacement units assigned.",
+    ),
+    CounterDescriptor::new("free_units", Unit::Count, "Units in the free pool now."),
+];
+
 impl Ftl for Fmax {
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        COUNTERS.iter().collect()
+    }
+
     fn name(&self) -> &'static str {
         "fmax"
     }

@@ -16,7 +16,7 @@
 use crate::blockmap::{self, CopyChain, Flash, NONE};
 use crate::params::{self, field, Field, Key, Kind, ParamError, Value};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
-use storsim_core::DeviceCounter;
+use storsim_core::{CounterDescriptor, DeviceCounter, Unit};
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
 /// The log space when [`Params::log_blocks`] is `None`: this fraction of the data blocks,
@@ -266,7 +266,46 @@ impl LogBlockFtl {
     }
 }
 
+/// The FTL's counters, in the order `counters` lists them: the SSD reports them as `ftl_NAME`.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "switch_merges",
+        Unit::Count,
+        "Log blocks that became data blocks without copies.",
+    ),
+    CounterDescriptor::new(
+        "partial_merges",
+        Unit::Count,
+        "Log blocks completed from their data block (only with `partial_merge`).",
+    ),
+    CounterDescriptor::new(
+        "full_merges",
+        Unit::Count,
+        "Logical blocks gathered into a fresh block.",
+    ),
+    CounterDescriptor::new(
+        "merge_copied_pages",
+        Unit::Pages,
+        "Pages copied by all merges.",
+    ),
+    CounterDescriptor::new("log_blocks", Unit::Blocks, "Log blocks available."),
+    CounterDescriptor::new(
+        "log_blocks_in_use",
+        Unit::Blocks,
+        "Log blocks holding pages now.",
+    ),
+    CounterDescriptor::new(
+        "free_blocks",
+        Unit::Blocks,
+        "Erased blocks in the pool now.",
+    ),
+];
+
 impl Ftl for LogBlockFtl {
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        COUNTERS.iter().collect()
+    }
+
     fn name(&self) -> &'static str {
         "log-block"
     }

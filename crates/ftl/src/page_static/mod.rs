@@ -8,7 +8,7 @@
 use crate::params::{self, field, fraction_up_to_one, Field, Key, ParamError};
 use crate::rewrite::{erase_retires, rewrite_pages, Waits};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
-use storsim_core::{DeviceCounter, Prng};
+use storsim_core::{CounterDescriptor, DeviceCounter, Prng, Unit};
 use storsim_flash::{BlockId, Geometry, NandArray, Ppa};
 
 /// Parameters of the `page-static` FTL.
@@ -142,7 +142,30 @@ impl PageStatic {
     }
 }
 
+/// The FTL's counters, in the order `counters` lists them: the SSD reports them as `ftl_NAME`.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "block_rewrites",
+        Unit::Count,
+        "Read-erase-write cycles (one erase each).",
+    ),
+    CounterDescriptor::new(
+        "rewrite_copied_pages",
+        Unit::Pages,
+        "Pages read and programmed back by those cycles.",
+    ),
+    CounterDescriptor::new(
+        "prewritten_pages",
+        Unit::Pages,
+        "Prewritten pages still neither overwritten nor trimmed.",
+    ),
+];
+
 impl Ftl for PageStatic {
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        COUNTERS.iter().collect()
+    }
+
     fn name(&self) -> &'static str {
         "page-static"
     }

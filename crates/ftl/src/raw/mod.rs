@@ -7,7 +7,7 @@
 
 use crate::params::{Field, ParamError};
 use crate::{Cause, Dep, FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
-use storsim_core::DeviceCounter;
+use storsim_core::{CounterDescriptor, DeviceCounter, Unit};
 use storsim_flash::{Geometry, NandArray, Ppa};
 
 /// Parameters of the `raw` FTL: there are none, the host decides everything.
@@ -78,7 +78,25 @@ impl Raw {
     }
 }
 
+/// The FTL's counters, in the order `counters` lists them: the SSD reports them as `ftl_NAME`.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "rejected_programs",
+        Unit::Count,
+        "Writes refused because the page was not erased or its block is retired.",
+    ),
+    CounterDescriptor::new(
+        "trim_erases",
+        Unit::Count,
+        "Block erases caused by discards.",
+    ),
+];
+
 impl Ftl for Raw {
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        COUNTERS.iter().collect()
+    }
+
     fn name(&self) -> &'static str {
         "raw"
     }

@@ -32,8 +32,8 @@ mod read;
 mod write;
 
 use storsim_core::{
-    check_range, Completion, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status,
-    QUEUE_DEPTH_MAX, SECTOR_BYTES,
+    check_range, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
+    Request, Scope, SimTime, Status, Unit, QUEUE_DEPTH_MAX, SECTOR_BYTES,
 };
 
 /// Blocks that follow one another on one track: block `first + i` is sector
@@ -523,7 +523,108 @@ impl HddDevice {
     }
 }
 
+/// The drive's counters, in the order `counters` lists them.
+pub const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new("reads", Unit::Count, "Read requests served."),
+    CounterDescriptor::new("writes", Unit::Count, "Write requests served."),
+    CounterDescriptor::new(
+        "cache_read_hits",
+        Unit::Count,
+        "Reads served wholly from the cache.",
+    ),
+    CounterDescriptor::new(
+        "cache_read_partial_hits",
+        Unit::Count,
+        "Reads served partly from the cache.",
+    ),
+    CounterDescriptor::new(
+        "cache_read_misses",
+        Unit::Count,
+        "Reads the cache could not serve.",
+    ),
+    CounterDescriptor::new(
+        "read_ahead_hits",
+        Unit::Count,
+        "Reads served from data read ahead.",
+    ),
+    CounterDescriptor::new(
+        "write_appends",
+        Unit::Count,
+        "Writes appended to a cache segment's dirty data.",
+    ),
+    CounterDescriptor::new(
+        "write_buffer_waits",
+        Unit::Count,
+        "Writes that waited for room in the write-back cache.",
+    ),
+    CounterDescriptor::new(
+        "seeks",
+        Unit::Count,
+        "Seeks made (moves to another cylinder).",
+    ),
+    CounterDescriptor::new(
+        "mean_seek_cylinders",
+        Unit::Cylinders,
+        "Mean seek distance.",
+    ),
+    CounterDescriptor::new("seek_ns", Unit::Nanoseconds, "Time spent seeking."),
+    CounterDescriptor::new(
+        "rotation_ns",
+        Unit::Nanoseconds,
+        "Time spent waiting for rotation.",
+    ),
+    CounterDescriptor::new(
+        "transfer_ns",
+        Unit::Nanoseconds,
+        "Time spent transferring to or from the media.",
+    ),
+    CounterDescriptor::new(
+        "media_sectors",
+        Unit::Sectors,
+        "Sectors read from or written to the media.",
+    ),
+    CounterDescriptor::new("busy_ns", Unit::Nanoseconds, "Time the drive was active."),
+    CounterDescriptor::new(
+        "idle_ns",
+        Unit::Nanoseconds,
+        "Time the drive was spinning and idle.",
+    ),
+    CounterDescriptor::new(
+        "standby_ns",
+        Unit::Nanoseconds,
+        "Time the drive was spun down.",
+    ),
+    CounterDescriptor::new("spin_ups", Unit::Count, "Spin-ups from standby."),
+    CounterDescriptor::new(
+        "energy_active_mj",
+        Unit::Millijoules,
+        "Energy while active.",
+    ),
+    CounterDescriptor::new("energy_idle_mj", Unit::Millijoules, "Energy while idle."),
+    CounterDescriptor::new(
+        "energy_standby_mj",
+        Unit::Millijoules,
+        "Energy while spun down.",
+    ),
+    CounterDescriptor::new(
+        "energy_spin_up_mj",
+        Unit::Millijoules,
+        "Energy of the spin-ups.",
+    ),
+    CounterDescriptor::new("energy_total_mj", Unit::Millijoules, "Energy in all."),
+    CounterDescriptor::family(
+        "seek_cylinders_hist_{}",
+        Unit::Count,
+        Scope::PerBucket,
+        "Seeks whose distance in cylinders falls in the bucket (1, 2-3, 4-7, ..., the last open).",
+    ),
+];
+
 impl Device for HddDevice {
+    fn counter_descriptors(&self) -> Vec<Described> {
+        Described::all(COUNTERS).collect()
+    }
+
     fn model_name(&self) -> &'static str {
         "hdd"
     }
@@ -629,3 +730,20 @@ impl Device for HddDevice {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod counter_docs {
+    /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/hdd.md");
+        let tables: [(&str, &[storsim_core::CounterDescriptor]); 1] = [("hdd", super::COUNTERS)];
+        for (key, table) in tables {
+            let all: Vec<_> = table.iter().collect();
+            let text = storsim_core::conformance::counter_table(&all);
+            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+                .unwrap();
+        }
+    }
+}

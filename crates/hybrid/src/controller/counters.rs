@@ -5,7 +5,165 @@
 use super::flush::FlushCause;
 use super::HybridDevice;
 use crate::fanout::Side;
-use storsim_core::{DeviceCounter, Op};
+use storsim_core::{CounterDescriptor, DeviceCounter, Op, Scope, Unit};
+
+/// The flush causes as the per-cause counters name them (`FlushCause::name`).
+const FLUSH_CAUSES: &[&str] = &["on_demand", "space", "low_watermark", "idle"];
+
+/// The controller's own counters, in `counter_list`'s order; each child's follow under
+/// `flash_` and `disk_`, described by the child.
+pub(super) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "host_reads_flash",
+        Unit::Count,
+        "Host reads the flash served whole.",
+    ),
+    CounterDescriptor::new(
+        "host_reads_disk",
+        Unit::Count,
+        "Host reads the disk served whole.",
+    ),
+    CounterDescriptor::new(
+        "host_reads_split",
+        Unit::Count,
+        "Host reads served by both.",
+    ),
+    CounterDescriptor::new(
+        "host_writes_flash",
+        Unit::Count,
+        "Host writes the flash took whole.",
+    ),
+    CounterDescriptor::new(
+        "host_writes_disk",
+        Unit::Count,
+        "Host writes the disk took whole.",
+    ),
+    CounterDescriptor::new(
+        "host_writes_split",
+        Unit::Count,
+        "Host writes split between both.",
+    ),
+    CounterDescriptor::new("host_trims", Unit::Count, "Host trims."),
+    CounterDescriptor::new("host_flushes", Unit::Count, "Host flushes."),
+    CounterDescriptor::new(
+        "read_blocks",
+        Unit::Blocks,
+        "Cache blocks host reads touched.",
+    ),
+    CounterDescriptor::new(
+        "read_blocks_hit",
+        Unit::Blocks,
+        "Of those, blocks the flash served whole.",
+    ),
+    CounterDescriptor::new(
+        "read_hit_ratio",
+        Unit::Ratio,
+        "Read blocks hit over read blocks; 0 before any read.",
+    ),
+    CounterDescriptor::new(
+        "write_blocks_flash",
+        Unit::Blocks,
+        "Cache blocks host writes put on the flash.",
+    ),
+    CounterDescriptor::family(
+        "flush_{}_cleanups",
+        Unit::Count,
+        Scope::PerKey(FLUSH_CAUSES),
+        "Flushes started for the cause.",
+    ),
+    CounterDescriptor::family(
+        "flush_{}_bytes",
+        Unit::Bytes,
+        Scope::PerKey(FLUSH_CAUSES),
+        "Bytes flushed to the disk for the cause.",
+    ),
+    CounterDescriptor::new("evicted_blocks", Unit::Blocks, "Cache blocks evicted."),
+    CounterDescriptor::new(
+        "promoted_blocks",
+        Unit::Blocks,
+        "Blocks promoted to the flash.",
+    ),
+    CounterDescriptor::new(
+        "promotion_dropped_blocks",
+        Unit::Blocks,
+        "Promotions dropped before they were made.",
+    ),
+    CounterDescriptor::new(
+        "invalidated_blocks",
+        Unit::Blocks,
+        "Cache blocks invalidated by writes around the cache or trims.",
+    ),
+    CounterDescriptor::new("cache_blocks", Unit::Blocks, "Cache slots on the flash."),
+    CounterDescriptor::new(
+        "dirty_blocks",
+        Unit::Blocks,
+        "Cache blocks not yet flushed to the disk, at the end.",
+    ),
+    CounterDescriptor::family(
+        "to_flash_{}_requests",
+        Unit::Count,
+        Scope::PerKey(&["host", "flush", "promote"]),
+        "Child requests sent to the flash for the cause.",
+    ),
+    CounterDescriptor::family(
+        "to_flash_{}_bytes",
+        Unit::Bytes,
+        Scope::PerKey(&["host", "flush", "promote"]),
+        "Child bytes sent to the flash for the cause.",
+    ),
+    CounterDescriptor::family(
+        "to_disk_{}_requests",
+        Unit::Count,
+        Scope::PerKey(&["host", "flush"]),
+        "Child requests sent to the disk for the cause.",
+    ),
+    CounterDescriptor::family(
+        "to_disk_{}_bytes",
+        Unit::Bytes,
+        Scope::PerKey(&["host", "flush"]),
+        "Child bytes sent to the disk for the cause.",
+    ),
+    CounterDescriptor::new(
+        "child_refusals",
+        Unit::Count,
+        "Child requests a child refused with an error other than a full queue (a failed child).",
+    ),
+];
+
+/// The counters of children's errors in background work, listed when a child has a faults
+/// layer.
+pub(super) const FAULT_COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "flush_failed_jobs",
+        Unit::Count,
+        "Flushes (a flash read, then a disk write) whose read or write failed (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "flush_failed_blocks",
+        Unit::Blocks,
+        "The blocks those flushes carried, at each failed attempt (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "flush_given_up_blocks",
+        Unit::Blocks,
+        "Blocks whose third flush attempt failed (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "unflushable_blocks",
+        Unit::Blocks,
+        "Dirty blocks no longer flushed, at the end (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "bypassed_writes",
+        Unit::Count,
+        "Host writes sent around a cache that unflushable blocks filled (with faults under a child only).",
+    ),
+    CounterDescriptor::new(
+        "promotion_failed_blocks",
+        Unit::Blocks,
+        "Blocks not cached because fetching or copying them failed (with faults under a child only).",
+    ),
+];
 
 /// Why the controller sent a child request, for the per-cause traffic counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -180,5 +338,25 @@ mod tests {
         c.read_blocks = 4;
         c.read_blocks_hit = 1;
         assert_eq!(c.read_hit_ratio(), 0.25);
+    }
+}
+
+#[cfg(test)]
+mod counter_docs {
+    /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
+    #[test]
+    fn the_page_lists_exactly_the_descriptors() {
+        let page =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/hybrid.md");
+        let tables: [(&str, &[storsim_core::CounterDescriptor]); 2] = [
+            ("hybrid", super::COUNTERS),
+            ("hybrid-faults", super::FAULT_COUNTERS),
+        ];
+        for (key, table) in tables {
+            let all: Vec<_> = table.iter().collect();
+            let text = storsim_core::conformance::counter_table(&all);
+            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
+                .unwrap();
+        }
     }
 }

@@ -34,7 +34,9 @@ use counters::Counts;
 use flush::Flushing;
 use promotion::{Fill, Promotions, PROMOTE_JOBS_MAX};
 use split::Cursor;
-use storsim_core::{BlockWear, Completion, Device, DeviceCounter, DeviceError, Request, SimTime};
+use storsim_core::{
+    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, Request, SimTime,
+};
 
 /// Host child requests waiting for one child's queue; the head stops splitting beyond it.
 const HOST_PENDING_MAX: usize = 64;
@@ -322,6 +324,15 @@ impl Device for HybridDevice {
 
     fn counters(&self) -> Vec<DeviceCounter> {
         self.counter_list()
+    }
+
+    fn counter_descriptors(&self) -> Vec<Described> {
+        let mut out: Vec<Described> = Described::all(counters::COUNTERS).collect();
+        if self.fault_counters {
+            out.extend(Described::all(counters::FAULT_COUNTERS));
+        }
+        self.fanout.child_descriptors(&mut out);
+        out
     }
 
     fn block_wear(&self) -> Vec<BlockWear> {

@@ -17,7 +17,7 @@ use crate::gc::{BlockInfo, VictimIndex};
 use crate::table;
 use crate::wear::{FreePool, StaticWl};
 use crate::{Cause, Dep, FlashOp, FtlError};
-use storsim_core::{DeviceCounter, Prng};
+use storsim_core::{CounterDescriptor, DeviceCounter, Prng, Unit};
 use storsim_flash::{Divisor, Geometry, NandArray, Ppa};
 
 /// "No page" / "no block" in every u32 table.
@@ -271,6 +271,50 @@ impl SpareSpace {
         })
     }
 }
+
+/// The core's counters, in the order `each_counter` lists them: every page-mapped FTL's.
+pub(crate) const COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new("host_writes", Unit::Pages, "Host page writes done."),
+    CounterDescriptor::new(
+        "gc_invocations",
+        Unit::Count,
+        "Host writes (or metadata writes) that ran foreground GC.",
+    ),
+    CounterDescriptor::new(
+        "gc_victim_blocks",
+        Unit::Blocks,
+        "Blocks collected (foreground and background).",
+    ),
+    CounterDescriptor::new("gc_copied_pages", Unit::Pages, "Pages copied by GC."),
+    CounterDescriptor::new(
+        "gc_background_victim_blocks",
+        Unit::Blocks,
+        "Blocks collected in idle time.",
+    ),
+    CounterDescriptor::new(
+        "wear_level_moves",
+        Unit::Count,
+        "Static wear-levelling moves.",
+    ),
+    CounterDescriptor::new(
+        "wear_level_copied_pages",
+        Unit::Pages,
+        "Pages those moves copied.",
+    ),
+    CounterDescriptor::new("retired_blocks", Unit::Blocks, "Worn-out blocks."),
+    CounterDescriptor::new(
+        "free_blocks",
+        Unit::Blocks,
+        "Erased blocks in the free pools now.",
+    ),
+    CounterDescriptor::new(
+        "host_plane_fallbacks",
+        Unit::Count,
+        "Host writes that skipped a full plane.",
+    ),
+    CounterDescriptor::new("valid_data_pages", Unit::Pages, "Logical pages with data."),
+    CounterDescriptor::new("worn_out", Unit::Flag, "1 once writes fail with `WornOut`."),
+];
 
 impl Core {
     /// A core for `logical_pages` of host data and `meta_pages` of metadata; checks that the
