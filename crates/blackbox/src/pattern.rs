@@ -1,10 +1,25 @@
 //! Classifying requests into the four access patterns the black-box models are fitted on.
 
-use storsim_core::{Op, Request};
+use storsim_core::{CounterDescriptor, Op, Request, Scope, Unit};
 
 /// The patterns' short names in [`AccessPattern::ALL`]'s order: the keys of the models'
 /// per-pattern counter families (`sr_requests`).
 pub const PATTERNS: &[&str] = &["sr", "sw", "rr", "rw"];
+
+/// Requests per access pattern, the first counters of every black-box model (the models share
+/// this one and the trim and flush counters below, each listing its own between or after).
+pub const PATTERN_REQUESTS: CounterDescriptor = CounterDescriptor::family(
+    "{}_requests",
+    Unit::Count,
+    Scope::PerKey(PATTERNS),
+    "Reads and writes of the access pattern (sequential or random read or write).",
+);
+/// Trim requests, as every black-box model counts them.
+pub const TRIM_REQUESTS: CounterDescriptor =
+    CounterDescriptor::new("trim_requests", Unit::Count, "Trim requests.");
+/// Flush requests, as every black-box model counts them.
+pub const FLUSH_REQUESTS: CounterDescriptor =
+    CounterDescriptor::new("flush_requests", Unit::Count, "Flush requests.");
 
 /// Sequential/random × read/write: the four patterns of the IBM fit table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -449,9 +449,7 @@ mod counter_docs {
     /// docs/faults.md lists exactly the layer's counters (`STORSIM_BLESS_DOCS=1` rewrites it).
     #[test]
     fn the_page_lists_exactly_the_descriptors() {
-        let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/faults.md");
-        let all: Vec<_> = super::COUNTERS.iter().collect();
-        let text = storsim_core::conformance::counter_table(&all);
-        storsim_testenv::check_generated_block(&page, "counters: faults", &text).unwrap();
+        let tables = storsim_core::conformance::counter_tables(&[("faults", super::COUNTERS)]);
+        storsim_testenv::check_counter_tables("docs/faults.md", &tables).unwrap();
     }
 }

@@ -106,6 +106,19 @@ pub fn check_generated_block(path: &std::path::Path, key: &str, text: &str) -> R
     ))
 }
 
+/// Checks that the page at `page` (a path from the repository's root, `docs/models/ssd.md`)
+/// holds each of `tables` (a block's key and the text the code makes) in its
+/// `<!-- counters: KEY -->` block, as [`check_generated_block`] does.
+pub fn check_counter_tables(page: &str, tables: &[(&str, String)]) -> Result<(), String> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(page);
+    for (key, text) in tables {
+        check_generated_block(&path, &format!("counters: {key}"), text)?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,11 +3,11 @@
 //! A captures per-request overheads (command, OS, controller), B the per-byte transfer cost.
 //! See docs/models/linear.md.
 
-use crate::pattern::PATTERNS;
+use crate::pattern;
 use crate::{AccessPattern, FifoServers, SequentialDetect, SequentialTracker};
 use storsim_core::{
     check_range, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
-    Request, Scope, SimDuration, SimTime, Unit,
+    Request, SimDuration, SimTime, Unit,
 };
 
 /// One pattern's (A, B). B is kept in picoseconds per KiB so that the fit table's three
@@ -109,14 +109,9 @@ impl LinearDevice {
 
 /// The model's counters, in the order `counters` lists them.
 pub const COUNTERS: &[CounterDescriptor] = &[
-    CounterDescriptor::family(
-        "{}_requests",
-        Unit::Count,
-        Scope::PerKey(PATTERNS),
-        "Reads and writes of the access pattern (sequential or random read or write).",
-    ),
-    CounterDescriptor::new("trim_requests", Unit::Count, "Trim requests."),
-    CounterDescriptor::new("flush_requests", Unit::Count, "Flush requests."),
+    pattern::PATTERN_REQUESTS,
+    pattern::TRIM_REQUESTS,
+    pattern::FLUSH_REQUESTS,
     CounterDescriptor::new(
         "busy_ns",
         Unit::Nanoseconds,
@@ -195,14 +190,7 @@ mod counter_docs {
     /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
     #[test]
     fn the_page_lists_exactly_the_descriptors() {
-        let page =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/linear.md");
-        let tables: [(&str, &[storsim_core::CounterDescriptor]); 1] = [("linear", super::COUNTERS)];
-        for (key, table) in tables {
-            let all: Vec<_> = table.iter().collect();
-            let text = storsim_core::conformance::counter_table(&all);
-            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
-                .unwrap();
-        }
+        let tables = storsim_core::conformance::counter_tables(&[("linear", super::COUNTERS)]);
+        storsim_testenv::check_counter_tables("docs/models/linear.md", &tables).unwrap();
     }
 }

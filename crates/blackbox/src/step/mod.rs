@@ -5,11 +5,11 @@
 //! first request was charged as random; optionally the difference to a sequential delay is
 //! settled on the following requests of the run. See docs/models/step.md.
 
-use crate::pattern::PATTERNS;
+use crate::pattern;
 use crate::{AccessPattern, FifoServers, SequentialDetect, SequentialTracker};
 use storsim_core::{
     check_range, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
-    Request, Scope, SimDuration, SimTime, Unit,
+    Request, SimDuration, SimTime, Unit,
 };
 
 /// The delays of one direction (reads or writes).
@@ -211,12 +211,7 @@ impl StepDevice {
 
 /// The model's counters, in the order `counters` lists them.
 pub const COUNTERS: &[CounterDescriptor] = &[
-    CounterDescriptor::family(
-        "{}_requests",
-        Unit::Count,
-        Scope::PerKey(PATTERNS),
-        "Reads and writes of the access pattern (sequential or random read or write).",
-    ),
+    pattern::PATTERN_REQUESTS,
     CounterDescriptor::new("read_steps", Unit::Count, "Read spikes charged."),
     CounterDescriptor::new("write_steps", Unit::Count, "Write spikes charged."),
     CounterDescriptor::new(
@@ -229,8 +224,8 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Nanoseconds,
         "Shortfall charged to second requests (random faster than sequential).",
     ),
-    CounterDescriptor::new("trim_requests", Unit::Count, "Trim requests."),
-    CounterDescriptor::new("flush_requests", Unit::Count, "Flush requests."),
+    pattern::TRIM_REQUESTS,
+    pattern::FLUSH_REQUESTS,
     CounterDescriptor::new("busy_ns", Unit::Nanoseconds, "Sum of service times."),
 ];
 
@@ -324,14 +319,7 @@ mod counter_docs {
     /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
     #[test]
     fn the_page_lists_exactly_the_descriptors() {
-        let page =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/step.md");
-        let tables: [(&str, &[storsim_core::CounterDescriptor]); 1] = [("step", super::COUNTERS)];
-        for (key, table) in tables {
-            let all: Vec<_> = table.iter().collect();
-            let text = storsim_core::conformance::counter_table(&all);
-            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
-                .unwrap();
-        }
+        let tables = storsim_core::conformance::counter_tables(&[("step", super::COUNTERS)]);
+        storsim_testenv::check_counter_tables("docs/models/step.md", &tables).unwrap();
     }
 }

@@ -4,11 +4,11 @@
 //! serve N requests at once and a speedup factor S divides every service time.
 //! See docs/models/table.md.
 
-use crate::pattern::PATTERNS;
+use crate::pattern;
 use crate::{AccessPattern, FifoServers, SequentialDetect, SequentialTracker};
 use storsim_core::{
     check_range, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
-    Request, Scope, SimDuration, SimTime, Unit,
+    Request, SimDuration, SimTime, Unit,
 };
 
 /// One listed transfer size with the baseline (S = 1) service time of each access pattern.
@@ -185,14 +185,9 @@ impl TableDevice {
 
 /// The model's counters, in the order `counters` lists them.
 pub const COUNTERS: &[CounterDescriptor] = &[
-    CounterDescriptor::family(
-        "{}_requests",
-        Unit::Count,
-        Scope::PerKey(PATTERNS),
-        "Reads and writes of the access pattern (sequential or random read or write).",
-    ),
-    CounterDescriptor::new("trim_requests", Unit::Count, "Trim requests."),
-    CounterDescriptor::new("flush_requests", Unit::Count, "Flush requests."),
+    pattern::PATTERN_REQUESTS,
+    pattern::TRIM_REQUESTS,
+    pattern::FLUSH_REQUESTS,
     CounterDescriptor::new(
         "busy_ns",
         Unit::Nanoseconds,
@@ -280,14 +275,7 @@ mod counter_docs {
     /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
     #[test]
     fn the_page_lists_exactly_the_descriptors() {
-        let page =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/table.md");
-        let tables: [(&str, &[storsim_core::CounterDescriptor]); 1] = [("table", super::COUNTERS)];
-        for (key, table) in tables {
-            let all: Vec<_> = table.iter().collect();
-            let text = storsim_core::conformance::counter_table(&all);
-            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
-                .unwrap();
-        }
+        let tables = storsim_core::conformance::counter_tables(&[("table", super::COUNTERS)]);
+        storsim_testenv::check_counter_tables("docs/models/table.md", &tables).unwrap();
     }
 }

@@ -48,7 +48,7 @@ mod pages;
 mod recorder;
 mod workload;
 
-pub use pages::counter_table;
+pub use pages::{counter_table, counter_tables};
 pub use recorder::{Log, Recorder, SharedLog};
 pub use workload::{mixed_requests, Mix};
 

@@ -22,3 +22,15 @@ pub fn counter_table(descriptors: &[&CounterDescriptor]) -> String {
     }
     out
 }
+
+/// The Counters table of each of `tables` (a page block's key and its descriptors), as a
+/// model's page test checks them (`storsim_testenv::check_counter_tables`).
+pub fn counter_tables<'a>(tables: &[(&'a str, &[CounterDescriptor])]) -> Vec<(&'a str, String)> {
+    tables
+        .iter()
+        .map(|(key, descriptors)| {
+            let all: Vec<&CounterDescriptor> = descriptors.iter().collect();
+            (*key, counter_table(&all))
+        })
+        .collect()
+}

@@ -736,14 +736,7 @@ mod counter_docs {
     /// The model's page lists exactly these counters (`STORSIM_BLESS_DOCS=1` rewrites it).
     #[test]
     fn the_page_lists_exactly_the_descriptors() {
-        let page =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/models/hdd.md");
-        let tables: [(&str, &[storsim_core::CounterDescriptor]); 1] = [("hdd", super::COUNTERS)];
-        for (key, table) in tables {
-            let all: Vec<_> = table.iter().collect();
-            let text = storsim_core::conformance::counter_table(&all);
-            storsim_testenv::check_generated_block(&page, &format!("counters: {key}"), &text)
-                .unwrap();
-        }
+        let tables = storsim_core::conformance::counter_tables(&[("hdd", super::COUNTERS)]);
+        storsim_testenv::check_counter_tables("docs/models/hdd.md", &tables).unwrap();
     }
 }
