@@ -398,7 +398,19 @@ impl SimulateOptions {
     pub fn check(&self) -> Result<(), SimError> {
         storsim_config::load_device_with(&self.device.name, &self.device.overrides)
             .map_err(|e| SimError::Device(e.to_string()))?;
-        check_source(&self.source()?)
+        match &self.workload {
+            // A trace is only looked for here, not read: what it holds is read when it runs,
+            // so that a sweep's unreadable trace fails its own point, not the whole plan.
+            WorkloadChoice::Named(name)
+                if !WorkloadSource::is_synthetic(name) && !flows::is_flow_file(Path::new(name)) =>
+            {
+                check_source(&WorkloadSource::Trace {
+                    path: PathBuf::from(name),
+                    options: self.trace.clone(),
+                })
+            }
+            _ => check_source(&self.source()?),
+        }
     }
 
     /// The engine's options for `workload` (its pacing and duration).
@@ -758,6 +770,24 @@ mod tests {
             DeviceChoice::named("flashsim-2009"),
             WorkloadChoice::Named("synthetic:rw=randread,requests=100".into()),
         )
+    }
+
+    #[test]
+    fn a_check_looks_for_a_trace_but_leaves_reading_it_to_the_run() {
+        let dir = std::env::temp_dir().join(format!("storsim-check-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bad = dir.join("bad.trace");
+        std::fs::write(&bad, "this is not a trace\n").unwrap();
+        let mut o = options();
+        o.workload = WorkloadChoice::Named(bad.display().to_string());
+        // There, so the check passes; the run then refuses what it holds, naming the file.
+        assert!(o.check().is_ok(), "{:?}", o.check());
+        let e = o.source().expect_err("an unrecognisable trace");
+        assert!(e.to_string().contains("bad.trace"), "{e}");
+        o.workload = WorkloadChoice::Named(dir.join("missing.trace").display().to_string());
+        let e = o.check().expect_err("a missing trace");
+        assert!(e.to_string().contains("missing.trace"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
