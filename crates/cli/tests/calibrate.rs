@@ -547,6 +547,11 @@ const LOADED_SHARE: f64 = 0.10;
 /// Calibrations tried before judging by [`LOADED_SHARE`].
 const ATTEMPTS: usize = 3;
 
+/// The least r² of a quiet machine's fits of the linear device, and of a busy one's (seen at a
+/// load average of 8 on 2 cores: 0.9989).
+const QUIET_R2: f64 = 0.999;
+const LOADED_R2: f64 = 0.99;
+
 #[test]
 fn closed_loop_through_the_emulator_recovers_a_known_linear_device() {
     let _busy = busy();
@@ -602,22 +607,27 @@ fn closed_loop_through_the_emulator_recovers_a_known_linear_device() {
         ]);
         let r = json(&report);
         let mut worst = 0.0f64;
+        let mut least_r2 = 1.0f64;
         for (pattern, a, b) in TRUTH_FIT {
             let (fa, fb, r2) = fit(&r, pattern);
             eprintln!(
                 "attempt {attempt}: {pattern}: A {fa:.1} µs (truth {a}), B {fb:.3} µs/KiB \
                  (truth {b}), r² {r2:.6}"
             );
-            // The fit of a linear device is a line whatever the machine's load.
-            assert!(r2 > 0.999, "attempt {attempt}: {pattern}: r² {r2}\n{r}");
+            // The fit of a linear device is a line whatever the machine's load; a quiet
+            // machine makes it all but exact, a busy one (other builds on both cores) a little
+            // less so, which sends the attempt round again like a parameter off the truth.
+            assert!(r2 > LOADED_R2, "attempt {attempt}: {pattern}: r² {r2}\n{r}");
             worst = worst.max((fa - a).abs() / a).max((fb - b).abs() / b);
+            least_r2 = least_r2.min(r2);
         }
-        if worst <= QUIET_SHARE {
+        if worst <= QUIET_SHARE && least_r2 > QUIET_R2 {
             return;
         }
         eprintln!(
-            "attempt {attempt}: a parameter is {:.1} % off, more than the {:.0} % a quiet \
-             machine gives; the machine is probably busy: retrying",
+            "attempt {attempt}: a parameter is {:.1} % off (a quiet machine: {:.0} %) or the \
+             least r² is {least_r2:.6} (a quiet machine: {QUIET_R2}); the machine is probably \
+             busy: retrying",
             worst * 100.0,
             QUIET_SHARE * 100.0
         );
