@@ -5,7 +5,7 @@
 # says how far the fitted A and B are from the truth. On a quiet machine every figure is within
 # 3 %; the test `closed_loop_through_the_emulator_recovers_a_known_linear_device` holds the same
 # calibration to that figure, retrying, and to 10 % when the machine stays busy.
-# Needs root (FUSE mounts) and a release build (SKIP_BUILD=1 uses the one there is).
+# Needs root (FUSE mounts) and a `dist` build (SKIP_BUILD=1 uses the one there is).
 #
 #   bench/calibrate_closed_loop.sh [RUNS]     (default 3 runs)
 set -euo pipefail

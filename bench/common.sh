@@ -1,14 +1,15 @@
 # Shared by the benchmarks (bench/emulate.sh, bench/yardstick.sh, bench/sweep.sh,
 # bench/flows.sh, bench/reference_set.sh, ...); sourced, not run.
 
-# Builds the release binary unless SKIP_BUILD=1 (interleaved runs should not rebuild it, with
-# LTO a minute of both cores, whenever another crate of the workspace changed in between), and
-# sets `bin` to it. Cargo puts the binary under CARGO_TARGET_DIR when it is set.
+# Builds the binary docs/PERFORMANCE.md measures (the `dist` profile: fat LTO, one codegen unit)
+# unless SKIP_BUILD=1 (interleaved runs should not rebuild it, with LTO a minute of both cores,
+# whenever another crate of the workspace changed in between), and sets `bin` to it. Cargo puts
+# the binary under CARGO_TARGET_DIR when it is set.
 storsim_binary() {
   if [ "${SKIP_BUILD:-0}" != 1 ]; then
-    cargo build --release -q -p storsim
+    cargo build --profile dist -q -p storsim
   fi
-  bin=${CARGO_TARGET_DIR:-$PWD/target}/release/storsim
+  bin=${CARGO_TARGET_DIR:-$PWD/target}/dist/storsim
 }
 
 # Writes a `linear` device file: 1 GiB, 64 servers, every request SERVICE_US microseconds.

@@ -2,7 +2,7 @@
 # Emulator benchmarks for docs/PERFORMANCE.md: reply lateness with a `linear` model at 100 µs
 # service time, and the emulator's own ceiling with a zero-latency model, through NBD (fio's nbd
 # engine) and through FUSE + a direct-I/O loop device (fio's libaio engine), at iodepth 1 and
-# 32. Needs root (FUSE mount, losetup), fio with the nbd engine, and a release build.
+# 32. Needs root (FUSE mount, losetup), fio with the nbd engine, and a `dist` build.
 #
 # The fio columns are fio's total latency (submission to completion): its nbd engine counts much
 # of a request's time as submission latency, so completion latency alone would understate it.
@@ -11,7 +11,7 @@
 # FUSE_TRANSPORT chooses the FUSE mount's transport (`--fuse-transport`): auto (the default),
 # dev-fuse or io-uring; the FUSE rows' labels say which one the mount used. FRONTENDS limits the
 # runs to some front ends (default "nbd fuse"). PACING_CPU=N runs the pacing thread on CPU N
-# (`--pacing-cpu N`) and fio on the other CPUs. SKIP_BUILD=1 uses the release binary already
+# (`--pacing-cpu N`) and fio on the other CPUs. SKIP_BUILD=1 uses the `dist` binary already
 # built, so that interleaved runs do not rebuild it (with LTO, a minute of both cores) whenever
 # another crate of the workspace changed in between.
 #

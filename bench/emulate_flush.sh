@@ -9,7 +9,7 @@
 # that a change of the machine's load hits both alike. Needs fio with the nbd engine.
 #
 #   bench/emulate_flush.sh SECONDS ROUNDS BINARY...
-#   bench/emulate_flush.sh 5 3 /tmp/storsim-before "$CARGO_TARGET_DIR/release/storsim"
+#   bench/emulate_flush.sh 5 3 /tmp/storsim-before "$CARGO_TARGET_DIR/dist/storsim"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:?seconds per run}

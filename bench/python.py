@@ -2,9 +2,11 @@
 against the same run by the storsim command, and a sweep on a Dask LocalCluster of two
 single-threaded workers against one.
 
-    target/venv/bin/python bench/python.py target/release/storsim [rounds]
+    target/venv/bin/python bench/python.py target/dist/storsim [rounds]
 
-The package must be installed from the same release build (`pip install ./python`). Times are
+The package must be installed from the same `dist` build as the command
+(`cargo build --profile dist -p storsim`, then
+`MATURIN_PEP517_ARGS="--profile dist" pip install ./python`). Times are
 wall-clock and CPU seconds; the command's include its process start, the package's exclude Python's
 (the package is imported first), so the comparison favours the command slightly.
 """

@@ -7,7 +7,7 @@
 # this machine is the yardstick for what storsim adds.
 #
 # Needs root (FUSE mounts, losetup), fio, nbdkit, a C compiler with libfuse3's headers
-# (Debian: nbdkit, libfuse3-dev, pkg-config), and a release build (SKIP_BUILD=1 as in
+# (Debian: nbdkit, libfuse3-dev, pkg-config), and a `dist` build (SKIP_BUILD=1 as in
 # bench/emulate.sh).
 #
 #   bench/yardstick.sh [SECONDS]      (default 5 s per run)

@@ -4,9 +4,9 @@
 # README's test command and of .ci/run.
 #
 # The package is built with cargo's dev profile, which reuses the workspace's debug build
-# (`cargo test --workspace` leaves it) instead of the release profile's fat-LTO build, many
-# minutes on a small machine; the documents are the same either way. STORSIM_PY_PROFILE=release
-# builds the release one (for measuring speed).
+# (`cargo test --workspace` leaves it) instead of an optimised build, minutes more on a small
+# machine; the documents are the same either way. STORSIM_PY_PROFILE=dist builds the one
+# docs/PERFORMANCE.md measures (fat LTO), STORSIM_PY_PROFILE=release the quicker optimised one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

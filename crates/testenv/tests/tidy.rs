@@ -408,3 +408,82 @@ fn every_path_the_map_and_the_contributing_guide_name_exists() {
         missing.join("\n")
     );
 }
+
+/// The package settings of profile `name` in the workspace manifest: each package's table.
+fn profile_packages(workspace: &toml::Table, name: &str) -> BTreeMap<String, toml::Table> {
+    workspace
+        .get("profile")
+        .and_then(|p| p.get(name))
+        .and_then(|p| p.get("package"))
+        .and_then(toml::Value::as_table)
+        .map(|t| {
+            t.iter()
+                .map(|(k, v)| (k.clone(), v.as_table().cloned().unwrap_or_default()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Every package (by name) that `roots` depend on in Cargo.lock, directly or not, `roots`
+/// included.
+fn locked_closure(roots: &[&str]) -> Vec<String> {
+    let path = root().join("Cargo.lock");
+    let text = std::fs::read_to_string(&path).expect("Cargo.lock");
+    let lock: toml::Table = text.parse().expect("Cargo.lock is TOML");
+    let packages = lock["package"].as_array().expect("Cargo.lock's packages");
+    // A lock entry names a dependency as `name` or `name version` when two versions are locked.
+    let deps_of = |name: &str| -> Vec<String> {
+        packages
+            .iter()
+            .filter(|p| p["name"].as_str() == Some(name))
+            .flat_map(|p| p.get("dependencies").and_then(toml::Value::as_array).cloned())
+            .flatten()
+            .filter_map(|d| d.as_str().and_then(|d| d.split(' ').next()).map(str::to_string))
+            .collect()
+    };
+    let mut seen: Vec<String> = roots.iter().map(|r| r.to_string()).collect();
+    let mut stack = seen.clone();
+    while let Some(p) = stack.pop() {
+        for d in deps_of(&p) {
+            if !seen.contains(&d) {
+                seen.push(d.clone());
+                stack.push(d);
+            }
+        }
+    }
+    seen
+}
+
+/// Cargo.toml: the release profile builds the result writers' dependencies unoptimised, and
+/// the `dist` profile, which inherits release's package settings, optimises each of them again.
+/// None of them may be a package a simulation runs: everything `sim` (the models, the
+/// workloads, the engine, the device files) and the emulator reach stays optimised.
+#[test]
+fn release_leaves_unoptimised_only_what_no_simulation_runs() {
+    let workspace = manifest(&root());
+    let release = profile_packages(&workspace, "release");
+    let dist = profile_packages(&workspace, "dist");
+    let cold: Vec<&String> = release
+        .iter()
+        .filter(|(_, t)| t.get("opt-level").and_then(toml::Value::as_integer) == Some(0))
+        .map(|(name, _)| name)
+        .collect();
+    assert!(!cold.is_empty(), "no unoptimised package in the release profile");
+    for name in &cold {
+        let level = dist
+            .get(*name)
+            .and_then(|t| t.get("opt-level"))
+            .and_then(toml::Value::as_integer);
+        assert_eq!(
+            level,
+            Some(3),
+            "`{name}` is unoptimised in release; [profile.dist.package] must set it to 3"
+        );
+    }
+    let hot = locked_closure(&["storsim-sim", "storsim-emulate", "storsim-frontends"]);
+    let slow: Vec<&&String> = cold.iter().filter(|c| hot.contains(c)).collect();
+    assert!(
+        slow.is_empty(),
+        "unoptimised in release but run by simulations or the emulator: {slow:?}"
+    );
+}
