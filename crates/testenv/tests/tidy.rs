@@ -309,6 +309,25 @@ fn file_formats_stay_in_their_layer() {
 }
 
 #[test]
+fn only_the_output_layer_writes_tables() {
+    // The sweep's results table is plain data in `sweep`; its CSV and Parquet files are
+    // written by `output`, the one crate that takes the table writers.
+    let mut broken = Vec::new();
+    for (name, dir) in crate_dirs() {
+        for writer in ["csv", "parquet"] {
+            if name != "output" && dependencies(&dir).iter().any(|d| d == writer) {
+                broken.push(format!("{name} depends on {writer}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+    // The scan finds what is there.
+    assert!(dependencies(&crate_dirs()["output"])
+        .iter()
+        .any(|d| d == "parquet"));
+}
+
+#[test]
 fn only_the_output_layer_lays_out_json_text() {
     let mut found = Vec::new();
     for (name, dir) in crate_dirs() {
