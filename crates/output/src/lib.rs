@@ -35,7 +35,8 @@ pub use csv::RequestsCsv;
 pub use emulate::{emulation_json, emulation_text};
 pub use inspect::{inspect_json, inspect_text};
 pub use power_loss::{
-    crash_json, crash_summary_json, power_loss_json, replay_log_json, PowerLossSettings,
+    crash_json, crash_summary_json, power_loss_json, replay_log_json, replay_log_points_text,
+    replay_log_text, PowerLossSettings,
 };
 pub use simulate::{simulation_json, simulation_text, DeviceFacts, FlowResult, SimulationResults};
 pub use sweep::{sweep_parquet, sweep_point_json, write_sweep_csv};
