@@ -16,6 +16,12 @@
 //! assert_eq!(run.requests.map(|r| r.id.len()), Some(1000));
 //! # Ok::<(), storsim_api::ApiError>(())
 //! ```
+//!
+//! The other commands are here the same way, typed options in and typed results out, with
+//! the command's documents: [`validate_disksim`] and [`validate_trace`] ([`Validation`]),
+//! [`Calibrator`] (checks, opens and plans; the front end measures; [`Calibration`] fits),
+//! [`import_disksim`], [`WriteLog`] (`replay-log`), [`inspect`], [`presets`], [`report`] and
+//! sweeps ([`SweepPlan`]).
 
 mod calibrate;
 mod import;
