@@ -16,15 +16,30 @@
 //! assert_eq!(run.requests.map(|r| r.id.len()), Some(1000));
 //! # Ok::<(), storsim_api::ApiError>(())
 //! ```
+//!
+//! The other commands are here the same way, typed options in and typed results out, with
+//! the command's documents: [`validate_disksim`] and [`validate_trace`] ([`Validation`]),
+//! [`Calibrator`] (checks, opens and plans; the front end measures; [`Calibration`] fits),
+//! [`import_disksim`], [`WriteLog`] (`replay-log`), [`inspect`], [`presets`], [`report`] and
+//! sweeps ([`SweepPlan`]).
 
+mod calibrate;
+mod import;
 mod inspect;
+mod power_loss;
 mod simulate;
 mod sweep;
+mod validate;
 
+pub use calibrate::{Baseline, CalibrateOptions, CalibrateTarget, Calibration, Calibrator};
+pub use import::{import_disksim, ImportDisksimOptions, ImportedDisksim};
 pub use inspect::{inspect, inspect_command_line, open_for_inspect};
+pub use power_loss::{ReplayLogOptions, ReplayedLog, WriteLog};
 pub use simulate::{
     simulate, RequestColumns, RequestsCsvSink, SeriesColumns, SimulateRun, Simulation, OP_NAMES,
 };
+pub use storsim_blackbox::AccessPattern;
+pub use storsim_calibrate::{FittedModel, Holdout, Statistic};
 pub use storsim_config::PreconditionMode;
 pub use storsim_engine::{CancelToken, Refused};
 pub use storsim_sim::{
@@ -32,10 +47,16 @@ pub use storsim_sim::{
     WorkloadChoice,
 };
 pub use storsim_stats::WindowWidth;
+pub use storsim_store::power::{Atomicity, CrashMode, CrashReport};
+pub use storsim_store::write_log::ReplayTo;
 pub use storsim_workload::trace::{BlkparseEvent, DeviceSelection, TraceOptions};
 pub use sweep::{
     csv_bytes, point_document, point_options, run_point, write_outputs, PointResult,
     SimulateRunner, SweepPlan, SweepPoint, TraceCopy,
+};
+pub use validate::{
+    validate_disksim, validate_trace, TraceValidation, ValidateDisksimOptions,
+    ValidateTraceOptions, Validation,
 };
 
 use std::fmt;

@@ -56,7 +56,14 @@ impl PointRunner for SimulateRunner {
 
     fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String> {
         let (line, options) = self.arguments(point)?;
-        point_document(&options, line, None, point.json(), cancel).map_err(|e| e.to_string())
+        point_document(
+            &options,
+            line,
+            None,
+            storsim_output::sweep_point_json(point),
+            cancel,
+        )
+        .map_err(|e| e.to_string())
     }
 }
 
@@ -86,8 +93,7 @@ pub fn point_document(
 /// `results.csv`'s bytes.
 pub fn csv_bytes(table: &Table) -> Result<Vec<u8>, ApiError> {
     let mut csv = Vec::new();
-    table
-        .write_csv(&mut csv)
+    storsim_output::write_sweep_csv(table, &mut csv)
         .map_err(|e| ApiError::Failure(format!("writing the results: {e}")))?;
     Ok(csv)
 }
@@ -211,7 +217,7 @@ impl SweepPlan {
                     id: p.id.clone(),
                     label: p.label.clone(),
                     command_line,
-                    point_json: p.json().to_string(),
+                    point_json: storsim_output::sweep_point_json(p).to_string(),
                     options,
                     trace,
                 }

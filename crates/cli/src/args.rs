@@ -15,44 +15,78 @@ pub struct Cli {
     pub command: Command,
 }
 
-#[derive(Subcommand)]
-pub enum Command {
-    /// Replay a trace or a synthetic workload on a device model in virtual time.
-    Simulate(SimulateArgs),
-    /// Characterise a trace: request count, read %, sizes, sequentiality, arrivals, address range.
-    Inspect(InspectArgs),
-    /// Serve a device model as a real disk (NBD server and/or FUSE file) whose I/Os complete
-    /// when the model says, with the bytes kept in a block store.
-    Emulate(EmulateArgs),
-    /// Turn another simulator's device description into a storsim device file.
-    #[command(subcommand)]
-    Import(ImportCommand),
-    /// Compare a device model with measurements of a real device.
-    #[command(subcommand)]
-    Validate(ValidateCommand),
-    /// Measure a real device or file (or a device model) with microbenchmarks, fit the IBM
-    /// linear, table and step models, and report how well they predict it.
-    Calibrate(CalibrateArgs),
-    /// Run an unmodified program against a device model in virtual time: its file I/O under
-    /// --dir (or on --image) takes the model's time, its clocks and sleeps are virtual, and
-    /// time it only waits is skipped.
-    Cosim(CosimArgs),
-    /// Draw run documents (the JSON of simulate, cosim, emulate, calibrate and validate) as one
-    /// self-contained HTML page of plots; several runs are compared.
-    Report(ReportArgs),
-    /// Run a sweep: every point of a spec's grid of devices, device-file overrides, workloads
-    /// and seeds, in parallel, into one results table and a report (docs/sweep.md).
-    Sweep(SweepArgs),
-    /// Rebuild a disk from `emulate --write-log` as a crash at a chosen point would have left
-    /// it: every write not yet made durable by a flush or FUA lost, or torn with --torn
-    /// (docs/faults.md, "Power loss").
-    ReplayLog(ReplayLogArgs),
-    /// List the built-in devices.
-    Presets,
-    /// List what a device's counters are: each counter or family of counters (`die_{}_...`)
-    /// with its unit, scope and meaning, as its model declares them.
-    Counters(CountersArgs),
+/// The one table of subcommands: each entry is a variant (its doc comment is its help), its
+/// arguments, and the function that runs it. clap's derive needs an enum to generate the
+/// parser and the help from, so the table is that enum, written through `subcommands!`,
+/// which also generates the `run` that dispatches on it: adding a subcommand is one entry
+/// here plus its module.
+macro_rules! subcommands {
+    (
+        $(#[$outer:meta])*
+        pub enum $name:ident {
+            $( $(#[$meta:meta])* $variant:ident($args:ty) => $run:path, )*
+        }
+    ) => {
+        $(#[$outer])*
+        pub enum $name {
+            $( $(#[$meta])* $variant($args), )*
+        }
+
+        impl $name {
+            /// Runs the subcommand these arguments name.
+            pub fn run(self) -> Result<(), crate::CliError> {
+                match self {
+                    $( $name::$variant(args) => $run(args), )*
+                }
+            }
+        }
+    };
 }
+
+subcommands! {
+    #[derive(Subcommand)]
+    pub enum Command {
+        /// Replay a trace or a synthetic workload on a device model in virtual time.
+        Simulate(SimulateArgs) => crate::simulate::run,
+        /// Characterise a trace: request count, read %, sizes, sequentiality, arrivals, address range.
+        Inspect(InspectArgs) => crate::inspect::run,
+        /// Serve a device model as a real disk (NBD server and/or FUSE file) whose I/Os complete
+        /// when the model says, with the bytes kept in a block store.
+        Emulate(EmulateArgs) => crate::emulate::run,
+        /// Turn another simulator's device description into a storsim device file.
+        #[command(subcommand)]
+        Import(ImportCommand) => ImportCommand::run,
+        /// Compare a device model with measurements of a real device.
+        #[command(subcommand)]
+        Validate(ValidateCommand) => ValidateCommand::run,
+        /// Measure a real device or file (or a device model) with microbenchmarks, fit the IBM
+        /// linear, table and step models, and report how well they predict it.
+        Calibrate(CalibrateArgs) => crate::calibrate::run,
+        /// Run an unmodified program against a device model in virtual time: its file I/O under
+        /// --dir (or on --image) takes the model's time, its clocks and sleeps are virtual, and
+        /// time it only waits is skipped.
+        Cosim(CosimArgs) => crate::cosim::run,
+        /// Draw run documents (the JSON of simulate, cosim, emulate, calibrate and validate) as one
+        /// self-contained HTML page of plots; several runs are compared.
+        Report(ReportArgs) => crate::report_html::run,
+        /// Run a sweep: every point of a spec's grid of devices, device-file overrides, workloads
+        /// and seeds, in parallel, into one results table and a report (docs/sweep.md).
+        Sweep(SweepArgs) => crate::sweep::run,
+        /// Rebuild a disk from `emulate --write-log` as a crash at a chosen point would have left
+        /// it: every write not yet made durable by a flush or FUA lost, or torn with --torn
+        /// (docs/faults.md, "Power loss").
+        ReplayLog(ReplayLogArgs) => crate::power_loss::replay_log,
+        /// List the built-in devices.
+        Presets(PresetsArgs) => crate::presets::run,
+        /// List what a device's counters are: each counter or family of counters (`die_{}_...`)
+        /// with its unit, scope and meaning, as its model declares them.
+        Counters(CountersArgs) => crate::counters::run,
+    }
+}
+
+/// `storsim presets` takes no arguments.
+#[derive(Args)]
+pub struct PresetsArgs {}
 
 #[derive(Args)]
 pub struct CountersArgs {
@@ -68,11 +102,13 @@ pub struct CountersArgs {
     pub json: Option<PathBuf>,
 }
 
-#[derive(Subcommand)]
-pub enum ImportCommand {
-    /// Read a DiskSim 4.0 parameter file (`.parv` with the `.diskspecs`, `.model` and `.seek`
-    /// files it sources) and write the disk it instantiates as a storsim `hdd` device file.
-    Disksim(ImportDisksimArgs),
+subcommands! {
+    #[derive(Subcommand)]
+    pub enum ImportCommand {
+        /// Read a DiskSim 4.0 parameter file (`.parv` with the `.diskspecs`, `.model` and `.seek`
+        /// files it sources) and write the disk it instantiates as a storsim `hdd` device file.
+        Disksim(ImportDisksimArgs) => crate::import::disksim,
+    }
 }
 
 #[derive(Args)]
@@ -89,17 +125,19 @@ pub struct ImportDisksimArgs {
     pub set: Vec<String>,
 }
 
-#[derive(Subcommand)]
-pub enum ValidateCommand {
-    /// Replay a DiskSim validate trace closed loop (one request outstanding, each next request
-    /// issued its think time after the previous completes) and print DiskSim's demerit: the RMS
-    /// horizontal distance between the simulated and the measured access-time CDFs.
-    Disksim(ValidateDisksimArgs),
-    /// Replay a trace that carries measured response times (MSR Cambridge's ResponseTime,
-    /// blkparse D->C pairs, a storsim recording, a DiskSim validate trace) on a device, with the
-    /// trace's own arrivals or closed loop, and compare the simulated response times with the
-    /// measured ones: DiskSim's demerit, mean and percentile errors per operation, both CDFs.
-    Trace(ValidateTraceArgs),
+subcommands! {
+    #[derive(Subcommand)]
+    pub enum ValidateCommand {
+        /// Replay a DiskSim validate trace closed loop (one request outstanding, each next request
+        /// issued its think time after the previous completes) and print DiskSim's demerit: the RMS
+        /// horizontal distance between the simulated and the measured access-time CDFs.
+        Disksim(ValidateDisksimArgs) => crate::validate::disksim,
+        /// Replay a trace that carries measured response times (MSR Cambridge's ResponseTime,
+        /// blkparse D->C pairs, a storsim recording, a DiskSim validate trace) on a device, with the
+        /// trace's own arrivals or closed loop, and compare the simulated response times with the
+        /// measured ones: DiskSim's demerit, mean and percentile errors per operation, both CDFs.
+        Trace(ValidateTraceArgs) => crate::validate::trace,
+    }
 }
 
 #[derive(Args)]

@@ -1,30 +1,22 @@
-//! `storsim import disksim`: DiskSim's drives as storsim device files.
+//! `storsim import disksim`: the arguments as `storsim-api`'s import options, and the device
+//! file it returns written where `--out` says.
 
 use crate::args::ImportDisksimArgs;
 use crate::CliError;
 use std::path::Path;
-use storsim_config::disksim::import::{device_toml, import_parv_with, Override};
 
-/// The `--set` overrides, parsed.
-pub fn overrides(set: &[String]) -> Result<Vec<Override>, CliError> {
-    set.iter()
-        .map(|s| {
-            s.parse()
-                .map_err(|e: String| CliError::input(format!("--set {e}")))
-        })
-        .collect()
-}
-
+/// `storsim import disksim PARV --out OUT`.
 pub fn disksim(args: ImportDisksimArgs) -> Result<(), CliError> {
-    let drive = import_parv_with(&args.parv, &overrides(&args.set)?).map_err(CliError::input)?;
-    let text = device_toml(&drive)
-        .map_err(|e| CliError::input(format!("{}: {e}", args.parv.display())))?;
+    let imported = storsim_api::import_disksim(&storsim_api::ImportDisksimOptions {
+        parv: args.parv,
+        disksim_overrides: args.set,
+    })?;
     if args.out == Path::new("-") {
-        crate::stdout::say!("{text}");
+        crate::stdout::say!("{}", imported.device_toml);
         return Ok(());
     }
-    std::fs::write(&args.out, text)
+    std::fs::write(&args.out, &imported.device_toml)
         .map_err(|e| CliError::failure(format!("writing {}: {e}", args.out.display())))?;
-    eprintln!("storsim: wrote {} ({})", args.out.display(), drive.name);
+    eprintln!("storsim: wrote {} ({})", args.out.display(), imported.name);
     Ok(())
 }

@@ -13,6 +13,7 @@ mod import;
 mod inspect;
 mod interrupt;
 mod power_loss;
+mod presets;
 mod progress;
 mod report_html;
 mod simulate;
@@ -100,26 +101,7 @@ impl From<storsim_api::ApiError> for CliError {
 #[doc(hidden)]
 pub fn cli_main() -> ExitCode {
     let cli = args::Cli::parse();
-    let result = match cli.command {
-        args::Command::Simulate(a) => simulate::run(a),
-        args::Command::Inspect(a) => inspect::run(a),
-        args::Command::Emulate(a) => emulate::run(a),
-        args::Command::Import(args::ImportCommand::Disksim(a)) => import::disksim(a),
-        args::Command::Validate(args::ValidateCommand::Disksim(a)) => validate::disksim(a),
-        args::Command::Validate(args::ValidateCommand::Trace(a)) => validate::trace(a),
-        args::Command::Calibrate(a) => calibrate::run(a),
-        args::Command::Cosim(a) => cosim::run(a),
-        args::Command::Report(a) => report_html::run(a),
-        args::Command::Sweep(a) => sweep::run(a),
-        args::Command::ReplayLog(a) => power_loss::replay_log(a),
-        args::Command::Counters(a) => counters::run(a),
-        args::Command::Presets => {
-            for p in storsim_config::presets() {
-                crate::stdout::sayln!("{:<18} {:<8} {}", p.name, p.model(), p.summary);
-            }
-            Ok(())
-        }
-    };
+    let result = cli.command.run();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

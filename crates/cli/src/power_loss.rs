@@ -1,18 +1,18 @@
 //! Power loss on the command line: `emulate`'s crash options and the `crash` control command
-//! (through [`setup`] and [`crash_command`]), the crash log, and `storsim replay-log`
-//! (docs/faults.md, "Power loss").
+//! (through [`setup`] and [`crash_command`]), the crash log, and `storsim replay-log` over
+//! `storsim-api`'s replay (docs/faults.md, "Power loss").
 
 use crate::args::{AfterCrashArg, EmulateArgs, ReplayLogArgs, TornArg};
 use crate::CliError;
 use std::fs::File;
-use std::io::{Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use storsim_emulate::power::write_log::{self, ReplayTo, WriteLogWriter};
+use storsim_emulate::power::write_log::{ReplayTo, WriteLogWriter};
 use storsim_emulate::power::{
     AfterCrash, Atomicity, Crash, CrashMode, CrashTrigger, PowerLossOptions,
 };
-use storsim_emulate::{Emulator, Store};
+use storsim_emulate::Emulator;
 use storsim_output::{crash_json, crash_summary_json, PowerLossSettings};
 
 /// The crash mode `--torn` and `--crash-seed` ask for.
@@ -154,13 +154,15 @@ pub fn crash_command(emulator: &Emulator) -> Result<String, String> {
     ))
 }
 
-/// `storsim replay-log`.
+/// `storsim replay-log`: the arguments as `storsim-api`'s replay options, and what it
+/// returns printed or written where the arguments say.
 pub fn replay_log(args: ReplayLogArgs) -> Result<(), CliError> {
-    let (writes, flushes) = write_log::flush_points(&args.log).map_err(CliError::input)?;
+    let log = storsim_api::WriteLog::open(&args.log)?;
     if args.list {
-        crate::stdout::sayln!("writes: {writes}");
-        let points: Vec<String> = flushes.iter().map(u64::to_string).collect();
-        crate::stdout::sayln!("flushes after writes: {}", points.join(" "));
+        crate::stdout::say!(
+            "{}",
+            storsim_output::replay_log_points_text(log.writes, &log.flushes_after_writes)
+        );
         return Ok(());
     }
     let Some(out) = &args.out else {
@@ -168,60 +170,31 @@ pub fn replay_log(args: ReplayLogArgs) -> Result<(), CliError> {
             "replay-log: --out IMAGE is needed (or --list to see the crash points)",
         ));
     };
-    let to = match (args.to_write, args.to_flush) {
-        // clap refuses the two together.
-        (Some(n), _) => ReplayTo::Write(n),
-        (None, Some(k)) => ReplayTo::Flush(k),
-        (None, None) => ReplayTo::End,
+    let options = storsim_api::ReplayLogOptions {
+        to: match (args.to_write, args.to_flush) {
+            // clap refuses the two together.
+            (Some(n), _) => ReplayTo::Write(n),
+            (None, Some(k)) => ReplayTo::Flush(k),
+            (None, None) => ReplayTo::End,
+        },
+        mode: crash_mode(args.torn, args.seed),
     };
-    let mode = crash_mode(args.torn, args.seed);
-    let replayed = write_log::replay(&args.log, to, mode).map_err(CliError::input)?;
-    write_image(&replayed.store, out)?;
-    let crash = &replayed.crash;
-    let json_to_stdout = args.json.as_deref() == Some(Path::new("-"));
+    let replayed = log.replay(&options, out)?;
     // Standard output is left to the document when it goes there.
-    if !json_to_stdout {
-        crate::stdout::sayln!(
-            "replayed {} of {writes} writes into {}; the crash lost {} bytes of {} writes not \
-         durable ({})",
-            replayed.writes,
-            out.display(),
-            crash.dropped_bytes(),
-            crash.volatile.len(),
-            crash.mode
+    if args.json.as_deref() != Some(Path::new("-")) {
+        crate::stdout::say!(
+            "{}",
+            storsim_output::replay_log_text(
+                replayed.log_writes,
+                replayed.writes,
+                out,
+                &replayed.crash
+            )
         );
     }
     if let Some(path) = &args.json {
-        let document = storsim_output::replay_log_json(
-            &crate::destination::command_line(),
-            &args.log,
-            writes,
-            replayed.writes,
-            crash,
-        );
+        let document = replayed.document(&crate::destination::command_line());
         crate::destination::write_json(path, &document)?;
     }
     Ok(())
-}
-
-/// Writes the store as a raw image: the device's bytes from offset 0, with runs of zeros left
-/// as holes.
-fn write_image(store: &Store, out: &Path) -> Result<(), CliError> {
-    let failed = |e: std::io::Error| CliError::failure(format!("--out {}: {e}", out.display()));
-    let mut file = File::create(out).map_err(failed)?;
-    const CHUNK: u64 = 1 << 20;
-    let size = store.size_bytes();
-    let mut buf = vec![0u8; CHUNK as usize];
-    let mut at = 0;
-    while at < size {
-        let len = CHUNK.min(size - at) as usize;
-        store.read(at, &mut buf[..len]).map_err(CliError::failure)?;
-        if buf[..len].iter().any(|&b| b != 0) {
-            file.seek(SeekFrom::Start(at)).map_err(failed)?;
-            file.write_all(&buf[..len]).map_err(failed)?;
-        }
-        at += len as u64;
-    }
-    file.set_len(size).map_err(failed)?;
-    file.sync_all().map_err(failed)
 }

@@ -57,9 +57,7 @@ pub fn run(args: SweepArgs) -> Result<(), CliError> {
         args.plots.as_deref(),
     )?;
     if args.parquet {
-        let bytes = outcome
-            .table
-            .parquet()
+        let bytes = storsim_output::sweep_parquet(&outcome.table)
             .map_err(|e| CliError::failure(format!("writing results.parquet: {e}")))?;
         storsim_sweep::write_whole(&args.out.join("results.parquet"), &bytes)
             .map_err(CliError::failure)?;

@@ -1,8 +1,10 @@
 //! storsim's output layer: every document a front end writes, from the typed results of a
 //! run. The front ends (the command, the Python package, the sweep runner) choose only the
 //! format and the destination; this crate knows the formats: the JSON documents (one module
-//! per kind, docs/json.md), their text reports, and the CSVs. HTML pages and plots are drawn
-//! by `storsim-report` from the JSON documents.
+//! per kind, docs/json.md), their text reports, the CSVs, and a sweep's results table as CSV
+//! and Parquet. HTML pages and plots are drawn by `storsim-report` from the JSON documents;
+//! device files (TOML), which `storsim-config` reads back, are written beside their reader
+//! there.
 //!
 //! Nothing here reads the process's arguments, prints, or reads a device during formatting:
 //! a device's facts are read once, into [`DeviceFacts`], and every document of the run is
@@ -18,6 +20,7 @@ mod inspect;
 pub mod json;
 mod power_loss;
 mod simulate;
+mod sweep;
 mod text;
 mod validate;
 
@@ -32,9 +35,11 @@ pub use csv::RequestsCsv;
 pub use emulate::{emulation_json, emulation_text};
 pub use inspect::{inspect_json, inspect_text};
 pub use power_loss::{
-    crash_json, crash_summary_json, power_loss_json, replay_log_json, PowerLossSettings,
+    crash_json, crash_summary_json, power_loss_json, replay_log_json, replay_log_points_text,
+    replay_log_text, PowerLossSettings,
 };
 pub use simulate::{simulation_json, simulation_text, DeviceFacts, FlowResult, SimulationResults};
+pub use sweep::{sweep_parquet, sweep_point_json, write_sweep_csv};
 pub use validate::{
     validation_json, validation_text, write_validation_csv, TraceDetail, ValidationResults,
 };

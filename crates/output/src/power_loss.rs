@@ -116,3 +116,26 @@ pub fn replay_log_json(
         "crash": crash_json(crash),
     })
 }
+
+/// What `storsim replay-log --list` prints: the log's writes and the flush points a crash
+/// can be replayed at.
+pub fn replay_log_points_text(log_writes: u64, flushes_after_writes: &[u64]) -> String {
+    let points: Vec<String> = flushes_after_writes.iter().map(u64::to_string).collect();
+    format!(
+        "writes: {log_writes}\nflushes after writes: {}\n",
+        points.join(" ")
+    )
+}
+
+/// What `storsim replay-log` prints when the image is written: how far the log was replayed
+/// and what the crash there lost.
+pub fn replay_log_text(log_writes: u64, writes: u64, image: &Path, crash: &CrashReport) -> String {
+    format!(
+        "replayed {writes} of {log_writes} writes into {}; the crash lost {} bytes of {} writes \
+         not durable ({})\n",
+        image.display(),
+        crash.dropped_bytes(),
+        crash.volatile.len(),
+        crash.mode
+    )
+}

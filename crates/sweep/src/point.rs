@@ -76,21 +76,6 @@ impl Point {
     pub fn workload_arg(&self, dir: &Path) -> String {
         resolve(&self.workload, dir, !is_generator(&self.workload))
     }
-
-    /// The point's entry in its JSON document (`point`): id, label and parameters.
-    pub fn json(&self) -> serde_json::Value {
-        let parameters: serde_json::Map<String, serde_json::Value> = self
-            .parameters
-            .iter()
-            .filter(|(_, cell)| *cell != Cell::Empty)
-            .map(|(column, cell)| (column.clone(), cell.json()))
-            .collect();
-        serde_json::json!({
-            "id": self.id,
-            "label": self.label,
-            "parameters": parameters,
-        })
-    }
 }
 
 fn is_generator(workload: &str) -> bool {

@@ -16,8 +16,9 @@ pub trait PointRunner: Sync {
     /// Called for every point before any runs; the message says what is wrong.
     fn check(&self, point: &Point) -> Result<(), String>;
 
-    /// Runs the point and returns its JSON document's text (with the point's
-    /// [`Point::json`] as `point`), or `None` when `cancel` stopped it before the end.
+    /// Runs the point and returns its JSON document's text (with the point's entry, which
+    /// `storsim-output` makes, as `point`: [`read_point`] checks its `id`), or `None` when
+    /// `cancel` stopped it before the end.
     fn run(&self, point: &Point, cancel: &CancelToken) -> Result<Option<String>, String>;
 }
 

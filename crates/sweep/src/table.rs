@@ -1,8 +1,8 @@
 //! The results table: one row per point, its parameters and every scalar of its JSON document
-//! flattened under stable dotted names, written as CSV (and Parquet).
+//! flattened under stable dotted names. The table is plain data; `storsim-output` writes it
+//! as CSV and Parquet.
 
 use serde_json::Value;
-use std::io::Write;
 
 /// One value of the table.
 #[derive(Clone, Debug, PartialEq)]
@@ -48,7 +48,8 @@ impl Cell {
         }
     }
 
-    /// The cell as JSON.
+    /// The cell's value as JSON: a value, not a document (a point's entry in its document
+    /// and the report page's embedded table are made of them).
     pub fn json(&self) -> Value {
         match self {
             Cell::Empty => Value::Null,
@@ -180,131 +181,6 @@ impl Table {
     pub fn column(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c == name)
     }
-
-    /// Writes the table as CSV: a header row, then one row per point.
-    pub fn write_csv(&self, out: impl Write) -> Result<(), csv::Error> {
-        let mut writer = csv::Writer::from_writer(out);
-        writer.write_record(&self.columns)?;
-        for row in &self.rows {
-            writer.write_record(row.iter().map(Cell::text))?;
-        }
-        writer.flush()?;
-        Ok(())
-    }
-}
-
-/// What a column of the Parquet file holds: numbers when every value it has is one, flags
-/// when every value is one, text otherwise (numbers and flags written as the CSV writes them).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ColumnType {
-    Number,
-    Flag,
-    Text,
-}
-
-impl Table {
-    fn column_type(&self, column: usize) -> ColumnType {
-        let mut cells = self
-            .rows
-            .iter()
-            .map(|r| &r[column])
-            .filter(|c| **c != Cell::Empty);
-        if cells.clone().all(|c| matches!(c, Cell::Number(_))) {
-            ColumnType::Number
-        } else if cells.all(|c| matches!(c, Cell::Bool(_))) {
-            ColumnType::Flag
-        } else {
-            ColumnType::Text
-        }
-    }
-
-    /// The table as a Parquet file: one optional column per column (doubles, booleans or
-    /// UTF-8 strings), empty cells as nulls, one row group.
-    pub fn parquet(&self) -> Result<Vec<u8>, parquet::errors::ParquetError> {
-        use parquet::basic::{LogicalType, Repetition, Type as Physical};
-        use parquet::column::writer::ColumnWriter;
-        use parquet::data_type::ByteArray;
-        use parquet::file::properties::WriterProperties;
-        use parquet::file::writer::SerializedFileWriter;
-        use parquet::schema::types::Type;
-        use std::sync::Arc;
-
-        let types: Vec<ColumnType> = (0..self.columns.len())
-            .map(|c| self.column_type(c))
-            .collect();
-        let fields = self
-            .columns
-            .iter()
-            .zip(&types)
-            .map(|(name, kind)| {
-                let builder = match kind {
-                    ColumnType::Number => Type::primitive_type_builder(name, Physical::DOUBLE),
-                    ColumnType::Flag => Type::primitive_type_builder(name, Physical::BOOLEAN),
-                    ColumnType::Text => Type::primitive_type_builder(name, Physical::BYTE_ARRAY)
-                        .with_logical_type(Some(LogicalType::String)),
-                };
-                builder
-                    .with_repetition(Repetition::OPTIONAL)
-                    .build()
-                    .map(Arc::new)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let schema = Arc::new(
-            Type::group_type_builder("results")
-                .with_fields(fields)
-                .build()?,
-        );
-        let mut out = Vec::new();
-        let mut writer = SerializedFileWriter::new(
-            &mut out,
-            schema,
-            Arc::new(WriterProperties::builder().build()),
-        )?;
-        let mut group = writer.next_row_group()?;
-        let mut column = 0;
-        while let Some(mut writer) = group.next_column()? {
-            let cells: Vec<&Cell> = self.rows.iter().map(|r| &r[column]).collect();
-            let levels: Vec<i16> = cells
-                .iter()
-                .map(|c| i16::from(**c != Cell::Empty))
-                .collect();
-            match writer.untyped() {
-                ColumnWriter::DoubleColumnWriter(w) => {
-                    let values = present(&cells, |c| match c {
-                        Cell::Number(v) => Some(*v),
-                        _ => None,
-                    });
-                    w.write_batch(&values, Some(&levels), None)?;
-                }
-                ColumnWriter::BoolColumnWriter(w) => {
-                    let values = present(&cells, |c| match c {
-                        Cell::Bool(b) => Some(*b),
-                        _ => None,
-                    });
-                    w.write_batch(&values, Some(&levels), None)?;
-                }
-                ColumnWriter::ByteArrayColumnWriter(w) => {
-                    let values = present(&cells, |c| Some(ByteArray::from(c.text().as_str())));
-                    w.write_batch(&values, Some(&levels), None)?;
-                }
-                _ => unreachable!("the schema has doubles, booleans and byte arrays only"),
-            }
-            writer.close()?;
-            column += 1;
-        }
-        group.close()?;
-        writer.close()?;
-        Ok(out)
-    }
-}
-
-/// The values of a column's non-empty cells, which Parquet stores apart from the nulls.
-fn present<T>(cells: &[&Cell], value: impl Fn(&Cell) -> Option<T>) -> Vec<T> {
-    cells
-        .iter()
-        .filter(|c| ***c != Cell::Empty)
-        .filter_map(|c| value(c))
-        .collect()
 }
 
 #[cfg(test)]
@@ -364,7 +240,7 @@ mod tests {
     }
 
     #[test]
-    fn the_table_unions_columns_in_first_seen_order_and_writes_quoted_csv() {
+    fn the_table_unions_columns_in_first_seen_order() {
         let leading = vec!["point".to_string(), "ssd.ftl".to_string()];
         let rows = vec![
             vec![
@@ -381,59 +257,8 @@ mod tests {
         let table = Table::from_named(&leading, &rows);
         assert_eq!(table.columns, ["point", "ssd.ftl", "x", "y"]);
         assert_eq!(table.rows[0][3], Cell::Empty);
-        let mut out = Vec::new();
-        table.write_csv(&mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        assert_eq!(
-            text,
-            "point,ssd.ftl,x,y\na,,1,\n\"b,\"\"q\"\"\",page,300000000000000000000,0.25\n"
-        );
-    }
-
-    #[test]
-    fn the_parquet_file_reads_back_with_types_and_nulls() {
-        use parquet::file::reader::{FileReader, SerializedFileReader};
-        use parquet::record::Field;
-        let table = Table {
-            columns: vec![
-                "ssd.ftl".into(),
-                "summary.all.iops".into(),
-                "run.cancelled".into(),
-                "mixed".into(),
-            ],
-            rows: vec![
-                vec![
-                    Cell::Text("page".into()),
-                    Cell::Number(1500.5),
-                    Cell::Bool(false),
-                    Cell::Number(1.0),
-                ],
-                vec![
-                    Cell::Text("dftl".into()),
-                    Cell::Empty,
-                    Cell::Bool(true),
-                    Cell::Text("x".into()),
-                ],
-            ],
-        };
-        let bytes = table.parquet().unwrap();
-        let reader = SerializedFileReader::new(bytes::Bytes::from(bytes)).unwrap();
-        assert_eq!(reader.metadata().file_metadata().num_rows(), 2);
-        let rows: Vec<Vec<(String, Field)>> = reader
-            .get_row_iter(None)
-            .unwrap()
-            .map(|r| r.unwrap().into_columns())
-            .collect();
-        assert_eq!(
-            rows[0][0],
-            ("ssd.ftl".to_string(), Field::Str("page".into()))
-        );
-        assert_eq!(rows[0][1].1, Field::Double(1500.5));
-        assert_eq!(rows[1][1].1, Field::Null);
-        assert_eq!(rows[1][2].1, Field::Bool(true));
-        // A column of numbers and text is text throughout.
-        assert_eq!(rows[0][3].1, Field::Str("1".into()));
-        assert_eq!(rows[1][3].1, Field::Str("x".into()));
+        assert_eq!(table.rows[1][1], Cell::Text("page".into()));
+        assert_eq!(table.rows[1][2], Cell::Number(3e20));
     }
 
     #[test]

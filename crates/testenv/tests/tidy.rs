@@ -309,6 +309,43 @@ fn file_formats_stay_in_their_layer() {
 }
 
 #[test]
+fn only_the_output_layer_writes_tables() {
+    // The sweep's results table is plain data in `sweep`; its CSV and Parquet files are
+    // written by `output`, the one crate that takes the table writers.
+    let mut broken = Vec::new();
+    for (name, dir) in crate_dirs() {
+        for writer in ["csv", "parquet"] {
+            if name != "output" && dependencies(&dir).iter().any(|d| d == writer) {
+                broken.push(format!("{name} depends on {writer}"));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+    // The scan finds what is there.
+    assert!(dependencies(&crate_dirs()["output"])
+        .iter()
+        .any(|d| d == "parquet"));
+}
+
+#[test]
+fn device_files_are_written_only_beside_their_reader() {
+    // A device file is an input that `config` reads back, so its writers (`import disksim`'s
+    // and `calibrate`'s models) are in `config` too; the other crates that read TOML (flow
+    // files, sweep specs) never write it.
+    let dirs = crate_dirs();
+    let mut found = Vec::new();
+    for name in ["workload", "sweep", "output", "api"] {
+        found.extend(lines_with(&dirs[name], &["toml::to_string", "toml::ser"]));
+    }
+    assert!(
+        found.is_empty(),
+        "TOML written outside config:\n{}",
+        found.join("\n")
+    );
+    assert!(!lines_with(&dirs["config"], &["toml::to_string"]).is_empty());
+}
+
+#[test]
 fn only_the_output_layer_lays_out_json_text() {
     let mut found = Vec::new();
     for (name, dir) in crate_dirs() {
