@@ -473,9 +473,17 @@ fn locked_closure(roots: &[&str]) -> Vec<String> {
         packages
             .iter()
             .filter(|p| p["name"].as_str() == Some(name))
-            .flat_map(|p| p.get("dependencies").and_then(toml::Value::as_array).cloned())
+            .flat_map(|p| {
+                p.get("dependencies")
+                    .and_then(toml::Value::as_array)
+                    .cloned()
+            })
             .flatten()
-            .filter_map(|d| d.as_str().and_then(|d| d.split(' ').next()).map(str::to_string))
+            .filter_map(|d| {
+                d.as_str()
+                    .and_then(|d| d.split(' ').next())
+                    .map(str::to_string)
+            })
             .collect()
     };
     let mut seen: Vec<String> = roots.iter().map(|r| r.to_string()).collect();
@@ -505,7 +513,10 @@ fn release_leaves_unoptimised_only_what_no_simulation_runs() {
         .filter(|(_, t)| t.get("opt-level").and_then(toml::Value::as_integer) == Some(0))
         .map(|(name, _)| name)
         .collect();
-    assert!(!cold.is_empty(), "no unoptimised package in the release profile");
+    assert!(
+        !cold.is_empty(),
+        "no unoptimised package in the release profile"
+    );
     for name in &cold {
         let level = dist
             .get(*name)
