@@ -192,7 +192,7 @@ fn ssd_traffic(plots: &mut Plots, dev: &Device, u: &Part) {
         .map(|(label, d)| {
             let values = causes
                 .iter()
-                .map(|c| dev.member(p, *d, c).map_or(0.0, |m| m.1))
+                .map(|c| dev.member(p, d, c).map_or(0.0, |m| m.1))
                 .collect();
             (label.to_string(), values)
         })
@@ -400,7 +400,7 @@ fn hdd_cache(plots: &mut Plots, dev: &Device, u: &Part) {
             unit: CACHE_READ_HITS.unit,
             bars: outcomes
                 .iter()
-                .map(|(d, l)| (l.to_string(), dev.value(p, *d)))
+                .map(|(d, l)| (l.to_string(), dev.value(p, d)))
                 .collect(),
         },
     );
@@ -533,7 +533,7 @@ fn hdd_time(plots: &mut Plots, dev: &Device, u: &Part) {
         (&ROTATION_TIME, "rotation"),
         (&TRANSFER_TIME, "transfer"),
     ];
-    if media.iter().any(|(d, _)| dev.find(p, *d).is_some()) {
+    if media.iter().any(|(d, _)| dev.find(p, d).is_some()) {
         plots.counter_bars(
             &u.name("hdd-service-split"),
             &counters_source(p, &media.map(|m| m.0)),
@@ -545,7 +545,7 @@ fn hdd_time(plots: &mut Plots, dev: &Device, u: &Part) {
                 unit: SEEK_TIME.unit,
                 bars: media
                     .iter()
-                    .map(|(d, l)| (l.to_string(), dev.value(p, *d)))
+                    .map(|(d, l)| (l.to_string(), dev.value(p, d)))
                     .collect(),
             },
         );
@@ -566,7 +566,7 @@ fn hdd_time(plots: &mut Plots, dev: &Device, u: &Part) {
             unit: BUSY_TIME.unit,
             bars: states
                 .iter()
-                .map(|(d, l)| (l.to_string(), dev.value(p, *d)))
+                .map(|(d, l)| (l.to_string(), dev.value(p, d)))
                 .collect(),
         },
     );
@@ -600,7 +600,7 @@ pub(super) fn hybrid(plots: &mut Plots, dev: &Device, p: &str) {
                 .map(|(label, reads, writes)| {
                     (
                         label.to_string(),
-                        vec![dev.value(p, *reads), dev.value(p, *writes)],
+                        vec![dev.value(p, reads), dev.value(p, writes)],
                     )
                 })
                 .collect(),

@@ -228,7 +228,6 @@ struct CounterBars {
 }
 
 /// Collects the plots of a page, giving each its id.
-
 pub(crate) struct Plots {
     pub list: Vec<Plot>,
     prefix: String,

@@ -105,26 +105,7 @@ pub(super) fn metric(table: &Table, m: &MetricSpec) -> Drawn {
         })
         .collect();
     let numeric = samples.iter().all(|s| matches!(s.1, XValue::Number(_)));
-    // Axes are titled from what their columns measure and drawn in a readable unit; a text x
-    // axis shows its values as they are.
-    let (y_title, y_scale) = axis(m.y, m.composition, samples.iter().map(|s| s.2));
-    let (x_title, x_scale) = if numeric {
-        let xs = samples.iter().filter_map(|s| match s.1 {
-            XValue::Number(v) => Some(v),
-            XValue::Text(_) => None,
-        });
-        axis(m.x, m.composition, xs)
-    } else {
-        (m.x.to_string(), None)
-    };
-    for s in &mut samples {
-        if let Some(scale) = &y_scale {
-            s.2 = scale.apply(s.2);
-        }
-        if let (Some(scale), XValue::Number(v)) = (&x_scale, &mut s.1) {
-            *v = scale.apply(*v);
-        }
-    }
+    let (x_title, y_title) = scale_samples(m, &mut samples, numeric);
     let data = MetricData {
         title: &title,
         x_title: clip(&x_title, LABEL_CHARS_MAX * 2),
@@ -162,6 +143,34 @@ pub(super) fn metric(table: &Table, m: &MetricSpec) -> Drawn {
         }],
         note: notes.join("; "),
     }
+}
+
+/// The axes' titles of a metric plot, from what their columns measure, with `samples` put in
+/// the axes' readable units; a text x axis (`numeric` false) shows its values as they are.
+fn scale_samples(
+    m: &MetricSpec,
+    samples: &mut [(usize, XValue, f64)],
+    numeric: bool,
+) -> (String, String) {
+    let (y_title, y_scale) = axis(m.y, m.composition, samples.iter().map(|s| s.2));
+    let (x_title, x_scale) = if numeric {
+        let xs = samples.iter().filter_map(|s| match s.1 {
+            XValue::Number(v) => Some(v),
+            XValue::Text(_) => None,
+        });
+        axis(m.x, m.composition, xs)
+    } else {
+        (m.x.to_string(), None)
+    };
+    for s in samples.iter_mut() {
+        if let Some(scale) = &y_scale {
+            s.2 = scale.apply(s.2);
+        }
+        if let (Some(scale), XValue::Number(v)) = (&x_scale, &mut s.1) {
+            *v = scale.apply(*v);
+        }
+    }
+    (x_title, y_title)
 }
 
 /// An axis' title and the unit its values are drawn in, for the column `name` holding
