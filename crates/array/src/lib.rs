@@ -28,7 +28,8 @@ mod mapping;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use storsim_core::{
     check_range, BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter,
-    DeviceError, Op, Request, Scope, SimTime, Status, Unit, QUEUE_DEPTH_MAX, SECTOR_BYTES,
+    DeviceError, DevicePart, Op, Request, Scope, SimTime, Status, Unit, QUEUE_DEPTH_MAX,
+    SECTOR_BYTES,
 };
 
 use mapping::{raid0_capacity_bytes, raid0_pieces, Piece};
@@ -797,6 +798,17 @@ impl Device for ArrayDevice {
             );
         }
         out
+    }
+
+    fn parts(&self) -> Vec<DevicePart> {
+        self.children
+            .iter()
+            .enumerate()
+            .flat_map(|(i, child)| {
+                let prefix = format!("child{i}_{}_", child.device.model_name());
+                DevicePart::child(prefix, &*child.device)
+            })
+            .collect()
     }
 
     fn model_name(&self) -> &'static str {

@@ -136,6 +136,7 @@ fn assert_documented_paths(
     let mut written = BTreeSet::new();
     for run in runs {
         assert_eq!(run["schema"], SCHEMA, "{heading}");
+        assert_read_by_its_declared_kind(heading, run);
         key_paths(run, "", &mut written);
     }
     let undocumented: Vec<&String> = written
@@ -155,6 +156,28 @@ fn assert_documented_paths(
         unwritten.is_empty(),
         "paths docs/json.md names under {heading:?} that no run wrote: {unwritten:?}"
     );
+}
+
+/// Every document storsim writes declares its `kind`, and the report reads a run document by
+/// that declaration: the whole document, and its `schema` and `kind` alone (which hold none
+/// of the keys the report's guess for documents without `kind` looks for), read as the kind
+/// declared. Documents that hold no run (inspect, counters, replay-log) are refused naming
+/// their kind.
+fn assert_read_by_its_declared_kind(heading: &str, run: &Value) {
+    let kind = run["kind"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{heading}: a document without `kind`"));
+    let bare = serde_json::json!({"schema": run["schema"], "kind": kind});
+    for doc in [run.clone(), bare] {
+        match storsim_report::Run::from_value(heading, doc) {
+            Ok(read) => assert_eq!(read.kind.name(), kind, "{heading}"),
+            Err(e) => assert!(
+                ["inspect", "counters", "replay-log"].contains(&kind)
+                    && e.to_string().contains(&format!("\"{kind}\"")),
+                "{heading}: {e}"
+            ),
+        }
+    }
 }
 
 /// Runs `storsim ARGS JSON_FLAG FILE` and returns the document it wrote to FILE.
@@ -301,6 +324,44 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
     assert!(units(&runs[1]).is_empty());
     assert_eq!(units(&runs[2]), ["flash"]);
     assert_eq!(units(&runs[3]), ["child0", "child1"]);
+    // Only a composite declares its parts, as its counters' prefixes name them; a device of
+    // one model writes no `parts`, so that its document stays as it was.
+    let parts = |run: &Value| -> Vec<(String, String)> {
+        run["device"]["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| {
+                let s = |k: &str| p[k].as_str().unwrap().to_string();
+                (s("prefix"), s("model"))
+            })
+            .collect()
+    };
+    for run in [&runs[0], &runs[1], &runs[4]] {
+        assert!(
+            run["device"].get("parts").is_none(),
+            "{}",
+            run["device"]["parts"]
+        );
+    }
+    let pair = |p: &str, m: &str| (p.to_string(), m.to_string());
+    // The example hybrid's disk is a black-box linear model: a part is whatever its device
+    // says it is.
+    assert_eq!(runs[2]["device"]["model"], "hybrid");
+    assert_eq!(
+        parts(&runs[2]),
+        [pair("flash_", "ssd"), pair("disk_", "linear")]
+    );
+    assert_eq!(runs[3]["device"]["model"], "array");
+    assert_eq!(
+        parts(&runs[3]),
+        [pair("child0_ssd_", "ssd"), pair("child1_ssd_", "ssd")]
+    );
+    // Each part's prefix is its counters': the array's children's SSD counters are there.
+    for (prefix, _) in parts(&runs[3]) {
+        let counters = runs[3]["device"]["counters"].as_object().unwrap();
+        assert!(counters.contains_key(&format!("{prefix}write_amplification")));
+    }
 }
 
 /// The time series of a simulate or cosim document adds up to its summary, every array has one
@@ -440,7 +501,13 @@ fn every_key_of_the_validate_disksim_json_is_documented_and_every_documented_key
         ],
         "--json",
     );
-    assert_documented("## The validate disksim document", &[run], &[]);
+    // A disk is of one model: it declares no parts (the simulate document's test reads a
+    // composite's).
+    assert_documented(
+        "## The validate disksim document",
+        &[run],
+        &["device.parts[].prefix", "device.parts[].model"],
+    );
 }
 
 #[test]
@@ -475,7 +542,13 @@ fn every_key_of_the_validate_trace_json_is_documented_and_every_documented_key_i
     let mut closed_args = args.to_vec();
     closed_args.extend_from_slice(&["--replay", "closed", "--iodepth", "2"]);
     let closed = run_json("validate-trace-closed", &closed_args, "--json");
-    assert_documented("## The validate trace document", &[open, closed], &[]);
+    // A linear model is of one model: it declares no parts (the simulate document's test
+    // reads a composite's).
+    assert_documented(
+        "## The validate trace document",
+        &[open, closed],
+        &["device.parts[].prefix", "device.parts[].model"],
+    );
 }
 
 #[test]
@@ -626,7 +699,14 @@ fn every_key_of_the_cosim_report_is_documented_and_every_documented_key_is_writt
             })
             .filter(|p| !with_faults_only(p)),
     );
-    assert_documented_paths("## The cosim document", &documented, &runs, &[]);
+    // Its device is of one model, which declares no parts (the simulate test reads a
+    // composite's).
+    assert_documented_paths(
+        "## The cosim document",
+        &documented,
+        &runs,
+        &["device.parts[].prefix", "device.parts[].model"],
+    );
     assert_eq!(runs[0]["series"]["clock"], "simulated");
     assert_series_matches_the_run(&runs[0]);
 }
@@ -677,6 +757,10 @@ fn every_key_of_the_emulate_json_is_documented_and_every_documented_key_is_writt
         "device.model_failures",
         "requests.polled.<front_end>",
         "device.faults.children",
+        // Its device is of one model: it declares no parts (the simulate document's test
+        // reads a composite's).
+        "device.parts[].prefix",
+        "device.parts[].model",
     ];
     unwritable.extend(
         documented

@@ -116,6 +116,41 @@ impl BlockWear {
     }
 }
 
+/// One model inside a composite device, as the device itself declares it: the prefix its
+/// counters are listed under and its model's name. Readers (the report's plots) learn a
+/// device's composition from these rather than from the shape of its counters' names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DevicePart {
+    /// The prefix of the part's counters in the device's (`flash_`, `child0_ssd_`).
+    pub prefix: String,
+    /// The part's model, as its [`Device::model_name`] says (`ssd`, `hdd`, ...).
+    pub model: &'static str,
+}
+
+impl DevicePart {
+    /// The same part seen from a parent that lists this device's counters under `prefix`.
+    pub fn within(&self, prefix: &str) -> DevicePart {
+        DevicePart {
+            prefix: format!("{prefix}{}", self.prefix),
+            model: self.model,
+        }
+    }
+
+    /// The parts of a composite's child listed under `prefix`: the child itself, then its own
+    /// parts under the same prefix, so that a composite of composites lists every level.
+    pub fn child(prefix: String, child: &dyn Device) -> Vec<DevicePart> {
+        let mut out: Vec<DevicePart> = child.parts().iter().map(|p| p.within(&prefix)).collect();
+        out.insert(
+            0,
+            DevicePart {
+                prefix,
+                model: child.model_name(),
+            },
+        );
+        out
+    }
+}
+
 /// A storage device model.
 ///
 /// Contract, which the conformance kit ([`crate::conformance::check`]) checks on every model:
@@ -181,6 +216,14 @@ pub trait Device: Send {
         Vec::new()
     }
 
+    /// The models inside a composite device (an array's children, a hybrid drive's flash and
+    /// disk, and theirs in turn), each with the prefix its counters are listed under. A
+    /// wrapper that lists its inner device's counters unprefixed (a host interface, a faults
+    /// layer) passes the inner device's parts on. The default, none, is a device of one model.
+    fn parts(&self) -> Vec<DevicePart> {
+        Vec::new()
+    }
+
     /// A hint from the driver that `request` is likely to be submitted next (its `id` and
     /// `arrival` may not be final). A model may start loading what that submission will touch,
     /// such as a mapping-table entry, so that it finds it in the processor's caches. A hint
@@ -222,6 +265,9 @@ impl<D: Device + ?Sized> Device for Box<D> {
     }
     fn counter_descriptors(&self) -> Vec<Described> {
         (**self).counter_descriptors()
+    }
+    fn parts(&self) -> Vec<DevicePart> {
+        (**self).parts()
     }
     fn prefetch(&self, request: &Request) {
         (**self).prefetch(request)

@@ -18,7 +18,9 @@ mod request;
 mod time;
 
 pub use counter::{describe, CounterDescriptor, Described, Kind, Member, Scope, Unit};
-pub use device::{check_range, BlockWear, Device, DeviceCounter, DeviceError, QUEUE_DEPTH_MAX};
+pub use device::{
+    check_range, BlockWear, Device, DeviceCounter, DeviceError, DevicePart, QUEUE_DEPTH_MAX,
+};
 pub use event_queue::{EventQueue, EventQueueFull};
 pub use prng::Prng;
 pub use request::{Completion, Op, Request, Status, SECTOR_BYTES};

@@ -42,7 +42,7 @@ use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
-use storsim_core::{Described, Device, DeviceCounter, Op, SimTime, Status};
+use storsim_core::{Described, Device, DeviceCounter, DevicePart, Op, SimTime, Status};
 use storsim_stats::{
     Collector, Distribution, Histogram, Series, SeriesRecorder, Summary, WindowWidth,
 };
@@ -372,6 +372,12 @@ pub struct EmulatorReport {
     /// what it did, in order. The requests such a device held failed with EIO, and while it
     /// was the current device so did every new request; the emulator went on serving.
     pub model_failures: Vec<String>,
+    /// The current device's model (at the end: the last device's), `None` when the pacing
+    /// thread left no snapshot.
+    pub device_model: Option<&'static str>,
+    /// The models inside the current device, if it is a composite, each with its counters'
+    /// prefix.
+    pub device_parts: Vec<DevicePart>,
     /// The current device model's counters (at the end: the last device's).
     pub device_counters: Vec<DeviceCounter>,
     /// What each of those counters is.
@@ -835,19 +841,30 @@ impl Emulator {
 
     /// What has happened so far.
     pub fn report(&self) -> EmulatorReport {
-        let (device_counters, device_descriptors, series) = match self.snapshot() {
-            Some(Snapshot {
-                counters,
-                descriptors,
-                series,
-                now,
-            }) => (counters.clone(), descriptors, series.finish(now, counters)),
-            None => (
-                Vec::new(),
-                Vec::new(),
-                SeriesRecorder::new(WindowWidth::Auto).finish(SimTime::ZERO, Vec::new()),
-            ),
-        };
+        let (device_model, device_parts, device_counters, device_descriptors, series) =
+            match self.snapshot() {
+                Some(Snapshot {
+                    model,
+                    parts,
+                    counters,
+                    descriptors,
+                    series,
+                    now,
+                }) => (
+                    Some(model),
+                    parts,
+                    counters.clone(),
+                    descriptors,
+                    series.finish(now, counters),
+                ),
+                None => (
+                    None,
+                    Vec::new(),
+                    Vec::new(),
+                    Vec::new(),
+                    SeriesRecorder::new(WindowWidth::Auto).finish(SimTime::ZERO, Vec::new()),
+                ),
+            };
         let submitted = *self.shared.stamp.lock().unwrap_or_else(|p| p.into_inner());
         let tally = self.shared.tally();
         let lateness = tally.lateness.summary();
@@ -874,6 +891,8 @@ impl Emulator {
             switches: tally.switches.clone(),
             model_failures: tally.model_failures.clone(),
             lateness,
+            device_model,
+            device_parts,
             device_counters,
             device_descriptors,
             series,

@@ -20,7 +20,8 @@ use std::sync::{mpsc, Arc};
 use std::time::Duration;
 use storsim_core::contract::{ContractCheck, ContractError};
 use storsim_core::{
-    Completion, Described, Device, DeviceCounter, DeviceError, Op, Request, SimTime, Status,
+    Completion, Described, Device, DeviceCounter, DeviceError, DevicePart, Op, Request, SimTime,
+    Status,
 };
 use storsim_stats::series::{ChannelId, SeriesRecorder, WindowWidth};
 use storsim_workload::trace::{RecordWriter, RecordedIo};
@@ -67,6 +68,9 @@ pub(crate) struct Submission {
 /// windows) and the asker turns into figures.
 #[derive(Clone)]
 pub(crate) struct Snapshot {
+    /// The current device's model and its parts, if it is a composite.
+    pub model: &'static str,
+    pub parts: Vec<DevicePart>,
     pub counters: Vec<DeviceCounter>,
     /// What each counter is, for reports that fold or label them.
     pub descriptors: Vec<Described>,
@@ -285,6 +289,8 @@ impl Pacer {
             }
         }
         let final_snapshot = Snapshot {
+            model: self.current().model_name(),
+            parts: self.current().parts(),
             counters: self.current().counters(),
             descriptors: self.current().counter_descriptors(),
             series: std::mem::replace(&mut self.series, SeriesRecorder::new(WindowWidth::Auto)),
@@ -477,6 +483,8 @@ impl Pacer {
                 self.sample_counters(now);
                 // The asker may have given up waiting.
                 let _ = reply.send(Snapshot {
+                    model: self.current().model_name(),
+                    parts: self.current().parts(),
                     counters: self.current().counters(),
                     descriptors: self.current().counter_descriptors(),
                     series: self.series.clone(),

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use storsim_core::{
     check_range, BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter,
-    DeviceError, EventQueue, Op, Prng, Request, Scope, SimDuration, SimTime, Status, Unit,
-    SECTOR_BYTES,
+    DeviceError, DevicePart, EventQueue, Op, Prng, Request, Scope, SimDuration, SimTime, Status,
+    Unit, SECTOR_BYTES,
 };
 
 /// Changes a running [`FaultsDevice`]'s rules from another thread (the emulator's control
@@ -439,6 +439,9 @@ impl Device for FaultsDevice {
         self.inner.prefetch(request)
     }
 
+    fn parts(&self) -> Vec<DevicePart> {
+        self.inner.parts()
+    }
     fn block_wear(&self) -> Vec<BlockWear> {
         self.inner.block_wear()
     }

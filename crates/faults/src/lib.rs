@@ -19,7 +19,7 @@
 
 mod device;
 
-pub use device::{FaultControl, FaultsDevice};
+pub use device::{FaultControl, FaultsDevice, COUNTERS};
 
 use storsim_core::{Op, Status};
 

@@ -14,7 +14,11 @@ pub mod sched;
 pub mod seek;
 mod speed;
 
-pub use device::HddDevice;
+pub use device::{
+    HddDevice, BUSY_TIME, CACHE_READ_HITS, CACHE_READ_MISSES, CACHE_READ_PARTIAL_HITS, COUNTERS,
+    IDLE_TIME, MEAN_SEEK, READ_AHEAD_HITS, ROTATION_TIME, SEEK_HISTOGRAM, SEEK_TIME, STANDBY_TIME,
+    TRANSFER_TIME,
+};
 pub use params::*;
 
 use std::fmt;

@@ -6,7 +6,7 @@ use crate::HostIfError;
 use std::collections::{HashMap, VecDeque};
 use storsim_core::{
     check_range, BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter,
-    DeviceError, EventQueue, Op, Request, Scope, SimDuration, SimTime, Status, Unit,
+    DeviceError, DevicePart, EventQueue, Op, Request, Scope, SimDuration, SimTime, Status, Unit,
 };
 
 /// What happens next to a command, or to the controller.
@@ -520,6 +520,9 @@ impl Device for HostInterfaceDevice {
         self.inner.prefetch(request);
     }
 
+    fn parts(&self) -> Vec<DevicePart> {
+        self.inner.parts()
+    }
     fn block_wear(&self) -> Vec<BlockWear> {
         self.inner.block_wear()
     }

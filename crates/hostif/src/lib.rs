@@ -20,7 +20,7 @@ mod arbiter;
 mod device;
 mod params;
 
-pub use device::HostInterfaceDevice;
+pub use device::{HostInterfaceDevice, COUNTERS, QUEUE_COUNTERS};
 pub use params::{
     Arbitration, Encoding, FlowBinding, HostInterfaceParams, LinkParams, Priority, Protocol,
     QUEUES_MAX, SATA_NCQ_DEPTH,

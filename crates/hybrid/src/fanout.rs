@@ -4,8 +4,8 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use storsim_core::{
-    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
-    Status,
+    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, DevicePart, Op, Request,
+    SimTime, Status,
 };
 
 /// Which child a request goes to.
@@ -277,6 +277,18 @@ impl<T> Fanout<T> {
                     .map(|d| d.within(&prefix)),
             );
         }
+    }
+
+    /// Each child's model (and its parts in turn), under the side's prefix as
+    /// [`Fanout::child_counters`] names them.
+    pub(crate) fn child_parts(&self) -> Vec<DevicePart> {
+        [Side::Flash, Side::Disk]
+            .into_iter()
+            .flat_map(|side| {
+                let child = &self.children[side.index()];
+                DevicePart::child(format!("{}_", side.name()), &*child.device)
+            })
+            .collect()
     }
 
     /// Each child's counters, prefixed with its side.

@@ -12,8 +12,8 @@ use crate::params::{ByteRange, HostPlacement, HostTieredParams};
 use crate::parents::Parents;
 use std::collections::{BTreeMap, VecDeque};
 use storsim_core::{
-    BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError, Op,
-    Request, Scope, SimTime, Unit,
+    BlockWear, Completion, CounterDescriptor, Described, Device, DeviceCounter, DeviceError,
+    DevicePart, Op, Request, Scope, SimTime, Unit,
 };
 
 /// Child requests waiting for one child's queue.
@@ -522,6 +522,10 @@ impl Device for HostTieredDevice {
         ));
         self.fanout.child_counters(&mut out);
         out
+    }
+
+    fn parts(&self) -> Vec<DevicePart> {
+        self.fanout.child_parts()
     }
 
     fn block_wear(&self) -> Vec<BlockWear> {

@@ -21,9 +21,17 @@ mod params;
 mod parents;
 mod policy;
 
+pub use controller::counters::{
+    COUNTERS as CACHE_COUNTERS, FAULT_COUNTERS as CACHE_FAULT_COUNTERS, FLUSH_BYTES, FLUSH_CAUSES,
+    HOST_READS_DISK, HOST_READS_FLASH, HOST_READS_SPLIT, HOST_WRITES_DISK, HOST_WRITES_FLASH,
+    HOST_WRITES_SPLIT,
+};
 pub use controller::{HybridDevice, Location};
 pub use fanout::{Route, RouteCause, Side};
-pub use host::HostTieredDevice;
+pub use host::{
+    HostTieredDevice, COUNTERS as HOST_TIERED_COUNTERS,
+    REMAP_COUNTERS as HOST_TIERED_REMAP_COUNTERS,
+};
 pub use params::{
     Admission, ByteRange, FlushPolicy, HostPlacement, HostTieredParams, HybridParams, Replacement,
 };

@@ -10,7 +10,7 @@ use storsim_emulate::{Backing, EmulatorReport};
 /// simulation results it holds wall-clock measurements, so two runs never match byte for byte.
 pub fn emulation_json(r: &EmulatorReport, command_line: &[String]) -> Value {
     let l = &r.lateness;
-    json!({
+    let mut doc = json!({
         "schema": crate::SCHEMA,
         "kind": "emulate",
         "command_line": command_line,
@@ -60,7 +60,16 @@ pub fn emulation_json(r: &EmulatorReport, command_line: &[String]) -> Value {
         },
         "model": json::summary(&r.model),
         "series": json::series(&r.series, "wall"),
-    })
+    });
+    // The device's model and, for a composite, its parts, as simulate's document declares
+    // them, so that the report draws the same plots of its counters.
+    if let Some(model) = r.device_model {
+        doc["device"]["model"] = json!(model);
+    }
+    if !r.device_parts.is_empty() {
+        doc["device"]["parts"] = json::parts(&r.device_parts);
+    }
+    doc
 }
 
 fn backing_name(b: &Backing) -> String {

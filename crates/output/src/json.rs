@@ -2,7 +2,7 @@
 //! counters, the replay and the faults plan.
 
 use serde_json::{json, Map, Value};
-use storsim_core::{BlockWear, DeviceCounter};
+use storsim_core::{BlockWear, DeviceCounter, DevicePart};
 use storsim_engine::Replay;
 use storsim_faults::{Delay, FaultPlan, FaultRule};
 use storsim_stats::{Distribution, ErrorCounts, OpSummary, Series, Summary};
@@ -120,6 +120,17 @@ fn op(s: &OpSummary) -> Value {
         "queueing_ns": distribution(&s.queueing_ns),
         "service_ns": distribution(&s.service_ns),
     })
+}
+
+/// A composite device's parts: each model inside it with its counters' prefix, in the
+/// device's order.
+pub(crate) fn parts(parts: &[DevicePart]) -> Value {
+    Value::Array(
+        parts
+            .iter()
+            .map(|p| json!({"prefix": p.prefix, "model": p.model}))
+            .collect(),
+    )
 }
 
 /// One flash array's per-block erase counts with the shape that places each block.

@@ -3,7 +3,7 @@
 use crate::json;
 use crate::text::{self, human_bytes, us};
 use serde_json::{json, Value};
-use storsim_core::{BlockWear, Described, Device, DeviceCounter};
+use storsim_core::{BlockWear, Described, Device, DeviceCounter, DevicePart};
 use storsim_engine::{Replay, RunInfo};
 use storsim_faults::FaultPlan;
 use storsim_stats::{Series, Summary};
@@ -20,6 +20,9 @@ pub struct DeviceFacts {
     pub model: &'static str,
     pub capacity_bytes: u64,
     pub queue_depth: usize,
+    /// The models inside a composite device, each with its counters' prefix (none for a
+    /// device of one model).
+    pub parts: Vec<DevicePart>,
     pub counters: Vec<DeviceCounter>,
     /// What each counter is (for the text report; the JSON holds the counters alone).
     pub descriptors: Vec<Described>,
@@ -35,6 +38,7 @@ impl DeviceFacts {
             model: device.model_name(),
             capacity_bytes: device.capacity_bytes(),
             queue_depth: device.queue_depth(),
+            parts: device.parts(),
             counters: device.counters(),
             descriptors: device.counter_descriptors(),
             block_wear: device.block_wear(),
@@ -43,14 +47,20 @@ impl DeviceFacts {
 
     /// The `device` object of `simulate` and `cosim` documents.
     pub(crate) fn json(&self) -> Value {
-        json!({
+        let mut device = json!({
             "name": self.name,
             "model": self.model,
             "capacity_bytes": self.capacity_bytes,
             "queue_depth": self.queue_depth,
             "counters": json::counters(&self.counters),
             "block_wear": self.block_wear.iter().map(json::block_wear).collect::<Vec<_>>(),
-        })
+        });
+        // Only a composite device writes `parts`, so that a device of one model's document
+        // stays as it was.
+        if !self.parts.is_empty() {
+            device["parts"] = json::parts(&self.parts);
+        }
+        device
     }
 }
 

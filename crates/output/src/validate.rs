@@ -173,6 +173,10 @@ pub fn validation_json(r: &ValidationResults) -> Value {
         "simulated": side_json(r.simulated_ms, r.demerit.simulated_mean_ms),
         "measured": side_json(r.measured_ms, r.demerit.measured_mean_ms),
     });
+    // As in simulate's document, only a composite device declares its parts.
+    if !r.device.parts.is_empty() {
+        doc["device"]["parts"] = json::parts(&r.device.parts);
+    }
     let Some(t) = &r.trace_detail else {
         return doc;
     };
@@ -334,6 +338,7 @@ mod tests {
             model: "hdd",
             capacity_bytes: 1 << 30,
             queue_depth: 1,
+            parts: Vec::new(),
             counters: Vec::new(),
             descriptors: Vec::new(),
             block_wear: Vec::new(),

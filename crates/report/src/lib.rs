@@ -22,6 +22,7 @@ mod chart;
 mod html;
 mod input;
 mod plots;
+mod quantity;
 mod sweep;
 
 pub use input::{Kind, ReportError, Run};

@@ -223,7 +223,9 @@ fn a_black_box_run_has_no_flash_or_disk_plots() {
 #[test]
 fn hdd_and_hybrid_counters_get_their_plots() {
     let doc = json!({"schema": 1, "version": "0.1.0", "seed": 1,
-        "device": {"name": "h", "model": "hybrid", "block_wear": [], "counters": {
+        "device": {"name": "h", "model": "hybrid", "block_wear": [],
+            "parts": [{"prefix": "flash_", "model": "ssd"}, {"prefix": "disk_", "model": "hdd"}],
+            "counters": {
             "host_writes_flash": 10, "host_writes_disk": 5, "host_reads_flash": 3,
             "host_reads_disk": 4, "host_reads_split": 0, "host_writes_split": 1,
             "flush_on_demand_bytes": 1048576, "flush_idle_bytes": 0,
@@ -244,6 +246,116 @@ fn hdd_and_hybrid_counters_get_their_plots() {
     ] {
         assert_drawn(&report, &format!("run1-{id}"));
     }
+}
+
+/// `doc`'s device made an array of `n` of its SSDs: its counters (and their series) under
+/// each child's prefix, the parts declared.
+fn ssd_array(mut doc: Value, n: usize) -> Value {
+    let prefixed = |m: &Value| -> Value {
+        let m = m.as_object().unwrap();
+        Value::Object(
+            (0..n)
+                .flat_map(|i| {
+                    m.iter()
+                        .map(move |(k, v)| (format!("child{i}_ssd_{k}"), v.clone()))
+                })
+                .collect(),
+        )
+    };
+    doc["device"]["counters"] = prefixed(&doc["device"]["counters"]);
+    if doc["series"].is_object() {
+        doc["series"]["device"] = prefixed(&doc["series"]["device"]);
+    }
+    doc["device"]["model"] = json!("array");
+    doc["device"]["parts"] = (0..n)
+        .map(|i| json!({"prefix": format!("child{i}_ssd_"), "model": "ssd"}))
+        .collect();
+    doc
+}
+
+#[test]
+fn the_declared_composition_chooses_the_device_plots() {
+    let plot_set = |report: &Report, tag: &str| -> Vec<String> {
+        ids(report)
+            .into_iter()
+            .filter(|id| {
+                [
+                    "waf-over-time",
+                    "traffic-by-cause",
+                    "energy-by-cause",
+                    "die-utilisation",
+                ]
+                .iter()
+                .any(|p| *id == format!("run1-{p}{tag}"))
+            })
+            .collect()
+    };
+    // An array of two SSDs: two SSD plot sets, one per child, none for the array itself.
+    let array = render(&[run(ssd_array(ssd_doc(4, true), 2))]);
+    assert_eq!(
+        plot_set(&array, "-child0-ssd").len(),
+        4,
+        "{:?}",
+        ids(&array)
+    );
+    assert_eq!(
+        plot_set(&array, "-child1-ssd").len(),
+        4,
+        "{:?}",
+        ids(&array)
+    );
+    assert!(plot_set(&array, "").is_empty(), "{:?}", ids(&array));
+    for id in ["waf-over-time-child1-ssd", "energy-by-cause-child0-ssd"] {
+        assert_drawn(&array, &format!("run1-{id}"));
+    }
+    // The same counters with the array's parts undeclared (as no storsim writes an array):
+    // no SSD plots, whatever the names look like.
+    let mut undeclared = ssd_array(ssd_doc(4, true), 2);
+    undeclared["device"]
+        .as_object_mut()
+        .unwrap()
+        .remove("parts");
+    let report = render(&[run(undeclared)]);
+    assert!(
+        plot_set(&report, "-child0-ssd").is_empty(),
+        "{:?}",
+        ids(&report)
+    );
+    // A disk whose counters include an SSD's names gets no SSD plots.
+    let mut hdd = ssd_doc(4, true);
+    hdd["device"]["model"] = json!("hdd");
+    let report = render(&[run(hdd)]);
+    assert!(plot_set(&report, "").is_empty(), "{:?}", ids(&report));
+    // The same document declared an SSD gets them.
+    assert_eq!(plot_set(&render(&[run(ssd_doc(4, true))]), "").len(), 4);
+}
+
+#[test]
+fn counter_axes_are_in_a_readable_unit_from_the_descriptors() {
+    let doc = json!({"schema": 1, "version": "0.1.0", "seed": 1,
+        "device": {"name": "d", "model": "hdd", "block_wear": [], "counters": {
+            "busy_ns": 2.5e9, "idle_ns": 1e9, "standby_ns": 0,
+            "seek_ns": 3e6, "rotation_ns": 2e6, "transfer_ns": 1e6}},
+        "workload": {"name": "w"}, "summary": summary(5000)});
+    let report = render(&[run(doc)]);
+    let svg = |id: &str| {
+        report
+            .plots
+            .iter()
+            .find(|p| p.id == format!("run1-{id}"))
+            .unwrap_or_else(|| panic!("no {id} in {:?}", ids(&report)))
+            .svg
+            .clone()
+    };
+    // Seconds for a time of seconds, milliseconds for one of milliseconds: each axis by its
+    // largest value, never raw nanoseconds.
+    assert!(
+        svg("hdd-time-split").contains("\ntime (s)\n"),
+        "{}",
+        svg("hdd-time-split")
+    );
+    assert!(svg("hdd-service-split").contains("\ntime (ms)\n"));
+    assert!(!svg("hdd-time-split").contains("(ns)"));
 }
 
 #[test]

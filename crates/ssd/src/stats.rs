@@ -22,7 +22,76 @@ pub const HOST_READ_UNMAPPED_PAGES: CounterDescriptor = CounterDescriptor::new(
 );
 
 /// The causes of flash operations, as the per-cause counters name them (`Cause::name`).
-const CAUSES: &[&str] = &["host", "gc", "merge", "mapping", "wear_level"];
+pub const CAUSES: &[&str] = &["host", "gc", "merge", "mapping", "wear_level"];
+
+/// Flash page reads by cause (host, garbage collection, ...).
+pub const FLASH_READS_BY_CAUSE: CounterDescriptor = CounterDescriptor::family(
+    "flash_reads_{}",
+    Unit::Count,
+    Scope::PerKey(CAUSES),
+    "NAND page reads by cause.",
+);
+
+/// Flash page programs by cause.
+pub const FLASH_PROGRAMS_BY_CAUSE: CounterDescriptor = CounterDescriptor::family(
+    "flash_programs_{}",
+    Unit::Count,
+    Scope::PerKey(CAUSES),
+    "NAND page programs by cause.",
+);
+
+/// Flash block erases by cause.
+pub const FLASH_ERASES_BY_CAUSE: CounterDescriptor = CounterDescriptor::family(
+    "flash_erases_{}",
+    Unit::Count,
+    Scope::PerKey(CAUSES),
+    "NAND block erases by cause.",
+);
+
+/// Flash programs over host page writes.
+pub const WRITE_AMPLIFICATION: CounterDescriptor = CounterDescriptor::new(
+    "write_amplification",
+    Unit::Factor,
+    "Flash programs over host page writes.",
+);
+
+/// The flash array's idle energy.
+pub const ENERGY_IDLE: CounterDescriptor = CounterDescriptor::new(
+    "energy_idle_uj",
+    Unit::Microjoules,
+    "Idle energy: idle power times the mean fraction of dies idle over the run.",
+);
+
+/// Flash energy by the cause of the operations.
+pub const ENERGY_BY_CAUSE: CounterDescriptor = CounterDescriptor::family(
+    "energy_{}_uj",
+    Unit::Microjoules,
+    Scope::PerKey(CAUSES),
+    "Energy of the cause's flash operations.",
+);
+
+/// The time the utilisations are over.
+pub const UTILISATION_ELAPSED: CounterDescriptor = CounterDescriptor::new(
+    "utilisation_elapsed_ns",
+    Unit::Nanoseconds,
+    "The time the utilisations are over: the last host completion so far.",
+);
+
+/// Each channel's busy fraction.
+pub const CHANNEL_UTILISATION: CounterDescriptor = CounterDescriptor::family(
+    "channel_{}_utilisation",
+    Unit::Ratio,
+    Scope::PerChannel,
+    "The channel's busy fraction over the run.",
+);
+
+/// Each die's busy fraction.
+pub const DIE_UTILISATION: CounterDescriptor = CounterDescriptor::family(
+    "die_{}_utilisation",
+    Unit::Ratio,
+    Scope::PerDie,
+    "The die's busy fraction over the run.",
+);
 
 /// The SSD's own counters; the FTL's follow them under `ftl_` (and, after preconditioning,
 /// `precondition_ftl_`), described by the FTL.
@@ -39,24 +108,9 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Pages,
         "Pages the host trimmed.",
     ),
-    CounterDescriptor::family(
-        "flash_reads_{}",
-        Unit::Count,
-        Scope::PerKey(CAUSES),
-        "NAND page reads by cause.",
-    ),
-    CounterDescriptor::family(
-        "flash_programs_{}",
-        Unit::Count,
-        Scope::PerKey(CAUSES),
-        "NAND page programs by cause.",
-    ),
-    CounterDescriptor::family(
-        "flash_erases_{}",
-        Unit::Count,
-        Scope::PerKey(CAUSES),
-        "NAND block erases by cause.",
-    ),
+    FLASH_READS_BY_CAUSE,
+    FLASH_PROGRAMS_BY_CAUSE,
+    FLASH_ERASES_BY_CAUSE,
     CounterDescriptor::family(
         "die_time_{}_ns",
         Unit::Nanoseconds,
@@ -83,11 +137,7 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Count,
         "Multi-plane commands placed; their pages are counted in the totals.",
     ),
-    CounterDescriptor::new(
-        "write_amplification",
-        Unit::Factor,
-        "Flash programs over host page writes.",
-    ),
+    WRITE_AMPLIFICATION,
     CounterDescriptor::new(
         "erase_count_min",
         Unit::Count,
@@ -134,17 +184,8 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Microjoules,
         "Energy of flash erases.",
     ),
-    CounterDescriptor::new(
-        "energy_idle_uj",
-        Unit::Microjoules,
-        "Idle energy: idle power times the mean fraction of dies idle over the run.",
-    ),
-    CounterDescriptor::family(
-        "energy_{}_uj",
-        Unit::Microjoules,
-        Scope::PerKey(CAUSES),
-        "Energy of the cause's flash operations.",
-    ),
+    ENERGY_IDLE,
+    ENERGY_BY_CAUSE,
     CounterDescriptor::new(
         "energy_total_uj",
         Unit::Microjoules,
@@ -185,23 +226,9 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Count,
         "Units of garbage collection done in idle time.",
     ),
-    CounterDescriptor::new(
-        "utilisation_elapsed_ns",
-        Unit::Nanoseconds,
-        "The time the utilisations are over: the last host completion so far.",
-    ),
-    CounterDescriptor::family(
-        "channel_{}_utilisation",
-        Unit::Ratio,
-        Scope::PerChannel,
-        "The channel's busy fraction over the run.",
-    ),
-    CounterDescriptor::family(
-        "die_{}_utilisation",
-        Unit::Ratio,
-        Scope::PerDie,
-        "The die's busy fraction over the run.",
-    ),
+    UTILISATION_ELAPSED,
+    CHANNEL_UTILISATION,
+    DIE_UTILISATION,
 ];
 
 /// The write-back buffer's counters (`flush_policy = "watermark"` only).

@@ -14,7 +14,8 @@
 
 use crate::histogram::{bucket_middle, bucket_of, buckets};
 use storsim_core::{
-    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, Op, Request, SimTime,
+    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, DevicePart, Op, Request,
+    SimTime,
 };
 
 /// Buckets per power of two of a window's latency histogram, as a power of two: 32 buckets,
@@ -968,6 +969,9 @@ impl<D: Device + ?Sized> Device for Observed<'_, D> {
     }
     fn prefetch(&self, request: &Request) {
         self.device.prefetch(request)
+    }
+    fn parts(&self) -> Vec<DevicePart> {
+        self.device.parts()
     }
     fn block_wear(&self) -> Vec<BlockWear> {
         self.device.block_wear()

@@ -96,6 +96,9 @@ impl Device for FailsAfter {
     fn counter_descriptors(&self) -> Vec<storsim_core::Described> {
         self.inner.counter_descriptors()
     }
+    fn parts(&self) -> Vec<storsim_core::DevicePart> {
+        self.inner.parts()
+    }
 }
 
 pub fn raid0(

@@ -30,7 +30,8 @@
 //!   a unit name of its own;
 //! - every counter `counters()` lists matches exactly one of `counter_descriptors()`, every
 //!   descriptor has a line of documentation, and every descriptor not marked `sometimes` is
-//!   listed (checked after the run).
+//!   listed; every part a composite declares (`parts()`) lists counters under its prefix
+//!   (checked after the run).
 //!
 //! The first broken promise ends the check with a [`Violation`] naming the seed, the request
 //! and what was broken. Every check prints its seed to stderr as it starts; the environment
@@ -385,6 +386,18 @@ pub fn check_counters_described<D: Device + ?Sized>(device: &D) -> Result<(), St
         return Err(format!(
             "the descriptor {} is listed but no counter of it is",
             d.full_name()
+        ));
+    }
+    // A part declared under a prefix no counter carries would send readers (the report's
+    // plots) looking for a model that is not there.
+    if let Some(p) = device
+        .parts()
+        .iter()
+        .find(|p| !counters.iter().any(|c| c.name.starts_with(&p.prefix)))
+    {
+        return Err(format!(
+            "the part {} ({}) lists no counter under its prefix",
+            p.prefix, p.model
         ));
     }
     for counter in counters {

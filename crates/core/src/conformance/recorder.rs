@@ -2,7 +2,7 @@
 //! device (an array, a hybrid drive) handed its children.
 
 use crate::counter::Described;
-use crate::device::{BlockWear, Device, DeviceCounter, DeviceError};
+use crate::device::{BlockWear, Device, DeviceCounter, DeviceError, DevicePart};
 use crate::request::{Completion, Op, Request};
 use crate::time::SimTime;
 use std::sync::{Arc, Mutex};
@@ -98,6 +98,9 @@ impl<D: Device> Device for Recorder<D> {
     }
     fn counter_descriptors(&self) -> Vec<Described> {
         self.inner.counter_descriptors()
+    }
+    fn parts(&self) -> Vec<DevicePart> {
+        self.inner.parts()
     }
     fn prefetch(&self, request: &Request) {
         self.inner.prefetch(request)

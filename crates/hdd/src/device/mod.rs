@@ -523,30 +523,93 @@ impl HddDevice {
     }
 }
 
+/// Reads the cache served whole.
+pub const CACHE_READ_HITS: CounterDescriptor = CounterDescriptor::new(
+    "cache_read_hits",
+    Unit::Count,
+    "Reads served wholly from the cache.",
+);
+
+/// Reads the cache served in part.
+pub const CACHE_READ_PARTIAL_HITS: CounterDescriptor = CounterDescriptor::new(
+    "cache_read_partial_hits",
+    Unit::Count,
+    "Reads served partly from the cache.",
+);
+
+/// Reads the cache could not serve.
+pub const CACHE_READ_MISSES: CounterDescriptor = CounterDescriptor::new(
+    "cache_read_misses",
+    Unit::Count,
+    "Reads the cache could not serve.",
+);
+
+/// Reads served from data read ahead.
+pub const READ_AHEAD_HITS: CounterDescriptor = CounterDescriptor::new(
+    "read_ahead_hits",
+    Unit::Count,
+    "Reads served from data read ahead.",
+);
+
+/// The mean seek distance.
+pub const MEAN_SEEK: CounterDescriptor = CounterDescriptor::new(
+    "mean_seek_cylinders",
+    Unit::Cylinders,
+    "Mean seek distance.",
+);
+
+/// Time spent seeking.
+pub const SEEK_TIME: CounterDescriptor =
+    CounterDescriptor::new("seek_ns", Unit::Nanoseconds, "Time spent seeking.");
+
+/// Time spent waiting for rotation.
+pub const ROTATION_TIME: CounterDescriptor = CounterDescriptor::new(
+    "rotation_ns",
+    Unit::Nanoseconds,
+    "Time spent waiting for rotation.",
+);
+
+/// Time spent on the media transfer.
+pub const TRANSFER_TIME: CounterDescriptor = CounterDescriptor::new(
+    "transfer_ns",
+    Unit::Nanoseconds,
+    "Time spent transferring to or from the media.",
+);
+
+/// Time the drive was active.
+pub const BUSY_TIME: CounterDescriptor =
+    CounterDescriptor::new("busy_ns", Unit::Nanoseconds, "Time the drive was active.");
+
+/// Time the drive was spinning and idle.
+pub const IDLE_TIME: CounterDescriptor = CounterDescriptor::new(
+    "idle_ns",
+    Unit::Nanoseconds,
+    "Time the drive was spinning and idle.",
+);
+
+/// Time the drive was spun down.
+pub const STANDBY_TIME: CounterDescriptor = CounterDescriptor::new(
+    "standby_ns",
+    Unit::Nanoseconds,
+    "Time the drive was spun down.",
+);
+
+/// Seeks by distance, one counter per bucket.
+pub const SEEK_HISTOGRAM: CounterDescriptor = CounterDescriptor::family(
+    "seek_cylinders_hist_{}",
+    Unit::Count,
+    Scope::PerBucket,
+    "Seeks whose distance in cylinders falls in the bucket (1, 2-3, 4-7, ..., the last open).",
+);
+
 /// The drive's counters, in the order `counters` lists them.
 pub const COUNTERS: &[CounterDescriptor] = &[
     CounterDescriptor::new("reads", Unit::Count, "Read requests served."),
     CounterDescriptor::new("writes", Unit::Count, "Write requests served."),
-    CounterDescriptor::new(
-        "cache_read_hits",
-        Unit::Count,
-        "Reads served wholly from the cache.",
-    ),
-    CounterDescriptor::new(
-        "cache_read_partial_hits",
-        Unit::Count,
-        "Reads served partly from the cache.",
-    ),
-    CounterDescriptor::new(
-        "cache_read_misses",
-        Unit::Count,
-        "Reads the cache could not serve.",
-    ),
-    CounterDescriptor::new(
-        "read_ahead_hits",
-        Unit::Count,
-        "Reads served from data read ahead.",
-    ),
+    CACHE_READ_HITS,
+    CACHE_READ_PARTIAL_HITS,
+    CACHE_READ_MISSES,
+    READ_AHEAD_HITS,
     CounterDescriptor::new(
         "write_appends",
         Unit::Count,
@@ -562,38 +625,18 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         Unit::Count,
         "Seeks made (moves to another cylinder).",
     ),
-    CounterDescriptor::new(
-        "mean_seek_cylinders",
-        Unit::Cylinders,
-        "Mean seek distance.",
-    ),
-    CounterDescriptor::new("seek_ns", Unit::Nanoseconds, "Time spent seeking."),
-    CounterDescriptor::new(
-        "rotation_ns",
-        Unit::Nanoseconds,
-        "Time spent waiting for rotation.",
-    ),
-    CounterDescriptor::new(
-        "transfer_ns",
-        Unit::Nanoseconds,
-        "Time spent transferring to or from the media.",
-    ),
+    MEAN_SEEK,
+    SEEK_TIME,
+    ROTATION_TIME,
+    TRANSFER_TIME,
     CounterDescriptor::new(
         "media_sectors",
         Unit::Sectors,
         "Sectors read from or written to the media.",
     ),
-    CounterDescriptor::new("busy_ns", Unit::Nanoseconds, "Time the drive was active."),
-    CounterDescriptor::new(
-        "idle_ns",
-        Unit::Nanoseconds,
-        "Time the drive was spinning and idle.",
-    ),
-    CounterDescriptor::new(
-        "standby_ns",
-        Unit::Nanoseconds,
-        "Time the drive was spun down.",
-    ),
+    BUSY_TIME,
+    IDLE_TIME,
+    STANDBY_TIME,
     CounterDescriptor::new("spin_ups", Unit::Count, "Spin-ups from standby."),
     CounterDescriptor::new(
         "energy_active_mj",
@@ -612,12 +655,7 @@ pub const COUNTERS: &[CounterDescriptor] = &[
         "Energy of the spin-ups.",
     ),
     CounterDescriptor::new("energy_total_mj", Unit::Millijoules, "Energy in all."),
-    CounterDescriptor::family(
-        "seek_cylinders_hist_{}",
-        Unit::Count,
-        Scope::PerBucket,
-        "Seeks whose distance in cylinders falls in the bucket (1, 2-3, 4-7, ..., the last open).",
-    ),
+    SEEK_HISTOGRAM,
 ];
 
 impl Device for HddDevice {

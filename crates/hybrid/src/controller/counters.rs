@@ -8,41 +8,67 @@ use crate::fanout::Side;
 use storsim_core::{CounterDescriptor, DeviceCounter, Op, Scope, Unit};
 
 /// The flush causes as the per-cause counters name them (`FlushCause::name`).
-const FLUSH_CAUSES: &[&str] = &["on_demand", "space", "low_watermark", "idle"];
+pub const FLUSH_CAUSES: &[&str] = &["on_demand", "space", "low_watermark", "idle"];
+
+/// Host reads the flash served whole.
+pub const HOST_READS_FLASH: CounterDescriptor = CounterDescriptor::new(
+    "host_reads_flash",
+    Unit::Count,
+    "Host reads the flash served whole.",
+);
+
+/// Host reads the disk served whole.
+pub const HOST_READS_DISK: CounterDescriptor = CounterDescriptor::new(
+    "host_reads_disk",
+    Unit::Count,
+    "Host reads the disk served whole.",
+);
+
+/// Host reads served by both.
+pub const HOST_READS_SPLIT: CounterDescriptor = CounterDescriptor::new(
+    "host_reads_split",
+    Unit::Count,
+    "Host reads served by both.",
+);
+
+/// Host writes the flash took whole.
+pub const HOST_WRITES_FLASH: CounterDescriptor = CounterDescriptor::new(
+    "host_writes_flash",
+    Unit::Count,
+    "Host writes the flash took whole.",
+);
+
+/// Host writes the disk took whole.
+pub const HOST_WRITES_DISK: CounterDescriptor = CounterDescriptor::new(
+    "host_writes_disk",
+    Unit::Count,
+    "Host writes the disk took whole.",
+);
+
+/// Host writes split between both.
+pub const HOST_WRITES_SPLIT: CounterDescriptor = CounterDescriptor::new(
+    "host_writes_split",
+    Unit::Count,
+    "Host writes split between both.",
+);
+
+/// Bytes flushed to the disk, by the flush's cause.
+pub const FLUSH_BYTES: CounterDescriptor = CounterDescriptor::family(
+    "flush_{}_bytes",
+    Unit::Bytes,
+    Scope::PerKey(FLUSH_CAUSES),
+    "Bytes flushed to the disk for the cause.",
+);
 
 /// The controller's own counters, in `counter_list`'s order; each child's follow under
 /// `flash_` and `disk_`, described by the child.
-pub(super) const COUNTERS: &[CounterDescriptor] = &[
-    CounterDescriptor::new(
-        "host_reads_flash",
-        Unit::Count,
-        "Host reads the flash served whole.",
-    ),
-    CounterDescriptor::new(
-        "host_reads_disk",
-        Unit::Count,
-        "Host reads the disk served whole.",
-    ),
-    CounterDescriptor::new(
-        "host_reads_split",
-        Unit::Count,
-        "Host reads served by both.",
-    ),
-    CounterDescriptor::new(
-        "host_writes_flash",
-        Unit::Count,
-        "Host writes the flash took whole.",
-    ),
-    CounterDescriptor::new(
-        "host_writes_disk",
-        Unit::Count,
-        "Host writes the disk took whole.",
-    ),
-    CounterDescriptor::new(
-        "host_writes_split",
-        Unit::Count,
-        "Host writes split between both.",
-    ),
+pub const COUNTERS: &[CounterDescriptor] = &[
+    HOST_READS_FLASH,
+    HOST_READS_DISK,
+    HOST_READS_SPLIT,
+    HOST_WRITES_FLASH,
+    HOST_WRITES_DISK,
+    HOST_WRITES_SPLIT,
     CounterDescriptor::new("host_trims", Unit::Count, "Host trims."),
     CounterDescriptor::new("host_flushes", Unit::Count, "Host flushes."),
     CounterDescriptor::new(
@@ -71,12 +97,7 @@ pub(super) const COUNTERS: &[CounterDescriptor] = &[
         Scope::PerKey(FLUSH_CAUSES),
         "Flushes started for the cause.",
     ),
-    CounterDescriptor::family(
-        "flush_{}_bytes",
-        Unit::Bytes,
-        Scope::PerKey(FLUSH_CAUSES),
-        "Bytes flushed to the disk for the cause.",
-    ),
+    FLUSH_BYTES,
     CounterDescriptor::new("evicted_blocks", Unit::Blocks, "Cache blocks evicted."),
     CounterDescriptor::new(
         "promoted_blocks",
@@ -132,7 +153,7 @@ pub(super) const COUNTERS: &[CounterDescriptor] = &[
 
 /// The counters of children's errors in background work, listed when a child has a faults
 /// layer.
-pub(super) const FAULT_COUNTERS: &[CounterDescriptor] = &[
+pub const FAULT_COUNTERS: &[CounterDescriptor] = &[
     CounterDescriptor::new(
         "flush_failed_jobs",
         Unit::Count,

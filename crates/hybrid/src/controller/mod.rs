@@ -17,7 +17,7 @@
 //! holds the device itself and routes each child's completion to the part that sent it.
 
 mod cache_map;
-mod counters;
+pub(crate) mod counters;
 mod flush;
 mod places;
 mod promotion;
@@ -35,7 +35,8 @@ use flush::Flushing;
 use promotion::{Fill, Promotions, PROMOTE_JOBS_MAX};
 use split::Cursor;
 use storsim_core::{
-    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, Request, SimTime,
+    BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, DevicePart, Request,
+    SimTime,
 };
 
 /// Host child requests waiting for one child's queue; the head stops splitting beyond it.
@@ -333,6 +334,10 @@ impl Device for HybridDevice {
         }
         self.fanout.child_descriptors(&mut out);
         out
+    }
+
+    fn parts(&self) -> Vec<DevicePart> {
+        self.fanout.child_parts()
     }
 
     fn block_wear(&self) -> Vec<BlockWear> {

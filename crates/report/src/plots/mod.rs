@@ -9,7 +9,9 @@
 
 use crate::chart::{self, Axis, Bars, Line, Style, XyChart};
 use crate::input::{Kind, Run};
+use crate::quantity::{Composition, Model, Quantity, Scale};
 use serde_json::Value;
+use storsim_core::Unit;
 
 mod compare;
 mod device;
@@ -41,15 +43,6 @@ pub struct Plot {
 
 /// The operations a summary reports, in the order plots show them.
 const OPS: [&str; 4] = ["read", "write", "trim", "flush"];
-
-/// The causes of flash traffic the SSD's counters split by.
-const CAUSES: [(&str, &str); 5] = [
-    ("host", "host"),
-    ("gc", "GC"),
-    ("merge", "merge"),
-    ("mapping", "mapping"),
-    ("wear_level", "wear levelling"),
-];
 
 /// The value at `path` as a number.
 fn num(v: &Value, path: &[&str]) -> Option<f64> {
@@ -220,17 +213,21 @@ fn line(name: impl Into<String>, points: Vec<(f64, f64)>, colour: usize, style: 
     }
 }
 
-/// Collects the plots of a page, giving each its id.
-/// What [`Plots::counter_bars`] draws.
-struct CounterBars<'l> {
+/// What [`Plots::counter_bars`] draws: a bar per counter, labelled, with the counters' unit.
+struct CounterBars {
     title: String,
     x_title: &'static str,
-    y: Axis,
+    /// The value axis' title, before its unit.
+    y_label: &'static str,
+    /// The one series' name.
     series: &'static str,
-    per_unit: f64,
-    bars: Vec<(String, &'l str)>,
+    /// The unit the counters are declared in; the axis shows them in a readable one.
+    unit: Unit,
+    /// Each bar's category label and value.
+    bars: Vec<(String, f64)>,
 }
 
+/// Collects the plots of a page, giving each its id.
 pub(crate) struct Plots {
     pub list: Vec<Plot>,
     prefix: String,
@@ -269,23 +266,21 @@ impl Plots {
         self.push(name, &chart.title, source, svg);
     }
 
-    /// A bar for each of `c.bars` (a counter's full name and its category label), one
-    /// series named `c.series`, each value divided by `c.per_unit`.
-    fn counter_bars(&mut self, name: &str, source: &str, dev: &Device, c: CounterBars) {
+    /// A bar for each of `c.bars`, one series named `c.series`, in the readable unit of the
+    /// largest value (nanoseconds as ms or s, bytes as MiB or GiB).
+    fn counter_bars(&mut self, name: &str, source: &str, c: CounterBars) {
+        let scale = Scale::fitting(Quantity::Of(c.unit), c.bars.iter().map(|b| b.1));
         self.bars(
             name,
             source,
             Bars {
                 title: c.title,
                 x_title: c.x_title.into(),
-                y: c.y,
-                categories: c.bars.iter().map(|b| b.1.to_string()).collect(),
+                y: Axis::linear(scale.title(c.y_label)),
+                categories: c.bars.iter().map(|b| b.0.clone()).collect(),
                 series: vec![(
                     c.series.into(),
-                    c.bars
-                        .iter()
-                        .map(|(k, _)| dev.counter(k) / c.per_unit)
-                        .collect(),
+                    c.bars.iter().map(|b| scale.apply(b.1)).collect(),
                 )],
                 ranges: Vec::new(),
             },
@@ -301,16 +296,6 @@ fn unit_title(prefix: &str) -> String {
     } else {
         format!(" ({p})")
     }
-}
-
-/// The prefixes under which a device's counters hold a model of one family, found by a counter
-/// only that family has: `""` for the device itself, `flash_` in a hybrid, `child0_ssd_` in an
-/// array.
-fn prefixes(counters: &serde_json::Map<String, Value>, marker: &str) -> Vec<String> {
-    counters
-        .keys()
-        .filter_map(|k| k.strip_suffix(marker).map(str::to_string))
-        .collect()
 }
 
 /// Every plot of one run.
@@ -348,14 +333,17 @@ pub(crate) fn run_plots(run: &Run, index: usize) -> Vec<Plot> {
             counters: c,
             series: device_series.zip(timeline.as_ref()),
         };
-        for prefix in prefixes(c, "flash_programs_host") {
-            ssd(&mut plots, &dev, &prefix);
+        // The families drawn are the models the document declares, never guessed from the
+        // counters' names.
+        let composition = Composition::of(run.doc.get("device"));
+        for prefix in composition.prefixes(Model::Ssd) {
+            ssd(&mut plots, &dev, prefix);
         }
-        for prefix in prefixes(c, "mean_seek_cylinders") {
-            hdd(&mut plots, &dev, &prefix);
+        for prefix in composition.prefixes(Model::Hdd) {
+            hdd(&mut plots, &dev, prefix);
         }
-        for prefix in prefixes(c, "host_writes_flash") {
-            hybrid(&mut plots, &dev, &prefix);
+        for prefix in composition.prefixes(Model::Hybrid) {
+            hybrid(&mut plots, &dev, prefix);
         }
     }
     if let Some(wear) = run.doc.get("device").and_then(|d| d.get("block_wear")) {

@@ -7,6 +7,7 @@ use super::{
 };
 use crate::chart::{self, Axis, Bars, Legend, Line, Style, XyChart};
 use crate::plots::Plot;
+use crate::quantity::{self, Composition, Scale};
 use std::collections::BTreeMap;
 use storsim_sweep::{Cell, Table};
 
@@ -26,6 +27,8 @@ pub(super) struct MetricSpec<'a> {
     pub(super) title: Option<&'a str>,
     pub(super) log_x: bool,
     pub(super) log_y: bool,
+    /// What the sweep's device is made of, for finding its counters' descriptors.
+    pub(super) composition: &'a Composition,
 }
 
 /// What a metric chart draws, whichever its shape: its title, its axes' titles, its series'
@@ -102,13 +105,14 @@ pub(super) fn metric(table: &Table, m: &MetricSpec) -> Drawn {
         })
         .collect();
     let numeric = samples.iter().all(|s| matches!(s.1, XValue::Number(_)));
+    let (x_title, y_title) = scale_samples(m, &mut samples, numeric);
     let data = MetricData {
         title: &title,
-        x_title: clip(m.x, LABEL_CHARS_MAX * 2),
+        x_title: clip(&x_title, LABEL_CHARS_MAX * 2),
         y: if m.log_y {
-            Axis::log(clip(m.y, LABEL_CHARS_MAX * 2))
+            Axis::log(clip(&y_title, LABEL_CHARS_MAX * 2))
         } else {
-            Axis::linear(clip(m.y, LABEL_CHARS_MAX * 2))
+            Axis::linear(clip(&y_title, LABEL_CHARS_MAX * 2))
         },
         names,
         samples,
@@ -138,6 +142,51 @@ pub(super) fn metric(table: &Table, m: &MetricSpec) -> Drawn {
             svg,
         }],
         note: notes.join("; "),
+    }
+}
+
+/// The axes' titles of a metric plot, from what their columns measure, with `samples` put in
+/// the axes' readable units; a text x axis (`numeric` false) shows its values as they are.
+fn scale_samples(
+    m: &MetricSpec,
+    samples: &mut [(usize, XValue, f64)],
+    numeric: bool,
+) -> (String, String) {
+    let (y_title, y_scale) = axis(m.y, m.composition, samples.iter().map(|s| s.2));
+    let (x_title, x_scale) = if numeric {
+        let xs = samples.iter().filter_map(|s| match s.1 {
+            XValue::Number(v) => Some(v),
+            XValue::Text(_) => None,
+        });
+        axis(m.x, m.composition, xs)
+    } else {
+        (m.x.to_string(), None)
+    };
+    for s in samples.iter_mut() {
+        if let Some(scale) = &y_scale {
+            s.2 = scale.apply(s.2);
+        }
+        if let (Some(scale), XValue::Number(v)) = (&x_scale, &mut s.1) {
+            *v = scale.apply(*v);
+        }
+    }
+    (x_title, y_title)
+}
+
+/// An axis' title and the unit its values are drawn in, for the column `name` holding
+/// `values`: from the documents' field table or the counter's descriptor; a column neither
+/// knows keeps its name as its title and its values as they are.
+fn axis(
+    name: &str,
+    composition: &Composition,
+    values: impl Iterator<Item = f64>,
+) -> (String, Option<Scale>) {
+    match quantity::column(name, composition) {
+        Some((q, label)) => {
+            let scale = Scale::fitting(q, values);
+            (scale.title(&label), Some(scale))
+        }
+        None => (name.to_string(), None),
     }
 }
 

@@ -10,6 +10,7 @@
 use crate::html::{self, escape};
 use crate::input::Run;
 use crate::plots::Plot;
+use crate::quantity::Composition;
 use crate::Report;
 use serde_json::Value;
 use std::fmt::Write;
@@ -331,9 +332,16 @@ pub fn render_sweep(
     if !plots.is_empty() {
         out.push_str("<h2 id=\"plots\">Plots</h2>\n<div class=\"plots\">\n");
     }
+    // Only metric plots label their axes from the device's counters; the others need not
+    // read a point's document for it.
+    let composition = if plots.iter().any(|p| matches!(p, PlotSpec::Metric { .. })) {
+        composition(table, point)
+    } else {
+        Composition::default()
+    };
     for (i, spec) in plots.iter().enumerate() {
         let n = i + 1;
-        let (drawn, kind) = draw(spec, n, table, point);
+        let (drawn, kind) = draw(spec, n, table, point, &composition);
         figures(&mut out, n, kind, drawn, &mut all);
     }
     if !plots.is_empty() {
@@ -377,6 +385,23 @@ fn intro(out: &mut String, description: &str, table: &Table) {
     );
 }
 
+/// What the sweep's device is made of, for labelling its counters: the `device` of the first
+/// point whose document is at hand (its model and declared parts), else the first model the
+/// table's `device.model` column names.
+fn composition(table: &Table, point: &dyn Fn(usize) -> Option<Run>) -> Composition {
+    let ok = || (0..table.rows.len()).filter(|&r| table.ok(r));
+    if let Some(run) = ok().find_map(point) {
+        return Composition::of(run.doc.get("device"));
+    }
+    let model = table.column("device.model").and_then(|c| {
+        ok().find_map(|r| match table.cell(r, c) {
+            Cell::Text(m) => Some(m.clone()),
+            _ => None,
+        })
+    });
+    Composition::of(model.map(|m| serde_json::json!({ "model": m })).as_ref())
+}
+
 /// The `n`-th plot of the spec drawn from `table` (and the points' documents, through
 /// `point`), with its kind as its id names it.
 fn draw(
@@ -384,6 +409,7 @@ fn draw(
     n: usize,
     table: &Table,
     point: &dyn Fn(usize) -> Option<Run>,
+    composition: &Composition,
 ) -> (Drawn, &'static str) {
     match spec {
         PlotSpec::Metric {
@@ -406,6 +432,7 @@ fn draw(
                     title: title.as_deref(),
                     log_x: *log_x,
                     log_y: *log_y,
+                    composition,
                 },
             ),
             "metric",
