@@ -2,6 +2,7 @@
 
 use crate::input::{Kind, Run};
 use crate::plots::Plot;
+use crate::quantity::{self, Composition, Scale};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -337,6 +338,10 @@ pub(crate) fn compare_table(runs: &[Run]) -> String {
                 .iter()
                 .any(|c| value(c, k).is_some_and(|v| v != 0.0))
     });
+    let compositions: Vec<Composition> = runs
+        .iter()
+        .map(|r| Composition::of(r.doc.get("device")))
+        .collect();
     let mut out = String::from("<table id=\"compare-table\"><tr><th>figure</th>");
     for (i, run) in runs.iter().enumerate() {
         let _ = write!(out, "<th>run {}: {}</th>", i + 1, escape(&run_name(run)));
@@ -344,15 +349,40 @@ pub(crate) fn compare_table(runs: &[Run]) -> String {
     out.push_str("</tr>\n");
     for row in &rows {
         let get = |c: &Vec<(String, f64)>| c.iter().find(|(n, _)| n == row).map(|p| p.1);
-        let first = columns.first().and_then(get);
-        let _ = write!(out, "<tr><td><code>{}</code></td>", escape(row));
+        let (head, scale) = row_unit(row, &compositions, columns.iter().filter_map(get));
+        let shown =
+            |c: &Vec<(String, f64)>| get(c).map(|v| scale.as_ref().map_or(v, |s| s.apply(v)));
+        let first = columns.first().and_then(shown);
+        let _ = write!(out, "<tr><td>{head}</td>");
         for (i, c) in columns.iter().enumerate() {
-            out.push_str(&cell(get(c), if i == 0 { None } else { first }));
+            out.push_str(&cell(shown(c), if i == 0 { None } else { first }));
         }
         out.push_str("</tr>\n");
     }
     out.push_str("</table>\n");
     out
+}
+
+/// A compare-table row's heading (markup) and the unit its values are shown in: what the
+/// row measures, from the documents' field table or from the counter's descriptor (found
+/// through the first run whose declared device describes it), with one readable unit chosen
+/// from all the runs' `values` so that they compare, and then the row's path. A row neither
+/// knows is its path alone, its values as they are.
+fn row_unit(
+    row: &str,
+    compositions: &[Composition],
+    values: impl Iterator<Item = f64>,
+) -> (String, Option<Scale>) {
+    let path = format!("<code>{}</code>", escape(row));
+    let known = compositions.iter().find_map(|c| quantity::column(row, c));
+    match known {
+        Some((q, label)) => {
+            let scale = Scale::fitting(q, values);
+            let head = format!("{} {path}", escape(&scale.title(&label)));
+            (head, Some(scale))
+        }
+        None => (path, None),
+    }
 }
 
 /// The data embedded for re-plotting. Arrays of per-block erase counts beyond this length are

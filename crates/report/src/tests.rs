@@ -512,6 +512,49 @@ fn two_runs_are_compared_with_differences_to_the_first() {
 }
 
 #[test]
+fn compare_rows_are_labelled_and_scaled_to_one_unit() {
+    let with = |energy_uj: f64, p99_ns: u64| {
+        let mut doc = ssd_doc(1, false);
+        doc["summary"] = summary(p99_ns);
+        doc["device"]["counters"]["energy_host_uj"] = json!(energy_uj);
+        doc["device"]["counters"]["mystery_count"] = json!(1_234_567);
+        doc
+    };
+    let report = render(&[run(with(2_000_000.0, 5000)), run(with(3_000_000.0, 20_000))]);
+    let table = &report.html[report.html.find("id=\"compare-table\"").unwrap()..];
+    let row = |key: &str| {
+        let start = table[..table.find(&format!("<code>{key}</code>")).unwrap()]
+            .rfind("<tr>")
+            .unwrap();
+        &table[start..start + table[start..].find("</tr>").unwrap()]
+    };
+    // The counter's descriptor names it and its unit; both runs are in joules.
+    let energy = row("device.counters.energy_host_uj");
+    assert!(
+        energy.starts_with("<tr><td>Energy of the cause&#39;s flash operations: host (J) <code>"),
+        "{energy}"
+    );
+    assert!(energy.contains("<td class=\"n\">2</td>"), "{energy}");
+    assert!(energy.contains("<td class=\"n\">3 <span"), "{energy}");
+    assert!(energy.contains("(+50.0 %)"), "{energy}");
+    // A summary field is named from the field table, in the unit its largest value needs.
+    let p99 = row("summary.latency_ns.p99");
+    assert!(p99.contains("latency, p99 (µs)"), "{p99}");
+    assert!(
+        p99.contains(">5</td>") && p99.contains(">20 <span"),
+        "{p99}"
+    );
+    assert!(p99.contains("(+300.0 %)"), "{p99}");
+    // A counter no descriptor knows keeps its name and its raw values.
+    let mystery = row("device.counters.mystery_count");
+    assert!(
+        mystery.starts_with("<tr><td><code>device.counters.mystery_count</code></td>"),
+        "{mystery}"
+    );
+    assert!(mystery.contains(">1234567</td>"), "{mystery}");
+}
+
+#[test]
 fn runs_of_different_kinds_compare_on_what_they_share() {
     let hdd = json!({"schema": 1, "version": "0.1.0", "seed": 1,
         "device": {"name": "hdd", "model": "hdd", "block_wear": [],

@@ -48,8 +48,7 @@ type MetricDrawing = Result<(String, bool), String>;
 /// The metric plot `m` of `table`: lines when every x value is a number, bars otherwise.
 pub(super) fn metric(table: &Table, m: &MetricSpec) -> Drawn {
     let title = clip(
-        &m.title
-            .map_or_else(|| format!("{} vs {}", m.y, m.x), str::to_string),
+        &m.title.map_or_else(|| default_title(m), str::to_string),
         LABEL_CHARS_MAX * 2,
     );
     let source = format!(
@@ -143,6 +142,16 @@ pub(super) fn metric(table: &Table, m: &MetricSpec) -> Drawn {
         }],
         note: notes.join("; "),
     }
+}
+
+/// A metric plot's title when its spec sets none: what its columns measure, "y vs x", each
+/// by its label (without a unit, which the axes show) or, for a column neither the field table
+/// nor the descriptors know, by its name.
+fn default_title(m: &MetricSpec) -> String {
+    let label = |name: &str| {
+        quantity::column(name, m.composition).map_or_else(|| name.to_string(), |(_, l)| l)
+    };
+    format!("{} vs {}", label(m.y), label(m.x))
 }
 
 /// The axes' titles of a metric plot, from what their columns measure, with `samples` put in

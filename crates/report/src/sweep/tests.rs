@@ -174,8 +174,10 @@ fn a_numeric_x_draws_a_line_per_series_with_error_bars_for_replicates() {
     for ftl in FTLS {
         assert!(has_text(&p.svg, ftl), "no legend entry {ftl}");
     }
+    // The parameter keeps its name; the field is titled by its label, on the axis and in
+    // the default title.
     assert!(p.svg.contains("ssd.page.overprovisioning"));
-    assert!(p.svg.contains("summary.all.latency_ns.p99"));
+    assert_eq!(p.title, "all latency, p99 vs ssd.page.overprovisioning");
     assert!(report.html.contains("<svg id=\"sweep-1-metric\""));
     let caption = &report.html[report.html.find("id=\"fig-sweep-1-metric\"").unwrap()..];
     assert!(caption.contains("workload.bs = 4k") && caption.contains("replicates"));
@@ -322,6 +324,37 @@ fn plots_without_data_are_a_note() {
         .contains("the table has no column no.such.column"));
     // The documents have no reads: the read CDF says so.
     assert!(report.html.contains("latency CDF of read requests"));
+}
+
+#[test]
+fn a_metric_plot_without_a_title_is_titled_by_its_axes_labels() {
+    let t = Table {
+        columns: vec!["workload.requests".into(), "run.end_ns".into()],
+        rows: [(100.0, 2e6), (200.0, 4e6)]
+            .iter()
+            .map(|&(x, y)| vec![Cell::Number(x), Cell::Number(y)])
+            .collect(),
+    };
+    let untitled = metric("workload.requests", "run.end_ns", None, vec![]);
+    let report = render_sweep("s", "", &t, &[untitled], &no_points);
+    let p = plot(&report, "sweep-1-metric");
+    assert_eq!(p.title, "simulated time vs requests in the workload");
+    assert!(has_text(&p.svg, "simulated time (ms)"), "{}", p.svg);
+    // A title the spec sets is kept as it is.
+    let titled = PlotSpec::Metric {
+        x: "workload.requests".into(),
+        y: "run.end_ns".into(),
+        series: None,
+        filter: vec![],
+        title: Some("run.end_ns vs requests".into()),
+        log_x: false,
+        log_y: false,
+    };
+    let report = render_sweep("s", "", &t, &[titled], &no_points);
+    assert_eq!(
+        plot(&report, "sweep-1-metric").title,
+        "run.end_ns vs requests"
+    );
 }
 
 #[test]
