@@ -281,13 +281,20 @@ fn significant(v: f64, figures: i32) -> String {
     format!("{v:.0$}", decimals as usize)
 }
 
+/// A compare-table figure: whole numbers whole, others to four significant figures without
+/// trailing zeros (a scaled 5.5 ms reads "5.5", not "5.5000").
 fn format_number(v: f64) -> String {
     if v == v.trunc() && v.abs() < 1e15 {
         format!("{}", v as i64)
     } else if v.abs() >= 100.0 {
         format!("{v:.1}")
     } else {
-        format!("{v:.4}")
+        let text = significant(v, 4);
+        if text.contains('.') {
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            text
+        }
     }
 }
 
@@ -482,6 +489,16 @@ pub(crate) fn page(runs: &[Run], per_run: &[Vec<Plot>], compare: &[Plot]) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compare_figures_drop_trailing_zeros_but_keep_four_figures() {
+        assert_eq!(format_number(5.5), "5.5");
+        assert_eq!(format_number(0.012345), "0.01235");
+        assert_eq!(format_number(21.2253), "21.23");
+        assert_eq!(format_number(3.0), "3");
+        assert_eq!(format_number(1234.56), "1234.6");
+        assert_eq!(format_number(-0.25), "-0.25");
+    }
 
     #[test]
     fn cells_show_the_difference_to_the_first_run() {
