@@ -384,7 +384,12 @@ fn row_unit(
     let known = compositions.iter().find_map(|c| quantity::column(row, c));
     match known {
         Some((q, label)) => {
-            let scale = Scale::fitting(q, values);
+            // The unit of the row's smallest figure, so that no run's figure reads 0.4589 ms
+            // beside another's 1.929 ms: a row compares runs, and whole numbers compare best.
+            let smallest = values
+                .filter(|v| v.is_finite() && *v != 0.0)
+                .fold(f64::INFINITY, |m, v| m.min(v.abs()));
+            let scale = Scale::of(q, if smallest.is_finite() { smallest } else { 0.0 });
             let head = format!("{} {path}", escape(&scale.title(&label)));
             (head, Some(scale))
         }

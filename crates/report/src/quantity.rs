@@ -56,7 +56,8 @@ impl Scale {
             Quantity::Of(Unit::Microjoules) => &MICROJOULES,
             Quantity::Of(Unit::Millijoules) => &MILLIJOULES,
             Quantity::Of(Unit::Ratio) => &[(0.01, "%")],
-            Quantity::PerSecond => &[(1.0, "/s")],
+            // The rates that are counted per second carry it in their names (IOPS).
+            Quantity::PerSecond => &[(1.0, "")],
             Quantity::Of(Unit::Count | Unit::Factor | Unit::Flag) => &[(1.0, "")],
             Quantity::Of(unit @ (Unit::Pages | Unit::Blocks | Unit::Sectors | Unit::Cylinders)) => {
                 return Scale {
