@@ -324,8 +324,8 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
     assert!(units(&runs[1]).is_empty());
     assert_eq!(units(&runs[2]), ["flash"]);
     assert_eq!(units(&runs[3]), ["child0", "child1"]);
-    // Only a composite declares its parts, as its counters' prefixes name them; a device of
-    // one model writes no `parts`, so that its document stays as it was.
+    // A composite declares its parts, and an SSD its FTL, as its counters' prefixes name them;
+    // a device of one model writes no `parts`, so that its document stays as it was.
     let parts = |run: &Value| -> Vec<(String, String)> {
         run["device"]["parts"]
             .as_array()
@@ -337,30 +337,49 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
             })
             .collect()
     };
-    for run in [&runs[0], &runs[1], &runs[4]] {
-        assert!(
-            run["device"].get("parts").is_none(),
-            "{}",
-            run["device"]["parts"]
-        );
-    }
     let pair = |p: &str, m: &str| (p.to_string(), m.to_string());
+    // The SSD runs the FTL its `:raw` variant chose, which its preset's name alone would not say.
+    assert_eq!(parts(&runs[0]), [pair("ftl_", "raw")]);
+    assert_eq!(parts(&runs[4]), [pair("ftl_", "page")]);
+    assert!(
+        runs[1]["device"].get("parts").is_none(),
+        "{}",
+        runs[1]["device"]["parts"]
+    );
     // The example hybrid's disk is a black-box linear model: a part is whatever its device
     // says it is.
     assert_eq!(runs[2]["device"]["model"], "hybrid");
     assert_eq!(
         parts(&runs[2]),
-        [pair("flash_", "ssd"), pair("disk_", "linear")]
+        [
+            pair("flash_", "ssd"),
+            pair("flash_ftl_", "page"),
+            pair("disk_", "linear")
+        ]
     );
     assert_eq!(runs[3]["device"]["model"], "array");
     assert_eq!(
         parts(&runs[3]),
-        [pair("child0_ssd_", "ssd"), pair("child1_ssd_", "ssd")]
+        [
+            pair("child0_ssd_", "ssd"),
+            pair("child0_ssd_ftl_", "dftl"),
+            pair("child1_ssd_", "ssd"),
+            pair("child1_ssd_ftl_", "dftl")
+        ]
     );
-    // Each part's prefix is its counters': the array's children's SSD counters are there.
-    for (prefix, _) in parts(&runs[3]) {
-        let counters = runs[3]["device"]["counters"].as_object().unwrap();
-        assert!(counters.contains_key(&format!("{prefix}write_amplification")));
+    // Each part's prefix is its counters': the array's children's SSD counters are there, and
+    // their FTLs' (DFTL's mapping cache is its own).
+    let counters = runs[3]["device"]["counters"].as_object().unwrap();
+    for (prefix, model) in parts(&runs[3]) {
+        let own = if model == "ssd" {
+            "write_amplification"
+        } else {
+            "cmt_hits"
+        };
+        assert!(
+            counters.contains_key(&format!("{prefix}{own}")),
+            "{prefix}{own}"
+        );
     }
 }
 

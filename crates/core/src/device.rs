@@ -116,14 +116,16 @@ impl BlockWear {
     }
 }
 
-/// One model inside a composite device, as the device itself declares it: the prefix its
-/// counters are listed under and its model's name. Readers (the report's plots) learn a
+/// One model inside a device, as the device itself declares it: the prefix its counters are
+/// listed under and its model's name. A composite's parts are its children (and theirs); an
+/// SSD's part is its flash translation layer. Readers (the report's plots and labels) learn a
 /// device's composition from these rather than from the shape of its counters' names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DevicePart {
     /// The prefix of the part's counters in the device's (`flash_`, `child0_ssd_`).
     pub prefix: String,
-    /// The part's model, as its [`Device::model_name`] says (`ssd`, `hdd`, ...).
+    /// The part's model, as its [`Device::model_name`] says (`ssd`, `hdd`, ...), or, for an
+    /// SSD's flash translation layer, the FTL's name as device files write it (`dftl`, ...).
     pub model: &'static str,
 }
 

@@ -64,6 +64,17 @@ pub struct FtlEntry {
     /// Whether the host may rewrite a logical page without trimming it first: every FTL but
     /// raw flash hides erase-before-write. The conformance suite draws its writes accordingly.
     pub overwrites: bool,
+    /// What each of its counters is (see [`Ftl::counters`]): its tables of descriptors, in the
+    /// order it lists them. The registry holds them so that a reader of a document that names
+    /// the FTL (the report) can describe its counters without building one.
+    pub counters: &'static [&'static [CounterDescriptor]],
+}
+
+impl FtlEntry {
+    /// Its counters' descriptors, in order.
+    pub fn counter_descriptors(&self) -> impl Iterator<Item = &'static CounterDescriptor> {
+        self.counters.iter().flat_map(|table| table.iter())
+    }
 }
 
 /// The FTL named exactly `name`.
@@ -343,9 +354,14 @@ pub trait Ftl: Send {
     /// units in their names, in a fixed order.
     fn counters(&self) -> Vec<DeviceCounter>;
 
-    /// What each of [`Ftl::counters`] is, declared next to where the FTL counts it; the SSD
-    /// lists them under `ftl_` (and `precondition_ftl_`) among its own.
-    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor>;
+    /// What each of [`Ftl::counters`] is, declared next to where the FTL counts it and listed
+    /// in its registry entry ([`FtlEntry::counters`]); the SSD lists them under `ftl_` (and
+    /// `precondition_ftl_`) among its own.
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        find(self.name())
+            .map(|entry| entry.counter_descriptors().collect())
+            .unwrap_or_default()
+    }
 
     /// Starts the counters that count events (merges, copies, cache hits: everything but the
     /// state gauges such as free blocks) from zero again. The SSD calls it when

@@ -61,8 +61,8 @@ pub fn emulation_json(r: &EmulatorReport, command_line: &[String]) -> Value {
         "model": json::summary(&r.model),
         "series": json::series(&r.series, "wall"),
     });
-    // The device's model and, for a composite, its parts, as simulate's document declares
-    // them, so that the report draws the same plots of its counters.
+    // The device's model and, for a device made of parts, its parts, as simulate's document
+    // declares them, so that the report draws the same plots of its counters.
     if let Some(model) = r.device_model {
         doc["device"]["model"] = json!(model);
     }

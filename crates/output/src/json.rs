@@ -122,8 +122,7 @@ fn op(s: &OpSummary) -> Value {
     })
 }
 
-/// A composite device's parts: each model inside it with its counters' prefix, in the
-/// device's order.
+/// A device's parts: each model inside it with its counters' prefix, in the device's order.
 pub(crate) fn parts(parts: &[DevicePart]) -> Value {
     Value::Array(
         parts

@@ -55,8 +55,8 @@ impl DeviceFacts {
             "counters": json::counters(&self.counters),
             "block_wear": self.block_wear.iter().map(json::block_wear).collect::<Vec<_>>(),
         });
-        // Only a composite device writes `parts`, so that a device of one model's document
-        // stays as it was.
+        // Only a device made of parts (a composite's children, an SSD's FTL) writes `parts`,
+        // so that other devices' documents stay as they were.
         if !self.parts.is_empty() {
             device["parts"] = json::parts(&self.parts);
         }

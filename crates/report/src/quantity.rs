@@ -113,6 +113,9 @@ pub(crate) enum Model {
     Linear,
     Table,
     Step,
+    /// An SSD's flash translation layer, by its registry name: its counters are described by
+    /// the FTL's registry entry.
+    Ftl(&'static str),
     /// A model this report does not know (from a newer storsim): its counters are shown but
     /// drawn by no family's plots.
     Other,
@@ -136,12 +139,11 @@ impl Model {
             "linear" => Model::Linear,
             "table" => Model::Table,
             "step" => Model::Step,
-            _ => Model::Other,
+            _ => storsim_ftl::find(name).map_or(Model::Other, |e| Model::Ftl(e.name)),
         }
     }
 
-    /// The model's own descriptor tables (an SSD's FTL counters, under `ftl_`, vary with the
-    /// FTL and are not among them).
+    /// The model's own descriptor tables (an SSD's FTL counters are its FTL part's).
     fn tables(self) -> &'static [&'static [CounterDescriptor]] {
         match self {
             Model::Ssd => &[
@@ -160,6 +162,7 @@ impl Model {
             Model::Linear => &[storsim_blackbox::linear::COUNTERS],
             Model::Table => &[storsim_blackbox::table::COUNTERS],
             Model::Step => &[storsim_blackbox::step::COUNTERS],
+            Model::Ftl(name) => storsim_ftl::find(name).map_or(&[], |e| e.counters),
             Model::Other => &[],
         }
     }
@@ -418,6 +421,40 @@ mod tests {
         assert!(Composition::of(Some(&json!({"name": "x"})))
             .units
             .is_empty());
+    }
+
+    #[test]
+    fn an_ssds_ftl_part_describes_its_counters_and_no_other_ftls() {
+        let ssd = |ftl: &str| {
+            Composition::of(Some(&json!({"model": "ssd", "parts": [
+                {"prefix": "ftl_", "model": ftl}, {"prefix": "precondition_ftl_", "model": ftl}]})))
+        };
+        let dftl = ssd("dftl");
+        assert_eq!(dftl.units[1], ("ftl_".to_string(), Model::Ftl("dftl")));
+        let entry = storsim_ftl::find("dftl").unwrap();
+        for name in [
+            "ftl_cmt_hits",
+            "precondition_ftl_cmt_hits",
+            "ftl_gc_copied_pages",
+        ] {
+            let d = dftl.describe(name).unwrap();
+            assert!(
+                entry
+                    .counter_descriptors()
+                    .any(|e| std::ptr::eq(e, d.descriptor)),
+                "{name} is described by {:?}, not by dftl's table",
+                d.descriptor.name
+            );
+            assert!(name.starts_with(&d.prefix));
+        }
+        // The page FTL has no mapping cache, and the SSD's own counters stay the SSD's.
+        assert_eq!(ssd("page").describe("ftl_cmt_hits"), None);
+        assert_eq!(
+            dftl.describe("flash_programs_gc").unwrap().descriptor,
+            &storsim_ssd::FLASH_PROGRAMS_BY_CAUSE
+        );
+        // A name that is neither a device model nor an FTL stays unknown.
+        assert_eq!(Model::from_name("zns"), Model::Other);
     }
 
     #[test]

@@ -34,8 +34,8 @@ use batch::{OpBatch, Placement};
 use release::ReleaseQueue;
 use stats::{BufferCounts, OpCounts};
 use storsim_core::{
-    check_range, BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, EventQueue,
-    Op, Request, SimDuration, SimTime, Status,
+    check_range, BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, DevicePart,
+    EventQueue, Op, Request, SimDuration, SimTime, Status,
 };
 use storsim_flash::Scheduler;
 use storsim_ftl::{Ftl, FtlError};
@@ -713,6 +713,21 @@ impl Device for SsdDevice {
 
     fn counter_descriptors(&self) -> Vec<Described> {
         stats::counter_descriptors(self)
+    }
+
+    /// The flash translation layer, under the prefixes its counters are listed with, so that a
+    /// document says which FTL an SSD runs (a preset's name does not: `--set ssd.ftl=` changes
+    /// it) and its readers can describe the FTL's counters.
+    fn parts(&self) -> Vec<DevicePart> {
+        let ftl = |prefix: &str| DevicePart {
+            prefix: prefix.to_string(),
+            model: self.ftl.name(),
+        };
+        let mut parts = vec![ftl(stats::FTL_PREFIX)];
+        if !self.precondition.ftl_counters.is_empty() {
+            parts.push(ftl(stats::PRECONDITION_FTL_PREFIX));
+        }
+        parts
     }
 
     fn block_wear(&self) -> Vec<BlockWear> {

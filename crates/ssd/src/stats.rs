@@ -406,6 +406,11 @@ pub(crate) fn counters(d: &SsdDevice) -> Vec<DeviceCounter> {
     counters
 }
 
+/// The prefix of the FTL's counters among the SSD's, and of their values at the end of
+/// preconditioning (listed when it wrote anything).
+pub(crate) const FTL_PREFIX: &str = "ftl_";
+pub(crate) const PRECONDITION_FTL_PREFIX: &str = "precondition_ftl_";
+
 /// What each counter is: the SSD's own, then the FTL's under the prefixes the SSD lists them
 /// with.
 pub(crate) fn counter_descriptors(d: &SsdDevice) -> Vec<Described> {
@@ -419,8 +424,8 @@ pub(crate) fn counter_descriptors(d: &SsdDevice) -> Vec<Described> {
     }
     // Preconditioning's FTL counters are listed when it wrote anything.
     let preconditioned = !d.precondition.ftl_counters.is_empty();
-    for prefix in ["precondition_ftl_", "ftl_"] {
-        if prefix == "ftl_" || preconditioned {
+    for prefix in [PRECONDITION_FTL_PREFIX, FTL_PREFIX] {
+        if prefix == FTL_PREFIX || preconditioned {
             out.extend(ftl.iter().map(|&f| Described::own(f).within(prefix)));
         }
     }
@@ -451,7 +456,10 @@ fn list(d: &SsdDevice, out: &mut List) {
         out.push("precondition_steady_state_waf", w);
     }
     for fc in &p.ftl_counters {
-        out.push(format_args!("precondition_ftl_{}", fc.name), fc.value);
+        out.push(
+            format_args!("{PRECONDITION_FTL_PREFIX}{}", fc.name),
+            fc.value,
+        );
     }
     out.push("background_gc_units", d.idle_gc_units as f64);
     if let Some(wb) = &d.write_back {
@@ -470,7 +478,7 @@ fn list(d: &SsdDevice, out: &mut List) {
     match out {
         List::Named(_) => {
             for fc in d.ftl.counters() {
-                out.push(format_args!("ftl_{}", fc.name), fc.value);
+                out.push(format_args!("{FTL_PREFIX}{}", fc.name), fc.value);
             }
         }
         List::Values(values) => d.ftl.counter_values(values),

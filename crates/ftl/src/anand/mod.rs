@@ -70,6 +70,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
+    counters: &[COUNTERS],
 };
 
 const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
@@ -340,10 +341,6 @@ pub(crate) const COUNTERS: &[CounterDescriptor] = &[
 ];
 
 impl Ftl for Anand {
-    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
-        COUNTERS.iter().collect()
-    }
-
     fn name(&self) -> &'static str {
         "anand"
     }

@@ -37,6 +37,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
+    counters: &[COUNTERS],
 };
 
 const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
@@ -174,10 +175,6 @@ pub(crate) const COUNTERS: &[CounterDescriptor] = &[
 ];
 
 impl Ftl for BlockFtl {
-    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
-        COUNTERS.iter().collect()
-    }
-
     fn name(&self) -> &'static str {
         "block"
     }

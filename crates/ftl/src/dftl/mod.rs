@@ -56,6 +56,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
+    counters: &[crate::page::core::COUNTERS, COUNTERS],
 };
 
 /// The key of the data side's section.
@@ -444,10 +445,6 @@ pub(crate) const COUNTERS: &[CounterDescriptor] = &[
 ];
 
 impl Ftl for Dftl {
-    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
-        crate::page::core::COUNTERS.iter().chain(COUNTERS).collect()
-    }
-
     fn name(&self) -> &'static str {
         "dftl"
     }

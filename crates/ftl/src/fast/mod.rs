@@ -48,6 +48,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
+    counters: &[COUNTERS],
 };
 
 const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
@@ -310,10 +311,6 @@ pub(crate) const COUNTERS: &[CounterDescriptor] = &[
 ];
 
 impl Ftl for FastFtl {
-    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
-        COUNTERS.iter().collect()
-    }
-
     fn name(&self) -> &'static str {
         "fast"
     }

@@ -15,7 +15,7 @@ use crate::params::{
     self, field, fraction_below_one, Field, Key, Kind, ParamError, Section, Value,
 };
 use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
-use storsim_core::{CounterDescriptor, DeviceCounter};
+use storsim_core::DeviceCounter;
 use storsim_flash::{Geometry, NandArray, Ppa};
 
 /// Parameters of the `page` FTL (and of the page-mapped data side of `dftl`).
@@ -72,6 +72,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: KEYS,
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
+    counters: &[self::core::COUNTERS],
 };
 
 /// `[ssd.page]`, and DFTL's data side. `gc_background` is not a key: the device's
@@ -184,10 +185,6 @@ struct PageFtl {
 }
 
 impl Ftl for PageFtl {
-    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
-        self::core::COUNTERS.iter().collect()
-    }
-
     fn name(&self) -> &'static str {
         "page"
     }

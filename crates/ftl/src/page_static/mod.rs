@@ -62,6 +62,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
+    counters: &[COUNTERS],
 };
 
 const KEYS: [Key; Params::FIELDS.len()] = params::keys(Params::FIELDS);
@@ -162,10 +163,6 @@ pub(crate) const COUNTERS: &[CounterDescriptor] = &[
 ];
 
 impl Ftl for PageStatic {
-    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
-        COUNTERS.iter().collect()
-    }
-
     fn name(&self) -> &'static str {
         "page-static"
     }

@@ -33,6 +33,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: Keys(&[]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: false,
+    counters: &[COUNTERS],
 };
 
 impl FtlParams for Params {
@@ -93,10 +94,6 @@ pub(crate) const COUNTERS: &[CounterDescriptor] = &[
 ];
 
 impl Ftl for Raw {
-    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
-        COUNTERS.iter().collect()
-    }
-
     fn name(&self) -> &'static str {
         "raw"
     }
