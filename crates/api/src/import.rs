@@ -1,10 +1,12 @@
 //! `import disksim`: a DiskSim 4.0 drive (a `.parv` file and the files it sources) as a
-//! storsim device file. The device file's text is written by `storsim-config`, beside the
-//! reader that reads it back.
+//! storsim device file; `import mqsim`: MQSim's SSD configuration and workload definition as a
+//! device file and flow files. The files' text is written by `storsim-config`, beside the
+//! readers that read them back.
 
 use crate::ApiError;
 use std::path::{Path, PathBuf};
 use storsim_config::disksim::import::{device_toml, import_parv_with, Override};
+pub use storsim_config::mqsim::{ImportedScenario, MqsimImport, Note};
 
 /// `storsim import disksim`: what to import.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,4 +58,18 @@ pub(crate) fn import(parv: &Path, texts: &[String]) -> Result<ImportedDisksim, A
         device_toml: text,
         overrides: overrides.iter().map(ToString::to_string).collect(),
     })
+}
+
+/// `storsim import mqsim`: MQSim's `ssdconfig.xml` and, if given, its `workload.xml`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportMqsimOptions {
+    pub ssdconfig: PathBuf,
+    pub workload: Option<PathBuf>,
+}
+
+/// `storsim import mqsim`: the device file, a flow file per scenario and the notes on what has
+/// no effect. Errors name the file, the line and the element.
+pub fn import_mqsim(options: &ImportMqsimOptions) -> Result<MqsimImport, ApiError> {
+    storsim_config::mqsim::import(&options.ssdconfig, options.workload.as_deref())
+        .map_err(|e| ApiError::Input(e.to_string()))
 }

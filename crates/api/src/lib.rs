@@ -20,7 +20,7 @@
 //! The other commands are here the same way, typed options in and typed results out, with
 //! the command's documents: [`validate_disksim`] and [`validate_trace`] ([`Validation`]),
 //! [`Calibrator`] (checks, opens and plans; the front end measures; [`Calibration`] fits),
-//! [`import_disksim`], [`WriteLog`] (`replay-log`), [`inspect`], [`presets`], [`report`] and
+//! [`import_disksim`], [`import_mqsim`], [`WriteLog`] (`replay-log`), [`inspect`], [`presets`], [`report`] and
 //! sweeps ([`SweepPlan`]).
 
 mod calibrate;
@@ -32,7 +32,10 @@ mod sweep;
 mod validate;
 
 pub use calibrate::{Baseline, CalibrateOptions, CalibrateTarget, Calibration, Calibrator};
-pub use import::{import_disksim, ImportDisksimOptions, ImportedDisksim};
+pub use import::{
+    import_disksim, import_mqsim, ImportDisksimOptions, ImportMqsimOptions, ImportedDisksim,
+    ImportedScenario, MqsimImport, Note,
+};
 pub use inspect::{inspect, inspect_command_line, open_for_inspect};
 pub use power_loss::{ReplayLogOptions, ReplayedLog, WriteLog};
 pub use simulate::{

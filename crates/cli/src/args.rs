@@ -108,7 +108,22 @@ subcommands! {
         /// Read a DiskSim 4.0 parameter file (`.parv` with the `.diskspecs`, `.model` and `.seek`
         /// files it sources) and write the disk it instantiates as a storsim `hdd` device file.
         Disksim(ImportDisksimArgs) => crate::import::disksim,
+        /// Read MQSim's SSD configuration (`ssdconfig.xml`) and, if given, its workload
+        /// definition (`workload.xml`), and write a storsim device file and one flow file per
+        /// scenario; every MQSim setting storsim has no equivalent for is named in one note.
+        Mqsim(ImportMqsimArgs) => crate::import::mqsim,
     }
+}
+
+#[derive(Args)]
+pub struct ImportMqsimArgs {
+    /// MQSim's SSD configuration (`-i` of MQSim).
+    pub ssdconfig: PathBuf,
+    /// MQSim's workload definition (`-w` of MQSim).
+    pub workload: Option<PathBuf>,
+    /// The folder to write `device.toml` and `scenario-N.toml` into (made if missing).
+    #[arg(long, short)]
+    pub out: PathBuf,
 }
 
 #[derive(Args)]

@@ -28,6 +28,7 @@ mod file;
 mod host_interface;
 mod merge;
 mod models;
+pub mod mqsim;
 mod presets;
 
 pub use error::ConfigError;
