@@ -248,3 +248,38 @@ fn refused_flow_files_and_flow_arguments_name_what_is_wrong() {
         }
     }
 }
+
+#[test]
+fn head_time_scale_and_repeat_shape_a_trace_flow() {
+    let dir = temp_dir("flows-passes");
+    let dir = dir.path();
+    // Four requests of MQSim's layout, their times in microseconds (as `Time_Unit` may say).
+    let trace = dir.join("us.trace");
+    std::fs::write(&trace, "0 0 0 8 1\n10 0 8 8 1\n25 0 16 8 1\n40 0 24 8 1\n").unwrap();
+    let csv = dir.join("r.csv");
+    let flow = format!("{},head=3,time_scale=1000,repeat=2", trace.display());
+    let o = storsim(&[
+        "simulate",
+        "--quiet",
+        "--device",
+        "bench2g",
+        "--format",
+        "mqsim",
+        "--flow",
+        &flow,
+        "--requests-csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let arrival = header.iter().position(|h| *h == "arrival_ns").unwrap();
+    let mut arrivals: Vec<u64> = lines
+        .map(|l| l.split(',').nth(arrival).unwrap().parse().unwrap())
+        .collect();
+    arrivals.sort_unstable();
+    // The first three requests, in µs read as ns × 1000, then again from where the last of
+    // them arrived (25 µs).
+    assert_eq!(arrivals, [0, 10_000, 25_000, 25_000, 35_000, 50_000]);
+}

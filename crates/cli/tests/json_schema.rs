@@ -252,7 +252,8 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
                 "synthetic:rw=randwrite,bs=4k,iodepth=2,requests=200,start=1ms,stop=1s,\
                  lba_offset=50%,lba_size=64m",
                 "--flow",
-                "synthetic:rw=randread,bs=4k,requests=100,lba_offset=75%",
+                "synthetic:rw=randread,bs=4k,requests=100,lba_offset=75%,head=80,time_scale=2,\
+                 repeat=2",
             ],
         ),
         // Several flows without --fairness and without partitions.

@@ -157,7 +157,7 @@ fn flow_json((index, f): (usize, &FlowResult)) -> Value {
         Extent::Percent(p) => json!({"percent": p}),
     };
     let spec = f.spec;
-    json!({
+    let mut flow = json!({
         "index": index,
         "name": spec.name,
         "workload": spec.workload,
@@ -180,7 +180,19 @@ fn flow_json((index, f): (usize, &FlowResult)) -> Value {
         "summary": json::summary(f.summary),
         "alone_summary": f.alone.map(|(a, _)| json::summary(a)),
         "slowdown": f.alone.and_then(|(_, s)| s),
-    })
+    });
+    // What runs of the workload, on what clock, how often: written only when the flow says,
+    // so that the documents of flows without them stay as they were.
+    if let Some(n) = spec.head {
+        flow["head"] = json!(n);
+    }
+    if let Some(factor) = spec.time_scale {
+        flow["time_scale"] = json!(factor);
+    }
+    if spec.repeat > 1 {
+        flow["repeat"] = json!(spec.repeat);
+    }
+    flow
 }
 
 /// The human-readable summary printed after a run.

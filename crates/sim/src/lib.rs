@@ -520,7 +520,21 @@ pub fn open_flows(
                 options: options.clone(),
             }
         };
-        let mut workload = open_workload(&source, space, seed.wrapping_add(index as u64))?;
+        let flow_seed = seed.wrapping_add(index as u64);
+        let mut workload = open_pass(spec, &source, space, flow_seed)?;
+        if spec.repeat > 1 {
+            // Each further pass opens the workload again, so that memory stays independent of
+            // its length; a pass that cannot be opened ends the flow with the error.
+            let (spec, source) = (spec.clone(), source.clone());
+            workload = flows::repeat(workload, spec.repeat, move || {
+                open_pass(&spec, &source, space, flow_seed).map_err(|e| match e {
+                    SimError::Workload(e) => e,
+                    other => WorkloadError::Spec {
+                        message: other.to_string(),
+                    },
+                })
+            });
+        }
         if let Some((offset, len)) = partition {
             workload = flows::map_into(workload, offset, len);
         }
@@ -530,6 +544,24 @@ pub fn open_flows(
         });
     }
     Ok(opened)
+}
+
+/// One pass of a flow's workload: opened, cut to its `head`, its clock scaled by its
+/// `time_scale`.
+fn open_pass(
+    spec: &FlowSpec,
+    source: &WorkloadSource,
+    space: u64,
+    seed: u64,
+) -> Result<Workload, SimError> {
+    let mut workload = open_workload(source, space, seed)?;
+    if let Some(n) = spec.head {
+        workload = flows::head(workload, n);
+    }
+    if let Some(factor) = spec.time_scale {
+        workload = flows::scale_time(workload, factor);
+    }
+    Ok(workload)
 }
 
 /// The [`Session::workload`] of a workload of several flows: named as the workload, with no

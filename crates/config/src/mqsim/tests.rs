@@ -445,3 +445,42 @@ fn mqsims_bench2g_configuration_is_the_bench2g_presets_flash() {
         preset.write_buffer.map(|b| b.capacity_bytes)
     );
 }
+
+#[test]
+fn a_trace_flows_unit_relays_and_share_are_done_as_they_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = file(&dir, "ssdconfig.xml", &ssdconfig("", ""));
+    file(
+        &dir,
+        "t.trace",
+        "0 0 0 8 1\n5 0 8 8 1\n\n9 0 16 8 0\n12 0 24 8 1\n",
+    );
+    let text = workload("t.trace")
+        .replace(">NANOSECOND<", ">MICROSECOND<")
+        .replace("<Relay_Count>1<", "<Relay_Count>3<")
+        .replace(
+            "<Percentage_To_Be_Executed>100<",
+            "<Percentage_To_Be_Executed>50<",
+        );
+    let work = file(&dir, "workload.xml", &text);
+    let import = import(&config, Some(&work)).unwrap();
+    let flows = file(&dir, "flows.toml", &import.scenarios[0].flows_toml);
+    let trace = &storsim_workload::flows::read_file(&flows).unwrap()[1];
+    assert_eq!(trace.time_scale, Some(1000.0));
+    assert_eq!(trace.repeat, 3);
+    // Half of the trace's four requests (the blank line is none).
+    assert_eq!(trace.head, Some(2));
+    // The unit is noted, since MQSim's own run would not have applied it.
+    assert!(import.notes.iter().any(|n| n.element == "Time_Unit"));
+    // A share of a trace that is not there is an error naming the element.
+    let work = file(
+        &dir,
+        "gone.xml",
+        &workload("gone.trace").replace(
+            "<Percentage_To_Be_Executed>100<",
+            "<Percentage_To_Be_Executed>50<",
+        ),
+    );
+    let e = super::import(&config, Some(&work)).unwrap_err().to_string();
+    assert!(e.contains("<File_Path>") && e.contains("gone.trace"), "{e}");
+}

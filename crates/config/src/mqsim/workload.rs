@@ -279,20 +279,40 @@ impl FlowMapping<'_> {
             resolved.display().to_string(),
             &format!("{}, from the workload file's folder", Self::origin(&path)),
         );
+        // MQSim ignores its own Time_Unit and reads nanoseconds (CMU-SAFARI/MQSim PR #23);
+        // storsim does what the setting says.
         if let Some(p) = self.take("Time_Unit") {
             let unit = p.choice(&self.set, &["PICOSECOND", "NANOSECOND", "MICROSECOND"])?;
             if unit != 1 {
-                self.note(&p, "not mapped yet: the trace is read in nanoseconds (MQSim itself ignores Time_Unit and reads nanoseconds too)");
+                let scale = [0.001, 1.0, 1000.0][unit];
+                let text = format!(
+                    "{}: the trace's times are read as nanoseconds",
+                    Self::origin(&p)
+                );
+                self.put("time_scale", scale, &text);
+                self.note(&p, "the trace's times are scaled as it says; MQSim itself ignores Time_Unit and reads nanoseconds");
             }
         }
         if let Some(p) = self.take("Relay_Count") {
-            if p.integer(&self.set, 1, u64::from(u32::MAX))? != 1 {
-                self.note(&p, "not mapped yet: the trace is replayed once");
+            let passes = p.integer(&self.set, 1, u64::from(u32::MAX))?;
+            if passes > 1 {
+                self.put("repeat", passes as i64, &Self::origin(&p));
             }
         }
         if let Some(p) = self.take("Percentage_To_Be_Executed") {
-            if p.integer(&self.set, 1, 100)? != 100 {
-                self.note(&p, "not mapped yet: the whole trace is replayed");
+            let percent = p.integer(&self.set, 1, 100)?;
+            if percent < 100 {
+                // MQSim counts the trace's requests, one a line, and runs that share of them.
+                let lines = count_lines(&resolved).map_err(|e| {
+                    self.set
+                        .error(&path, format!("{}: {e}", resolved.display()))
+                })?;
+                let head = (lines * percent / 100).max(1);
+                let text = format!(
+                    "{}: {percent} % of the trace's {lines} requests",
+                    Self::origin(&p)
+                );
+                self.put("head", head as i64, &text);
             }
         }
         let known: Vec<&str> = COMMON.iter().chain(TRACE).copied().collect();
@@ -505,4 +525,17 @@ impl FlowMapping<'_> {
             text: text.to_string(),
         });
     }
+}
+
+/// The requests in an MQSim trace: its lines that are not blank.
+fn count_lines(path: &Path) -> std::io::Result<u64> {
+    use std::io::BufRead;
+    let file = std::io::BufReader::new(std::fs::File::open(path)?);
+    let mut n = 0;
+    for line in file.lines() {
+        if !line?.trim().is_empty() {
+            n += 1;
+        }
+    }
+    Ok(n)
 }

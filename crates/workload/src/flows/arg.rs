@@ -123,6 +123,24 @@ pub(super) fn set_key(spec: &mut FlowSpec, key: &str, value: &str) -> Result<(),
             };
             *slot = ids;
         }
+        "head" => {
+            spec.head = Some(match value.parse::<u64>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err("a whole number of requests, at least 1".into()),
+            })
+        }
+        "time_scale" => {
+            spec.time_scale = Some(match value.parse::<f64>() {
+                Ok(f) if f.is_finite() && f > 0.0 && f <= 1e9 => f,
+                _ => return Err("a number above 0 (0.001: picoseconds read as nanoseconds)".into()),
+            })
+        }
+        "repeat" => {
+            spec.repeat = match value.parse::<u32>() {
+                Ok(n) if n > 0 => n,
+                _ => return Err("a whole number of passes, at least 1".into()),
+            }
+        }
         _ => unreachable!("set_key called with a key that is not a flow key: {key}"),
     }
     Ok(())

@@ -159,6 +159,7 @@ fn as_text(value: &toml::Value) -> Option<String> {
     match value {
         toml::Value::String(s) => Some(s.clone()),
         toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Float(f) => Some(f.to_string()),
         toml::Value::Array(items) => {
             let parts: Option<Vec<String>> = items
                 .iter()

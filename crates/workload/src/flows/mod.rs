@@ -12,11 +12,13 @@
 mod arg;
 mod file;
 mod partition;
+mod passes;
 
 pub use arg::parse_arg;
 pub(crate) use file::{has_flow_file_name, starts_as_flow_file};
 pub use file::{is_flow_file, read_file};
 pub use partition::map_into;
+pub use passes::{head, repeat, scale_time};
 
 use std::fmt;
 
@@ -226,6 +228,13 @@ pub struct FlowSpec {
     pub resources: Option<ResourcePartition>,
     /// What the device's data cache does for it; `None` leaves the device's own behaviour.
     pub data_cache: Option<DataCache>,
+    /// Only the first this many of its workload's records run (`head`).
+    pub head: Option<u64>,
+    /// Its timestamps multiplied by this (`time_scale`): a trace whose times are in another
+    /// unit than its format's.
+    pub time_scale: Option<f64>,
+    /// How many times its workload runs, each pass after the one before (`repeat`, at least 1).
+    pub repeat: u32,
 }
 
 impl FlowSpec {
@@ -242,6 +251,9 @@ impl FlowSpec {
             lba: None,
             resources: None,
             data_cache: None,
+            head: None,
+            time_scale: None,
+            repeat: 1,
         }
     }
 }
@@ -253,7 +265,7 @@ pub fn is_generator(workload: &str) -> bool {
 
 /// The keys a flow takes besides its workload, in the order the docs list them; `--flow`
 /// tells them from a generator's keys by these names.
-pub const FLOW_KEYS: [&str; 13] = [
+pub const FLOW_KEYS: [&str; 16] = [
     "name",
     "start",
     "stop",
@@ -267,4 +279,7 @@ pub const FLOW_KEYS: [&str; 13] = [
     "dies",
     "planes",
     "data_cache",
+    "head",
+    "time_scale",
+    "repeat",
 ];
