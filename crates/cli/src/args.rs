@@ -380,6 +380,11 @@ pub struct SimulateArgs {
     /// Write the results as JSON to this file (`-` for standard output).
     #[arg(long, value_name = "OUT")]
     pub json: Option<PathBuf>,
+    /// Also write the results in the shape of MQSim's result file (`workload_scenario_N.xml`:
+    /// per-flow counts, IOPS, bandwidth and response times; the SSD's FTL statistics), for
+    /// scripts written for MQSim (docs/formats/mqsim-xml.md).
+    #[arg(long, value_name = "OUT.xml")]
+    pub mqsim_xml: Option<PathBuf>,
     /// Write one CSV line per request (arrival, service start, finish, ...) to this file; a
     /// workload of several flows adds a last column, `flow`, the request's flow's index.
     #[arg(long, value_name = "OUT")]

@@ -156,6 +156,10 @@ fn write_reports(
         let name = args.json.as_deref().unwrap_or(Path::new(""));
         report_html::write_simulation(name, doc, args.report.as_deref(), args.plots.as_deref())?;
     }
+    if let Some(path) = &args.mqsim_xml {
+        std::fs::write(path, storsim_output::mqsim_results_xml(results))
+            .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?;
+    }
     if !args.quiet && args.json.as_deref() != Some(Path::new("-")) {
         crate::stdout::say!("{}", storsim_output::simulation_text(results));
         let cpu = match cpu {

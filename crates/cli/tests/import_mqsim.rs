@@ -103,6 +103,7 @@ fn mqsims_files_import_and_simulate_as_they_say() {
         "{notes:?}"
     );
     let json = dir.join("s1.json");
+    let xml = dir.join("s1.xml");
     let device = out.join("device.toml");
     let o = storsim(&[
         "simulate",
@@ -112,10 +113,13 @@ fn mqsims_files_import_and_simulate_as_they_say() {
         out.join("scenario-1.toml").to_str().unwrap(),
         "--json",
         json.to_str().unwrap(),
+        "--mqsim-xml",
+        xml.to_str().unwrap(),
         "--quiet",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    results_read_as_mqsims(&std::fs::read_to_string(&xml).unwrap(), &doc);
     let flows = doc["flows"].as_array().expect("a run of flows has `flows`");
     let by_name = |name: &str| {
         flows
@@ -196,4 +200,87 @@ fn a_bad_mqsim_file_exits_2_naming_the_file_line_and_element() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("not well-formed XML"), "{}", stderr(&o));
+}
+
+/// The child elements of each `<Host.IO_Flow>` of an MQSim result file, in order.
+fn flow_elements(doc: &roxmltree::Document) -> Vec<Vec<String>> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("Host.IO_Flow"))
+        .map(|f| {
+            f.children()
+                .filter(|c| c.is_element())
+                .map(|c| c.tag_name().name().to_string())
+                .collect()
+        })
+        .collect()
+}
+
+/// `--mqsim-xml`'s file has MQSim's elements in MQSim's order (its own stock result file is
+/// the reference, when `../shared` is there), and its values are the run's.
+fn results_read_as_mqsims(text: &str, run: &Value) {
+    let xml = roxmltree::Document::parse(text).expect("well-formed XML");
+    assert_eq!(xml.root_element().tag_name().name(), "MQSim_Results");
+    let flows = run["flows"].as_array().unwrap();
+    let ours = flow_elements(&xml);
+    assert_eq!(ours.len(), flows.len());
+    if let Some(reference) = storsim_testenv::shared("mqsim-ref/stock/workload_scenario_1.xml") {
+        let text = std::fs::read_to_string(reference).unwrap();
+        let mqsim = roxmltree::Document::parse(&text).unwrap();
+        assert_eq!(ours[0], flow_elements(&mqsim)[0], "the elements of a flow");
+        // Every FTL statistic written is one MQSim writes.
+        let attributes = |d: &roxmltree::Document| -> Vec<String> {
+            let ftl = d
+                .descendants()
+                .find(|n| n.has_tag_name("SSDDevice.FTL"))
+                .unwrap();
+            ftl.attributes().map(|a| a.name().to_string()).collect()
+        };
+        let theirs = attributes(&mqsim);
+        for name in attributes(&xml) {
+            assert!(
+                theirs.contains(&name),
+                "{name} is not one of MQSim's FTL statistics"
+            );
+        }
+    }
+    for (node, flow) in xml
+        .descendants()
+        .filter(|n| n.has_tag_name("Host.IO_Flow"))
+        .zip(flows)
+    {
+        let value = |name: &str| {
+            node.children()
+                .find(|c| c.has_tag_name(name))
+                .and_then(|c| c.text())
+                .unwrap()
+                .to_string()
+        };
+        let summary = &flow["summary"];
+        assert_eq!(value("Name"), flow["name"].as_str().unwrap());
+        assert_eq!(value("Request_Count"), summary["requests"].to_string());
+        let iops: f64 = value("IOPS").parse().unwrap();
+        assert!(
+            (iops - summary["iops"].as_f64().unwrap()).abs() < 1e-5,
+            "{iops}"
+        );
+        // Whole microseconds of the service and response times.
+        let micros = |v: &Value| (v.as_f64().unwrap() / 1000.0) as u64;
+        assert_eq!(
+            value("Device_Response_Time"),
+            micros(&summary["service_ns"]["mean"]).to_string()
+        );
+        assert_eq!(
+            value("Max_End_to_End_Request_Delay"),
+            micros(&summary["latency_ns"]["max"]).to_string()
+        );
+    }
+    let ftl = xml
+        .descendants()
+        .find(|n| n.has_tag_name("SSDDevice.FTL"))
+        .unwrap();
+    let counters = &run["device"]["counters"];
+    assert_eq!(
+        ftl.attribute("Issued_Flash_Erase_CMD").unwrap(),
+        counters["flash_erases"].as_f64().unwrap().to_string()
+    );
 }

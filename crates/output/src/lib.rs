@@ -18,6 +18,7 @@ mod csv;
 mod emulate;
 mod inspect;
 pub mod json;
+mod mqsim_xml;
 mod power_loss;
 mod simulate;
 mod sweep;
@@ -34,6 +35,7 @@ pub use counters::{counters_json, counters_text};
 pub use csv::RequestsCsv;
 pub use emulate::{emulation_json, emulation_text};
 pub use inspect::{inspect_json, inspect_text};
+pub use mqsim_xml::mqsim_results_xml;
 pub use power_loss::{
     crash_json, crash_summary_json, power_loss_json, replay_log_json, replay_log_points_text,
     replay_log_text, PowerLossSettings,
