@@ -99,7 +99,7 @@ fn mqsims_files_import_and_simulate_as_they_say() {
     assert!(
         notes
             .iter()
-            .any(|l| l.contains("ssdconfig.xml:") && l.contains("<Plane_Allocation_Scheme>")),
+            .any(|l| l.contains("ssdconfig.xml:") && l.contains("<Transaction_Scheduling_Policy>")),
         "{notes:?}"
     );
     let json = dir.join("s1.json");

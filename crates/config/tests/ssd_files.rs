@@ -259,6 +259,7 @@ dynamic_wl = false
 static_wl_threshold_erases = 0
 static_wl_erases_per_move = 16
 seed = 4
+plane_allocation = "WDPC"
 "#;
 
 #[test]
@@ -331,6 +332,7 @@ fn a_file_overrides_every_part_of_a_preset() {
             static_wl_threshold_erases: None,
             static_wl_erases_per_move: 16,
             seed: 4,
+            plane_allocation: page::PlaneAllocation::from_name("WDPC").unwrap(),
         }
     );
 

@@ -433,6 +433,13 @@ fn random_setup(seed: u64) -> (Geometry, dftl::Params) {
             static_wl_threshold_erases: [None, Some(1), Some(3), Some(20)][r.below(4) as usize],
             static_wl_erases_per_move: 1 + r.below(8) as u32,
             seed,
+            // Every third seed places pages by their address, in one of MQSim's 24 orders.
+            plane_allocation: if seed % 3 == 0 {
+                let name = page::PLANE_ALLOCATIONS[1 + (seed / 3 % 24) as usize];
+                page::PlaneAllocation::from_name(name).unwrap()
+            } else {
+                page::PlaneAllocation::Dynamic
+            },
         },
         cmt_entries: [1, 3, 16, 100, 100_000][r.below(5) as usize],
     };

@@ -693,6 +693,46 @@ fn striping_visits_channels_then_dies_then_planes() {
     assert_eq!(planes, expected);
 }
 
+#[test]
+fn static_allocation_puts_each_address_on_the_plane_its_order_chooses() {
+    use storsim_ftl::page::{Part, PlaneAllocation};
+    // 2 channels x 2 dies x 2 planes.
+    let g = geometry(2, 2, 2, 8, 4);
+    let plane_of = |ops: &[FlashOp]| {
+        let program = ops.iter().find(|o| o.kind == FlashOpKind::Program).unwrap();
+        g.plane_of(g.block_of(program.ppa))
+    };
+    // Planes are numbered (channel × 2 + die) × 2 + plane. Under PDWC the plane varies
+    // fastest, so the address's position is the geometry's own numbering; under CWDP the
+    // channel varies fastest.
+    for (order, expected) in [
+        (
+            [Part::Plane, Part::Die, Part::Way, Part::Channel],
+            [0, 1, 2, 3, 4, 5, 6, 7],
+        ),
+        (
+            [Part::Channel, Part::Way, Part::Die, Part::Plane],
+            [0, 4, 2, 6, 1, 5, 3, 7],
+        ),
+    ] {
+        let mut ftl = build(
+            g,
+            &Params {
+                over_provisioning_fraction: 0.3,
+                plane_allocation: PlaneAllocation::Static(order),
+                ..Params::default()
+            },
+        );
+        // Addresses in a scrambled order land where their address says, not in write order,
+        // and an address written again stays on its plane (the round-robin would move it).
+        for lpn in [5u64, 0, 7, 2, 3, 6, 1, 4, 13, 8] {
+            let plane = plane_of(&write(ftl.as_mut(), lpn));
+            assert_eq!(plane, expected[(lpn % 8) as usize], "{order:?} lpn {lpn}");
+        }
+        assert_eq!(plane_of(&write(ftl.as_mut(), 5)), expected[5]);
+    }
+}
+
 /// Random small geometries and parameters, each drawn from its printed seed.
 pub fn random_setup(seed: u64) -> (Geometry, Params) {
     let mut r = storsim_core::Prng::new(seed);
@@ -725,6 +765,13 @@ pub fn random_setup(seed: u64) -> (Geometry, Params) {
         static_wl_threshold_erases: [None, Some(1), Some(3), Some(20)][r.below(4) as usize],
         static_wl_erases_per_move: 1 + r.below(8) as u32,
         seed,
+        // One setup in three places pages by their address, in one of MQSim's 24 orders.
+        plane_allocation: if r.below(3) == 0 {
+            let name = page::PLANE_ALLOCATIONS[1 + r.below(24) as usize];
+            page::PlaneAllocation::from_name(name).unwrap()
+        } else {
+            page::PlaneAllocation::Dynamic
+        },
     };
     (g, params)
 }

@@ -117,6 +117,7 @@ fn each_key_stated_alone_reaches_its_parameter() {
         ("log-block", "partial_merge", Value::Bool(true)),
         ("page-static", "prewrite_probability", Value::F64(0.5)),
         ("page-static", "prewrite_seed", Value::U64(7)),
+        ("page", "plane_allocation", Value::Name("CWDP")),
     ] {
         let defaults = FtlConfig::default_for(ftl).unwrap();
         let mut section = Section::new();

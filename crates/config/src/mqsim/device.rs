@@ -106,12 +106,8 @@ const FLASH_ELEMENTS: &[&str] = &[
     "Page_Metadat_Capacity",
 ];
 
-/// The 24 plane allocation orders (Tavakkol et al.): the order in which consecutive pages go to
-/// channels (C), ways or chips (W), dies (D) and planes (P).
-const PLANE_ALLOCATION_SCHEMES: &[&str] = &[
-    "CWDP", "CWPD", "CDWP", "CDPW", "CPWD", "CPDW", "WCDP", "WCPD", "WDCP", "WDPC", "WPCD", "WPDC",
-    "DCWP", "DCPW", "DWCP", "DWPC", "DPCW", "DPWC", "PCWD", "PCDW", "PWCD", "PWDC", "PDCW", "PDWC",
-];
+/// The 24 plane allocation orders (Tavakkol et al.), as MQSim and the page FTL name them.
+const PLANE_ALLOCATION_SCHEMES: &[&str] = storsim_ftl::page::PLANE_ALLOCATIONS.split_at(1).1;
 
 /// Reads `ssdconfig.xml`'s text (`file` names it) into a device file.
 pub(crate) fn read(text: &str, file: &str, notes: &mut Vec<Note>) -> Result<Device, ConfigError> {
@@ -592,13 +588,10 @@ fn map_ftl(m: &mut Mapping, out: &mut TomlOut, flash: &FlashShape) -> Result<(),
             "not modelled: storsim's flows share the mapping cache",
         );
     }
+    // MQSim's schemes are static: a page's address chooses its plane.
     let scheme = m.choice("Plane_Allocation_Scheme", PLANE_ALLOCATION_SCHEMES, 0)?;
-    let text = format!(
-        "{} is not modelled yet: storsim's page FTL spreads consecutive writes over the planes \
-         in its own order",
-        PLANE_ALLOCATION_SCHEMES[scheme.value]
-    );
-    m.note(&scheme, text);
+    let name = PLANE_ALLOCATION_SCHEMES[scheme.value];
+    out.put(section, "plane_allocation", name, &scheme.origin());
     let scheduling = m.choice(
         "Transaction_Scheduling_Policy",
         &["OUT_OF_ORDER", "PRIORITY_OUT_OF_ORDER", "FLIN"],

@@ -181,7 +181,6 @@ fn every_setting_without_an_equivalent_is_named_once_with_its_line() {
     let config = file(&dir, "ssdconfig.xml", &text);
     let import = import(&config, None).unwrap();
     for element in [
-        "Plane_Allocation_Scheme",
         "Transaction_Scheduling_Policy",
         "CMD_Suspension_Support",
         "Suspend_Erase_Time",

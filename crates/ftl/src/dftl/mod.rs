@@ -479,10 +479,10 @@ impl Ftl for Dftl {
         let core = &mut self.core;
         let cmt = &mut self.cmt;
         flush(core, cmt, ops)?;
-        let mut plane = core.prepare_host_write(ops, cmt)?;
+        let mut plane = core.prepare_host_write(lpn, ops, cmt)?;
         flush(core, cmt, ops)?;
         if !core.can_host(plane) {
-            plane = core.host_plane(ops, cmt)?;
+            plane = core.host_plane(lpn, ops, cmt)?;
         }
         core.finish_host_write(plane, lpn, ops, start)?;
         cmt.mark_dirty(lpn);

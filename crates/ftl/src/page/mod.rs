@@ -7,8 +7,10 @@
 //! blocks fall below the low watermark, the garbage collector (policy in [`crate::gc`])
 //! collects victims in that plane before the host's program, which waits for it.
 
+mod allocation;
 pub(crate) mod core;
 
+pub use self::allocation::{Part, PlaneAllocation, NAMES as PLANE_ALLOCATIONS};
 use self::core::{base_logical_pages, Core, CoreCounters, NoHooks};
 use crate::gc::{self, GcPolicy};
 use crate::params::{
@@ -46,6 +48,9 @@ pub struct Params {
     pub static_wl_erases_per_move: u32,
     /// Seed of the random choices (the random and d-choices victim policies).
     pub seed: u64,
+    /// How a host page's plane is chosen: round-robin (default) or by its address (MQSim's
+    /// static schemes).
+    pub plane_allocation: PlaneAllocation,
 }
 
 impl Default for Params {
@@ -60,6 +65,7 @@ impl Default for Params {
             static_wl_threshold_erases: Some(100),
             static_wl_erases_per_move: 8,
             seed: 0,
+            plane_allocation: PlaneAllocation::Dynamic,
         }
     }
 }
@@ -105,6 +111,18 @@ impl FtlParams for Params {
         },
         field!(static_wl_erases_per_move: u32),
         field!(seed: u64),
+        Field {
+            key: Key::new("plane_allocation", Kind::Name(&allocation::NAMES)),
+            set: |p, v| {
+                let Value::Name(name) = v else {
+                    unreachable!("a name key holds a name")
+                };
+                p.plane_allocation =
+                    PlaneAllocation::from_name(name).expect("the key's kind admits only its names");
+                Ok(())
+            },
+            get: |p| Some(Value::Name(p.plane_allocation.name())),
+        },
     ];
 
     fn apply(&mut self, s: &Section) -> Result<(), ParamError> {

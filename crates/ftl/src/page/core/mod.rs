@@ -12,7 +12,8 @@
 mod gc;
 mod pages;
 
-use super::Params;
+use super::allocation::static_order;
+use super::{Params, PlaneAllocation};
 use crate::gc::{BlockInfo, VictimIndex};
 use crate::table;
 use crate::wear::{FreePool, StaticWl};
@@ -133,9 +134,13 @@ pub(crate) struct Core {
     /// Per-block state, in one record so that updating a block costs one cache line.
     blocks: Vec<BlockMeta>,
     plane: Vec<Plane>,
-    /// The plane of each position in one round of striped allocation.
+    /// The plane of each position in one round of striped allocation: the round-robin's order,
+    /// or with static allocation the order a page's address indexes.
     stripe: Vec<u32>,
     stripe_pos: u32,
+    /// Whether a host page's address chooses its plane (MQSim's static allocation) rather
+    /// than the round-robin.
+    static_allocation: bool,
     /// Resource partitions: each one's planes in striped order and its next position there
     /// ([`Core::set_write_partitions`]); `partition` is the one host writes go to now, `None`
     /// for the whole device.
@@ -368,10 +373,14 @@ impl Core {
                 },
             ),
             plane,
-            stripe: (0..planes as u64)
-                .map(|n| geometry.striped_plane(n))
-                .collect(),
+            stripe: match params.plane_allocation {
+                PlaneAllocation::Dynamic => (0..planes as u64)
+                    .map(|n| geometry.striped_plane(n))
+                    .collect(),
+                PlaneAllocation::Static(order) => static_order(&geometry, order),
+            },
             stripe_pos: 0,
+            static_allocation: params.plane_allocation != PlaneAllocation::Dynamic,
             partitions: Vec::new(),
             partition: None,
             meta_open: NONE,
@@ -479,7 +488,7 @@ impl Core {
         start: usize,
         hooks: &mut H,
     ) -> Result<(), FtlError> {
-        let plane = self.prepare_host_write(ops, hooks)?;
+        let plane = self.prepare_host_write(lpn, ops, hooks)?;
         self.finish_host_write(plane, lpn, ops, start)
     }
 
@@ -488,6 +497,7 @@ impl Core {
     /// low watermark. Returns the plane the program goes to.
     pub(crate) fn prepare_host_write<H: Hooks>(
         &mut self,
+        lpn: u32,
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<u32, FtlError> {
@@ -497,7 +507,7 @@ impl Core {
         if self.wear.pending() {
             self.static_wl_step(ops, hooks)?;
         }
-        self.host_plane(ops, hooks)
+        self.host_plane(lpn, ops, hooks)
     }
 
     /// Whether plane `p` can take a host page without its last free block.
@@ -536,10 +546,12 @@ impl Core {
         Ok(())
     }
 
-    /// The plane the next host page goes to: the next one in striped order, after garbage
-    /// collection there; if that plane cannot take it (its data is all valid), the next one.
+    /// The plane host page `lpn` goes to: with static allocation the one its address
+    /// chooses, otherwise the next one in striped order; after garbage collection there. If
+    /// that plane cannot take it (its data is all valid), the next one in striped order.
     pub(crate) fn host_plane<H: Hooks>(
         &mut self,
+        lpn: u32,
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<u32, FtlError> {
@@ -547,6 +559,20 @@ impl Core {
             None => self.planes,
             Some(i) => self.partitions[i].0.len() as u32,
         };
+        if self.static_allocation {
+            let stripe = match self.partition {
+                None => &self.stripe,
+                Some(i) => &self.partitions[i].0,
+            };
+            let p = stripe[(lpn % planes) as usize];
+            if self.plane[p as usize].free.len() < self.low_watermark {
+                self.foreground_gc(p, ops, hooks)?;
+            }
+            if self.can_host(p) {
+                return Ok(p);
+            }
+            self.counters.host_plane_fallbacks += 1;
+        }
         for _ in 0..planes {
             let p = self.next_host_plane();
             if self.plane[p as usize].free.len() < self.low_watermark {
