@@ -209,8 +209,15 @@ pub struct TraceArgs {
     #[arg(long)]
     pub skip_bad: bool,
     /// Multi-device traces: `concat` lays the devices out one after another in one address
-    /// space, `overlay` puts them all at the same addresses, a number keeps only that device.
-    #[arg(long, default_value = "concat", value_name = "concat|overlay|N")]
+    /// space, `overlay` puts them all at the same addresses, a number or a comma-separated
+    /// list of them (`--volume 7,12`) keeps only those devices (volumes, disks, LUNs), laid out
+    /// as `concat` does.
+    #[arg(
+        long,
+        visible_alias = "volume",
+        default_value = "concat",
+        value_name = "concat|overlay|N[,N...]"
+    )]
     pub trace_devices: String,
     /// blkparse traces: which events are requests (D = dispatched to the device, Q = queued).
     #[arg(long, default_value = "D", value_name = "D|Q")]

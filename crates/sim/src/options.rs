@@ -371,8 +371,8 @@ impl SimulateOptions {
         if WorkloadSource::is_synthetic(name) {
             return Ok(WorkloadSource::Synthetic(name.clone()));
         }
-        // One look at the file tells a flow file from a trace and finds the trace's format,
-        // which the run then takes as given rather than looking again.
+        // One look at the file tells a flow file from a trace, and refuses a trace whose
+        // format cannot be told before the device is loaded.
         let path = Path::new(name);
         match trace::identify(path, options.format).map_err(SimError::Workload)? {
             WorkloadFile::Flows => {
@@ -383,12 +383,12 @@ impl SimulateOptions {
                     options,
                 })
             }
-            WorkloadFile::Trace(format) => Ok(WorkloadSource::Trace {
+            // The format is left as given: when it was not, opening the trace detects it
+            // again from the file the run opens anyway (no second open), so that the workload
+            // can say what detection saw.
+            WorkloadFile::Trace(_) => Ok(WorkloadSource::Trace {
                 path: PathBuf::from(name),
-                options: TraceOptions {
-                    format: Some(format),
-                    ..options
-                },
+                options,
             }),
         }
     }
@@ -522,10 +522,13 @@ pub fn trace_options_args(trace: &TraceOptions) -> Vec<String> {
     if trace.skip_bad {
         put("--skip-bad", None);
     }
-    match trace.devices {
+    match &trace.devices {
         DeviceSelection::Concat => {}
         DeviceSelection::Overlay => put("--trace-devices", Some("overlay".into())),
-        DeviceSelection::Only(n) => put("--trace-devices", Some(n.to_string())),
+        DeviceSelection::Only(devs) => {
+            let listed: Vec<String> = devs.iter().map(u32::to_string).collect();
+            put("--trace-devices", Some(listed.join(",")));
+        }
     }
     if trace.blkparse_event == BlkparseEvent::Queue {
         put("--blkparse-event", Some("Q".into()));
@@ -550,15 +553,28 @@ pub fn parse_trace_format(name: &str) -> Result<TraceFormat, OptionError> {
     })
 }
 
-/// `--trace-devices`' value: `concat`, `overlay` or a device number.
+/// `--trace-devices`' (or `--volume`'s) value: `concat`, `overlay`, or a device number or a
+/// comma-separated list of them.
 pub fn parse_trace_devices(text: &str) -> Result<DeviceSelection, OptionError> {
     Ok(match text {
         "concat" => DeviceSelection::Concat,
         "overlay" => DeviceSelection::Overlay,
-        n => DeviceSelection::Only(n.parse().map_err(|_| OptionError::TraceOption {
-            flag: "--trace-devices",
-            message: format!("expected concat, overlay or a device number, got '{n}'"),
-        })?),
+        list => DeviceSelection::only(
+            list.split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse::<u32>()
+                        .map_err(|_| OptionError::TraceOption {
+                            flag: "--trace-devices",
+                            message: format!(
+                                "expected concat, overlay, or device numbers separated by commas \
+                             (0 to {}), got '{list}'",
+                                u32::MAX
+                            ),
+                        })
+                })
+                .collect::<Result<Vec<u32>, _>>()?,
+        ),
     })
 }
 

@@ -46,12 +46,12 @@ fn concat_lays_devices_out_in_number_order() {
         vec![(0, 303_567 * 512), (1, 55_590 * 512), (21, 55_596 * 512)]
     );
     assert_eq!(
-        offsets(&read(&path, DeviceSelection::Only(21))),
+        offsets(&read(&path, DeviceSelection::only([21]))),
         vec![(21, 55_596 * 512)]
     );
     // A device the trace never names is an error listing those it does, not an empty run.
     let opts = TraceOptions {
-        devices: DeviceSelection::Only(7),
+        devices: DeviceSelection::only([7]),
         ..TraceOptions::default()
     };
     let results: Vec<Result<Record, WorkloadError>> = open(&path, &opts).unwrap().records.collect();
