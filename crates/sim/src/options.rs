@@ -875,7 +875,12 @@ mod tests {
             (
                 "trace_devices",
                 "all",
-                "--trace-devices: expected concat, overlay or a device number, got 'all'",
+                "--trace-devices: expected concat, overlay, or device numbers separated by commas (0 to 4294967295), got 'all'",
+            ),
+            (
+                "trace_devices",
+                "3,x",
+                "--trace-devices: expected concat, overlay, or device numbers separated by commas (0 to 4294967295), got '3,x'",
             ),
             (
                 "no_such_option",
@@ -900,7 +905,7 @@ mod tests {
             ("iodepth", "4"),
             ("time_scale", "0.5"),
             ("precondition", "fill"),
-            ("trace_devices", "2"),
+            ("trace_devices", "12, 2,12"),
             ("parse_thread", "off"),
             ("wrap", "true"),
             ("seed", "9"),
@@ -917,7 +922,7 @@ mod tests {
             line,
             "storsim simulate --device flashsim-2009 --set ssd.ftl=\"dftl\" \
              --workload synthetic:rw=randread,requests=100 --seed 9 --replay closed \
-             --iodepth 4 --time-scale 0.5 --wrap --window 10ms --trace-devices 2 \
+             --iodepth 4 --time-scale 0.5 --wrap --window 10ms --trace-devices 2,12 \
              --parse-thread off --precondition fill --retry-delay 1500us"
         );
         // Read back option by option, the line gives the same options.

@@ -93,11 +93,12 @@ fn all_option_sets() -> Vec<TraceOptions> {
             DeviceSelection::Overlay,
             DeviceSelection::only([0]),
             DeviceSelection::only([1]),
+            DeviceSelection::only([0, 1]),
         ] {
             for blkparse_event in [BlkparseEvent::Dispatch, BlkparseEvent::Queue] {
                 sets.push(TraceOptions {
                     skip_bad,
-                    devices,
+                    devices: devices.clone(),
                     blkparse_event,
                     ..TraceOptions::default()
                 });

@@ -95,11 +95,17 @@ impl Only {
             .map(|(dev, _)| dev.to_string())
             .collect();
         let listed: Vec<String> = self.seen.iter().map(u32::to_string).collect();
+        // Once a selected device has appeared the others seen are listed as "other" devices.
+        let other = if self.found.iter().any(|f| *f) {
+            "other "
+        } else {
+            ""
+        };
         let devices = match (listed.is_empty(), self.seen_more) {
-            (true, _) if self.found.iter().any(|f| *f) => "no other device has records".to_string(),
-            (true, _) => "it has no records".to_string(),
-            (false, false) => format!("its other devices are {}", listed.join(", ")),
-            (false, true) => format!("its other devices include {}", listed.join(", ")),
+            (true, _) if other.is_empty() => "it has no records".to_string(),
+            (true, _) => "no other device has records".to_string(),
+            (false, false) => format!("its {other}devices are {}", listed.join(", ")),
+            (false, true) => format!("its {other}devices include {}", listed.join(", ")),
         };
         let (noun, verb) = if missing.len() == 1 {
             ("device", "does")
