@@ -133,7 +133,8 @@ subcommands! {
         /// horizontal distance between the simulated and the measured access-time CDFs.
         Disksim(ValidateDisksimArgs) => crate::validate::disksim,
         /// Replay a trace that carries measured response times (MSR Cambridge's ResponseTime,
-        /// blkparse D->C pairs, a storsim recording, a DiskSim validate trace) on a device, with the
+        /// SYSTOR '17's Response, blkparse D->C pairs, a storsim recording, a DiskSim validate
+        /// trace) on a device, with the
         /// trace's own arrivals or closed loop, and compare the simulated response times with the
         /// measured ones: DiskSim's demerit, mean and percentile errors per operation, both CDFs.
         Trace(ValidateTraceArgs) => crate::validate::trace,

@@ -250,9 +250,8 @@ fn detect_text(head: &[u8]) -> Result<Detection, (String, String)> {
                 continue;
             }
             fitting.push(format);
-            match rule_out.and_then(|rule_out| rule_out(&sample)) {
-                Some(reason) => ruled_out.push((format, reason)),
-                None => {}
+            if let Some(reason) = rule_out.and_then(|rule_out| rule_out(&sample)) {
+                ruled_out.push((format, reason));
             }
         }
     }
