@@ -110,8 +110,11 @@ fn a_file_too_short_to_tell_is_refused_naming_the_candidates_and_the_choices() {
     let err = detect_text("0.5 0 4096 4096 1\n0.7 0 8192 4096 0\n").unwrap_err();
     match err {
         WorkloadError::Malformed {
-            position, message, ..
+            source,
+            position,
+            message,
         } => {
+            assert!(source.contains("storsim-trace-linnos-detect"), "{source}");
             assert_eq!(position, "line 1");
             assert!(
                 message.contains("fits the layouts of disksim-ascii and linnos"),
