@@ -225,10 +225,16 @@ fn simulate_kwargs<'py>(
     let trace = &options.trace;
     d.set_item("format", trace.format.map(|f| f.name()))?;
     d.set_item("skip_bad", trace.skip_bad)?;
-    match trace.devices {
+    match &trace.devices {
         api::DeviceSelection::Concat => {}
         api::DeviceSelection::Overlay => d.set_item("trace_devices", "overlay")?,
-        api::DeviceSelection::Only(n) => d.set_item("trace_devices", n)?,
+        api::DeviceSelection::Only(devs) => match devs[..] {
+            [n] => d.set_item("trace_devices", n)?,
+            _ => {
+                let listed: Vec<String> = devs.iter().map(u32::to_string).collect();
+                d.set_item("trace_devices", listed.join(","))?
+            }
+        },
     }
     if trace.blkparse_event == api::BlkparseEvent::Queue {
         d.set_item("blkparse_event", "Q")?;

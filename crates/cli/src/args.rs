@@ -148,7 +148,8 @@ subcommands! {
         /// horizontal distance between the simulated and the measured access-time CDFs.
         Disksim(ValidateDisksimArgs) => crate::validate::disksim,
         /// Replay a trace that carries measured response times (MSR Cambridge's ResponseTime,
-        /// blkparse D->C pairs, a storsim recording, a DiskSim validate trace) on a device, with the
+        /// SYSTOR '17's Response, blkparse D->C pairs, a storsim recording, a DiskSim validate
+        /// trace) on a device, with the
         /// trace's own arrivals or closed loop, and compare the simulated response times with the
         /// measured ones: DiskSim's demerit, mean and percentile errors per operation, both CDFs.
         Trace(ValidateTraceArgs) => crate::validate::trace,
@@ -224,8 +225,15 @@ pub struct TraceArgs {
     #[arg(long)]
     pub skip_bad: bool,
     /// Multi-device traces: `concat` lays the devices out one after another in one address
-    /// space, `overlay` puts them all at the same addresses, a number keeps only that device.
-    #[arg(long, default_value = "concat", value_name = "concat|overlay|N")]
+    /// space, `overlay` puts them all at the same addresses, a number or a comma-separated
+    /// list of them (`--volume 7,12`) keeps only those devices (volumes, disks, LUNs), laid out
+    /// as `concat` does.
+    #[arg(
+        long,
+        visible_alias = "volume",
+        default_value = "concat",
+        value_name = "concat|overlay|N[,N...]"
+    )]
     pub trace_devices: String,
     /// blkparse traces: which events are requests (D = dispatched to the device, Q = queued).
     #[arg(long, default_value = "D", value_name = "D|Q")]

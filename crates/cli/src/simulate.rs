@@ -23,6 +23,9 @@ pub fn run(args: SimulateArgs) -> Result<(), CliError> {
     let done = execute(&options, args.requests_csv.as_deref(), stop, !args.quiet)?;
     let info = &done.run.simulated.outcome.info;
     let results = done.run.results(destination::command_line());
+    if !args.quiet {
+        say_detected_format(results.workload);
+    }
     write_reports(&args, &results, done.wall, done.cpu)?;
     if let Some(failure) = &info.device_failed {
         return Err(CliError {
@@ -105,8 +108,24 @@ pub(crate) fn execute(
     let cpu = line.cpu_time();
     if progress {
         warn_unmapped_reads(&run.device, options.device.precondition.is_none());
+        let info = &run.simulated.outcome.info;
+        if let Some(warning) = storsim_output::wrapped_warning(info, run.device.capacity_bytes) {
+            eprintln!("storsim: warning: {warning}");
+        }
     }
     Ok(Done { run, wall, cpu })
+}
+
+/// Says on standard error which format detection chose for the trace and from what, so that a
+/// trace read with another format's units does not go unseen (the JSON document's
+/// `workload.format` names the format; a format named with `--format` is not repeated).
+fn say_detected_format(workload: &storsim_workload::Workload) {
+    if let (Some(format), Some(evidence)) = (workload.format, &workload.detected_from) {
+        eprintln!(
+            "storsim: {}: read as {format} (detected: {evidence})",
+            workload.name
+        );
+    }
 }
 
 /// Reads of pages that hold no data take no flash time, so a run made mostly of them (a trace

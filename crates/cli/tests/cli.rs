@@ -617,6 +617,91 @@ fn inspect_reports_the_characterisation_as_json() {
         .map(|b| b["requests"].as_u64().unwrap())
         .sum();
     assert_eq!(hist, 5000);
+    // The document says which format the trace was read as and what detection saw.
+    assert_eq!(v["format"], "msr");
+    let evidence = v["format_detected_from"].as_str().unwrap();
+    assert!(evidence.contains("fits the layout of msr"), "{evidence}");
+    let per_volume: u64 = v["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|volume| volume["requests"].as_u64().unwrap())
+        .sum();
+    assert_eq!(per_volume, 5000);
+}
+
+/// A trace of the workload crate's samples, by absolute path.
+fn workload_sample(name: &str) -> String {
+    format!(
+        "{}/../workload/tests/data/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// simulate says on standard error which format it detected and from what; a file that two
+/// formats fit stops with exit status 2 naming the --format values; --volume selects.
+#[test]
+fn simulate_says_what_it_detected_and_refuses_to_guess() {
+    let linnos = workload_sample("linnos_sample.trace");
+    let o = storsim(&["simulate", "--device", "stec-zeus", "--workload", &linnos]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.contains(
+            "read as linnos (detected: line 2 fits the layout of disksim-ascii, mqsim, linnos"
+        ),
+        "{err}"
+    );
+    // Named, it is not announced.
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        &linnos,
+        "--format",
+        "linnos",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("detected"), "{}", stderr(&o));
+
+    let tmp = temp_dir("ambiguous");
+    let short = tmp.path().join("short.trace");
+    std::fs::write(&short, "0.5 0 4096 4096 1\n0.7 0 8192 4096 0\n").unwrap();
+    let o = storsim(&[
+        "simulate",
+        "--device",
+        "stec-zeus",
+        "--workload",
+        short.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("--format disksim-ascii or --format linnos"),
+        "{}",
+        stderr(&o)
+    );
+
+    let alibaba = workload_sample("alibaba_sample.csv");
+    let json = tmp.path().join("volumes.json");
+    let o = storsim(&[
+        "inspect",
+        &alibaba,
+        "--volume",
+        "3,7",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let devices: Vec<u64> = v["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|volume| volume["device"].as_u64().unwrap())
+        .collect();
+    assert_eq!(devices, vec![3, 7]);
+    assert_eq!(v["requests"], 3);
 }
 
 #[test]

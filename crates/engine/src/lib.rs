@@ -217,6 +217,10 @@ pub struct RunInfo {
     pub out_of_order_records: u64,
     /// Requests folded into the device by [`OutOfRange::Wrap`].
     pub wrapped_requests: u64,
+    /// The highest end (offset plus length, before folding) of those requests, in bytes; 0
+    /// when none was folded. Against the capacity, it says by what factor the trace's addresses
+    /// exceed the device, which points at a unit mistake.
+    pub highest_wrapped_end_bytes: u64,
     /// Zero-length reads and writes, which were dropped.
     pub empty_requests: u64,
     /// Requests the device refused as invalid under [`Refused::Count`]: not issued, not
@@ -241,6 +245,22 @@ pub struct RefusedRequest {
     pub position: String,
     /// The device's reason, which names what was wrong (for raw flash, the page and its block).
     pub reason: String,
+}
+
+/// Says by what factor an address (the end of a request, in bytes) exceeds the device's
+/// capacity ("3.000 times the device's capacity"), and what a large factor usually means: a
+/// trace read with other units than it was written in (bytes read as 512-byte sectors multiply
+/// every address by 512). The messages of [`EngineError::Device`] and of a run that folded
+/// requests (`--wrap`) share it.
+pub fn exceeds_by(end_bytes: u128, capacity_bytes: u64) -> String {
+    let factor = end_bytes as f64 / capacity_bytes.max(1) as f64;
+    let mut text = format!("{factor:.3} times the device's capacity");
+    if factor >= 2.0 {
+        text += " (a factor near 512 often means the trace's addresses are read in other \
+                 units than they were written in: check its format with storsim inspect, or \
+                 name it with --format)";
+    }
+    text
 }
 
 /// Why a run stopped without results. [`EngineError::Model`] is a bug in a device model; the
@@ -296,6 +316,15 @@ impl fmt::Display for EngineError {
                 count_would_help,
             } => {
                 write!(f, "{source}: {position}: {error}")?;
+                if let DeviceError::OutOfRange {
+                    offset_bytes,
+                    len_bytes,
+                    capacity_bytes,
+                } = error
+                {
+                    let end = u128::from(*offset_bytes) + u128::from(*len_bytes);
+                    write!(f, "; it ends at {}", exceeds_by(end, *capacity_bytes))?;
+                }
                 if *wrap_would_help {
                     write!(f, " (use --wrap to fold such requests into the device)")?;
                 }

@@ -916,6 +916,9 @@ fn prepare(
                 // Pull it back so it ends at the last whole sector that fits.
                 offset = (capacity - record.len_bytes) / 512 * 512;
             }
+            info.highest_wrapped_end_bytes = info
+                .highest_wrapped_end_bytes
+                .max(record.offset_bytes.saturating_add(record.len_bytes));
             record.offset_bytes = offset;
             info.wrapped_requests += 1;
             Ok(Some(record))

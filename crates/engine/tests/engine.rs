@@ -276,6 +276,50 @@ fn out_of_range_names_the_record_or_wraps_when_asked() {
     assert_eq!(done[1].request.offset_bytes, 4096);
 }
 
+/// A trace whose addresses are 512 times too large (byte offsets read as sectors) says by what
+/// factor it exceeds the device, whether it stops or wraps.
+#[test]
+fn addresses_past_the_device_are_reported_with_their_factor() {
+    let end = 512u64 << 30;
+    let recs = vec![
+        record(0, 0, 1),
+        record(1, end - 4096, 7),
+        record(2, 2 << 30, 8),
+    ];
+    let mut d = flat_device(10, 1, 4);
+    let msg = run_all(&mut d, workload(recs.clone(), Pacing::Open), open(1.0))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("line 7") && msg.contains("it ends at 512.000 times the device's capacity"),
+        "{msg}"
+    );
+    assert!(msg.contains("--format"), "{msg}");
+
+    let mut d = flat_device(10, 1, 4);
+    let mut w = workload(recs, Pacing::Open);
+    let opts = EngineOptions {
+        out_of_range: OutOfRange::Wrap,
+        ..open(1.0)
+    };
+    let info = run(
+        &mut d,
+        &mut w,
+        &opts,
+        &mut |_: &Completion| {},
+        &mut |_, _| {},
+    )
+    .unwrap();
+    assert_eq!(info.wrapped_requests, 2);
+    assert_eq!(info.highest_wrapped_end_bytes, end);
+    assert!(storsim_engine::exceeds_by(u128::from(end), 1 << 30).starts_with("512.000 times"));
+    // A small excess is reported without the hint about units.
+    assert_eq!(
+        storsim_engine::exceeds_by(3 << 29, 1 << 30),
+        "1.500 times the device's capacity"
+    );
+}
+
 #[test]
 fn out_of_order_timestamps_are_issued_at_the_previous_time() {
     let mut d = flat_device(10, 1, 4);

@@ -50,6 +50,18 @@ pub fn inspect_json(name: &str, c: &Characterisation, command_line: &[String]) -
         "bytes_read": c.bytes_read,
         "bytes_written": c.bytes_written,
         "per_device": per_device,
+        "volumes": c.volumes.iter().map(|(d, v)| json!({
+            "device": d,
+            "requests": v.requests,
+            "bytes_read": v.bytes_read,
+            "bytes_written": v.bytes_written,
+            "min_size_bytes": v.size_range_bytes.map(|(low, _)| low),
+            "max_size_bytes": v.size_range_bytes.map(|(_, high)| high),
+            "first_ns": v.first_ns,
+            "span_ns": v.span_ns(),
+        })).collect::<Vec<_>>(),
+        "format": c.format,
+        "format_detected_from": c.detected_from,
         "skipped_records": c.skipped_records,
         "ignored_records": c.ignored_records,
     })
@@ -62,6 +74,7 @@ pub fn inspect_text(name: &str, c: &Characterisation) -> String {
         None => "n/a".to_string(),
     };
     let mut out = format!("trace          {name}\n");
+    out += &format_line(c);
     out += &format!(
         "requests       {} (read {}, write {}, trim {}, flush {})\n",
         c.requests,
@@ -117,8 +130,19 @@ pub fn inspect_text(name: &str, c: &Characterisation) -> String {
     out
 }
 
-/// The request-size histogram's non-empty bins, then the per-device counts of a trace of
-/// several devices.
+/// Which format the trace was read as and, when detection chose it, what it saw.
+fn format_line(c: &Characterisation) -> String {
+    match (c.format, &c.detected_from) {
+        (Some(format), Some(evidence)) => {
+            format!("format         {format} (detected: {evidence})\n")
+        }
+        (Some(format), None) => format!("format         {format} (as named)\n"),
+        (None, _) => String::new(),
+    }
+}
+
+/// The request-size histogram's non-empty bins, then the volumes of a trace of several
+/// devices: each one's requests, bytes, request sizes and time span.
 fn sizes_text(c: &Characterisation) -> String {
     let mut out = "request sizes\n".to_string();
     let with_data: u64 = c.size_histogram.iter().map(|(_, n)| n).sum();
@@ -132,10 +156,26 @@ fn sizes_text(c: &Characterisation) -> String {
             );
         }
     }
-    if c.per_device.len() > 1 {
-        out += "devices\n";
-        for (d, n) in &c.per_device {
-            out += &format!("  {d:<12}{n:>12}\n");
+    if c.volumes.len() > 1 {
+        out += &format!(
+            "devices\n  {:<12}{:>12}{:>12}{:>12}{:>24}{:>14}\n",
+            "device", "requests", "read", "written", "sizes", "span"
+        );
+        for (d, v) in &c.volumes {
+            let sizes = match v.size_range_bytes {
+                Some((low, high)) if low == high => human_bytes(low as f64),
+                Some((low, high)) => {
+                    format!("{} - {}", human_bytes(low as f64), human_bytes(high as f64))
+                }
+                None => "n/a".to_string(),
+            };
+            out += &format!(
+                "  {d:<12}{:>12}{:>12}{:>12}{sizes:>24}{:>12.3} s\n",
+                v.requests,
+                human_bytes(v.bytes_read as f64),
+                human_bytes(v.bytes_written as f64),
+                v.span_ns() as f64 / 1e9
+            );
         }
     }
     out

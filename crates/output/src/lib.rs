@@ -40,7 +40,9 @@ pub use power_loss::{
     crash_json, crash_summary_json, power_loss_json, replay_log_json, replay_log_points_text,
     replay_log_text, PowerLossSettings,
 };
-pub use simulate::{simulation_json, simulation_text, DeviceFacts, FlowResult, SimulationResults};
+pub use simulate::{
+    simulation_json, simulation_text, wrapped_warning, DeviceFacts, FlowResult, SimulationResults,
+};
 pub use sweep::{sweep_parquet, sweep_point_json, write_sweep_csv};
 pub use validate::{
     validation_json, validation_text, write_validation_csv, TraceDetail, ValidationResults,

@@ -93,6 +93,19 @@ pub struct FlowResult<'a> {
     pub alone: Option<(&'a Summary, Option<f64>)>,
 }
 
+/// What a run that folded requests into the device (`--wrap`) says of them: how many, and by
+/// what factor the highest address exceeded the device, which points at a unit mistake.
+/// `None` when no request was folded.
+pub fn wrapped_warning(info: &RunInfo, capacity_bytes: u64) -> Option<String> {
+    (info.wrapped_requests > 0).then(|| {
+        format!(
+            "{} requests wrapped into the device: the highest ended at {}",
+            info.wrapped_requests,
+            storsim_engine::exceeds_by(u128::from(info.highest_wrapped_end_bytes), capacity_bytes)
+        )
+    })
+}
+
 /// The JSON document of a `simulate` run. Keys are sorted and nothing in it depends on the wall
 /// clock, so the same run always produces the same bytes.
 pub fn simulation_json(r: &SimulationResults) -> Value {
@@ -252,11 +265,8 @@ fn run_notes(r: &SimulationResults) -> String {
     if skipped > 0 {
         out += &format!("          {skipped} malformed records skipped\n");
     }
-    if r.info.wrapped_requests > 0 {
-        out += &format!(
-            "          {} requests wrapped into the device\n",
-            r.info.wrapped_requests
-        );
+    if let Some(warning) = wrapped_warning(r.info, r.device.capacity_bytes) {
+        out += &format!("          {warning}\n");
     }
     if r.info.refused_requests > 0 {
         out += &refused_lines(r.info);

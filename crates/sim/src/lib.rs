@@ -577,6 +577,7 @@ fn stand_in(name: &str, seed: u64) -> Workload {
         ignored: Default::default(),
         format: None,
         seed: Some(seed),
+        detected_from: None,
     }
 }
 

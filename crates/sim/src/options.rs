@@ -371,8 +371,8 @@ impl SimulateOptions {
         if WorkloadSource::is_synthetic(name) {
             return Ok(WorkloadSource::Synthetic(name.clone()));
         }
-        // One look at the file tells a flow file from a trace and finds the trace's format,
-        // which the run then takes as given rather than looking again.
+        // One look at the file tells a flow file from a trace, and refuses a trace whose
+        // format cannot be told before the device is loaded.
         let path = Path::new(name);
         match trace::identify(path, options.format).map_err(SimError::Workload)? {
             WorkloadFile::Flows => {
@@ -383,12 +383,12 @@ impl SimulateOptions {
                     options,
                 })
             }
-            WorkloadFile::Trace(format) => Ok(WorkloadSource::Trace {
+            // The format is left as given: when it was not, opening the trace detects it
+            // again from the file the run opens anyway (no second open), so that the workload
+            // can say what detection saw.
+            WorkloadFile::Trace(_) => Ok(WorkloadSource::Trace {
                 path: PathBuf::from(name),
-                options: TraceOptions {
-                    format: Some(format),
-                    ..options
-                },
+                options,
             }),
         }
     }
@@ -522,10 +522,13 @@ pub fn trace_options_args(trace: &TraceOptions) -> Vec<String> {
     if trace.skip_bad {
         put("--skip-bad", None);
     }
-    match trace.devices {
+    match &trace.devices {
         DeviceSelection::Concat => {}
         DeviceSelection::Overlay => put("--trace-devices", Some("overlay".into())),
-        DeviceSelection::Only(n) => put("--trace-devices", Some(n.to_string())),
+        DeviceSelection::Only(devs) => {
+            let listed: Vec<String> = devs.iter().map(u32::to_string).collect();
+            put("--trace-devices", Some(listed.join(",")));
+        }
     }
     if trace.blkparse_event == BlkparseEvent::Queue {
         put("--blkparse-event", Some("Q".into()));
@@ -550,15 +553,28 @@ pub fn parse_trace_format(name: &str) -> Result<TraceFormat, OptionError> {
     })
 }
 
-/// `--trace-devices`' value: `concat`, `overlay` or a device number.
+/// `--trace-devices`' (or `--volume`'s) value: `concat`, `overlay`, or a device number or a
+/// comma-separated list of them.
 pub fn parse_trace_devices(text: &str) -> Result<DeviceSelection, OptionError> {
     Ok(match text {
         "concat" => DeviceSelection::Concat,
         "overlay" => DeviceSelection::Overlay,
-        n => DeviceSelection::Only(n.parse().map_err(|_| OptionError::TraceOption {
-            flag: "--trace-devices",
-            message: format!("expected concat, overlay or a device number, got '{n}'"),
-        })?),
+        list => DeviceSelection::only(
+            list.split(',')
+                .map(|n| {
+                    n.trim()
+                        .parse::<u32>()
+                        .map_err(|_| OptionError::TraceOption {
+                            flag: "--trace-devices",
+                            message: format!(
+                                "expected concat, overlay, or device numbers separated by commas \
+                             (0 to {}), got '{list}'",
+                                u32::MAX
+                            ),
+                        })
+                })
+                .collect::<Result<Vec<u32>, _>>()?,
+        ),
     })
 }
 
@@ -859,7 +875,12 @@ mod tests {
             (
                 "trace_devices",
                 "all",
-                "--trace-devices: expected concat, overlay or a device number, got 'all'",
+                "--trace-devices: expected concat, overlay, or device numbers separated by commas (0 to 4294967295), got 'all'",
+            ),
+            (
+                "trace_devices",
+                "3,x",
+                "--trace-devices: expected concat, overlay, or device numbers separated by commas (0 to 4294967295), got '3,x'",
             ),
             (
                 "no_such_option",
@@ -884,7 +905,7 @@ mod tests {
             ("iodepth", "4"),
             ("time_scale", "0.5"),
             ("precondition", "fill"),
-            ("trace_devices", "2"),
+            ("trace_devices", "12, 2,12"),
             ("parse_thread", "off"),
             ("wrap", "true"),
             ("seed", "9"),
@@ -901,7 +922,7 @@ mod tests {
             line,
             "storsim simulate --device flashsim-2009 --set ssd.ftl=\"dftl\" \
              --workload synthetic:rw=randread,requests=100 --seed 9 --replay closed \
-             --iodepth 4 --time-scale 0.5 --wrap --window 10ms --trace-devices 2 \
+             --iodepth 4 --time-scale 0.5 --wrap --window 10ms --trace-devices 2,12 \
              --parse-thread off --precondition fill --retry-delay 1500us"
         );
         // Read back option by option, the line gives the same options.

@@ -111,6 +111,7 @@ impl Workload {
             ignored: Default::default(),
             format: None,
             seed: None,
+            detected_from: None,
         }
     }
 }
@@ -135,4 +136,8 @@ pub struct Workload {
     pub format: Option<&'static str>,
     /// The seed that generated the workload, for synthetic workloads.
     pub seed: Option<u64>,
+    /// What detection saw when it chose a trace's format (a sentence without a final period,
+    /// see [`trace::Detection`](crate::trace::Detection)); `None` when the format was named, or
+    /// for a generated workload.
+    pub detected_from: Option<String>,
 }

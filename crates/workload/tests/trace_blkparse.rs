@@ -67,7 +67,7 @@ fn queue_events_can_be_selected() {
 #[test]
 fn one_device_can_be_selected() {
     let opts = TraceOptions {
-        devices: DeviceSelection::Only(1),
+        devices: DeviceSelection::only([1]),
         ..options(FORMAT, false)
     };
     let (records, _) = read_ignored(&data("blkparse_sample.txt"), &opts);

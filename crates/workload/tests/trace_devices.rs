@@ -46,12 +46,12 @@ fn concat_lays_devices_out_in_number_order() {
         vec![(0, 303_567 * 512), (1, 55_590 * 512), (21, 55_596 * 512)]
     );
     assert_eq!(
-        offsets(&read(&path, DeviceSelection::Only(21))),
+        offsets(&read(&path, DeviceSelection::only([21]))),
         vec![(21, 55_596 * 512)]
     );
     // A device the trace never names is an error listing those it does, not an empty run.
     let opts = TraceOptions {
-        devices: DeviceSelection::Only(7),
+        devices: DeviceSelection::only([7]),
         ..TraceOptions::default()
     };
     let results: Vec<Result<Record, WorkloadError>> = open(&path, &opts).unwrap().records.collect();
@@ -63,6 +63,48 @@ fn concat_lays_devices_out_in_number_order() {
         ),
         other => panic!("expected an error, got {other:?}"),
     }
+}
+
+/// Several selected devices are laid out one after another, as concat lays out all of them;
+/// every selected device that never appears is named at the end, with the ones that do.
+#[test]
+fn a_list_of_devices_keeps_those_laid_out_in_number_order() {
+    let path = data("mqsim_sample.trace");
+    assert_eq!(
+        offsets(&read(&path, DeviceSelection::only([21, 0]))),
+        vec![(0, 303_567 * 512), (21, 149 * MIB + 55_596 * 512)]
+    );
+    // Repeats and order do not matter.
+    assert_eq!(
+        DeviceSelection::only([21, 0, 21]),
+        DeviceSelection::Only(vec![0, 21])
+    );
+    let opts = TraceOptions {
+        devices: DeviceSelection::only([0, 5, 9]),
+        ..TraceOptions::default()
+    };
+    // The sizing pass meets the missing devices first, so open reports them.
+    let message = match open(&path, &opts) {
+        Err(WorkloadError::Spec { message }) => message,
+        Err(other) => panic!("expected a selection error, got {other:?}"),
+        Ok(_) => panic!("devices 5 and 9 are not in the trace"),
+    };
+    assert!(
+        message.contains("devices 5, 9 do not appear")
+            && message.contains("other devices are 1, 21"),
+        "{message}"
+    );
+    // A stream cannot be sized, so only one device of it can be selected.
+    let reader = Box::new(std::io::Cursor::new(std::fs::read(&path).unwrap()));
+    let stream_opts = TraceOptions {
+        format: Some(TraceFormat::named("mqsim")),
+        devices: DeviceSelection::only([0, 1]),
+        ..TraceOptions::default()
+    };
+    let err = storsim_workload::trace::open_reader(reader, "stdin", &stream_opts)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("two passes"), "{err}");
 }
 
 #[test]

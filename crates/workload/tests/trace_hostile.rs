@@ -21,7 +21,7 @@ fn read_every_way(path: &Path) {
             for devices in [
                 DeviceSelection::Concat,
                 DeviceSelection::Overlay,
-                DeviceSelection::Only(1),
+                DeviceSelection::only([1]),
             ] {
                 let opts = TraceOptions {
                     format: Some(format),

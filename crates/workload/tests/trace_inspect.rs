@@ -44,6 +44,42 @@ fn small_trace_is_characterised_exactly() {
     assert_eq!(c.bytes_read, 4096 + 8192 + 2 * 1024 * 1024);
     assert_eq!(c.bytes_written, 4096 + 1024 * 1024);
     assert_eq!(c.per_device, BTreeMap::from([(0, 3), (1, 2)]));
+    // Each volume: its requests, bytes, smallest and largest request and time span.
+    let v0 = &c.volumes[&0];
+    assert_eq!(
+        (v0.requests, v0.bytes_read, v0.bytes_written),
+        (3, 4096, 4096 + (1 << 20))
+    );
+    assert_eq!(v0.size_range_bytes, Some((4096, 1 << 20)));
+    assert_eq!((v0.first_ns, v0.span_ns()), (0, 6000));
+    let v1 = &c.volumes[&1];
+    assert_eq!(
+        (v1.requests, v1.bytes_read, v1.bytes_written),
+        (2, 8192 + (2 << 20), 0)
+    );
+    assert_eq!(v1.size_range_bytes, Some((8192, 2 << 20)));
+    assert_eq!((v1.first_ns, v1.span_ns()), (3000, 7000));
+    // The format was detected, and what decided it is kept.
+    assert_eq!(c.format, Some("mqsim"));
+    let evidence = c.detected_from.unwrap();
+    assert!(
+        evidence.starts_with("line 1 fits the layout of disksim-ascii, mqsim")
+            && evidence.contains("not disksim-ascii: integer times advancing by"),
+        "{evidence}"
+    );
+}
+
+#[test]
+fn a_named_format_says_nothing_was_detected() {
+    let opts = TraceOptions {
+        format: Some(storsim_workload::trace::TraceFormat::named("tencent")),
+        ..TraceOptions::default()
+    };
+    let c = inspect(open(&data("tencent_sample.csv"), &opts).unwrap()).unwrap();
+    assert_eq!((c.format, c.detected_from), (Some("tencent"), None));
+    let volumes: Vec<(u32, u64)> = c.volumes.iter().map(|(&d, v)| (d, v.requests)).collect();
+    assert_eq!(volumes, vec![(77, 2), (1283, 3)]);
+    assert_eq!(c.volumes[&77].span_ns(), 2_000_000_000);
 }
 
 #[test]

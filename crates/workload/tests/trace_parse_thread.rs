@@ -91,13 +91,14 @@ fn all_option_sets() -> Vec<TraceOptions> {
         for devices in [
             DeviceSelection::Concat,
             DeviceSelection::Overlay,
-            DeviceSelection::Only(0),
-            DeviceSelection::Only(1),
+            DeviceSelection::only([0]),
+            DeviceSelection::only([1]),
+            DeviceSelection::only([0, 1]),
         ] {
             for blkparse_event in [BlkparseEvent::Dispatch, BlkparseEvent::Queue] {
                 sets.push(TraceOptions {
                     skip_bad,
-                    devices,
+                    devices: devices.clone(),
                     blkparse_event,
                     ..TraceOptions::default()
                 });
@@ -140,7 +141,7 @@ fn the_shared_traces_read_the_same_on_one_thread_and_two() {
         (false, DeviceSelection::Concat),
         (true, DeviceSelection::Concat),
         (false, DeviceSelection::Overlay),
-        (false, DeviceSelection::Only(1)),
+        (false, DeviceSelection::only([1])),
     ]
     .into_iter()
     .map(|(skip_bad, devices)| TraceOptions {
@@ -205,7 +206,7 @@ fn dropping_a_workload_early_does_not_hang() {
         DeviceSelection::Concat,
         DeviceSelection::Overlay,
         // A device that never appears: the thread reads to the end without sending a batch.
-        DeviceSelection::Only(99),
+        DeviceSelection::only([99]),
     ] {
         cases.push((
             big.to_path_buf(),

@@ -61,6 +61,7 @@ pub fn build(
         ignored: Rc::new(Cell::new(0)),
         format: None,
         seed: Some(seed),
+        detected_from: None,
     })
 }
 

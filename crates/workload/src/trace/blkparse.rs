@@ -45,7 +45,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     detect: Detect::Text {
         header: None,
         first: is_event,
-        sample: None,
+        rule_out: None,
     },
     binary: false,
     single_device: false,

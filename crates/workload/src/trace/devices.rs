@@ -39,17 +39,20 @@ impl DeviceIds {
     }
 }
 
-/// Keeps the records of one device (and every error, so that none is lost). A device that
-/// never appears is an error at the end of the trace, naming the devices that did, rather
-/// than an empty run that looks like a result.
-pub(crate) fn only(records: Records, dev: u32, source: Rc<str>) -> Only {
+/// Keeps the records of the devices `devs` (ascending, without repeats), and every error, so
+/// that none is lost. A device that never appears is an error at the end of the trace, naming
+/// the devices that did, rather than a run without it that looks like a result.
+pub(crate) fn only(records: Records, devs: Vec<u32>, source: Rc<str>) -> Only {
+    let found = vec![false; devs.len()];
     Only {
         records,
-        dev,
+        devs,
+        found,
+        missing: usize::MAX,
         source,
-        matched: false,
         seen: BTreeSet::new(),
         seen_more: false,
+        done: false,
     }
 }
 
@@ -58,53 +61,103 @@ const SEEN_LISTED: usize = 16;
 
 pub(crate) struct Only {
     records: Records,
-    dev: u32,
+    devs: Vec<u32>,
+    /// Whether each of `devs` has had a record.
+    found: Vec<bool>,
+    /// How many of `devs` have had none yet (`usize::MAX` until the first record is counted).
+    missing: usize,
     source: Rc<str>,
-    matched: bool,
+    /// Other devices seen while some selected one was still missing, for the message.
     seen: BTreeSet<u32>,
     seen_more: bool,
+    /// The end (or the missing devices' error) has been reported.
+    done: bool,
+}
+
+impl Only {
+    /// The index in `devs` of `dev`, if it is selected. One device, the common case, is a
+    /// comparison.
+    #[inline]
+    fn selected(&self, dev: u32) -> Option<usize> {
+        match self.devs[..] {
+            [only] => (only == dev).then_some(0),
+            _ => self.devs.binary_search(&dev).ok(),
+        }
+    }
+
+    /// The error for selected devices that never appeared.
+    fn missing_error(&self) -> WorkloadError {
+        let missing: Vec<String> = self
+            .devs
+            .iter()
+            .zip(&self.found)
+            .filter(|(_, found)| !**found)
+            .map(|(dev, _)| dev.to_string())
+            .collect();
+        let listed: Vec<String> = self.seen.iter().map(u32::to_string).collect();
+        // Once a selected device has appeared the others seen are listed as "other" devices.
+        let other = if self.found.iter().any(|f| *f) {
+            "other "
+        } else {
+            ""
+        };
+        let devices = match (listed.is_empty(), self.seen_more) {
+            (true, _) if other.is_empty() => "it has no records".to_string(),
+            (true, _) => "no other device has records".to_string(),
+            (false, false) => format!("its {other}devices are {}", listed.join(", ")),
+            (false, true) => format!("its {other}devices include {}", listed.join(", ")),
+        };
+        let (noun, verb) = if missing.len() == 1 {
+            ("device", "does")
+        } else {
+            ("devices", "do")
+        };
+        WorkloadError::Spec {
+            message: format!(
+                "{}: {noun} {} {verb} not appear in the trace; {devices}",
+                self.source,
+                missing.join(", ")
+            ),
+        }
+    }
 }
 
 impl Iterator for Only {
     type Item = Result<Record, WorkloadError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        for item in self.records.by_ref() {
-            match &item {
-                Ok(record) if record.dev == self.dev => {
-                    self.matched = true;
+        if self.missing == usize::MAX {
+            self.missing = self.devs.len();
+        }
+        while let Some(item) = self.records.next() {
+            let record = match &item {
+                Ok(record) => record,
+                Err(_) => return Some(item),
+            };
+            match self.selected(record.dev) {
+                Some(i) => {
+                    if !self.found[i] {
+                        self.found[i] = true;
+                        self.missing -= 1;
+                    }
                     return Some(item);
                 }
-                Ok(record) => {
-                    if self.matched {
-                        continue;
-                    }
+                None if self.missing == 0 => {}
+                None => {
                     if self.seen.len() < SEEN_LISTED {
                         self.seen.insert(record.dev);
                     } else if !self.seen.contains(&record.dev) {
                         self.seen_more = true;
                     }
                 }
-                Err(_) => return Some(item),
             }
         }
-        if self.matched {
+        if self.done || self.missing == 0 {
             return None;
         }
-        // Report once: the next call finds `matched` set and ends the stream.
-        self.matched = true;
-        let listed: Vec<String> = self.seen.iter().map(u32::to_string).collect();
-        let devices = match (listed.is_empty(), self.seen_more) {
-            (true, _) => "it has no records".to_string(),
-            (false, false) => format!("its devices are {}", listed.join(", ")),
-            (false, true) => format!("its devices include {}", listed.join(", ")),
-        };
-        Some(Err(WorkloadError::Spec {
-            message: format!(
-                "{}: device {} does not appear in the trace; {devices}",
-                self.source, self.dev
-            ),
-        }))
+        // Report once: the next call ends the stream.
+        self.done = true;
+        Some(Err(self.missing_error()))
     }
 }
 

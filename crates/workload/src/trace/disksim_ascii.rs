@@ -4,7 +4,7 @@
 //! and the flags are hexadecimal (DiskSim reads them with `%x`); bit 0 set means read, clear
 //! means write. Fields may be separated by spaces or tabs.
 
-use super::detect::{five_column_in_nanoseconds, is_five_column};
+use super::detect::{five_column_times, is_five_column, sizes_look_like_bytes, FiveColumnTimes};
 use super::fields::{
     bad_field, blocks_to_bytes, check_end, parse_decimal_scaled, parse_hex_u64, parse_u32,
     parse_u64, split_whitespace,
@@ -27,11 +27,11 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     aliases: &[],
     description:
         "DiskSim ASCII: time(ms) devno blkno(512 B) bcount(512 B) flags(hex, bit 0 = read)",
-    // DiskSim's and MQSim's layouts share a grammar: the values decide.
+    // DiskSim's, MQSim's and LinnOS's layouts share a grammar: the values decide.
     detect: Detect::Text {
         header: None,
         first: is_five_column,
-        sample: Some(|sample| !five_column_in_nanoseconds(sample)),
+        rule_out: Some(rule_out),
     },
     binary: false,
     single_device: false,
@@ -40,6 +40,15 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     records: |reader, ctx, _| records(reader, ctx),
     measured: None,
 };
+
+/// DiskSim's milliseconds and sector counts are ruled out by MQSim's nanosecond times or by
+/// sizes that all read as byte counts.
+fn rule_out(sample: &[&[u8]]) -> Option<String> {
+    match five_column_times(sample) {
+        FiveColumnTimes::Nanoseconds(reason) => Some(reason),
+        FiveColumnTimes::Milliseconds(_) => sizes_look_like_bytes(sample),
+    }
+}
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, DiskSimAsciiParser, ctx)

@@ -36,7 +36,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     detect: Detect::Text {
         header: None,
         first: is_header_line,
-        sample: None,
+        rule_out: None,
     },
     binary: false,
     single_device: false,

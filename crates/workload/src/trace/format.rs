@@ -14,10 +14,10 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::io::BufRead;
 
-/// Every trace format storsim reads, in the order help text lists them. Within each stage of
-/// detection (see [`Detect`]) the entries are tried in this order, so a format whose grammar
-/// would also accept another's lines must come after it.
-const FORMATS: [&FormatEntry; 11] = [
+/// Every trace format storsim reads, in the order help text lists them. The order does not
+/// decide detection (see [`Detect`]): formats whose grammars accept the same lines tell
+/// themselves apart by their `rule_out` tests, or the file is refused as ambiguous.
+const FORMATS: [&FormatEntry; 15] = [
     &super::msr::FORMAT,
     &super::spc::FORMAT,
     &super::disksim_ascii::FORMAT,
@@ -29,18 +29,27 @@ const FORMATS: [&FormatEntry; 11] = [
     &super::hp_srt::FORMAT,
     &super::vscsi::FORMAT,
     &super::storsim_record::FORMAT,
+    &super::linnos::FORMAT,
+    &super::alibaba::FORMAT,
+    &super::tencent::FORMAT,
+    &super::systor::FORMAT,
 ];
 
 /// A test of whether one line fits a format's grammar.
 pub(crate) type LineCheck = fn(&[u8]) -> bool;
 
-/// A test over the first data lines (at most [`SAMPLE_LINES`](super::detect::SAMPLE_LINES)),
-/// for formats that share a line grammar and differ in their values.
-pub(crate) type SampleCheck = fn(&[&[u8]]) -> bool;
+/// What in the first data lines (at most [`SAMPLE_LINES`](super::detect::SAMPLE_LINES)) rules
+/// a format out although its grammar fits them, for formats that share a line grammar and
+/// differ in their values: `Some(reason)` rules it out, in words a user can check against the
+/// file.
+pub(crate) type RuleOut = fn(&[&[u8]]) -> Option<String>;
 
 /// How detection recognises a format from the first bytes of a (decompressed) file. Detection
 /// tries every [`Magic`](Detect::Magic) entry, then every [`Binary`](Detect::Binary) one, then,
-/// if the file is text, every [`Text`](Detect::Text) one, each stage in table order.
+/// if the file is text, every [`Text`](Detect::Text) one. Within the binary and text stages it
+/// never picks by table order: every format that fits is a candidate, and a file that more than
+/// one candidate fits is refused with the candidates named, so that a trace is never silently
+/// read with another format's units.
 pub(crate) enum Detect {
     /// The file starts with a magic line that settles the format before anything else is
     /// tried. The check returns `None` when the magic is absent, or whether the version the
@@ -59,8 +68,8 @@ pub(crate) enum Detect {
         header: Option<LineCheck>,
         /// The grammar the first data line must fit.
         first: LineCheck,
-        /// A further test over the first data lines, when the grammar alone is ambiguous.
-        sample: Option<SampleCheck>,
+        /// What rules the format out when another format's grammar fits the same lines.
+        rule_out: Option<RuleOut>,
     },
 }
 

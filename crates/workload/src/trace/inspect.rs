@@ -1,5 +1,5 @@
 //! A one-pass summary of a workload: how many requests of which kinds and sizes, how sequential,
-//! how fast, over which addresses. Memory is constant apart from two numbers per device.
+//! how fast, over which addresses. Memory is constant apart from a few numbers per device.
 
 use super::devices::MAX_DEVICES;
 use crate::{Workload, WorkloadError};
@@ -61,10 +61,66 @@ pub struct Characterisation {
     /// [`DeviceSelection::Concat`](super::DeviceSelection::Concat) offsets are moved but device
     /// numbers are not, so this still counts the original devices.
     pub per_device: BTreeMap<u32, u64>,
+    /// Each device (volume, disk, LUN) as the records give it: requests, bytes, sizes and time
+    /// span, keyed by device number.
+    pub volumes: BTreeMap<u32, Volume>,
+    /// The trace format's name, or `None` for a generated workload.
+    pub format: Option<&'static str>,
+    /// What detection saw when it chose the format; `None` when the format was named or the
+    /// workload was generated.
+    pub detected_from: Option<String>,
     /// Malformed records skipped (with `skip_bad`), which the counts above leave out.
     pub skipped_records: u64,
     /// Well-formed records that are not block requests, also left out.
     pub ignored_records: u64,
+}
+
+/// One device's share of a workload, as [`Characterisation::volumes`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Volume {
+    pub requests: u64,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// The smallest and largest request that carries data, in bytes (`None` if only flushes).
+    pub size_range_bytes: Option<(u64, u64)>,
+    /// The first and last timestamp of its requests.
+    pub first_ns: u64,
+    pub last_ns: u64,
+}
+
+impl Volume {
+    fn new(timestamp_ns: u64) -> Self {
+        Volume {
+            requests: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            size_range_bytes: None,
+            first_ns: timestamp_ns,
+            last_ns: timestamp_ns,
+        }
+    }
+
+    fn count(&mut self, record: &crate::Record) {
+        self.requests += 1;
+        self.last_ns = record.timestamp_ns;
+        match record.op {
+            Op::Read => self.bytes_read = self.bytes_read.saturating_add(record.len_bytes),
+            Op::Write => self.bytes_written = self.bytes_written.saturating_add(record.len_bytes),
+            Op::Trim | Op::Flush => {}
+        }
+        if record.op != Op::Flush {
+            let len = record.len_bytes;
+            self.size_range_bytes = Some(match self.size_range_bytes {
+                None => (len, len),
+                Some((low, high)) => (low.min(len), high.max(len)),
+            });
+        }
+    }
+
+    /// Last timestamp minus first (0 if the last is earlier).
+    pub fn span_ns(&self) -> u64 {
+        self.last_ns.saturating_sub(self.first_ns)
+    }
 }
 
 impl Characterisation {
@@ -90,13 +146,13 @@ pub fn inspect(mut workload: Workload) -> Result<Characterisation, WorkloadError
     let mut range: Option<(u64, u64)> = None;
     let mut bytes_read: u64 = 0;
     let mut bytes_written: u64 = 0;
-    let mut per_device: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut volumes: BTreeMap<u32, Volume> = BTreeMap::new();
 
     for item in workload.records.by_ref() {
         let record = item?;
         requests += 1;
         per_op[record.op.index()] += 1;
-        if !per_device.contains_key(&record.dev) && per_device.len() >= MAX_DEVICES {
+        if !volumes.contains_key(&record.dev) && volumes.len() >= MAX_DEVICES {
             return Err(WorkloadError::Spec {
                 message: format!(
                     "{}: {}: device {} is more than the {MAX_DEVICES} devices a characterisation counts separately",
@@ -106,7 +162,10 @@ pub fn inspect(mut workload: Workload) -> Result<Characterisation, WorkloadError
                 ),
             });
         }
-        *per_device.entry(record.dev).or_insert(0) += 1;
+        volumes
+            .entry(record.dev)
+            .or_insert_with(|| Volume::new(record.timestamp_ns))
+            .count(&record);
         first_ts.get_or_insert(record.timestamp_ns);
         last_ts = record.timestamp_ns;
         match record.op {
@@ -160,7 +219,10 @@ pub fn inspect(mut workload: Workload) -> Result<Characterisation, WorkloadError
         address_range: range,
         bytes_read,
         bytes_written,
-        per_device,
+        per_device: volumes.iter().map(|(&d, v)| (d, v.requests)).collect(),
+        volumes,
+        format: workload.format,
+        detected_from: workload.detected_from.clone(),
         skipped_records: workload.skipped.get(),
         ignored_records: workload.ignored.get(),
     })

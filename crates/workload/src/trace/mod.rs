@@ -25,6 +25,7 @@
 //! The per-format pages in `docs/formats/` give each layout, its units and how detection
 //! recognises it.
 
+mod alibaba;
 mod blkparse;
 mod detect;
 mod devices;
@@ -36,12 +37,15 @@ mod format;
 mod hp_srt;
 mod input;
 mod inspect;
+mod linnos;
 mod measured;
 mod mqsim;
 mod msr;
 mod parse_thread;
 mod spc;
 mod storsim_record;
+mod systor;
+mod tencent;
 mod validate;
 mod vscsi;
 
@@ -51,16 +55,17 @@ use std::io::BufRead;
 use std::path::Path;
 use std::rc::Rc;
 
-pub use detect::{detect, identify, WorkloadFile};
+pub use detect::{detect, detect_explained, identify, Detection, WorkloadFile};
 pub use format::TraceFormat;
 pub use input::files_opened;
-pub use inspect::{inspect, Characterisation, SIZE_BUCKET_UPPER_BOUNDS};
+pub use inspect::{inspect, Characterisation, Volume, SIZE_BUCKET_UPPER_BOUNDS};
 pub use measured::{measured_response_times, MeasuredTimes};
 pub use storsim_record::{recorded_ios, RecordWriter, RecordedIo};
 pub use validate::validate_measured_access_us;
 
-/// How the devices (disks, ASUs, files) of a multi-device trace share one address space.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+/// How the devices (disks, ASUs, files, volumes) of a multi-device trace share one address
+/// space.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub enum DeviceSelection {
     /// Lay the devices out one after another, ordered by device number, each in a region
     /// rounded up to 1 MiB. Costs one extra pass over the file.
@@ -68,8 +73,21 @@ pub enum DeviceSelection {
     Concat,
     /// Keep every offset as it is, as MQSim and SSDsim do: devices overlap.
     Overlay,
-    /// Keep only the records of this device and drop the rest.
-    Only(u32),
+    /// Keep only the records of these devices (ascending, without repeats, at least one; build
+    /// it with [`DeviceSelection::only`]) and drop the rest. Several are laid out one after
+    /// another as [`Concat`](Self::Concat) does, which costs the same extra pass.
+    Only(Vec<u32>),
+}
+
+impl DeviceSelection {
+    /// Keeps the records of `devices` (in any order, repeats allowed; an empty list keeps
+    /// nothing and every record is then dropped, so callers check for it).
+    pub fn only(devices: impl IntoIterator<Item = u32>) -> Self {
+        let mut devices: Vec<u32> = devices.into_iter().collect();
+        devices.sort_unstable();
+        devices.dedup();
+        DeviceSelection::Only(devices)
+    }
 }
 
 /// Which blkparse event becomes a request.
@@ -166,11 +184,14 @@ pub(crate) type Records = Box<dyn Iterator<Item = Result<Record, WorkloadError>>
 pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError> {
     let ctx = ParseContext::new(path, opts.skip_bad);
     let file = input::TraceFile::open(path, &ctx)?;
-    let format = match opts.format {
-        Some(format) => format,
-        None => detect::detect_reader(file.pass(&ctx)?, &ParseContext::new(path, false))?,
+    let (format, detected_from) = match opts.format {
+        Some(format) => (format, None),
+        None => {
+            let found = detect::detect_reader(file.pass(&ctx)?, &ParseContext::new(path, false))?;
+            (found.format, Some(found.evidence))
+        }
     };
-    let layout = match opts.devices {
+    let layout = match &opts.devices {
         DeviceSelection::Concat
             if !format.is_single_device()
                 && !devices::names_one_device(file.pass(&ctx)?, format, &ctx)? =>
@@ -179,6 +200,16 @@ pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError>
             let sizing = ParseContext::new(path, opts.skip_bad);
             Some(devices::ConcatLayout::measure(
                 parse_reader(file.pass(&sizing)?, format, opts, &sizing),
+                format.origin(),
+                &ctx.source,
+            )?)
+        }
+        DeviceSelection::Only(devs) if devs.len() > 1 && !format.is_single_device() => {
+            // The same sizing pass, over the selected devices' records only.
+            let sizing = ParseContext::new(path, opts.skip_bad);
+            let records = parse_reader(file.pass(&sizing)?, format, opts, &sizing);
+            Some(devices::ConcatLayout::measure(
+                Box::new(devices::only(records, devs.clone(), sizing.source.clone())),
                 format.origin(),
                 &ctx.source,
             )?)
@@ -218,6 +249,7 @@ pub fn open(path: &Path, opts: &TraceOptions) -> Result<Workload, WorkloadError>
         ignored: ctx.ignored.clone(),
         format: Some(format.name()),
         seed: None,
+        detected_from,
     })
 }
 
@@ -231,12 +263,15 @@ fn stream(
     ctx: &ParseContext,
 ) -> Records {
     let records = parse_reader(reader, format, opts, ctx);
-    match (layout, opts.devices) {
-        (Some(layout), _) => Box::new(layout.apply(records, format.origin())),
-        (None, DeviceSelection::Only(dev)) => {
-            Box::new(devices::only(records, dev, ctx.source.clone()))
+    let records: Records = match &opts.devices {
+        DeviceSelection::Only(devs) => {
+            Box::new(devices::only(records, devs.clone(), ctx.source.clone()))
         }
-        (None, DeviceSelection::Concat | DeviceSelection::Overlay) => records,
+        DeviceSelection::Concat | DeviceSelection::Overlay => records,
+    };
+    match layout {
+        Some(layout) => Box::new(layout.apply(records, format.origin())),
+        None => records,
     }
 }
 
@@ -258,7 +293,12 @@ pub fn open_reader(
             message: format!("{name}: the trace format must be named to read a stream"),
         });
     };
-    if opts.devices == DeviceSelection::Concat && !format.is_single_device() {
+    let concat = match &opts.devices {
+        DeviceSelection::Concat => true,
+        DeviceSelection::Only(devs) => devs.len() > 1,
+        DeviceSelection::Overlay => false,
+    };
+    if concat && !format.is_single_device() {
         return Err(WorkloadError::Spec {
             message: format!(
                 "{name}: concatenating the devices of a {format} trace needs two passes, which a stream cannot give; overlay the devices or select one"
@@ -279,6 +319,7 @@ pub fn open_reader(
         ignored: ctx.ignored.clone(),
         format: Some(format.name()),
         seed: None,
+        detected_from: None,
     })
 }
 

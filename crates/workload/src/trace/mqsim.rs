@@ -4,7 +4,7 @@
 //! and size in 512-byte sectors, and the type, 1 for a read and 0 for a write. This is DiskSim's
 //! column order with different units, which is why detection has to look at the values.
 
-use super::detect::{five_column_in_nanoseconds, is_five_column};
+use super::detect::{five_column_times, is_five_column, sizes_look_like_bytes, FiveColumnTimes};
 use super::fields::{
     bad_field, blocks_to_bytes, check_end, parse_u32, parse_u64, parse_uints, split_whitespace,
 };
@@ -24,11 +24,11 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     aliases: &["ssdsim"],
     description:
         "MQSim / SSDsim ASCII: time(ns) device lsn(512 B) size(512 B) type(1 = read, 0 = write)",
-    // DiskSim's and MQSim's layouts share a grammar: the values decide.
+    // DiskSim's, MQSim's and LinnOS's layouts share a grammar: the values decide.
     detect: Detect::Text {
         header: None,
         first: is_five_column,
-        sample: Some(five_column_in_nanoseconds),
+        rule_out: Some(rule_out),
     },
     binary: false,
     single_device: false,
@@ -37,6 +37,15 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     records: |reader, ctx, _| records(reader, ctx),
     measured: None,
 };
+
+/// MQSim's nanoseconds and sector counts are ruled out by DiskSim's millisecond times or flags,
+/// or by sizes that all read as byte counts.
+fn rule_out(sample: &[&[u8]]) -> Option<String> {
+    match five_column_times(sample) {
+        FiveColumnTimes::Milliseconds(reason) => Some(reason),
+        FiveColumnTimes::Nanoseconds(_) => sizes_look_like_bytes(sample),
+    }
+}
 
 pub(crate) fn records(reader: Box<dyn BufRead>, ctx: ParseContext) -> Records {
     text_records(reader, MqsimParser, ctx)

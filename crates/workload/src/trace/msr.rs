@@ -28,7 +28,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     detect: Detect::Text {
         header: Some(is_header),
         first: is_msr,
-        sample: None,
+        rule_out: None,
     },
     binary: false,
     single_device: false,

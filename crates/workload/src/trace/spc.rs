@@ -24,7 +24,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     detect: Detect::Text {
         header: None,
         first: is_spc,
-        sample: None,
+        rule_out: None,
     },
     binary: false,
     single_device: false,

@@ -39,7 +39,7 @@ pub(super) const FORMAT: FormatEntry = FormatEntry {
     detect: Detect::Text {
         header: None,
         first: is_validate,
-        sample: None,
+        rule_out: None,
     },
     binary: false,
     single_device: true,
