@@ -266,6 +266,8 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
                 "synthetic:rw=randread,bs=4k,iodepth=4,requests=300",
                 "--flow",
                 "synthetic:rw=randwrite,bs=4k,iodepth=2,requests=200",
+                "--flow",
+                "examples/oltp-sample.msr.csv,format=msr,iodepth=1",
             ],
         ),
         // A faults layer: the plan, the error counts and the retries appear.

@@ -517,7 +517,10 @@ pub fn open_flows(
         } else {
             WorkloadSource::Trace {
                 path: PathBuf::from(&spec.workload),
-                options: options.clone(),
+                options: TraceOptions {
+                    format: spec.format.or(options.format),
+                    ..options.clone()
+                },
             }
         };
         let flow_seed = seed.wrapping_add(index as u64);

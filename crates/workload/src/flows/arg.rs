@@ -141,6 +141,12 @@ pub(super) fn set_key(spec: &mut FlowSpec, key: &str, value: &str) -> Result<(),
                 _ => return Err("a whole number of passes, at least 1".into()),
             }
         }
+        "format" => {
+            spec.format = Some(crate::trace::TraceFormat::from_name(value).ok_or_else(|| {
+                let names: Vec<&str> = crate::trace::TraceFormat::all().map(|f| f.name()).collect();
+                format!("a trace format: one of {}", names.join(", "))
+            })?)
+        }
         _ => unreachable!("set_key called with a key that is not a flow key: {key}"),
     }
     Ok(())
@@ -211,6 +217,28 @@ mod tests {
         assert_eq!(spec.lba.unwrap().offset, Extent::Percent(50.0));
         let e = parse_arg(0, "t.csv,bs=4k").unwrap_err().to_string();
         assert!(e.contains("unknown flow key `bs`"), "{e}");
+    }
+
+    #[test]
+    fn a_trace_flow_names_its_format_and_its_passes() {
+        let spec = parse_arg(0, "t.trace,format=ssdsim,head=10,time_scale=0.001,repeat=3").unwrap();
+        // An alias names the format it stands for.
+        assert_eq!(spec.format.map(|f| f.name()), Some("mqsim"));
+        assert_eq!(
+            (spec.head, spec.time_scale, spec.repeat),
+            (Some(10), Some(0.001), 3)
+        );
+        for (item, expected) in [
+            ("format=nosuch", "a trace format: one of"),
+            ("head=0", "at least 1"),
+            ("time_scale=-1", "a number above 0"),
+            ("repeat=0", "at least 1"),
+        ] {
+            let e = parse_arg(0, &format!("t.trace,{item}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(item) && e.contains(expected), "{item}: {e}");
+        }
     }
 
     #[test]

@@ -235,6 +235,9 @@ pub struct FlowSpec {
     pub time_scale: Option<f64>,
     /// How many times its workload runs, each pass after the one before (`repeat`, at least 1).
     pub repeat: u32,
+    /// Its trace's format (`format`), where the run's `--format` or detection should not
+    /// decide: each flow of a run may be in a format of its own.
+    pub format: Option<crate::trace::TraceFormat>,
 }
 
 impl FlowSpec {
@@ -254,6 +257,7 @@ impl FlowSpec {
             head: None,
             time_scale: None,
             repeat: 1,
+            format: None,
         }
     }
 }
@@ -265,7 +269,7 @@ pub fn is_generator(workload: &str) -> bool {
 
 /// The keys a flow takes besides its workload, in the order the docs list them; `--flow`
 /// tells them from a generator's keys by these names.
-pub const FLOW_KEYS: [&str; 16] = [
+pub const FLOW_KEYS: [&str; 17] = [
     "name",
     "start",
     "stop",
@@ -282,4 +286,5 @@ pub const FLOW_KEYS: [&str; 16] = [
     "head",
     "time_scale",
     "repeat",
+    "format",
 ];
