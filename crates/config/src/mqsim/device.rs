@@ -410,7 +410,8 @@ fn map_flash(mut m: Mapping, out: &mut TomlOut) -> Result<FlashShape, ConfigErro
     if oob.is_set() && oob.value > 0 {
         m.note(
             &oob,
-            "moves no bytes in MQSim (its transfers carry the request's sectors only), so              storsim's oob_bytes stays 0",
+            "moves no bytes in MQSim (its transfers carry the request's sectors only), so \
+             storsim's oob_bytes stays 0",
         );
     }
     m.set.finish(FLASH_ELEMENTS)?;

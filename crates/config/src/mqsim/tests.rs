@@ -483,3 +483,12 @@ fn a_trace_flows_unit_relays_and_share_are_done_as_they_say() {
     let e = super::import(&config, Some(&work)).unwrap_err().to_string();
     assert!(e.contains("<File_Path>") && e.contains("gone.trace"), "{e}");
 }
+
+#[test]
+fn notes_are_single_lines_of_single_spaced_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = file(&dir, "ssdconfig.xml", &ssdconfig("", ""));
+    for note in import(&config, None).unwrap().notes {
+        assert!(!note.text.contains("  ") && !note.text.contains('\n'), "{note}");
+    }
+}
