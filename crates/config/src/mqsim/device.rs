@@ -311,6 +311,7 @@ struct FlashShape {
     dies_per_chip: u64,
     planes_per_die: u64,
     blocks_per_plane: u64,
+    pages_per_block: u64,
     page_bytes: u64,
 }
 
@@ -419,6 +420,7 @@ fn map_flash(mut m: Mapping, out: &mut TomlOut) -> Result<FlashShape, ConfigErro
         dies_per_chip: shape[0],
         planes_per_die: shape[1],
         blocks_per_plane: shape[2],
+        pages_per_block: shape[3],
         page_bytes: page.value,
     })
 }
@@ -434,7 +436,7 @@ fn map_device(mut m: Mapping, out: &mut TomlOut, flash: &FlashShape) -> Result<S
     let nvme = interface.value == 0;
     let (channels, chips_per_channel) = map_back_end(&mut m, out)?;
     map_cache(&mut m, out, flash)?;
-    map_ftl(&mut m, out, flash)?;
+    map_ftl(&mut m, out, flash, channels * chips_per_channel)?;
     map_queues(&mut m, out, &interface)?;
     m.set.finish(DEVICE_ELEMENTS)?;
     Ok(Shape {
@@ -558,7 +560,12 @@ pub(crate) fn dram_access_ns(
 }
 
 /// Address mapping, over-provisioning, garbage collection and wear levelling.
-fn map_ftl(m: &mut Mapping, out: &mut TomlOut, flash: &FlashShape) -> Result<(), ConfigError> {
+fn map_ftl(
+    m: &mut Mapping,
+    out: &mut TomlOut,
+    flash: &FlashShape,
+    chips: u64,
+) -> Result<(), ConfigError> {
     let mapping = m.choice("Address_Mapping", &["PAGE_LEVEL", "HYBRID"], 0)?;
     if mapping.value != 0 {
         m.note(
@@ -575,7 +582,21 @@ fn map_ftl(m: &mut Mapping, out: &mut TomlOut, flash: &FlashShape) -> Result<(),
         "ssd.page"
     } else {
         out.put("ssd", "ftl", "dftl", &ideal.origin());
-        out.put("ssd.dftl", "cmt_bytes", cmt.value as i64, &cmt.origin());
+        // MQSim's entry holds a logical and a physical page number and a bit per sector of the
+        // page, in whole bytes (its Address_Mapping_Unit_Page_Level), not storsim's 8 bytes.
+        let physical_pages = chips
+            * flash.dies_per_chip
+            * flash.planes_per_die
+            * flash.blocks_per_plane
+            * flash.pages_per_block;
+        let sectors = flash.page_bytes.div_ceil(512);
+        let entry_bytes = ((2.0 * (physical_pages as f64).log2() + sectors as f64) / 8.0).ceil();
+        let entries = ((cmt.value as f64 / entry_bytes) as u64).max(1);
+        let text = format!(
+            "{} over MQSim's entry of {entry_bytes} bytes: ceil((2 log2({physical_pages} pages) + {sectors} sectors) / 8)",
+            cmt.origin()
+        );
+        out.put("ssd.dftl", "cmt_entries", entries as i64, &text);
         "ssd.dftl.page"
     };
     let cmt_sharing = m.choice(

@@ -137,7 +137,9 @@ fn every_mapped_element_reaches_its_storsim_parameter() {
     // A cached mapping table of 2 MiB: DFTL with that CMT.
     assert_eq!(p.ftl.name(), "dftl");
     let section = crate::ftl_section_toml(&p.ftl).unwrap();
-    assert!(section.contains("cmt_entries = 262144"), "{section}");
+    // MQSim's CMT entry: 8 × 2 × 1 × 2 × 128 × 128 = 2^19 physical pages, 8 sectors a page:
+    // ceil((2 × 19 + 8) / 8) = 6 bytes, so 2 MiB holds 349,525 entries.
+    assert!(section.contains("cmt_entries = 349525"), "{section}");
     // GC below ceil(5 % of 128) = 7 free blocks; RGA samples log2(128) = 7 blocks.
     assert!(section.contains("gc_low_watermark_blocks = 7"), "{section}");
     assert!(
@@ -489,6 +491,9 @@ fn notes_are_single_lines_of_single_spaced_words() {
     let dir = tempfile::tempdir().unwrap();
     let config = file(&dir, "ssdconfig.xml", &ssdconfig("", ""));
     for note in import(&config, None).unwrap().notes {
-        assert!(!note.text.contains("  ") && !note.text.contains('\n'), "{note}");
+        assert!(
+            !note.text.contains("  ") && !note.text.contains('\n'),
+            "{note}"
+        );
     }
 }
