@@ -93,8 +93,9 @@ pub enum DieScheduling {
 }
 
 /// A handle on a placed operation's finish, to resolve later: the die and the virtual finish,
-/// or a time no later read can move (a priority read's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// or a time no later read can move (a priority read's). Ordered only so that holders can
+/// keep it in ordered collections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Ticket {
     die: u32,
     virtual_ns: u64,

@@ -25,10 +25,12 @@ pub(crate) struct OpBatch {
     /// Operations placed ahead of their turn, in another's multi-plane command, with their
     /// finish and ticket; each leaves the list when the walk reaches it.
     taken: Vec<(usize, SimTime, Ticket)>,
-    /// Each call's finish (its last operation's, the batch's start if it had none).
+    /// Each call's finish (its last operation's, the batch's start if it had none) ...
     call_finish: Vec<SimTime>,
-    /// When the dies reorder operations, the ticket of the operation that finished last:
-    /// the batch's finish moves as that operation's does.
+    /// ... and the ticket of the operation that finished last: when the dies reorder
+    /// operations, the call's finish moves as that operation's does.
+    call_ticket: Vec<Ticket>,
+    /// The same for the whole batch.
     ticket: Ticket,
     /// Scratch for one multi-plane command: operation indices and their pages.
     group: Vec<usize>,
@@ -117,6 +119,11 @@ impl OpBatch {
         self.call_finish[k]
     }
 
+    /// The ticket of call `k`'s finish (meaningful when the dies reorder operations).
+    pub fn call_ticket(&self, k: usize) -> Ticket {
+        self.call_ticket[k]
+    }
+
     /// The ticket of the last placed batch's finish (meaningful when the dies reorder
     /// operations).
     pub fn ticket(&self) -> Ticket {
@@ -139,6 +146,7 @@ impl OpBatch {
     pub fn place(&mut self, start: SimTime, at: &mut Placement<'_>) -> SimTime {
         let n = self.ops.len();
         self.call_finish.clear();
+        self.call_ticket.clear();
         self.taken.clear();
         self.ticket = Ticket::FIXED;
         // A batch of one call (a single-page request, a unit of idle work) is not searched:
@@ -206,6 +214,7 @@ impl OpBatch {
                 i += 1;
             }
             self.call_finish.push(all);
+            self.call_ticket.push(call_ticket);
             if all > overall {
                 overall = all;
                 self.ticket = call_ticket;

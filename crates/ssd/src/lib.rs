@@ -31,7 +31,7 @@ pub use stats::{
 };
 
 use batch::{GcReads, OpBatch, Placement};
-use release::ReleaseQueue;
+use release::{ReleaseQueue, Releases};
 use stats::{BufferCounts, OpCounts};
 use storsim_core::{
     check_range, BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, EventQueue,
@@ -104,7 +104,7 @@ pub struct SsdDevice {
     capacity_bytes: u64,
     /// Write buffer: pages held until their program finishes, by release time. Under the
     /// watermark policy it holds destaged pages only; dirty pages are in `write_back`.
-    buffer: ReleaseQueue,
+    buffer: Releases,
     buffer_pages_held: u64,
     buffer_capacity_pages: u64,
     /// Buffer admission is FIFO: no write is admitted before an earlier one.
@@ -170,7 +170,14 @@ impl SsdDevice {
                 (_, false) => Some(GcReads::Queued),
                 (_, true) => Some(GcReads::First),
             },
-            buffer: ReleaseQueue::new(buffer_capacity_pages, params.geometry.dies() as usize),
+            buffer: if params.die_scheduling == DieScheduling::Fifo {
+                Releases::Final(ReleaseQueue::new(
+                    buffer_capacity_pages,
+                    params.geometry.dies() as usize,
+                ))
+            } else {
+                Releases::Moving(Default::default())
+            },
             batch: OpBatch::default(),
             destage_calls: Vec::new(),
             counts: OpCounts::default(),
@@ -247,7 +254,10 @@ impl SsdDevice {
         let mut at = now.max(self.buffer_admit_floor);
         self.release_due(at);
         while self.buffer_pages_held + pages > self.buffer_capacity_pages {
-            let (release, held) = self.buffer.pop().expect("a full buffer holds pages");
+            let (release, held) = self
+                .buffer
+                .pop(&self.scheduler)
+                .expect("a full buffer holds pages");
             self.buffer_pages_held -= held;
             at = at.max(release);
         }
@@ -305,7 +315,7 @@ impl SsdDevice {
 
     /// Frees the slots of destaged pages whose programs have finished by `at`.
     fn release_due(&mut self, at: SimTime) {
-        while let Some((_, held)) = self.buffer.pop_due(at) {
+        while let Some((_, held)) = self.buffer.pop_due(at, &self.scheduler) {
             self.buffer_pages_held -= held;
         }
     }
@@ -361,7 +371,14 @@ impl SsdDevice {
             self.buffer_pages_held += n;
             let lane = self.release_lane(Some(k));
             assert!(
-                self.buffer.push(self.batch.call_finish(k), n, lane).is_ok(),
+                self.buffer
+                    .push(
+                        self.batch.call_finish(k),
+                        n,
+                        lane,
+                        self.batch.call_ticket(k)
+                    )
+                    .is_ok(),
                 "write buffer: more destaging pages than slots"
             );
         }
@@ -416,7 +433,10 @@ impl SsdDevice {
                     let (_, sent) = self.destage(at + overhead, count)?;
                     self.buffer_counts.watermark_destaged_pages += sent;
                 } else {
-                    let (release, held) = self.buffer.pop().expect("pages are destaging");
+                    let (release, held) = self
+                        .buffer
+                        .pop(&self.scheduler)
+                        .expect("pages are destaging");
                     self.buffer_pages_held -= held;
                     at = at.max(release);
                     waited = true;
@@ -545,7 +565,7 @@ impl SsdDevice {
         self.buffer_pages_held += n;
         let lane = self.release_lane(None);
         self.buffer
-            .push(release.max(finish), n, lane)
+            .push(release.max(finish), n, lane, self.batch.ticket())
             .map_err(|_| DeviceError::Invalid {
                 reason: "write buffer overflow".into(),
             })?;
