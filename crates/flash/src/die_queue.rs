@@ -65,14 +65,16 @@ pub struct Suspension {
 }
 
 impl Default for Suspension {
-    /// MQSim's defaults for the latencies (`Suspend_Program_Time` 5 µs,
-    /// `Suspend_Erase_Time` 10 µs, docs/models/die-scheduling.md names the sources); the
-    /// resume overhead, bound and least run are this model's.
+    /// Latencies from flash datasheets: a program suspends within 5 µs typically, an erase
+    /// within at most 20 µs (the suspend point is the end of the current program-verify step or
+    /// erase pulse; docs/models/die-scheduling.md names the sources). MQSim's defaults (100 µs
+    /// and 700 µs) are far more pessimistic. The resume overhead, the bound and the least run
+    /// are this model's choices, stated in the same page.
     fn default() -> Self {
         Suspension {
             kinds: SuspendKinds::ProgramErase,
             program_latency: SimDuration::from_us(5),
-            erase_latency: SimDuration::from_us(10),
+            erase_latency: SimDuration::from_us(20),
             resume_overhead: SimDuration::from_us(5),
             max_suspensions: 8,
             min_run: SimDuration::from_us(100),

@@ -310,7 +310,7 @@ pub const DIE_SCHEDULING_COUNTERS: &[CounterDescriptor] = &[
     CounterDescriptor::new(
         "die_suspended_ns",
         Unit::Nanoseconds,
-        "Time added to suspended operations: suspend latency, the reads, resume overhead (`suspend` only; 0 otherwise).",
+        "Time added to suspended operations: the reads and the resume overhead (`suspend` only; 0 otherwise).",
     ),
 ];
 
@@ -690,5 +690,10 @@ mod counter_docs {
             ("ssd-buffer", super::BUFFER_COUNTERS),
         ]);
         storsim_testenv::check_counter_tables("docs/models/ssd.md", &tables).unwrap();
+        let tables = storsim_core::conformance::counter_tables(&[(
+            "ssd-die-scheduling",
+            super::DIE_SCHEDULING_COUNTERS,
+        )]);
+        storsim_testenv::check_counter_tables("docs/models/die-scheduling.md", &tables).unwrap();
     }
 }
