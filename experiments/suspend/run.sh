@@ -26,11 +26,12 @@ for policy in "${policies[@]}"; do
         --workload "$here/flows-$size.toml" --json "$out/$policy.json"
 done
 
-python3 "$here/table.py" "${policies[@]/#/$out/}" > "$out/table.md"
+runs=("${policies[@]/#/$out/}")
+python3 "$here/table.py" "${runs[@]}" > "$out/table.md"
 cat "$out/table.md"
 # The report page compares the three runs (latency CDFs, percentiles); full also writes each
 # plot as SVG and PNG.
 plots=()
 [ "$size" = full ] && plots=(--plots "$out/plots")
-"$storsim" report "${policies[@]/%/.json}" --out "$out/report.html" \
+"$storsim" report "${runs[@]/%/.json}" --out "$out/report.html" \
     "${plots[@]+"${plots[@]}"}" >/dev/null

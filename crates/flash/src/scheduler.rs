@@ -184,8 +184,9 @@ impl Scheduler {
             (self.geometry.chips_per_channel * self.geometry.dies_per_chip) as usize;
         let (horizon, lane) = (self.horizon, self.lane(die) + dies_per_channel);
         let channel = &mut self.channels[ch];
-        let c = channel.reserve(lane, slot.earliest, cmd, horizon);
-        let out = channel.reserve(lane, c + cmd + read_ns, cmd + xfer, horizon);
+        let first = dies_per_channel;
+        let c = channel.reserve_among(lane, first, slot.earliest, cmd, horizon);
+        let out = channel.reserve_among(lane, first, c + cmd + read_ns, cmd + xfer, horizon);
         let finish = out + cmd + xfer;
         let resume = suspension.map_or(0, |s| s.resume_overhead.as_ns());
         let by = self.queues[die].make_room(&slot, c, finish, resume, &mut self.policy_counts);

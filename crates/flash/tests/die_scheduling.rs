@@ -87,13 +87,12 @@ fn fifo_reads_wait_for_everything_placed_before_them() {
 fn read_priority_goes_before_the_queued_program_but_after_the_erase() {
     let (read, erase, program, s) = erase_program_read(DieScheduling::ReadPriority);
     assert_eq!(erase, E, "the erase in flight runs to its end");
-    // The read's die work may start when the erase ends, but the program's command and data
-    // keep the channel reservation they were placed with, [E, E + 1,100) (the model's
-    // conservative approximation: queued operations' transfers do not move), so the read's
-    // command goes after it: 3,001,200 + 51,200 = 3,052,400.
-    assert_eq!(read, E + 1_100 + READ);
-    // The program, which was to start at E, starts after the read: 3,553,500.
-    assert_eq!(program, E + 1_100 + READ + PROGRAM);
+    // The read starts when the erase ends: its transfers go before the queued program's
+    // (still reserved at [E, E + 1,100) on the channel, which the read's die work delays
+    // anyway), so it ends at 3,000,100 + 51,200 = 3,051,300.
+    assert_eq!(read, E + READ);
+    // The program, which was to start at E, starts after the read: 3,552,400.
+    assert_eq!(program, E + READ + PROGRAM);
     let c = s.die_policy_counts();
     assert_eq!((c.reads_ahead, c.erase_suspensions), (1, 0));
 }
@@ -119,11 +118,7 @@ fn suspend_pauses_the_erase_for_the_read() {
 fn an_erase_that_has_not_run_its_least_time_is_not_suspended() {
     // With a least run of 200 µs, the erase 100 µs in runs on: read priority's timing.
     let (read, erase, program, s) = erase_program_read(DieScheduling::Suspend(suspension(8, 200)));
-    let after_program_data = E + 1_100 + READ;
-    assert_eq!(
-        (read, erase, program),
-        (after_program_data, E, after_program_data + PROGRAM)
-    );
+    assert_eq!((read, erase, program), (E + READ, E, E + READ + PROGRAM));
     assert_eq!(s.die_policy_counts().erase_suspensions, 0);
     // Nor when only programs may be suspended.
     let only_programs = Suspension {
@@ -131,7 +126,7 @@ fn an_erase_that_has_not_run_its_least_time_is_not_suspended() {
         ..suspension(8, 0)
     };
     let (read, erase, _, _) = erase_program_read(DieScheduling::Suspend(only_programs));
-    assert_eq!((read, erase), (after_program_data, E));
+    assert_eq!((read, erase), (E + READ, E));
 }
 
 #[test]

@@ -86,15 +86,14 @@ fn a_later_read_delays_the_queued_write_that_it_passes() {
     // FIFO: the programs run back to back (511,240 and 1,022,480); the read follows them.
     let fifo = two_writes_and_a_read(DieScheduling::Fifo);
     assert_eq!(fifo, (PROGRAM_NS, 2 * PROGRAM_NS, 2 * PROGRAM_NS + READ_NS));
-    // Read priority: the first program runs to its end; the second program's command and
-    // data keep their channel reservation [511,240, 522,480), so the read's command follows
-    // it and the read ends at 522,480 + 62,240 = 584,720. The second program, placed to start
-    // at 511,240, starts then instead: 73,480 ns later, and its write completes that much
-    // later than placed, at 1,095,960.
+    // Read priority: the first program runs to its end; the read follows at once (its
+    // transfers go before the second program's) and ends at 511,240 + 62,240 = 573,480. The
+    // second program, placed to start at 511,240, starts then instead, and its write completes
+    // 62,240 ns later than placed, at 1,084,720.
     let (first, second, read) = two_writes_and_a_read(DieScheduling::ReadPriority);
     assert_eq!(first, PROGRAM_NS);
-    assert_eq!(read, PROGRAM_NS + CMD_NS + XFER_NS + READ_NS);
-    assert_eq!(second, 2 * PROGRAM_NS + (read - PROGRAM_NS));
+    assert_eq!(read, PROGRAM_NS + READ_NS);
+    assert_eq!(second, 2 * PROGRAM_NS + READ_NS);
     // Suspend: the first program pauses 5 µs after the read arrives; the read runs from
     // 105,000 to 167,240; the program resumes 5 µs later, 67,240 ns behind its placed
     // finish, and the second write moves as much.
