@@ -10,7 +10,8 @@ out=${2:?usage: run.sh quick|full OUT}
 storsim=${STORSIM:-storsim}
 here=$(dirname "$0")
 case "$size" in
-quick | full) ;;
+quick) seconds=0.2 ;;
+full) seconds=2 ;;
 *)
     echo "run.sh: unknown size '$size' (quick or full)" >&2
     exit 2
@@ -27,7 +28,7 @@ for policy in "${policies[@]}"; do
 done
 
 runs=("${policies[@]/#/$out/}")
-python3 "$here/table.py" "${runs[@]}" > "$out/table.md"
+python3 "$here/table.py" "$seconds" "${runs[@]}" > "$out/table.md"
 cat "$out/table.md"
 # The report page compares the three runs (latency CDFs, percentiles); full also writes each
 # plot as SVG and PNG.

@@ -119,9 +119,9 @@ impl OpBatch {
         self.call_finish[k]
     }
 
-    /// The ticket of call `k`'s finish (meaningful when the dies reorder operations).
+    /// The ticket of call `k`'s finish (fixed unless the dies reorder operations).
     pub fn call_ticket(&self, k: usize) -> Ticket {
-        self.call_ticket[k]
+        self.call_ticket.get(k).copied().unwrap_or(Ticket::FIXED)
     }
 
     /// The ticket of the last placed batch's finish (meaningful when the dies reorder
@@ -153,6 +153,8 @@ impl OpBatch {
         // its operations are one page's chain of dependent steps and garbage collection
         // inside one plane, which never pair, and most requests are such batches.
         let multi_plane = self.calls.len() > 1 && at.scheduler.multi_plane_possible();
+        // Tickets matter only when dies reorder operations; under FIFO they are not kept.
+        let reorders = at.scheduler.reorders();
         let mut overall = start;
         for c in 0..self.calls.len() {
             let begin = self.calls[c];
@@ -207,18 +209,20 @@ impl OpBatch {
                 };
                 // Dependencies follow list order, whichever command placed the operation.
                 previous = finish;
-                if finish > all {
-                    all = finish;
+                if reorders && finish > all {
                     call_ticket = ticket;
                 }
+                all = all.max(finish);
                 i += 1;
             }
             self.call_finish.push(all);
-            self.call_ticket.push(call_ticket);
-            if all > overall {
-                overall = all;
-                self.ticket = call_ticket;
+            if reorders {
+                self.call_ticket.push(call_ticket);
+                if all > overall {
+                    self.ticket = call_ticket;
+                }
             }
+            overall = overall.max(all);
         }
         overall
     }
