@@ -4,7 +4,7 @@
 
 use storsim_core::{Completion, Device, Op, Prng, Request, SimDuration, SimTime};
 use storsim_flash::{DieScheduling, SuspendKinds, Suspension};
-use storsim_ssd::{SsdDevice, SsdParams};
+use storsim_ssd::{SsdDevice, SsdParams, WriteBuffer};
 
 #[allow(dead_code)]
 mod support;
@@ -106,10 +106,31 @@ fn a_later_read_delays_the_queued_write_that_it_passes() {
 /// A small two-die device under random overwrites (garbage collection erases) with reads
 /// among them, under `policy`: the device and the mean read latency in ns.
 fn mixed(policy: DieScheduling) -> (SsdDevice, f64) {
+    mixed_with(policy, false, false)
+}
+
+/// As [`mixed`], with garbage collection's reads first when `gc_first`, and with `buffered`
+/// a DRAM buffer and copies through the controller.
+fn mixed_with(policy: DieScheduling, gc_first: bool, buffered: bool) -> (SsdDevice, f64) {
     let mut p: SsdParams = hand_timed(1, 2, 1, 32, 8);
     p.die_scheduling = policy;
+    p.gc_reads_priority = gc_first;
     p.queue_depth = 64;
-    let logical = 160;
+    if buffered {
+        // Copies through the controller, so that garbage collection reads pages (a copy-back
+        // keeps its read inside the plane, never a priority read), and a DRAM buffer, so that
+        // writes queue programs on the dies ahead of the garbage collection that later writes
+        // start with.
+        p.copyback = false;
+        p.queue_depth = 4096;
+        p.write_buffer = Some(WriteBuffer {
+            capacity_bytes: 64 * PAGE,
+            latency: SimDuration(2_000),
+        });
+    }
+    // With the buffer, writes spread over most of the space, so that victims hold valid
+    // pages that garbage collection reads.
+    let logical = if buffered { 400 } else { 160 };
     let mut d = SsdDevice::new(p).unwrap();
     let mut rng = Prng::new(38);
     let mut requests = Vec::new();
@@ -172,5 +193,20 @@ fn counters_per_kind_and_only_off_fifo() {
     assert!(
         suspend_read < priority_read && priority_read < fifo_read,
         "mean read latency: suspend {suspend_read}, read-priority {priority_read}, fifo {fifo_read}"
+    );
+}
+
+#[test]
+fn garbage_collection_reads_go_first_when_asked() {
+    // Garbage collection's reads going first too: more reads go before queued work than with
+    // host reads alone, and every request still completes (checked in `mixed_with`).
+    let (host_only, _) = mixed_with(DieScheduling::ReadPriority, false, true);
+    let (with_gc, _) = mixed_with(DieScheduling::ReadPriority, true, true);
+    assert!(counter(&with_gc, "flash_reads_gc") > 0.0);
+    assert!(
+        counter(&with_gc, "die_reads_ahead") > counter(&host_only, "die_reads_ahead"),
+        "{} reads ahead with garbage collection's, {} without",
+        counter(&with_gc, "die_reads_ahead"),
+        counter(&host_only, "die_reads_ahead")
     );
 }
