@@ -204,8 +204,23 @@ impl DieQueue {
         v + self.shift_at(v, true)
     }
 
-    /// Records an operation placed from `start` to `finish` (actual times); returns its ticket.
-    pub fn push(&mut self, die: usize, kind: FlashOpKind, start: u64, finish: u64) -> Ticket {
+    /// Records an operation placed from `start` to `finish` (actual times) while the present is
+    /// `horizon`; returns its ticket. Operations that ended by the present leave the queue
+    /// first: no read can arrive before the present, so none of them can move or be passed
+    /// again, and a die that sees no reads keeps only its backlog.
+    pub fn push(
+        &mut self,
+        die: usize,
+        kind: FlashOpKind,
+        (start, finish): (u64, u64),
+        horizon: u64,
+    ) -> Ticket {
+        while let Some(front) = self.ops.front() {
+            if self.actual_finish(front.virtual_finish) > horizon {
+                break;
+            }
+            self.ops.pop_front();
+        }
         let op = QueuedOp {
             virtual_start: start - self.shift,
             virtual_finish: finish - self.shift,
@@ -215,6 +230,11 @@ impl DieQueue {
         };
         self.ops.push_back(op);
         Ticket::new(die, op.virtual_finish)
+    }
+
+    /// Operations held.
+    pub fn len(&self) -> usize {
+        self.ops.len()
     }
 
     /// Forgets the breakpoints whose moved instant came before `horizon`: no finish still to

@@ -157,6 +157,12 @@ impl Scheduler {
         }
     }
 
+    /// Operations the dies hold for the policy (none under FIFO): what a priority read may
+    /// still pass or suspend, and what ended since it last looked.
+    pub fn queued_ops(&self) -> usize {
+        self.queues.iter().map(DieQueue::len).sum()
+    }
+
     /// What the die scheduling policy did so far.
     pub fn die_policy_counts(&self) -> DiePolicyCounts {
         self.policy_counts
@@ -322,7 +328,8 @@ impl Scheduler {
         channel_ns: u64,
     ) -> (SimTime, SimDuration) {
         if !self.queues.is_empty() {
-            self.last_ticket = self.queues[die].push(die, kind, die_start, finish);
+            let horizon = self.horizon;
+            self.last_ticket = self.queues[die].push(die, kind, (die_start, finish), horizon);
         }
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - die_start;

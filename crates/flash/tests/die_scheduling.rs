@@ -215,3 +215,27 @@ fn a_program_queued_behind_reads_still_starts() {
     // so it runs to its end; the reads wait for it.
     assert_eq!(finish, READ + PROGRAM);
 }
+
+#[test]
+fn a_die_without_reads_keeps_only_its_backlog() {
+    // Programs placed as time passes, never a read: the queue forgets what ended, and the
+    // finishes handed out stay exact.
+    let (g, mut s) = scheduler(DieScheduling::Suspend(suspension(8, 100)));
+    let mut last = (SimTime::ZERO, s.last_ticket());
+    for k in 0..10_000u64 {
+        let now = SimTime(k * PROGRAM);
+        s.prune(now);
+        let finish = s.schedule(FlashOpKind::Program, page(&g, 1), now);
+        assert_eq!(finish.as_ns(), (k + 1) * PROGRAM);
+        last = (finish, s.last_ticket());
+    }
+    assert_eq!(s.resolve(last.0, last.1), last.0);
+    assert!(s.queued_ops() <= 2, "{} operations held", s.queued_ops());
+    // A read now still finds the program in flight and suspends it.
+    let (read, _) = s.schedule_priority_read(page(&g, 2), SimTime(last.0.as_ns() - 300_000));
+    assert_eq!(read.as_ns(), last.0.as_ns() - 300_000 + 4_000 + READ);
+    assert_eq!(
+        s.resolve(last.0, last.1).as_ns(),
+        last.0.as_ns() + READ + 5_000
+    );
+}
