@@ -4,7 +4,7 @@
 use storsim_config::{load_device, parse_device_toml, presets, ConfigError, DeviceSpec};
 use storsim_core::conformance::{self, Mix, ViolationKind};
 use storsim_core::{Device, Prng, SimDuration};
-use storsim_flash::{CellType, MultiPlane};
+use storsim_flash::{CellType, DieScheduling, MultiPlane, SuspendKinds, Suspension};
 use storsim_ftl::gc::{GcPolicy, POLICIES};
 use storsim_ftl::params::{Kind, Section, Value};
 use storsim_ftl::{anand, dftl, fast, page, FtlConfig, FTLS};
@@ -1304,4 +1304,81 @@ fn multi_plane_is_a_device_key() {
     let msg = parse_device_toml(text, "bad.toml").unwrap_err().to_string();
     assert!(msg.contains("bad.toml") && msg.contains("line 3"), "{msg}");
     assert!(msg.contains("same-page"), "{msg}");
+}
+
+#[test]
+fn die_scheduling_keys_reach_the_params() {
+    // Every preset stays first come, first served unless a file says otherwise.
+    let plain = parse("preset = \"bench2g\"\n");
+    assert_eq!(plain.die_scheduling, DieScheduling::Fifo);
+    assert!(!plain.gc_reads_priority);
+    let p = parse(
+        "preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"read-priority\"\ngc_reads_priority = true\n",
+    );
+    assert_eq!(p.die_scheduling, DieScheduling::ReadPriority);
+    assert!(p.gc_reads_priority);
+    // `suspend` alone takes the documented defaults ...
+    let p = parse("preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"suspend\"\n");
+    assert_eq!(
+        p.die_scheduling,
+        DieScheduling::Suspend(Suspension::default())
+    );
+    // ... and every key of [ssd.suspend] reaches its parameter.
+    let text = "preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"suspend\"\n[ssd.suspend]\n\
+                support = \"erase\"\nprogram_us = 3\nerase_us = 20.5\nresume_us = 7\n\
+                max_suspensions = 2\nmin_run_us = 250\n";
+    let expected = Suspension {
+        kinds: SuspendKinds::Erase,
+        program_latency: us(3.0),
+        erase_latency: us(20.5),
+        resume_overhead: us(7.0),
+        max_suspensions: 2,
+        min_run: us(250.0),
+    };
+    assert_eq!(parse(text).die_scheduling, DieScheduling::Suspend(expected));
+    for (support, kinds) in [
+        ("none", SuspendKinds::None),
+        ("program", SuspendKinds::Program),
+        ("program-erase", SuspendKinds::ProgramErase),
+    ] {
+        let text = format!(
+            "preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"suspend\"\n[ssd.suspend]\nsupport = \"{support}\"\n"
+        );
+        let DieScheduling::Suspend(s) = parse(&text).die_scheduling else {
+            panic!("{support}: not suspend");
+        };
+        assert_eq!(s.kinds, kinds, "{support}");
+    }
+}
+
+#[test]
+fn bad_die_scheduling_values_name_their_key() {
+    // [ssd.suspend] belongs to the suspend policy.
+    let key = invalid_key("preset = \"bench2g\"\n[ssd.suspend]\nerase_us = 10\n");
+    assert_eq!(key, "ssd.suspend.erase_us");
+    let key = invalid_key(
+        "preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"read-priority\"\n[ssd.suspend]\nsupport = \"erase\"\n",
+    );
+    assert_eq!(key, "ssd.suspend.support");
+    let key = invalid_key(
+        "preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"suspend\"\n[ssd.suspend]\nmax_suspensions = 0\n",
+    );
+    assert_eq!(key, "ssd.suspend.max_suspensions");
+    let key = invalid_key(
+        "preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"suspend\"\n[ssd.suspend]\nresume_us = -1\n",
+    );
+    assert_eq!(key, "ssd.suspend.resume_us");
+    // Unknown keys and names are syntax errors naming the line and what is allowed.
+    for (text, line, hint) in [
+        ("preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"lifo\"\n", "line 3", "read-priority"),
+        (
+            "preset = \"bench2g\"\n[ssd]\ndie_scheduling = \"suspend\"\n[ssd.suspend]\nsuspend_us = 3\n",
+            "line 5",
+            "program_us",
+        ),
+    ] {
+        let msg = parse_device_toml(text, "bad.toml").unwrap_err().to_string();
+        assert!(msg.contains("bad.toml") && msg.contains(line), "{msg}");
+        assert!(msg.contains(hint), "{msg}");
+    }
 }

@@ -3,6 +3,7 @@
 //! its channel and die ([`Scheduler`]). Policy (which page to write, when to collect garbage)
 //! belongs to the FTL crate; this crate never decides anything.
 
+mod die_queue;
 mod divisor;
 mod erase_stats;
 mod geometry;
@@ -11,6 +12,7 @@ mod scheduler;
 mod timeline;
 mod timing;
 
+pub use die_queue::{DiePolicyCounts, DieScheduling, SuspendKinds, Suspension, Ticket};
 pub use divisor::Divisor;
 pub use erase_stats::{power_of_two_bucket, EraseStats, POWER_OF_TWO_BUCKETS};
 pub use geometry::{BlockId, Geometry, GeometryError, Ppa};

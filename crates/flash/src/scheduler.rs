@@ -21,6 +21,7 @@
 //! levels) or one tBERS instead of `n`. Whether pages may join is [`MultiPlane`]'s rule:
 //! NAND parts commonly require the same page address in every plane.
 
+use crate::die_queue::{DiePolicyCounts, DieQueue, DieScheduling, Ticket};
 use crate::divisor::Divisor;
 use crate::timeline::Timeline;
 use crate::{Geometry, Ppa, Timing};
@@ -78,6 +79,13 @@ pub struct Scheduler {
     die_busy_ns: Vec<u64>,
     transfer: SimDuration,
     multi_plane: MultiPlane,
+    /// How dies order their operations; with anything but FIFO, `queues` holds each die's
+    /// placed operations and each channel has a second stream per die for priority reads.
+    policy: DieScheduling,
+    queues: Vec<DieQueue>,
+    /// The ticket of the operation placed last (FIFO: always fixed).
+    last_ticket: Ticket,
+    policy_counts: DiePolicyCounts,
 }
 
 impl Scheduler {
@@ -102,7 +110,97 @@ impl Scheduler {
             timing,
             transfer,
             multi_plane: MultiPlane::Off,
+            policy: DieScheduling::Fifo,
+            queues: Vec::new(),
+            last_ticket: Ticket::FIXED,
+            policy_counts: DiePolicyCounts::default(),
         }
+    }
+
+    /// The same scheduler, its dies ordering operations by `policy`. Under any policy but
+    /// FIFO a channel's timeline has a second stream per die, for priority reads, so that
+    /// each stream's reservations stay in time order.
+    pub fn with_die_scheduling(mut self, policy: DieScheduling) -> Self {
+        self.policy = policy;
+        if policy != DieScheduling::Fifo {
+            let dies_per_channel = self.geometry.chips_per_channel * self.geometry.dies_per_chip;
+            self.channels =
+                vec![Timeline::new(2 * dies_per_channel as usize); self.geometry.channels as usize];
+            self.queues = vec![DieQueue::default(); self.geometry.dies() as usize];
+        }
+        self
+    }
+
+    /// Whether dies reorder operations (any policy but FIFO): finishes handed out may move
+    /// later, and holders resolve their tickets ([`Scheduler::resolve`]).
+    #[inline]
+    pub fn reorders(&self) -> bool {
+        !self.queues.is_empty()
+    }
+
+    /// The ticket of the operation placed last.
+    #[inline]
+    pub fn last_ticket(&self) -> Ticket {
+        self.last_ticket
+    }
+
+    /// When an operation placed to finish at `placed`, with ticket `ticket`, actually
+    /// finishes: later than placed when priority reads went before it since. Exact for every
+    /// finish at or after the present; a finish before the present comes out before it too.
+    pub fn resolve(&self, placed: SimTime, ticket: Ticket) -> SimTime {
+        match ticket.die() {
+            Some(die) => {
+                let actual = self.queues[die].actual_finish(ticket.virtual_ns());
+                placed.max(SimTime(actual))
+            }
+            None => placed,
+        }
+    }
+
+    /// Operations the dies hold for the policy (none under FIFO): what a priority read may
+    /// still pass or suspend, and what ended since it last looked.
+    pub fn queued_ops(&self) -> usize {
+        self.queues.iter().map(DieQueue::len).sum()
+    }
+
+    /// What the die scheduling policy did so far.
+    pub fn die_policy_counts(&self) -> DiePolicyCounts {
+        self.policy_counts
+    }
+
+    /// Places a priority read of `ppa` arriving at `earliest`: before the die's queued
+    /// operations that have not started, after earlier priority reads, and after the operation
+    /// in flight unless the policy suspends it. Under FIFO, an ordinary read. Returns its
+    /// finish and die time; its finish never moves ([`Ticket::FIXED`]).
+    pub fn schedule_priority_read(
+        &mut self,
+        ppa: Ppa,
+        earliest: SimTime,
+    ) -> (SimTime, SimDuration) {
+        let suspension = match self.policy {
+            DieScheduling::Fifo => return self.schedule_busy(FlashOpKind::Read, ppa, earliest),
+            DieScheduling::ReadPriority => None,
+            DieScheduling::Suspend(s) => Some(s),
+        };
+        let (die, ch, page) = self.locate(ppa);
+        let read_ns = self.read_ns[self.level(page)];
+        let (cmd, xfer) = (self.timing.command.as_ns(), self.transfer.as_ns());
+        let slot = self.queues[die].slot(earliest.as_ns(), self.horizon, suspension.as_ref());
+        let dies_per_channel =
+            (self.geometry.chips_per_channel * self.geometry.dies_per_chip) as usize;
+        let (horizon, lane) = (self.horizon, self.lane(die) + dies_per_channel);
+        let channel = &mut self.channels[ch];
+        let first = dies_per_channel;
+        let c = channel.reserve_among(lane, first, slot.earliest, cmd, horizon);
+        let out = channel.reserve_among(lane, first, c + cmd + read_ns, cmd + xfer, horizon);
+        let finish = out + cmd + xfer;
+        let resume = suspension.map_or(0, |s| s.resume_overhead.as_ns());
+        let by = self.queues[die].make_room(&slot, c, finish, resume, &mut self.policy_counts);
+        self.die_free_at[die] = (self.die_free_at[die] + by).max(finish);
+        self.die_busy_ns[die] += finish - c;
+        self.channel_busy_ns[ch] += 2 * cmd + xfer;
+        self.last_ticket = Ticket::FIXED;
+        (SimTime(finish), SimDuration(finish - c))
     }
 
     /// The same scheduler, allowing multi-plane commands by `rule`.
@@ -214,7 +312,7 @@ impl Scheduler {
             }
             FlashOpKind::CopyBack => unreachable!("copy-backs are placed on their own"),
         };
-        self.occupy(die, ch, die_start, finish, channel_ns)
+        self.occupy(kind, die, ch, die_start, finish, channel_ns)
     }
 
     /// Records an operation of die `die` on channel `ch` that holds the die from `die_start`
@@ -222,12 +320,17 @@ impl Scheduler {
     #[inline]
     fn occupy(
         &mut self,
+        kind: FlashOpKind,
         die: usize,
         ch: usize,
         die_start: u64,
         finish: u64,
         channel_ns: u64,
     ) -> (SimTime, SimDuration) {
+        if !self.queues.is_empty() {
+            let horizon = self.horizon;
+            self.last_ticket = self.queues[die].push(die, kind, (die_start, finish), horizon);
+        }
         self.die_free_at[die] = finish;
         self.die_busy_ns[die] += finish - die_start;
         self.channel_busy_ns[ch] += channel_ns;
@@ -265,12 +368,15 @@ impl Scheduler {
         let c = self.channels[ch].reserve(lane, t0, cmd, horizon);
         let ready = c + cmd + read_ns;
         if self.channels[ch].reserve_exactly(lane, ready, 2 * out, horizon) {
-            let r = self.occupy(die, ch, c, ready + out, cmd + out);
+            let r = self.occupy(FlashOpKind::Read, die, ch, c, ready + out, cmd + out);
             let p = ready + out;
-            [r, self.occupy(die, ch, p, p + out + program_ns, out)]
+            [
+                r,
+                self.occupy(FlashOpKind::Program, die, ch, p, p + out + program_ns, out),
+            ]
         } else {
             let at = self.channels[ch].reserve(lane, ready, out, horizon);
-            let r = self.occupy(die, ch, c, at + out, cmd + out);
+            let r = self.occupy(FlashOpKind::Read, die, ch, c, at + out, cmd + out);
             let p = self.place(FlashOpKind::Program, die, ch, 1, (read_ns, program_ns), r.0);
             [r, p]
         }
@@ -304,7 +410,14 @@ impl Scheduler {
         let horizon = self.horizon;
         let lane = self.lane(die);
         let c = self.channels[ch].reserve(lane, t0, 2 * cmd, horizon);
-        self.occupy(die, ch, c, c + 2 * cmd + array, 2 * cmd)
+        self.occupy(
+            FlashOpKind::CopyBack,
+            die,
+            ch,
+            c,
+            c + 2 * cmd + array,
+            2 * cmd,
+        )
     }
 
     /// Places one multi-plane command of kind `kind` over `ppas` (two or more pages, pairwise

@@ -195,8 +195,26 @@ impl Timeline {
         let mut start = self.begin(stream, earliest, horizon);
         if self.streams.len() > 1 {
             // Until a full round over the other streams moves nothing.
-            while self.round(stream, &mut start, len, false) {}
+            while self.round(stream, &mut start, len, false, 0) {}
         }
+        self.append(stream, start, len, horizon);
+        start
+    }
+
+    /// As [`Timeline::reserve`], but minding only the streams from `first` on: a priority
+    /// read's transfers go before the queued operations' (streams below `first`), whose dies
+    /// the read delays anyway, and after other priority reads'. Later reservations of every
+    /// stream still avoid this one.
+    pub fn reserve_among(
+        &mut self,
+        stream: usize,
+        first: usize,
+        earliest: u64,
+        len: u64,
+        horizon: u64,
+    ) -> u64 {
+        let mut start = self.begin(stream, earliest, horizon);
+        while self.round(stream, &mut start, len, false, first) {}
         self.append(stream, start, len, horizon);
         start
     }
@@ -216,7 +234,7 @@ impl Timeline {
             "an exact reservation is in the present and takes time"
         );
         let mut start = self.begin(stream, at, horizon);
-        if self.streams.len() > 1 && self.round(stream, &mut start, len, true) {
+        if self.streams.len() > 1 && self.round(stream, &mut start, len, true, 0) {
             return false;
         }
         self.append(stream, start, len, horizon);
@@ -249,13 +267,21 @@ impl Timeline {
     /// of an interval that overlaps the span asked for, so the search never needs what it moves
     /// past; a shorter one might, so with `stop_at_overlap` the round ends at the first
     /// overlap, and no cursor passes anything that ended after the `start` it was given.
+    /// Streams before `first` are not minded.
     #[inline(always)]
-    fn round(&mut self, stream: usize, start: &mut u64, len: u64, stop_at_overlap: bool) -> bool {
+    fn round(
+        &mut self,
+        stream: usize,
+        start: &mut u64,
+        len: u64,
+        stop_at_overlap: bool,
+        first: usize,
+    ) -> bool {
         let n = self.streams.len();
         let cursors = &mut self.cursors[stream * n..(stream + 1) * n];
         let mut moved = false;
         for (other, (s, cursor)) in self.streams.iter().zip(cursors.iter_mut()).enumerate() {
-            if other == stream {
+            if other == stream || other < first {
                 continue;
             }
             // A stream's last interval may have grown since the cursor passed it (a
@@ -399,6 +425,21 @@ mod tests {
         assert_eq!(t.reserve(2, 46, 4, 0), 46);
         assert_eq!(t.streams[2].live(), [(35, 50)]);
         assert_eq!(t.len(), 4);
+    }
+
+    #[test]
+    fn a_reservation_among_later_streams_ignores_the_earlier_ones() {
+        // Streams 0 and 1 are two dies' queued work, 2 and 3 their priority reads.
+        let mut t = Timeline::new(4);
+        assert_eq!(t.reserve(0, 0, 100, 0), 0);
+        assert_eq!(t.reserve(1, 100, 100, 0), 100);
+        assert_eq!(t.reserve(3, 50, 20, 0), 200);
+        // A priority read minds only streams 2 and 3: it goes at 10, over stream 0's slot,
+        // and the next one of stream 2 waits for stream 3's [200, 220).
+        assert_eq!(t.reserve_among(2, 2, 10, 10, 0), 10);
+        assert_eq!(t.reserve_among(2, 2, 195, 10, 0), 220);
+        // Every later reservation minds it.
+        assert_eq!(t.reserve(1, 200, 10, 0), 230);
     }
 
     #[test]

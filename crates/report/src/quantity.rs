@@ -150,6 +150,7 @@ impl Model {
                 storsim_ssd::COUNTERS,
                 storsim_ssd::BUFFER_COUNTERS,
                 storsim_ssd::STEADY_STATE_COUNTERS,
+                storsim_ssd::DIE_SCHEDULING_COUNTERS,
             ],
             Model::Hdd => &[storsim_hdd::COUNTERS],
             Model::Hybrid => &[

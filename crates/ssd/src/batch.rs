@@ -10,7 +10,7 @@
 
 use crate::stats::OpCounts;
 use storsim_core::{SimDuration, SimTime};
-use storsim_flash::{FlashOpKind, Ppa, Scheduler};
+use storsim_flash::{FlashOpKind, Ppa, Scheduler, Ticket};
 use storsim_ftl::{Cause, Dep, FlashOp};
 
 /// How far ahead in the list a multi-plane command looks for partners, in operations per
@@ -23,10 +23,15 @@ pub(crate) struct OpBatch {
     /// Where each FTL call's operations begin in `ops`.
     calls: Vec<usize>,
     /// Operations placed ahead of their turn, in another's multi-plane command, with their
-    /// finish; each leaves the list when the walk reaches it.
-    taken: Vec<(usize, SimTime)>,
-    /// Each call's finish (its last operation's, the batch's start if it had none).
+    /// finish and ticket; each leaves the list when the walk reaches it.
+    taken: Vec<(usize, SimTime, Ticket)>,
+    /// Each call's finish (its last operation's, the batch's start if it had none) ...
     call_finish: Vec<SimTime>,
+    /// ... and the ticket of the operation that finished last: when the dies reorder
+    /// operations, the call's finish moves as that operation's does.
+    call_ticket: Vec<Ticket>,
+    /// The same for the whole batch.
+    ticket: Ticket,
     /// Scratch for one multi-plane command: operation indices and their pages.
     group: Vec<usize>,
     pages: Vec<Ppa>,
@@ -38,8 +43,46 @@ pub(crate) struct Placement<'a> {
     pub counts: &'a mut OpCounts,
     /// Copy-back is on (see `SsdParams::copyback`).
     pub copyback: bool,
-    /// The latest program finish so far, raised by the programs placed.
+    /// The latest program finish so far, raised by the programs placed, and its ticket.
     pub last_program_finish: &'a mut SimTime,
+    pub last_program_ticket: &'a mut Ticket,
+    /// Which reads go before queued work: `None` under FIFO; otherwise host (and mapping)
+    /// reads, and garbage collection's too when it says so.
+    pub priority_reads: Option<GcReads>,
+}
+
+/// Whether garbage collection's reads go first, as host reads do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum GcReads {
+    Queued,
+    First,
+}
+
+impl Placement<'_> {
+    /// Whether `op` is a read that goes before its die's queued work.
+    #[inline]
+    fn priority(&self, op: &FlashOp) -> bool {
+        match self.priority_reads {
+            None => false,
+            Some(gc) => {
+                op.kind == FlashOpKind::Read
+                    && match op.cause {
+                        Cause::Host | Cause::Mapping => true,
+                        Cause::Gc => gc == GcReads::First,
+                        _ => false,
+                    }
+            }
+        }
+    }
+
+    /// Raises the last program's finish to `finish` (of the operation placed last).
+    #[inline]
+    fn program_finished(&mut self, finish: SimTime) {
+        if finish > *self.last_program_finish {
+            *self.last_program_finish = finish;
+            *self.last_program_ticket = self.scheduler.last_ticket();
+        }
+    }
 }
 
 impl OpBatch {
@@ -76,6 +119,17 @@ impl OpBatch {
         self.call_finish[k]
     }
 
+    /// The ticket of call `k`'s finish (fixed unless the dies reorder operations).
+    pub fn call_ticket(&self, k: usize) -> Ticket {
+        self.call_ticket.get(k).copied().unwrap_or(Ticket::FIXED)
+    }
+
+    /// The ticket of the last placed batch's finish (meaningful when the dies reorder
+    /// operations).
+    pub fn ticket(&self) -> Ticket {
+        self.ticket
+    }
+
     /// The page of call `k`'s last operation, if it had any (of the whole batch's last
     /// operation for `None`).
     pub fn last_page(&self, k: Option<usize>) -> Option<Ppa> {
@@ -92,20 +146,25 @@ impl OpBatch {
     pub fn place(&mut self, start: SimTime, at: &mut Placement<'_>) -> SimTime {
         let n = self.ops.len();
         self.call_finish.clear();
+        self.call_ticket.clear();
         self.taken.clear();
+        self.ticket = Ticket::FIXED;
         // A batch of one call (a single-page request, a unit of idle work) is not searched:
         // its operations are one page's chain of dependent steps and garbage collection
         // inside one plane, which never pair, and most requests are such batches.
         let multi_plane = self.calls.len() > 1 && at.scheduler.multi_plane_possible();
+        // Tickets matter only when dies reorder operations; under FIFO they are not kept.
+        let reorders = at.scheduler.reorders();
         let mut overall = start;
         for c in 0..self.calls.len() {
             let begin = self.calls[c];
             let end = self.calls.get(c + 1).copied().unwrap_or(n);
             let (mut previous, mut all) = (start, start);
+            let mut call_ticket = Ticket::FIXED;
             let mut i = begin;
             while i < end {
-                let finish = match self.take(i) {
-                    Some(finish) => finish,
+                let (finish, ticket) = match self.take(i) {
+                    Some(taken) => taken,
                     None => {
                         let op = self.ops[i];
                         let earliest = match op.dep {
@@ -113,16 +172,20 @@ impl OpBatch {
                             Dep::Previous => previous,
                             Dep::All => all,
                         };
-                        if let Some(to) = self.copy_back_pair(i, end, at) {
+                        let finish = if let Some(to) = self.copy_back_pair(i, end, at) {
                             // The read and the program that follows it become one copy-back.
                             let placed = at.scheduler.schedule_copyback(op.ppa, to, earliest);
                             at.counts.add(FlashOpKind::CopyBack, op.cause, placed.1);
-                            *at.last_program_finish = (*at.last_program_finish).max(placed.0);
+                            at.program_finished(placed.0);
                             i += 1;
+                            placed.0
+                        } else if at.priority(&op) {
+                            let placed = at.scheduler.schedule_priority_read(op.ppa, earliest);
+                            at.counts.add(op.kind, op.cause, placed.1);
                             placed.0
                         } else if multi_plane && earliest == start && self.gather(i, at) {
                             self.place_group(earliest, at)
-                        } else if let Some(to) = self.copy_through_controller(i, end) {
+                        } else if let Some(to) = self.copy_through_controller(i, end, at) {
                             // The read and the program that waits for it, placed as one.
                             let [read, program] = at
                                 .scheduler
@@ -130,25 +193,35 @@ impl OpBatch {
                             at.counts.add(FlashOpKind::Read, op.cause, read.1);
                             at.counts
                                 .add(FlashOpKind::Program, self.ops[i + 1].cause, program.1);
-                            *at.last_program_finish = (*at.last_program_finish).max(program.0);
+                            at.program_finished(program.0);
                             i += 1;
                             program.0
                         } else {
                             let placed = at.scheduler.schedule_busy(op.kind, op.ppa, earliest);
                             at.counts.add(op.kind, op.cause, placed.1);
                             if op.kind == FlashOpKind::Program {
-                                *at.last_program_finish = (*at.last_program_finish).max(placed.0);
+                                at.program_finished(placed.0);
                             }
                             placed.0
-                        }
+                        };
+                        (finish, at.scheduler.last_ticket())
                     }
                 };
                 // Dependencies follow list order, whichever command placed the operation.
                 previous = finish;
+                if reorders && finish > all {
+                    call_ticket = ticket;
+                }
                 all = all.max(finish);
                 i += 1;
             }
             self.call_finish.push(all);
+            if reorders {
+                self.call_ticket.push(call_ticket);
+                if all > overall {
+                    self.ticket = call_ticket;
+                }
+            }
             overall = overall.max(all);
         }
         overall
@@ -156,12 +229,13 @@ impl OpBatch {
 
     /// If operation `i` was placed ahead of its turn, its finish (and it leaves the list).
     #[inline]
-    fn take(&mut self, i: usize) -> Option<SimTime> {
+    fn take(&mut self, i: usize) -> Option<(SimTime, Ticket)> {
         if self.taken.is_empty() {
             return None;
         }
-        let k = self.taken.iter().position(|&(j, _)| j == i)?;
-        Some(self.taken.swap_remove(k).1)
+        let k = self.taken.iter().position(|&(j, _, _)| j == i)?;
+        let (_, finish, ticket) = self.taken.swap_remove(k);
+        Some((finish, ticket))
     }
 
     /// With copy-back on: when `ops[i]` reads a page that `ops[i + 1]`, in the same call (which
@@ -187,7 +261,7 @@ impl OpBatch {
     /// in turn, the program would start from the read's finish, which is what
     /// [`Scheduler::schedule_read_then_program`] does for both at once.
     #[inline]
-    fn copy_through_controller(&self, i: usize, end: usize) -> Option<Ppa> {
+    fn copy_through_controller(&self, i: usize, end: usize, at: &Placement<'_>) -> Option<Ppa> {
         if i + 1 >= end {
             return None;
         }
@@ -195,7 +269,8 @@ impl OpBatch {
         let pair = read.kind == FlashOpKind::Read
             && program.kind == FlashOpKind::Program
             && program.dep == Dep::Previous
-            && !self.taken.iter().any(|&(j, _)| j == i + 1);
+            && !self.taken.iter().any(|&(j, _, _)| j == i + 1)
+            && !at.priority(&read);
         pair.then_some(program.ppa)
     }
 
@@ -231,7 +306,7 @@ impl OpBatch {
         self.group.push(i);
         for j in i + 1..limit {
             let other = self.ops[j];
-            if scheduler.die_of(other.ppa) != die || self.taken.iter().any(|&(k, _)| k == j) {
+            if scheduler.die_of(other.ppa) != die || self.taken.iter().any(|&(k, _, _)| k == j) {
                 continue;
             }
             // A read whose data a copy-back keeps in the plane stays with its program.
@@ -268,16 +343,17 @@ impl OpBatch {
             .scheduler
             .schedule_multi_plane(kind, &self.pages, earliest);
         let members = self.group.len() as u64;
+        let ticket = at.scheduler.last_ticket();
         for (m, &k) in self.group.iter().enumerate() {
             let share = busy.as_ns() / members + u64::from(m == 0) * (busy.as_ns() % members);
             at.counts.add(kind, self.ops[k].cause, SimDuration(share));
             if m > 0 {
-                self.taken.push((k, finish));
+                self.taken.push((k, finish, ticket));
             }
         }
         at.counts.multi_plane_commands += 1;
         if kind == FlashOpKind::Program {
-            *at.last_program_finish = (*at.last_program_finish).max(finish);
+            at.program_finished(finish);
         }
         finish
     }
@@ -327,6 +403,7 @@ mod tests {
         let mut scheduler = scheduler(rule);
         let mut counts = OpCounts::default();
         let mut last = SimTime::ZERO;
+        let mut last_ticket = Ticket::FIXED;
         let mut batch = OpBatch::default();
         for call in calls {
             batch.begin_call().extend_from_slice(call);
@@ -336,6 +413,8 @@ mod tests {
             counts: &mut counts,
             copyback,
             last_program_finish: &mut last,
+            last_program_ticket: &mut last_ticket,
+            priority_reads: None,
         };
         batch.place(SimTime::ZERO, &mut at);
         let finish = (0..calls.len()).map(|k| batch.call_finish(k).as_ns());

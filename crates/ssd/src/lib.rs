@@ -24,20 +24,20 @@ pub use params::{
 };
 pub use precondition::PreconditionReport;
 pub use stats::{
-    BUFFER_COUNTERS, CAUSES, CHANNEL_UTILISATION, COUNTERS, DIE_UTILISATION, ENERGY_BY_CAUSE,
-    ENERGY_IDLE, FLASH_ERASES_BY_CAUSE, FLASH_PROGRAMS_BY_CAUSE, FLASH_READS_BY_CAUSE,
-    HOST_READ_PAGES, HOST_READ_UNMAPPED_PAGES, STEADY_STATE_COUNTERS, UTILISATION_ELAPSED,
-    WRITE_AMPLIFICATION,
+    BUFFER_COUNTERS, CAUSES, CHANNEL_UTILISATION, COUNTERS, DIE_SCHEDULING_COUNTERS,
+    DIE_UTILISATION, ENERGY_BY_CAUSE, ENERGY_IDLE, FLASH_ERASES_BY_CAUSE, FLASH_PROGRAMS_BY_CAUSE,
+    FLASH_READS_BY_CAUSE, HOST_READ_PAGES, HOST_READ_UNMAPPED_PAGES, STEADY_STATE_COUNTERS,
+    UTILISATION_ELAPSED, WRITE_AMPLIFICATION,
 };
 
-use batch::{OpBatch, Placement};
-use release::ReleaseQueue;
+use batch::{GcReads, OpBatch, Placement};
+use release::{ReleaseQueue, Releases};
 use stats::{BufferCounts, OpCounts};
 use storsim_core::{
     check_range, BlockWear, Completion, Described, Device, DeviceCounter, DeviceError, DevicePart,
     EventQueue, Op, Request, SimDuration, SimTime, Status,
 };
-use storsim_flash::Scheduler;
+use storsim_flash::{DieScheduling, Scheduler, Ticket};
 use storsim_ftl::{Ftl, FtlError};
 use write_back::DirtyPages;
 
@@ -87,7 +87,14 @@ pub struct SsdDevice {
     params: SsdParams,
     ftl: Box<dyn Ftl>,
     scheduler: Scheduler,
-    completions: EventQueue<Completion>,
+    /// Host completions by finish, each with the ticket its finish resolves by when the dies
+    /// reorder operations (a priority read placed later may delay it; it is re-checked when
+    /// it comes due).
+    completions: EventQueue<(Completion, Ticket)>,
+    /// The ticket of the request being submitted's finish.
+    finish_ticket: Ticket,
+    /// Which reads go first (`None` under FIFO).
+    priority_reads: Option<GcReads>,
     /// The flash operations of the request (or destage, or idle work) being placed.
     batch: OpBatch,
     /// Pages per call of the destage being placed.
@@ -97,7 +104,7 @@ pub struct SsdDevice {
     capacity_bytes: u64,
     /// Write buffer: pages held until their program finishes, by release time. Under the
     /// watermark policy it holds destaged pages only; dirty pages are in `write_back`.
-    buffer: ReleaseQueue,
+    buffer: Releases,
     buffer_pages_held: u64,
     buffer_capacity_pages: u64,
     /// Buffer admission is FIFO: no write is admitted before an earlier one.
@@ -106,6 +113,7 @@ pub struct SsdDevice {
     write_back: Option<WriteBackState>,
     buffer_counts: BufferCounts,
     last_program_finish: SimTime,
+    last_program_ticket: Ticket,
     last_host_finish: SimTime,
     /// When the next unit of background garbage collection runs, if the device is idle.
     idle_work_at: Option<SimTime>,
@@ -153,9 +161,23 @@ impl SsdDevice {
         };
         Ok(SsdDevice {
             scheduler: Scheduler::new(params.geometry, params.timing.clone())
-                .with_multi_plane(params.multi_plane),
+                .with_multi_plane(params.multi_plane)
+                .with_die_scheduling(params.die_scheduling),
             completions: EventQueue::with_capacity(params.queue_depth),
-            buffer: ReleaseQueue::new(buffer_capacity_pages, params.geometry.dies() as usize),
+            finish_ticket: Ticket::FIXED,
+            priority_reads: match (params.die_scheduling, params.gc_reads_priority) {
+                (DieScheduling::Fifo, _) => None,
+                (_, false) => Some(GcReads::Queued),
+                (_, true) => Some(GcReads::First),
+            },
+            buffer: if params.die_scheduling == DieScheduling::Fifo {
+                Releases::Final(ReleaseQueue::new(
+                    buffer_capacity_pages,
+                    params.geometry.dies() as usize,
+                ))
+            } else {
+                Releases::Moving(Default::default())
+            },
             batch: OpBatch::default(),
             destage_calls: Vec::new(),
             counts: OpCounts::default(),
@@ -167,6 +189,7 @@ impl SsdDevice {
             write_back,
             buffer_counts: BufferCounts::default(),
             last_program_finish: SimTime::ZERO,
+            last_program_ticket: Ticket::FIXED,
             last_host_finish: SimTime::ZERO,
             idle_work_at: None,
             idle_work_possible: false,
@@ -194,6 +217,8 @@ impl SsdDevice {
             counts: &mut self.counts,
             copyback: self.params.copyback,
             last_program_finish: &mut self.last_program_finish,
+            last_program_ticket: &mut self.last_program_ticket,
+            priority_reads: self.priority_reads,
         };
         self.batch.place(start, &mut placement)
     }
@@ -229,7 +254,10 @@ impl SsdDevice {
         let mut at = now.max(self.buffer_admit_floor);
         self.release_due(at);
         while self.buffer_pages_held + pages > self.buffer_capacity_pages {
-            let (release, held) = self.buffer.pop().expect("a full buffer holds pages");
+            let (release, held) = self
+                .buffer
+                .pop(&self.scheduler)
+                .expect("a full buffer holds pages");
             self.buffer_pages_held -= held;
             at = at.max(release);
         }
@@ -287,7 +315,7 @@ impl SsdDevice {
 
     /// Frees the slots of destaged pages whose programs have finished by `at`.
     fn release_due(&mut self, at: SimTime) {
-        while let Some((_, held)) = self.buffer.pop_due(at) {
+        while let Some((_, held)) = self.buffer.pop_due(at, &self.scheduler) {
             self.buffer_pages_held -= held;
         }
     }
@@ -343,7 +371,14 @@ impl SsdDevice {
             self.buffer_pages_held += n;
             let lane = self.release_lane(Some(k));
             assert!(
-                self.buffer.push(self.batch.call_finish(k), n, lane).is_ok(),
+                self.buffer
+                    .push(
+                        self.batch.call_finish(k),
+                        n,
+                        lane,
+                        self.batch.call_ticket(k)
+                    )
+                    .is_ok(),
                 "write buffer: more destaging pages than slots"
             );
         }
@@ -398,7 +433,10 @@ impl SsdDevice {
                     let (_, sent) = self.destage(at + overhead, count)?;
                     self.buffer_counts.watermark_destaged_pages += sent;
                 } else {
-                    let (release, held) = self.buffer.pop().expect("pages are destaging");
+                    let (release, held) = self
+                        .buffer
+                        .pop(&self.scheduler)
+                        .expect("pages are destaging");
                     self.buffer_pages_held -= held;
                     at = at.max(release);
                     waited = true;
@@ -462,7 +500,9 @@ impl SsdDevice {
                 self.counts.host_read_unmapped_pages += 1;
             }
         }
-        Ok(finish.max(self.place_batch(start)))
+        let finish = finish.max(self.place_batch(start));
+        self.finish_ticket = self.batch.ticket();
+        Ok(finish)
     }
 
     /// A write of `pages` with the write-back buffer, arrived at `now`, its flash work
@@ -483,7 +523,9 @@ impl SsdDevice {
                 wb.dirty.remove(lpn);
             }
             self.buffer_counts.write_through_pages += n;
-            Ok((now, start.max(self.program_pages(pages, start)?)))
+            let programmed = self.program_pages(pages, start)?;
+            self.finish_ticket = self.batch.ticket();
+            Ok((now, start.max(programmed)))
         } else {
             // Write-back: the write is done once its data is in DRAM.
             let admitted = self.write_back_admit(now, pages)?;
@@ -511,6 +553,7 @@ impl SsdDevice {
         let buffered = cached && n <= self.buffer_capacity_pages;
         let programmed = start.max(self.program_pages(pages, start)?);
         if !buffered {
+            self.finish_ticket = self.batch.ticket();
             return Ok((now, programmed));
         }
         // The host sees the write done once its data sits in DRAM; the buffer holds the
@@ -522,7 +565,7 @@ impl SsdDevice {
         self.buffer_pages_held += n;
         let lane = self.release_lane(None);
         self.buffer
-            .push(release.max(finish), n, lane)
+            .push(release.max(finish), n, lane, self.batch.ticket())
             .map_err(|_| DeviceError::Invalid {
                 reason: "write buffer overflow".into(),
             })?;
@@ -549,7 +592,9 @@ impl SsdDevice {
             }
             self.counts.trim_pages += 1;
         }
-        Ok(start.max(self.place_batch(start)))
+        let finish = start.max(self.place_batch(start));
+        self.finish_ticket = self.batch.ticket();
+        Ok(finish)
     }
 
     /// A flush at `start`: with the write-back buffer, its dirty pages are destaged; the
@@ -563,6 +608,7 @@ impl SsdDevice {
             let (_, sent) = self.destage(from, u64::MAX)?;
             self.buffer_counts.flush_destaged_pages += sent;
         }
+        self.finish_ticket = self.last_program_ticket;
         Ok(start.max(self.last_program_finish))
     }
 
@@ -599,6 +645,7 @@ impl Device for SsdDevice {
             });
         }
         self.idle_work_at = None;
+        self.finish_ticket = Ticket::FIXED;
         self.scheduler.prune(now);
         let start = now + self.params.controller_overhead;
         let pages = self.page_range(&request);
@@ -626,7 +673,7 @@ impl Device for SsdDevice {
             status: Status::Ok,
         };
         self.completions
-            .push(finish, completion)
+            .push(finish, (completion, self.finish_ticket))
             .map_err(|_| DeviceError::QueueFull {
                 queue_depth: self.completions.capacity(),
             })
@@ -640,7 +687,18 @@ impl Device for SsdDevice {
     }
 
     fn advance(&mut self, now: SimTime, done: &mut Vec<Completion>) {
-        while let Some((_, c)) = self.completions.pop_due(now) {
+        while let Some((at, (mut c, ticket))) = self.completions.pop_due(now) {
+            if self.scheduler.reorders() {
+                // A priority read placed since may have delayed the operation it waits for.
+                let actual = self.scheduler.resolve(at, ticket);
+                if actual > at {
+                    c.finish = actual;
+                    self.last_host_finish = self.last_host_finish.max(actual);
+                    // The queue had room for the entry just popped.
+                    let _ = self.completions.push(actual, (c, ticket));
+                    continue;
+                }
+            }
             done.push(c);
         }
         let background_gc = self.params.background_gc;

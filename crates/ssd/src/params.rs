@@ -1,7 +1,7 @@
 //! The SSD's parameters: plain data the config layer fills in.
 
 use storsim_core::{SimDuration, QUEUE_DEPTH_MAX};
-use storsim_flash::{Geometry, MultiPlane, Timing};
+use storsim_flash::{DieScheduling, Geometry, MultiPlane, Timing};
 use storsim_ftl::FtlConfig;
 
 /// Energy per NAND operation and the device's idle power. Defaults are FlashSim's Table 2
@@ -131,6 +131,11 @@ pub struct SsdParams {
     pub copyback: bool,
     /// Which operations of one request may share a multi-plane command on a die.
     pub multi_plane: MultiPlane,
+    /// How each die orders its operations: first come first served, host reads first, or host
+    /// reads first with program and erase suspension (docs/models/die-scheduling.md).
+    pub die_scheduling: DieScheduling,
+    /// Under a policy other than FIFO, garbage collection's reads go first as host reads do.
+    pub gc_reads_priority: bool,
     /// Seed for everything random in preconditioning.
     pub seed: u64,
     /// Resource partitions by flow (`Request::flow` f uses `partitions[f]`; flows past the end,

@@ -3,7 +3,7 @@
 
 use crate::{Energy, FlushPolicy, Precondition, SsdParams, WriteBuffer};
 use storsim_core::SimDuration;
-use storsim_flash::{CellType, Geometry, MultiPlane, Timing};
+use storsim_flash::{CellType, DieScheduling, Geometry, MultiPlane, Timing};
 use storsim_ftl::{page, FtlConfig};
 
 fn us(x: f64) -> SimDuration {
@@ -50,6 +50,8 @@ pub fn flashsim_2009(ftl: FtlConfig) -> SsdParams {
         controller_overhead: SimDuration::ZERO,
         copyback: true,
         multi_plane: MultiPlane::Off,
+        die_scheduling: DieScheduling::Fifo,
+        gc_reads_priority: false,
         seed: 1,
         partitions: Vec::new(),
         flow_data_cache: Vec::new(),
@@ -104,6 +106,8 @@ pub fn bench2g() -> SsdParams {
         controller_overhead: SimDuration::ZERO,
         copyback: false,
         multi_plane: MultiPlane::Off,
+        die_scheduling: DieScheduling::Fifo,
+        gc_reads_priority: false,
         seed: 1,
         partitions: Vec::new(),
         flow_data_cache: Vec::new(),
@@ -151,6 +155,8 @@ pub fn sandisk_usb_anand() -> SsdParams {
         controller_overhead: SimDuration::ZERO,
         copyback: false,
         multi_plane: MultiPlane::Off,
+        die_scheduling: DieScheduling::Fifo,
+        gc_reads_priority: false,
         seed: 1,
         partitions: Vec::new(),
         flow_data_cache: Vec::new(),
@@ -213,6 +219,8 @@ pub fn tlc_nvme() -> SsdParams {
         controller_overhead: us(5.0),
         copyback: false,
         multi_plane: MultiPlane::SamePage,
+        die_scheduling: DieScheduling::Fifo,
+        gc_reads_priority: false,
         seed: 1,
         partitions: Vec::new(),
         flow_data_cache: Vec::new(),

@@ -4,6 +4,82 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use storsim_core::SimTime;
+use storsim_flash::{Scheduler, Ticket};
+
+/// The write buffer's releases: in a [`ReleaseQueue`] when every finish is final (FIFO dies),
+/// or, when dies reorder operations, in a heap of releases with the tickets they resolve by:
+/// a priority read placed after a release was pushed may delay the program it waits for, so
+/// a release that comes due is re-checked and, if its program moved, pushed back at its
+/// actual time (shifts only ever delay, so nothing is released early).
+pub(crate) enum Releases {
+    Final(ReleaseQueue),
+    Moving(MovingReleases),
+}
+
+/// Releases whose programs may still move, earliest first; ties in the order pushed.
+#[derive(Default)]
+pub(crate) struct MovingReleases {
+    heap: BinaryHeap<Reverse<(SimTime, u64, u64, Ticket)>>,
+    pushed: u64,
+}
+
+impl Releases {
+    /// Holds `pages` until `release` (the program's finish as placed, moving as `ticket`
+    /// says), in lane `lane` (see [`ReleaseQueue::push`]); refuses what would exceed the
+    /// capacity.
+    #[inline]
+    pub fn push(
+        &mut self,
+        release: SimTime,
+        pages: u64,
+        lane: usize,
+        ticket: Ticket,
+    ) -> Result<(), ()> {
+        match self {
+            Releases::Final(q) => q.push(release, pages, lane),
+            Releases::Moving(m) => {
+                m.pushed += 1;
+                m.heap.push(Reverse((release, m.pushed, pages, ticket)));
+                Ok(())
+            }
+        }
+    }
+
+    /// Removes the earliest release (at its actual time) and returns its time and pages.
+    #[inline]
+    pub fn pop(&mut self, scheduler: &Scheduler) -> Option<(SimTime, u64)> {
+        match self {
+            Releases::Final(q) => q.pop(),
+            Releases::Moving(m) => m.pop_due(SimTime(u64::MAX), scheduler),
+        }
+    }
+
+    /// Removes a release due by `now`, if any, and returns its time and pages.
+    #[inline]
+    pub fn pop_due(&mut self, now: SimTime, scheduler: &Scheduler) -> Option<(SimTime, u64)> {
+        match self {
+            Releases::Final(q) => q.pop_due(now),
+            Releases::Moving(m) => m.pop_due(now, scheduler),
+        }
+    }
+}
+
+impl MovingReleases {
+    fn pop_due(&mut self, now: SimTime, scheduler: &Scheduler) -> Option<(SimTime, u64)> {
+        loop {
+            let &Reverse((at, seq, pages, ticket)) = self.heap.peek()?;
+            if at > now {
+                return None;
+            }
+            self.heap.pop();
+            let actual = scheduler.resolve(at, ticket);
+            if actual == at {
+                return Some((at, pages));
+            }
+            self.heap.push(Reverse((actual, seq, pages, ticket)));
+        }
+    }
+}
 
 /// Bits of a release time per level of the radix heap, and the buckets that gives: one per
 /// value of a 4-bit digit at each of the 16 digits of a `u64`.

@@ -290,6 +290,30 @@ pub const BUFFER_COUNTERS: &[CounterDescriptor] = &[
     ),
 ];
 
+/// The die scheduling policy's counters (any policy but `fifo`).
+pub const DIE_SCHEDULING_COUNTERS: &[CounterDescriptor] = &[
+    CounterDescriptor::new(
+        "die_reads_ahead",
+        Unit::Count,
+        "Priority reads that went before queued flash work or suspended it (`die_scheduling` other than `fifo` only).",
+    ),
+    CounterDescriptor::new(
+        "die_program_suspensions",
+        Unit::Count,
+        "Suspensions of in-flight programs opened for reads (`suspend` only; 0 otherwise).",
+    ),
+    CounterDescriptor::new(
+        "die_erase_suspensions",
+        Unit::Count,
+        "Suspensions of in-flight erases opened for reads (`suspend` only; 0 otherwise).",
+    ),
+    CounterDescriptor::new(
+        "die_suspended_ns",
+        Unit::Nanoseconds,
+        "Time added to suspended operations: the reads and the resume overhead (`suspend` only; 0 otherwise).",
+    ),
+];
+
 /// Steady-state preconditioning's own figure.
 pub const STEADY_STATE_COUNTERS: &[CounterDescriptor] = &[CounterDescriptor::new(
     "precondition_steady_state_waf",
@@ -419,6 +443,9 @@ pub(crate) fn counter_descriptors(d: &SsdDevice) -> Vec<Described> {
     if d.precondition.steady_state_waf.is_some() {
         out.extend(Described::all(STEADY_STATE_COUNTERS));
     }
+    if d.scheduler.reorders() {
+        out.extend(Described::all(DIE_SCHEDULING_COUNTERS));
+    }
     if d.write_back.is_some() {
         out.extend(Described::all(BUFFER_COUNTERS));
     }
@@ -462,6 +489,13 @@ fn list(d: &SsdDevice, out: &mut List) {
         );
     }
     out.push("background_gc_units", d.idle_gc_units as f64);
+    if d.scheduler.reorders() {
+        let p = d.scheduler.die_policy_counts();
+        out.push("die_reads_ahead", p.reads_ahead as f64);
+        out.push("die_program_suspensions", p.program_suspensions as f64);
+        out.push("die_erase_suspensions", p.erase_suspensions as f64);
+        out.push("die_suspended_ns", p.suspended_ns as f64);
+    }
     if let Some(wb) = &d.write_back {
         write_buffer(out, &d.buffer_counts, wb.dirty.len());
     }
@@ -664,5 +698,10 @@ mod counter_docs {
             ("ssd-buffer", super::BUFFER_COUNTERS),
         ]);
         storsim_testenv::check_counter_tables("docs/models/ssd.md", &tables).unwrap();
+        let tables = storsim_core::conformance::counter_tables(&[(
+            "ssd-die-scheduling",
+            super::DIE_SCHEDULING_COUNTERS,
+        )]);
+        storsim_testenv::check_counter_tables("docs/models/die-scheduling.md", &tables).unwrap();
     }
 }

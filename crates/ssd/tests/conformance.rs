@@ -19,7 +19,7 @@
 
 use std::collections::VecDeque;
 use storsim_core::{Completion, Device, DeviceError, Op, Prng, Request, SimDuration, SimTime};
-use storsim_flash::{CellType, Geometry, MultiPlane, Ppa, Timing};
+use storsim_flash::{CellType, DieScheduling, Geometry, MultiPlane, Ppa, Suspension, Timing};
 use storsim_ftl::{Cause, FtlConfig};
 use storsim_ssd::{presets, Precondition, SsdDevice, SsdParams, WriteBuffer};
 
@@ -82,6 +82,17 @@ fn params(name: &str, rng: &mut Prng) -> SsdParams {
     p.seed = rng.next_u64();
     p.multi_plane =
         [MultiPlane::Off, MultiPlane::SamePage, MultiPlane::AnyPage][rng.below(3) as usize];
+    // Drawn last, so that the draws above stay what they were before the policies existed.
+    p.die_scheduling = [
+        DieScheduling::Fifo,
+        DieScheduling::ReadPriority,
+        DieScheduling::Suspend(Suspension {
+            min_run: us(rng.below(200) as f64),
+            max_suspensions: 1 + rng.below(8) as u32,
+            ..Suspension::default()
+        }),
+    ][rng.below(3) as usize];
+    p.gc_reads_priority = rng.below(2) == 0;
     p
 }
 

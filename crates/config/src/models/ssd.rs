@@ -8,7 +8,9 @@ use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use std::fmt;
 use storsim_core::SimDuration;
-use storsim_flash::{CellType, Geometry, GeometryError, MultiPlane, Timing};
+use storsim_flash::{
+    CellType, DieScheduling, Geometry, GeometryError, MultiPlane, SuspendKinds, Suspension, Timing,
+};
 use storsim_ftl::{FtlEntry, FTLS};
 use storsim_ssd::{
     DestageOrder, Energy, FlushPolicy, Precondition, SsdParams, WriteBack, WriteBuffer,
@@ -129,6 +131,65 @@ impl MultiPlaneName {
             MultiPlaneName::SamePage => MultiPlane::SamePage,
             MultiPlaneName::AnyPage => MultiPlane::AnyPage,
         }
+    }
+}
+
+/// `ssd.die_scheduling`: how each die orders its operations (docs/models/die-scheduling.md).
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum DieSchedulingName {
+    Fifo,
+    ReadPriority,
+    Suspend,
+}
+
+/// `ssd.suspend.support`: which operations a read may suspend, MQSim's
+/// `CMD_Suspension_Support`.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum SuspendSupportName {
+    None,
+    Program,
+    Erase,
+    ProgramErase,
+}
+
+impl SuspendSupportName {
+    fn kinds(self) -> SuspendKinds {
+        match self {
+            SuspendSupportName::None => SuspendKinds::None,
+            SuspendSupportName::Program => SuspendKinds::Program,
+            SuspendSupportName::Erase => SuspendKinds::Erase,
+            SuspendSupportName::ProgramErase => SuspendKinds::ProgramErase,
+        }
+    }
+}
+
+/// `[ssd.suspend]`: program and erase suspension (`die_scheduling = "suspend"` only).
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct SuspendSection {
+    support: Option<SuspendSupportName>,
+    program_us: Option<f64>,
+    erase_us: Option<f64>,
+    resume_us: Option<f64>,
+    max_suspensions: Option<u32>,
+    min_run_us: Option<f64>,
+}
+
+impl SuspendSection {
+    /// The first key stated, if any, for the message that refuses the section.
+    fn first_stated(&self) -> Option<&'static str> {
+        [
+            ("support", self.support.is_some()),
+            ("program_us", self.program_us.is_some()),
+            ("erase_us", self.erase_us.is_some()),
+            ("resume_us", self.resume_us.is_some()),
+            ("max_suspensions", self.max_suspensions.is_some()),
+            ("min_run_us", self.min_run_us.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(key, stated)| stated.then_some(key))
     }
 }
 
@@ -259,6 +320,9 @@ pub(crate) struct SsdSection {
     controller_overhead_us: Option<f64>,
     copyback: Option<bool>,
     multi_plane: Option<MultiPlaneName>,
+    die_scheduling: Option<DieSchedulingName>,
+    gc_reads_priority: Option<bool>,
+    suspend: Option<SuspendSection>,
     background_gc: Option<bool>,
     idle_gc_delay_us: Option<f64>,
     seed: Option<u64>,
@@ -278,6 +342,9 @@ enum SsdKey {
     ControllerOverheadUs,
     Copyback,
     MultiPlane,
+    DieScheduling,
+    GcReadsPriority,
+    Suspend,
     BackgroundGc,
     IdleGcDelayUs,
     Seed,
@@ -290,12 +357,15 @@ enum SsdKey {
 }
 
 /// The device's own keys, in the order messages list them.
-const SSD_KEYS: [(&str, SsdKey); 13] = [
+const SSD_KEYS: [(&str, SsdKey); 16] = [
     ("ftl", SsdKey::Ftl),
     ("endurance_erases", SsdKey::EnduranceErases),
     ("controller_overhead_us", SsdKey::ControllerOverheadUs),
     ("copyback", SsdKey::Copyback),
     ("multi_plane", SsdKey::MultiPlane),
+    ("die_scheduling", SsdKey::DieScheduling),
+    ("gc_reads_priority", SsdKey::GcReadsPriority),
+    ("suspend", SsdKey::Suspend),
     ("background_gc", SsdKey::BackgroundGc),
     ("idle_gc_delay_us", SsdKey::IdleGcDelayUs),
     ("seed", SsdKey::Seed),
@@ -340,6 +410,9 @@ impl<'de> Visitor<'de> for SsdVisitor {
                 SsdKey::ControllerOverheadUs => s.controller_overhead_us = Some(map.next_value()?),
                 SsdKey::Copyback => s.copyback = Some(map.next_value()?),
                 SsdKey::MultiPlane => s.multi_plane = Some(map.next_value()?),
+                SsdKey::DieScheduling => s.die_scheduling = Some(map.next_value()?),
+                SsdKey::GcReadsPriority => s.gc_reads_priority = Some(map.next_value()?),
+                SsdKey::Suspend => s.suspend = Some(map.next_value()?),
                 SsdKey::BackgroundGc => s.background_gc = Some(map.next_value()?),
                 SsdKey::IdleGcDelayUs => s.idle_gc_delay_us = Some(map.next_value()?),
                 SsdKey::Seed => s.seed = Some(map.next_value()?),
@@ -430,6 +503,8 @@ pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams
         controller_overhead: SimDuration::ZERO,
         copyback: false,
         multi_plane: MultiPlane::Off,
+        die_scheduling: DieScheduling::Fifo,
+        gc_reads_priority: false,
         seed: 1,
         partitions: Vec::new(),
         flow_data_cache: Vec::new(),
@@ -457,6 +532,10 @@ pub(crate) fn apply(
     }
     if let Some(name) = section.multi_plane {
         params.multi_plane = name.rule();
+    }
+    params.die_scheduling = die_scheduling(section, params.die_scheduling, file)?;
+    if let Some(on) = section.gc_reads_priority {
+        params.gc_reads_priority = on;
     }
     if let Some(us) = section.controller_overhead_us {
         params.controller_overhead = delay_us(file, "ssd.controller_overhead_us", us)?;
@@ -508,6 +587,77 @@ pub(crate) fn apply(
     // and the SSD only offers them idle time when its flag says so; files have one switch
     // for both.
     params.ftl.set_background_gc(params.background_gc);
+    Ok(())
+}
+
+/// The die scheduling policy after the section. `[ssd.suspend]` belongs to the `suspend`
+/// policy only; when `die_scheduling` is not restated it is the current one, so a file can
+/// change one suspension parameter of a preset that suspends.
+fn die_scheduling(
+    section: &SsdSection,
+    current: DieScheduling,
+    file: &str,
+) -> Result<DieScheduling, ConfigError> {
+    let name = section.die_scheduling.unwrap_or(match current {
+        DieScheduling::Fifo => DieSchedulingName::Fifo,
+        DieScheduling::ReadPriority => DieSchedulingName::ReadPriority,
+        DieScheduling::Suspend(_) => DieSchedulingName::Suspend,
+    });
+    let section = section.suspend.as_ref();
+    match name {
+        DieSchedulingName::Fifo | DieSchedulingName::ReadPriority => {
+            if let Some(key) = section.and_then(SuspendSection::first_stated) {
+                return Err(invalid(
+                    file,
+                    &format!("ssd.suspend.{key}"),
+                    "applies to die_scheduling = \"suspend\" only".into(),
+                ));
+            }
+            Ok(if name == DieSchedulingName::Fifo {
+                DieScheduling::Fifo
+            } else {
+                DieScheduling::ReadPriority
+            })
+        }
+        DieSchedulingName::Suspend => {
+            let mut s = match current {
+                DieScheduling::Suspend(s) => s,
+                _ => Suspension::default(),
+            };
+            if let Some(section) = section {
+                apply_suspend(section, &mut s, file)?;
+            }
+            Ok(DieScheduling::Suspend(s))
+        }
+    }
+}
+
+fn apply_suspend(s: &SuspendSection, out: &mut Suspension, file: &str) -> Result<(), ConfigError> {
+    if let Some(support) = s.support {
+        out.kinds = support.kinds();
+    }
+    for (key, value, target) in [
+        ("program_us", s.program_us, &mut out.program_latency),
+        ("erase_us", s.erase_us, &mut out.erase_latency),
+        ("resume_us", s.resume_us, &mut out.resume_overhead),
+        ("min_run_us", s.min_run_us, &mut out.min_run),
+    ] {
+        if let Some(us) = value {
+            *target = delay_us(file, &format!("ssd.suspend.{key}"), us)?;
+        }
+    }
+    if let Some(n) = s.max_suspensions {
+        if n == 0 {
+            return Err(invalid(
+                file,
+                "ssd.suspend.max_suspensions",
+                "must be at least 1; for no suspension at all use die_scheduling = \
+                 \"read-priority\" or support = \"none\""
+                    .into(),
+            ));
+        }
+        out.max_suspensions = n;
+    }
     Ok(())
 }
 
