@@ -147,6 +147,18 @@ fn ftl(w: &mut Xml, r: &SimulationResults) -> std::io::Result<()> {
             whole(mapping_programs),
         ),
     ];
+    // Under the suspend policy: the suspensions opened, by kind.
+    for (name, storsim) in [
+        (
+            "Issued_Flash_Suspend_Program_CMD",
+            "die_program_suspensions",
+        ),
+        ("Issued_Flash_Suspend_Erase_CMD", "die_erase_suspensions"),
+    ] {
+        if let Some(v) = counter(storsim) {
+            attributes.push((name, whole(v)));
+        }
+    }
     if let (Some(hits), Some(misses)) = (counter("ftl_cmt_hits"), counter("ftl_cmt_misses")) {
         attributes.push(("CMT_Hits", whole(hits)));
         attributes.push(("CMT_Misses", whole(misses)));

@@ -185,8 +185,6 @@ fn every_setting_without_an_equivalent_is_named_once_with_its_line() {
     for element in [
         "Transaction_Scheduling_Policy",
         "CMD_Suspension_Support",
-        "Suspend_Erase_Time",
-        "Suspend_Program_Time",
         "Preferred_suspend_erase_time_for_read",
         "GC_Hard_Threshold",
         "Page_Read_Latency_CSB",
@@ -494,6 +492,25 @@ fn notes_are_single_lines_of_single_spaced_words() {
         assert!(
             !note.text.contains("  ") && !note.text.contains('\n'),
             "{note}"
+        );
+    }
+}
+
+#[test]
+fn without_suspension_reads_still_go_first_and_the_suspend_times_are_noted() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = ssdconfig("", "").replace(
+        "<CMD_Suspension_Support>ERASE<",
+        "<CMD_Suspension_Support>NONE<",
+    );
+    let config = file(&dir, "ssdconfig.xml", &text);
+    let import = import(&config, None).unwrap();
+    let p = ssd_params(&import.device_toml);
+    assert_eq!(p.die_scheduling, storsim_flash::DieScheduling::ReadPriority);
+    for element in ["Suspend_Erase_Time", "Suspend_Program_Time"] {
+        assert!(
+            import.notes.iter().any(|n| n.element == element),
+            "{element}"
         );
     }
 }
