@@ -347,7 +347,9 @@ fn reads_of_a_clean_device_warn_once_and_precondition_fill_gives_them_flash_time
     let read = counter(&clean, "host_read_pages");
     let unmapped = counter(&clean, "host_read_unmapped_pages");
     assert!(unmapped * 2.0 > read, "{unmapped} of {read}");
-    assert_eq!(err.matches("warning:").count(), 1, "{err}");
+    // The sample is replayed with --wrap, which warns of its own (the factor the addresses
+    // reached); the unmapped reads are warned of once.
+    assert_eq!(err.matches("had never been written").count(), 1, "{err}");
     let expected = format!("{unmapped} of the {read} pages read had never been written");
     assert!(err.contains(&expected), "{err}");
     assert!(err.contains("--precondition fill"), "{err}");
@@ -371,7 +373,7 @@ fn reads_of_a_clean_device_warn_once_and_precondition_fill_gives_them_flash_time
             .unwrap()
             > 0.0
     );
-    assert!(!err.contains("warning:"), "{err}");
+    assert!(!err.contains("never been written"), "{err}");
 }
 
 #[test]
@@ -382,7 +384,7 @@ fn precondition_reaches_every_ssd_of_an_array_and_is_refused_without_one() {
         &["--precondition", "fill"],
         "raid0-fill",
     );
-    assert!(!err.contains("warning:"), "{err}");
+    assert!(!err.contains("never been written"), "{err}");
     let counters = v["device"]["counters"].as_object().unwrap();
     let filled: Vec<_> = counters
         .iter()
