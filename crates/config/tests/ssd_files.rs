@@ -118,7 +118,7 @@ fn flashsim_2009_runs_dftl_and_variants_pick_the_ftl() {
     let default = ssd(load_device("flashsim-2009").unwrap().spec);
     assert_eq!(default.ftl.name(), "dftl");
     assert_eq!(default.geometry.page_bytes, 2048);
-    assert_eq!(default.timing.read, [us(130.9); 3]);
+    assert_eq!(default.timing.read, [us(130.9); 4]);
 
     let fast = ssd(load_device("flashsim-2009:fast").unwrap().spec);
     assert_eq!(fast.ftl, FtlConfig::new(fast::Params::default()));
@@ -193,8 +193,8 @@ fn background_gc_reaches_the_page_mapped_ftls() {
     assert!(p.background_gc && page_params(&p).gc_background);
     assert_eq!(
         p.timing.read,
-        [us(50.0), us(60.0), us(70.0)],
-        "read times by page level"
+        [us(50.0), us(60.0), us(70.0), us(70.0)],
+        "read times by page level (a TLC cell's three, the last repeated)"
     );
 
     let off = parse("preset = \"tlc-nvme\"\n[ssd]\nbackground_gc = false\n");
@@ -351,7 +351,7 @@ fn a_file_overrides_every_part_of_a_preset() {
 fn keys_left_out_keep_what_is_there() {
     // A single time for every level, then a change of cell keeps the times.
     let p = parse("preset = \"tlc-nvme\"\n[ssd.timing]\nread_us = 55\n");
-    assert_eq!(p.timing.read, [us(55.0); 3]);
+    assert_eq!(p.timing.read, [us(55.0); 4]);
     let p = parse("preset = \"flashsim-2009\"\n[ssd.timing]\ncell = \"tlc\"\n");
     assert_eq!(p.timing.program_of(2), us(405.9));
 
@@ -796,8 +796,8 @@ fn unknown_keys_and_bad_names_are_syntax_errors_with_the_line() {
         ),
         ("preset = \"bench2g\"\n[ssd]\nftl = \"ftl9\"\n", "ftl9", 3),
         (
-            "preset = \"bench2g\"\n[ssd.timing]\ncell = \"qlc\"\n",
-            "qlc",
+            "preset = \"bench2g\"\n[ssd.timing]\ncell = \"plc\"\n",
+            "plc",
             3,
         ),
         (
@@ -1381,4 +1381,28 @@ fn bad_die_scheduling_values_name_their_key() {
         assert!(msg.contains("bad.toml") && msg.contains(line), "{msg}");
         assert!(msg.contains(hint), "{msg}");
     }
+}
+
+#[test]
+fn a_qlc_device_takes_four_page_levels_and_refuses_three() {
+    let qlc = SCRATCH
+        .replace("cell = \"mlc\"", "cell = \"qlc\"")
+        .replace("read_us_by_level = [40, 60]", "read_us_by_level = [80, 110, 140, 170]")
+        .replace(
+            "program_us_by_level = [300, 900]",
+            "program_us_by_level = [600, 1500, 2500, 3000]",
+        );
+    let p = parse(&qlc);
+    assert_eq!(p.timing.cell, CellType::Qlc);
+    assert_eq!(
+        p.timing.read,
+        [us(80.0), us(110.0), us(140.0), us(170.0)],
+        "LSB page first"
+    );
+    assert_eq!(p.timing.program_of(3), us(3000.0));
+    assert_eq!(p.endurance, CellType::Qlc.default_endurance());
+    let three = qlc.replace("[80, 110, 140, 170]", "[80, 110, 140]");
+    assert_eq!(invalid_key(&three), "ssd.timing.read_us_by_level");
+    let message = parse_device_toml(&three, "f.toml").unwrap_err().to_string();
+    assert!(message.contains("cell = \"qlc\" has 4 page levels"), "{message}");
 }

@@ -18,4 +18,4 @@ pub use erase_stats::{power_of_two_bucket, EraseStats, POWER_OF_TWO_BUCKETS};
 pub use geometry::{BlockId, Geometry, GeometryError, Ppa};
 pub use nand::{NandArray, NandError};
 pub use scheduler::{FlashOpKind, MultiPlane, Scheduler, Utilisation};
-pub use timing::{CellType, Timing};
+pub use timing::{CellType, Timing, LEVELS_MAX};

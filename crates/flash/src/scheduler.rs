@@ -24,6 +24,7 @@
 use crate::die_queue::{DiePolicyCounts, DieQueue, DieScheduling, Ticket};
 use crate::divisor::Divisor;
 use crate::timeline::Timeline;
+use crate::timing::LEVELS_MAX;
 use crate::{Geometry, Ppa, Timing};
 use storsim_core::{SimDuration, SimTime};
 
@@ -67,8 +68,8 @@ pub struct Scheduler {
     pages_per_block: Divisor,
     levels: Divisor,
     /// tR and tPROG in ns by page level, as in [`Timing::read_of`] and [`Timing::program_of`].
-    read_ns: [u64; 3],
-    program_ns: [u64; 3],
+    read_ns: [u64; LEVELS_MAX],
+    program_ns: [u64; LEVELS_MAX],
     /// Per channel, its dies' reservations; a die is its channel's stream number
     /// `die mod dies per channel`.
     channels: Vec<Timeline>,
@@ -446,7 +447,7 @@ impl Scheduler {
         }
         let n = ppas.len() as u64;
         let (die, ch, _) = self.locate(ppas[0]);
-        let slowest = |times: &[u64; 3]| {
+        let slowest = |times: &[u64; LEVELS_MAX]| {
             ppas.iter()
                 .map(|&p| times[self.level(self.locate(p).2)])
                 .max()
@@ -622,11 +623,18 @@ mod tests {
         // TLC: pages 0, 1, 2 of a block are levels 0, 1, 2; page 4 is level 1 again.
         let t = Timing {
             cell: CellType::Tlc,
-            read: [SimDuration(1_000), SimDuration(2_000), SimDuration(3_000)],
+            // A TLC cell has no fourth level: its time must never be taken.
+            read: [
+                SimDuration(1_000),
+                SimDuration(2_000),
+                SimDuration(3_000),
+                SimDuration(999_000),
+            ],
             program: [
                 SimDuration(10_000),
                 SimDuration(20_000),
                 SimDuration(30_000),
+                SimDuration(999_000),
             ],
             ..Timing::uniform(
                 CellType::Tlc,
@@ -666,8 +674,18 @@ mod tests {
             oob_bytes: 0,
         };
         let t = Timing {
-            read: [SimDuration(1_500), SimDuration(2_500), SimDuration(4_000)],
-            program: [SimDuration(3_000), SimDuration(6_000), SimDuration(9_000)],
+            read: [
+                SimDuration(1_500),
+                SimDuration(2_500),
+                SimDuration(4_000),
+                SimDuration(999_000),
+            ],
+            program: [
+                SimDuration(3_000),
+                SimDuration(6_000),
+                SimDuration(9_000),
+                SimDuration(999_000),
+            ],
             ..Timing::uniform(
                 CellType::Tlc,
                 SimDuration(0),

@@ -9,7 +9,12 @@ pub enum CellType {
     Slc,
     Mlc,
     Tlc,
+    /// Four bits a cell, sixteen levels: the densest and slowest to program.
+    Qlc,
 }
+
+/// The most page levels a cell has (QLC's four): the length of [`Timing`]'s per-level tables.
+pub const LEVELS_MAX: usize = 4;
 
 impl CellType {
     pub fn bits(self) -> u32 {
@@ -17,6 +22,7 @@ impl CellType {
             CellType::Slc => 1,
             CellType::Mlc => 2,
             CellType::Tlc => 3,
+            CellType::Qlc => 4,
         }
     }
     /// Erase cycles a block of this type survives by default.
@@ -25,6 +31,9 @@ impl CellType {
             CellType::Slc => 100_000,
             CellType::Mlc => 10_000,
             CellType::Tlc => 3_000,
+            // The first 64-layer 3D QLC parts were rated for about 1,000 cycles (Toshiba's and
+            // Micron's 2018 announcements); later generations claim more.
+            CellType::Qlc => 1_000,
         }
     }
 }
@@ -35,9 +44,9 @@ impl CellType {
 pub struct Timing {
     pub cell: CellType,
     /// Array read time (tR) per page level.
-    pub read: [SimDuration; 3],
+    pub read: [SimDuration; LEVELS_MAX],
     /// Array program time (tPROG) per page level.
-    pub program: [SimDuration; 3],
+    pub program: [SimDuration; LEVELS_MAX],
     /// Block erase time (tBERS).
     pub erase: SimDuration,
     /// Command and address cycles on the channel, per operation.
@@ -61,8 +70,8 @@ impl Timing {
     ) -> Self {
         Timing {
             cell,
-            read: [read; 3],
-            program: [program; 3],
+            read: [read; LEVELS_MAX],
+            program: [program; LEVELS_MAX],
             erase,
             command,
             channel_mts,
@@ -121,9 +130,34 @@ mod tests {
             100,
             1,
         );
-        t.program = [SimDuration(300), SimDuration(900), SimDuration(0)];
+        t.program = [
+            SimDuration(300),
+            SimDuration(900),
+            SimDuration(0),
+            SimDuration(0),
+        ];
         assert_eq!(t.program_of(0).as_ns(), 300);
         assert_eq!(t.program_of(1).as_ns(), 900);
         assert_eq!(t.program_of(2).as_ns(), 300);
+    }
+
+    #[test]
+    fn qlc_pages_cycle_through_four_levels() {
+        let mut t = Timing::uniform(
+            CellType::Qlc,
+            SimDuration(0),
+            SimDuration(0),
+            SimDuration(3000),
+            SimDuration(0),
+            100,
+            1,
+        );
+        t.read = [80, 110, 140, 170].map(|us| SimDuration(us * 1000));
+        t.program = [600, 1500, 2500, 3000].map(|us| SimDuration(us * 1000));
+        let reads: Vec<u64> = (0..8).map(|p| t.read_of(p).as_ns() / 1000).collect();
+        assert_eq!(reads, [80, 110, 140, 170, 80, 110, 140, 170]);
+        assert_eq!(t.program_of(7).as_ns(), 3_000_000);
+        assert_eq!(CellType::Qlc.bits(), 4);
+        assert!(CellType::Qlc.default_endurance() < CellType::Tlc.default_endurance());
     }
 }

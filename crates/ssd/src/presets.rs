@@ -196,7 +196,9 @@ pub fn tlc_nvme() -> SsdParams {
         1200,
         1,
     );
-    timing.read = [us(50.0), us(60.0), us(70.0)];
+    // Lower, middle and upper page; a TLC cell has no fourth level, which repeats the last as
+    // a device file's per-level list does.
+    timing.read = [us(50.0), us(60.0), us(70.0), us(70.0)];
     SsdParams {
         geometry,
         timing,

@@ -57,10 +57,17 @@ fn params(name: &str, rng: &mut Prng) -> SsdParams {
         oob_bytes: 64,
     };
     if rng.below(3) == 0 {
-        // MLC: page levels differ, so the minima must take the fastest level.
-        p.timing.cell = CellType::Mlc;
-        p.timing.read = [us(130.9), us(190.0), us(130.9)];
-        p.timing.program = [us(405.9), us(900.0), us(405.9)];
+        // MLC, or QLC on the larger blocks: page levels differ, so the minima must take the
+        // fastest level.
+        if p.geometry.pages_per_block == 16 {
+            p.timing.cell = CellType::Qlc;
+            p.timing.read = [us(80.0), us(110.0), us(140.0), us(170.0)];
+            p.timing.program = [us(600.0), us(1500.0), us(2500.0), us(3000.0)];
+        } else {
+            p.timing.cell = CellType::Mlc;
+            p.timing.read = [us(130.9), us(190.0), us(130.9), us(130.9)];
+            p.timing.program = [us(405.9), us(900.0), us(405.9), us(405.9)];
+        }
     }
     p.queue_depth = [1, 2, 4, 8, 32][rng.below(5) as usize];
     p.write_buffer = match rng.below(3) {

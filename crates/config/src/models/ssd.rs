@@ -10,6 +10,7 @@ use std::fmt;
 use storsim_core::SimDuration;
 use storsim_flash::{
     CellType, DieScheduling, Geometry, GeometryError, MultiPlane, SuspendKinds, Suspension, Timing,
+    LEVELS_MAX,
 };
 use storsim_ftl::{FtlEntry, FTLS};
 use storsim_ssd::{
@@ -41,6 +42,7 @@ enum CellName {
     Slc,
     Mlc,
     Tlc,
+    Qlc,
 }
 
 impl CellName {
@@ -49,6 +51,7 @@ impl CellName {
             CellName::Slc => CellType::Slc,
             CellName::Mlc => CellType::Mlc,
             CellName::Tlc => CellType::Tlc,
+            CellName::Qlc => CellType::Qlc,
         }
     }
 }
@@ -59,6 +62,7 @@ fn cell_name(cell: CellType) -> &'static str {
         CellType::Slc => "slc",
         CellType::Mlc => "mlc",
         CellType::Tlc => "tlc",
+        CellType::Qlc => "qlc",
     }
 }
 
@@ -705,7 +709,7 @@ fn levels(
     every: Option<f64>,
     by_level: Option<&[f64]>,
     cell: CellType,
-    out: &mut [SimDuration; 3],
+    out: &mut [SimDuration; LEVELS_MAX],
 ) -> Result<(), ConfigError> {
     let list_key = format!("ssd.timing.{name}_us_by_level");
     match (every, by_level) {
@@ -717,7 +721,9 @@ fn levels(
                 format!("give either {name}_us or {name}_us_by_level, not both"),
             ))
         }
-        (Some(us), None) => *out = [delay_us(file, &format!("ssd.timing.{name}_us"), us)?; 3],
+        (Some(us), None) => {
+            *out = [delay_us(file, &format!("ssd.timing.{name}_us"), us)?; LEVELS_MAX]
+        }
         (None, Some(list)) => {
             let bits = cell.bits() as usize;
             if list.len() != bits {
