@@ -825,7 +825,8 @@ fn measured_trace_help() -> String {
 fn device_help() -> String {
     let names: Vec<&str> = storsim_config::models().map(|m| m.name).collect();
     format!(
-        "A preset name (see `storsim presets`) or a device TOML file (model: {})",
+        "A preset name (see `storsim presets`), a device TOML file (model: {}), or MQSim's SSD \
+         configuration (`ssdconfig.xml`, read as `storsim import mqsim` reads it)",
         names.join(", ")
     )
 }

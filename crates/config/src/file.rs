@@ -18,16 +18,26 @@ pub fn load_device(arg: &str) -> Result<LoadedDevice, ConfigError> {
             spec,
         });
     }
-    let path = Path::new(arg);
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::NotFound {
-        name: arg.to_string(),
-        reason: e.to_string(),
-    })?;
+    let text = device_text(arg)?;
     let spec = parse_device_toml(&text, arg)?;
     Ok(LoadedDevice {
         name: arg.to_string(),
         spec,
     })
+}
+
+/// A device file's text. MQSim's SSD configuration (an XML file, `ssdconfig.xml`) is taken as
+/// `storsim import mqsim` reads it, so `--device` takes MQSim's file unchanged; the import's
+/// notes on what has no equivalent are `import mqsim`'s to print.
+fn device_text(arg: &str) -> Result<String, ConfigError> {
+    let text = std::fs::read_to_string(arg).map_err(|e| ConfigError::NotFound {
+        name: arg.to_string(),
+        reason: e.to_string(),
+    })?;
+    if text.trim_start().starts_with('<') {
+        return Ok(crate::mqsim::import(Path::new(arg), None)?.device_toml);
+    }
+    Ok(text)
 }
 
 /// Resolves a `--device` argument with `KEY=VALUE` overrides on top, as the emulator's control
@@ -43,10 +53,7 @@ pub fn load_device_with(arg: &str, overrides: &[String]) -> Result<LoadedDevice,
     let base_text = if preset_spec(arg).is_some() {
         format!("preset = {}", toml::Value::String(arg.to_string()))
     } else {
-        std::fs::read_to_string(arg).map_err(|e| ConfigError::NotFound {
-            name: arg.to_string(),
-            reason: e.to_string(),
-        })?
+        device_text(arg)?
     };
     let mut table: toml::Table = toml::from_str(&base_text).map_err(|e| ConfigError::Syntax {
         file: arg.to_string(),

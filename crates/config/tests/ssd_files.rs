@@ -1387,7 +1387,10 @@ fn bad_die_scheduling_values_name_their_key() {
 fn a_qlc_device_takes_four_page_levels_and_refuses_three() {
     let qlc = SCRATCH
         .replace("cell = \"mlc\"", "cell = \"qlc\"")
-        .replace("read_us_by_level = [40, 60]", "read_us_by_level = [80, 110, 140, 170]")
+        .replace(
+            "read_us_by_level = [40, 60]",
+            "read_us_by_level = [80, 110, 140, 170]",
+        )
         .replace(
             "program_us_by_level = [300, 900]",
             "program_us_by_level = [600, 1500, 2500, 3000]",
@@ -1404,5 +1407,8 @@ fn a_qlc_device_takes_four_page_levels_and_refuses_three() {
     let three = qlc.replace("[80, 110, 140, 170]", "[80, 110, 140]");
     assert_eq!(invalid_key(&three), "ssd.timing.read_us_by_level");
     let message = parse_device_toml(&three, "f.toml").unwrap_err().to_string();
-    assert!(message.contains("cell = \"qlc\" has 4 page levels"), "{message}");
+    assert!(
+        message.contains("cell = \"qlc\" has 4 page levels"),
+        "{message}"
+    );
 }

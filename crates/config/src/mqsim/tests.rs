@@ -514,3 +514,25 @@ fn without_suspension_reads_still_go_first_and_the_suspend_times_are_noted() {
         );
     }
 }
+
+#[test]
+fn a_device_argument_takes_mqsims_configuration_unchanged_with_overrides_on_top() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = file(&dir, "ssdconfig.xml", &ssdconfig("", ""));
+    let arg = config.to_str().unwrap();
+    let loaded = crate::load_device(arg).unwrap();
+    let direct = ssd_params(&import(&config, None).unwrap().device_toml);
+    assert_eq!(loaded.spec.params::<SsdParams>().unwrap(), &direct);
+    let set = ["ssd.geometry.channels=4".to_string()];
+    let loaded = crate::load_device_with(arg, &set).unwrap();
+    assert_eq!(
+        loaded.spec.params::<SsdParams>().unwrap().geometry.channels,
+        4
+    );
+    // A broken configuration is refused as the import refuses it, naming the line.
+    let bad = file(&dir, "bad.xml", &ssdconfig("\n\t\t<Sed>1</Sed>", ""));
+    let e = crate::load_device(bad.to_str().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("<Sed>: not a parameter"), "{e}");
+}
