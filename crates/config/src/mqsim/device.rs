@@ -856,19 +856,12 @@ fn map_host(mut m: Mapping, out: &mut TomlOut, nvme: bool) -> Result<(), ConfigE
             us(sata.value),
             &sata.origin(),
         );
-        for got in [&lanes] {
-            if got.is_set() {
-                m.note(
-                    got,
-                    "has no effect with SATA: storsim's SATA link keeps its defaults",
-                );
-            }
+        const SATA_LINK: &str = "has no effect with SATA: storsim's SATA link keeps its defaults";
+        if lanes.is_set() {
+            m.note(&lanes, SATA_LINK);
         }
         if lane.is_set() {
-            m.note(
-                &lane,
-                "has no effect with SATA: storsim's SATA link keeps its defaults",
-            );
+            m.note(&lane, SATA_LINK);
         }
     }
     let logging = m.flag("Enable_ResponseTime_Logging", false)?;

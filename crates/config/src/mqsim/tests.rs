@@ -536,3 +536,24 @@ fn a_device_argument_takes_mqsims_configuration_unchanged_with_overrides_on_top(
         .to_string();
     assert!(e.contains("<Sed>: not a parameter"), "{e}");
 }
+
+#[test]
+fn a_sata_device_takes_the_processing_delay_and_notes_the_pcie_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = ssdconfig("", "").replace(">NVME<", ">SATA<");
+    let config = file(&dir, "ssdconfig.xml", &text);
+    let import = import(&config, None).unwrap();
+    let table: toml::Table = import.device_toml.parse().unwrap();
+    let h = table["host_interface"].as_table().unwrap();
+    assert_eq!(h["protocol"].as_str(), Some("sata"));
+    // SATA_Processing_Delay 400,000 ns; NCQ holds 32 of IO_Queue_Depth's 65,535.
+    assert_eq!(h["command_processing_us"].as_float(), Some(400.0));
+    assert_eq!(h["queue_depth"].as_integer(), Some(32));
+    for element in ["PCIe_Lane_Bandwidth", "PCIe_Lane_Count", "Queue_Fetch_Size"] {
+        assert!(
+            import.notes.iter().any(|n| n.element == element),
+            "{element}"
+        );
+    }
+    parse_device_toml(&import.device_toml, "sata.toml").unwrap();
+}
