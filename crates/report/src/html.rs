@@ -67,6 +67,15 @@ fn header(out: &mut String, run: &Run, index: usize) {
     if let Some(dev) = device {
         rows.push(("device", text(dev.get("name"))));
         rows.push(("model", text(dev.get("model"))));
+        // The models inside it (a composite's children, an SSD's FTL), as the document
+        // declares them: which FTL an SSD ran is said nowhere else.
+        if let Some(parts) = dev.get("parts").and_then(Value::as_array) {
+            let listed: Vec<String> = parts
+                .iter()
+                .map(|p| format!("{} under {}", text(p.get("model")), text(p.get("prefix"))))
+                .collect();
+            rows.push(("parts", listed.join(", ")));
+        }
     }
     if let Some(target) = d.get("target") {
         rows.push((

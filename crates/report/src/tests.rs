@@ -147,6 +147,22 @@ fn an_ssd_run_with_a_series_has_every_plot() {
 }
 
 #[test]
+fn a_runs_table_names_the_parts_its_document_declares() {
+    let mut doc = ssd_doc(4, false);
+    doc["device"]["parts"] = json!([{"prefix": "ftl_", "model": "dftl"}]);
+    let report = render(&[run(doc)]);
+    assert!(
+        report
+            .html
+            .contains("<th>parts</th><td>dftl under ftl_</td>"),
+        "the run's FTL is shown"
+    );
+    // A document that declares no parts has no such row.
+    let report = render(&[run(ssd_doc(4, false))]);
+    assert!(!report.html.contains("<th>parts</th>"));
+}
+
+#[test]
 fn many_dies_are_a_heat_map() {
     let report = render(&[run(ssd_doc(32, true))]);
     let die = report
