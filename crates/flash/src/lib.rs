@@ -17,5 +17,5 @@ pub use divisor::Divisor;
 pub use erase_stats::{power_of_two_bucket, EraseStats, POWER_OF_TWO_BUCKETS};
 pub use geometry::{BlockId, Geometry, GeometryError, Ppa};
 pub use nand::{NandArray, NandError};
-pub use scheduler::{FlashOpKind, MultiPlane, Scheduler, Utilisation};
-pub use timing::{CellType, Timing, LEVELS_MAX};
+pub use scheduler::{FlashOpKind, MultiPlane, PageRef, Scheduler, Utilisation};
+pub use timing::{CellMode, CellType, Timing, LEVELS_MAX};

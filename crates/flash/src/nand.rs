@@ -57,6 +57,9 @@ pub struct NandArray {
     programmed_in_block: Vec<u32>,
     retired: Vec<bool>,
     endurance: u32,
+    /// Blocks whose endurance differs from `endurance` (blocks kept in SLC mode), by block;
+    /// empty while there are none, so that other arrays pay nothing for it.
+    endurance_of: Vec<u32>,
     retired_blocks: u32,
 }
 
@@ -76,6 +79,7 @@ impl NandArray {
             programmed_in_block: vec![0; blocks],
             retired: vec![false; blocks],
             endurance,
+            endurance_of: Vec::new(),
             retired_blocks: 0,
         }
     }
@@ -145,12 +149,25 @@ impl NandArray {
         self.programmed_in_block[b] = 0;
         self.erase_stats.erased(self.erase_counts[b]);
         self.erase_counts[b] += 1;
-        if self.erase_counts[b] >= self.endurance {
+        let endurance = match self.endurance_of.get(b) {
+            Some(&e) => e,
+            None => self.endurance,
+        };
+        if self.erase_counts[b] >= endurance {
             self.retired[b] = true;
             self.retired_blocks += 1;
             return Ok(true);
         }
         Ok(false)
+    }
+
+    /// Lets `block` survive `erases` erase cycles instead of the array's endurance: a block the
+    /// FTL keeps in SLC mode endures more, as its one bit a cell has the widest margins.
+    pub fn set_endurance(&mut self, block: BlockId, erases: u32) {
+        if self.endurance_of.is_empty() {
+            self.endurance_of = vec![self.endurance; self.erase_counts.len()];
+        }
+        self.endurance_of[block.0 as usize] = erases;
     }
 
     pub fn erase_count(&self, block: BlockId) -> u32 {
@@ -244,6 +261,20 @@ mod tests {
                 assert_eq!(a.is_programmed(Ppa(p)), p / 37 != victim, "page {p}");
             }
         }
+    }
+
+    #[test]
+    fn a_block_may_have_an_endurance_of_its_own() {
+        let mut a = array(2);
+        a.set_endurance(BlockId(1), 4);
+        for _ in 0..2 {
+            a.erase(BlockId(0)).unwrap();
+        }
+        assert!(a.is_retired(BlockId(0)));
+        for n in 1..=4 {
+            assert_eq!(a.erase(BlockId(1)), Ok(n == 4), "erase {n}");
+        }
+        assert_eq!(a.retired_blocks(), 2);
     }
 
     #[test]

@@ -24,7 +24,7 @@
 use crate::die_queue::{DiePolicyCounts, DieQueue, DieScheduling, Ticket};
 use crate::divisor::Divisor;
 use crate::timeline::Timeline;
-use crate::timing::LEVELS_MAX;
+use crate::timing::{CellMode, LEVELS_MAX};
 use crate::{Geometry, Ppa, Timing};
 use storsim_core::{SimDuration, SimTime};
 
@@ -50,6 +50,26 @@ pub enum MultiPlane {
     AnyPage,
 }
 
+/// A page and the mode its block runs in, which decides its tR and tPROG: what each scheduling
+/// call takes. A bare [`Ppa`] is a page of a block in its native mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PageRef {
+    pub ppa: Ppa,
+    pub mode: CellMode,
+}
+
+impl From<Ppa> for PageRef {
+    fn from(ppa: Ppa) -> PageRef {
+        PageRef {
+            ppa,
+            mode: CellMode::Native,
+        }
+    }
+}
+
+/// The index of SLC mode's times in the scheduler's tables, after the native levels.
+const SLC_LEVEL: usize = LEVELS_MAX;
+
 /// Busy fractions over a span of time.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Utilisation {
@@ -67,9 +87,10 @@ pub struct Scheduler {
     dies_per_channel: Divisor,
     pages_per_block: Divisor,
     levels: Divisor,
-    /// tR and tPROG in ns by page level, as in [`Timing::read_of`] and [`Timing::program_of`].
-    read_ns: [u64; LEVELS_MAX],
-    program_ns: [u64; LEVELS_MAX],
+    /// tR and tPROG in ns by page level, as in [`Timing::read_of`] and [`Timing::program_of`],
+    /// then SLC mode's ([`SLC_LEVEL`]).
+    read_ns: [u64; LEVELS_MAX + 1],
+    program_ns: [u64; LEVELS_MAX + 1],
     /// Per channel, its dies' reservations; a die is its channel's stream number
     /// `die mod dies per channel`.
     channels: Vec<Timeline>,
@@ -89,6 +110,15 @@ pub struct Scheduler {
     policy_counts: DiePolicyCounts,
 }
 
+/// A time table in ns: the native levels', then SLC mode's.
+fn level_table(native: &[SimDuration; LEVELS_MAX], slc: SimDuration) -> [u64; LEVELS_MAX + 1] {
+    let mut table = [slc.as_ns(); LEVELS_MAX + 1];
+    for (t, n) in table.iter_mut().zip(native) {
+        *t = n.as_ns();
+    }
+    table
+}
+
 impl Scheduler {
     pub fn new(geometry: Geometry, timing: Timing) -> Self {
         let transfer = timing.transfer(geometry.page_bytes + geometry.oob_bytes);
@@ -100,8 +130,8 @@ impl Scheduler {
             dies_per_channel: Divisor::new(dies_per_channel),
             pages_per_block: Divisor::new(geometry.pages_per_block),
             levels: Divisor::new(timing.cell.bits()),
-            read_ns: timing.read.map(|t| t.as_ns()),
-            program_ns: timing.program.map(|t| t.as_ns()),
+            read_ns: level_table(&timing.read, timing.slc_read_time()),
+            program_ns: level_table(&timing.program, timing.slc_program_time()),
             channels: vec![Timeline::new(dies_per_channel as usize); geometry.channels as usize],
             horizon: 0,
             die_free_at: vec![0; geometry.dies() as usize],
@@ -175,16 +205,17 @@ impl Scheduler {
     /// finish and die time; its finish never moves ([`Ticket::FIXED`]).
     pub fn schedule_priority_read(
         &mut self,
-        ppa: Ppa,
+        page: impl Into<PageRef>,
         earliest: SimTime,
     ) -> (SimTime, SimDuration) {
+        let page = page.into();
         let suspension = match self.policy {
-            DieScheduling::Fifo => return self.schedule_busy(FlashOpKind::Read, ppa, earliest),
+            DieScheduling::Fifo => return self.schedule_busy(FlashOpKind::Read, page, earliest),
             DieScheduling::ReadPriority => None,
             DieScheduling::Suspend(s) => Some(s),
         };
-        let (die, ch, page) = self.locate(ppa);
-        let read_ns = self.read_ns[self.level(page)];
+        let (die, ch, in_block) = self.locate(page.ppa);
+        let read_ns = self.read_ns[self.level(in_block, page.mode)];
         let (cmd, xfer) = (self.timing.command.as_ns(), self.transfer.as_ns());
         let slot = self.queues[die].slot(earliest.as_ns(), self.horizon, suspension.as_ref());
         let dies_per_channel =
@@ -223,8 +254,19 @@ impl Scheduler {
     }
 
     /// Whether `a` and `b`, operations of kind `kind`, may be parts of one multi-plane
-    /// command: same die, different planes, and the page rule of [`MultiPlane`].
-    pub fn multi_plane_compatible(&self, kind: FlashOpKind, a: Ppa, b: Ppa) -> bool {
+    /// command: same die, different planes, blocks in the same mode, and the page rule of
+    /// [`MultiPlane`].
+    pub fn multi_plane_compatible(
+        &self,
+        kind: FlashOpKind,
+        a: impl Into<PageRef>,
+        b: impl Into<PageRef>,
+    ) -> bool {
+        let (a, b) = (a.into(), b.into());
+        if a.mode != b.mode {
+            return false;
+        }
+        let (a, b) = (a.ppa, b.ppa);
         let g = &self.geometry;
         let (block_a, block_b) = (g.block_of(a), g.block_of(b));
         let pages_agree = match (self.multi_plane, kind) {
@@ -254,8 +296,13 @@ impl Scheduler {
 
     /// Places an operation on `ppa` (any page of the block, for an erase) no earlier than
     /// `earliest`, and returns when it finishes.
-    pub fn schedule(&mut self, kind: FlashOpKind, ppa: Ppa, earliest: SimTime) -> SimTime {
-        self.schedule_busy(kind, ppa, earliest).0
+    pub fn schedule(
+        &mut self,
+        kind: FlashOpKind,
+        page: impl Into<PageRef>,
+        earliest: SimTime,
+    ) -> SimTime {
+        self.schedule_busy(kind, page, earliest).0
     }
 
     /// As [`Scheduler::schedule`], and also how long the operation holds its die (from its
@@ -263,15 +310,16 @@ impl Scheduler {
     pub fn schedule_busy(
         &mut self,
         kind: FlashOpKind,
-        ppa: Ppa,
+        page: impl Into<PageRef>,
         earliest: SimTime,
     ) -> (SimTime, SimDuration) {
+        let page = page.into();
         if kind == FlashOpKind::CopyBack {
             // Without the source page, the read is timed at the destination's page level.
-            return self.schedule_copyback(ppa, ppa, earliest);
+            return self.schedule_copyback(page, page, earliest);
         }
-        let (die, ch, page) = self.locate(ppa);
-        let level = self.level(page);
+        let (die, ch, in_block) = self.locate(page.ppa);
+        let level = self.level(in_block, page.mode);
         let (read_ns, program_ns) = (self.read_ns[level], self.program_ns[level]);
         self.place(kind, die, ch, 1, (read_ns, program_ns), earliest)
     }
@@ -348,12 +396,13 @@ impl Scheduler {
     /// when garbage collection copies inside a die.
     pub fn schedule_read_then_program(
         &mut self,
-        read: Ppa,
-        program: Ppa,
+        read: impl Into<PageRef>,
+        program: impl Into<PageRef>,
         earliest: SimTime,
     ) -> [(SimTime, SimDuration); 2] {
-        let (die, ch, read_page) = self.locate(read);
-        let (program_die, _, program_page) = self.locate(program);
+        let (read, program) = (read.into(), program.into());
+        let (die, ch, read_page) = self.locate(read.ppa);
+        let (program_die, _, program_page) = self.locate(program.ppa);
         let cmd = self.timing.command.as_ns();
         let out = cmd + self.transfer.as_ns();
         if program_die != die || out == 0 {
@@ -361,8 +410,8 @@ impl Scheduler {
             return [r, self.schedule_busy(FlashOpKind::Program, program, r.0)];
         }
         let (read_ns, program_ns) = (
-            self.read_ns[self.level(read_page)],
-            self.program_ns[self.level(program_page)],
+            self.read_ns[self.level(read_page, read.mode)],
+            self.program_ns[self.level(program_page, program.mode)],
         );
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
         let (horizon, lane) = (self.horizon, self.lane(die));
@@ -385,7 +434,8 @@ impl Scheduler {
 
     /// Whether a copy from `from` to `to` can stay inside the chip as a copy-back: both pages
     /// in one plane, whose page register carries the data (FlashSim's Algorithm 2).
-    pub fn can_copy_back(&self, from: Ppa, to: Ppa) -> bool {
+    pub fn can_copy_back(&self, from: impl Into<PageRef>, to: impl Into<PageRef>) -> bool {
+        let (from, to) = (from.into().ppa, to.into().ppa);
         let g = &self.geometry;
         g.plane_of(g.block_of(from)) == g.plane_of(g.block_of(to))
     }
@@ -395,18 +445,20 @@ impl Scheduler {
     /// destination's tPROG, with no data on the channel. Returns its finish and die time.
     pub fn schedule_copyback(
         &mut self,
-        from: Ppa,
-        to: Ppa,
+        from: impl Into<PageRef>,
+        to: impl Into<PageRef>,
         earliest: SimTime,
     ) -> (SimTime, SimDuration) {
+        let (from, to) = (from.into(), to.into());
         assert!(
             self.can_copy_back(from, to),
             "copy-back from {from:?} to {to:?} crosses planes"
         );
-        let (die, ch, to_page) = self.locate(to);
-        let from_page = self.pages_per_block.remainder(from.0) as usize;
+        let (die, ch, to_page) = self.locate(to.ppa);
+        let from_page = self.pages_per_block.remainder(from.ppa.0) as usize;
         let cmd = self.timing.command.as_ns();
-        let array = self.read_ns[self.level(from_page)] + self.program_ns[self.level(to_page)];
+        let array = self.read_ns[self.level(from_page, from.mode)]
+            + self.program_ns[self.level(to_page, to.mode)];
         let t0 = earliest.as_ns().max(self.die_free_at[die]);
         let horizon = self.horizon;
         let lane = self.lane(die);
@@ -425,10 +477,10 @@ impl Scheduler {
     /// [`Scheduler::multi_plane_compatible`]) no earlier than `earliest`. The channel carries
     /// every plane's command (and data) back to back; the array work is the slowest plane's.
     /// Returns when the command finishes (every page at once) and how long it holds the die.
-    pub fn schedule_multi_plane(
+    pub fn schedule_multi_plane<P: Copy + Into<PageRef> + std::fmt::Debug>(
         &mut self,
         kind: FlashOpKind,
-        ppas: &[Ppa],
+        ppas: &[P],
         earliest: SimTime,
     ) -> (SimTime, SimDuration) {
         assert!(
@@ -446,10 +498,13 @@ impl Scheduler {
             }
         }
         let n = ppas.len() as u64;
-        let (die, ch, _) = self.locate(ppas[0]);
-        let slowest = |times: &[u64; LEVELS_MAX]| {
+        let (die, ch, _) = self.locate(ppas[0].into().ppa);
+        let slowest = |times: &[u64; LEVELS_MAX + 1]| {
             ppas.iter()
-                .map(|&p| times[self.level(self.locate(p).2)])
+                .map(|&p| {
+                    let p = p.into();
+                    times[self.level(self.locate(p.ppa).2, p.mode)]
+                })
                 .max()
                 .expect("at least two pages")
         };
@@ -472,10 +527,14 @@ impl Scheduler {
         self.dies_per_channel.remainder(die as u32) as usize
     }
 
-    /// The level of page `page` of a block, as [`Timing`] defines it.
+    /// The index in the time tables of page `page` of a block in mode `mode`: its level, as
+    /// [`Timing`] defines it, or SLC mode's.
     #[inline]
-    fn level(&self, page: usize) -> usize {
-        self.levels.remainder(page as u32) as usize
+    fn level(&self, page: usize, mode: CellMode) -> usize {
+        match mode {
+            CellMode::Native => self.levels.remainder(page as u32) as usize,
+            CellMode::Slc => SLC_LEVEL,
+        }
     }
 
     /// Tells the scheduler that simulated time has reached `now`, as the driver does on every

@@ -38,6 +38,18 @@ impl CellType {
     }
 }
 
+/// How a block's cells are programmed. TLC and QLC drives run some blocks one bit a cell (SLC
+/// mode) as a write cache: such a block holds a `bits`-th of its pages but programs and reads
+/// them at SLC speed ([`Timing::slc_read`], [`Timing::slc_program`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CellMode {
+    /// The part's own bits per cell; page `p` is of level `p % bits`.
+    #[default]
+    Native,
+    /// One bit a cell, whatever the part's type.
+    Slc,
+}
+
 /// Operation latencies. Page `p` of a block is of level `p % bits` (0 = LSB), a simple and
 /// common approximation of the real LSB/CSB/MSB word-line pairing; SLC has level 0 only.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,6 +59,10 @@ pub struct Timing {
     pub read: [SimDuration; LEVELS_MAX],
     /// Array program time (tPROG) per page level.
     pub program: [SimDuration; LEVELS_MAX],
+    /// Array read time of a page in a block run in SLC mode; `None` is the level-0 (LSB) time.
+    pub slc_read: Option<SimDuration>,
+    /// Array program time of a page in a block run in SLC mode; `None` is the level-0 time.
+    pub slc_program: Option<SimDuration>,
     /// Block erase time (tBERS).
     pub erase: SimDuration,
     /// Command and address cycles on the channel, per operation.
@@ -72,6 +88,8 @@ impl Timing {
             cell,
             read: [read; LEVELS_MAX],
             program: [program; LEVELS_MAX],
+            slc_read: None,
+            slc_program: None,
             erase,
             command,
             channel_mts,
@@ -89,6 +107,16 @@ impl Timing {
 
     pub fn program_of(&self, page_in_block: u32) -> SimDuration {
         self.program[self.level(page_in_block)]
+    }
+
+    /// tR of a page of a block run in SLC mode.
+    pub fn slc_read_time(&self) -> SimDuration {
+        self.slc_read.unwrap_or(self.read[0])
+    }
+
+    /// tPROG of a page of a block run in SLC mode.
+    pub fn slc_program_time(&self) -> SimDuration {
+        self.slc_program.unwrap_or(self.program[0])
     }
 
     /// Time to move `bytes` over the channel, rounded up to the nanosecond.

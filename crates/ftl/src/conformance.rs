@@ -43,6 +43,10 @@ pub struct Mix {
     pub sequential_percent: u32,
     /// Run the full consistency check every this many steps (and at the end).
     pub full_check_every: u64,
+    /// Percentage of steps after which the device is idle: the FTL's idle work
+    /// ([`Ftl::idle`]) runs until it has none left. Its busy-time work
+    /// ([`Ftl::housekeeping`]) runs after every write whatever this says.
+    pub idle_percent: u32,
 }
 
 impl Default for Mix {
@@ -54,6 +58,7 @@ impl Default for Mix {
             span_fraction: 1.0,
             sequential_percent: 30,
             full_check_every: 1_000,
+            idle_percent: 0,
         }
     }
 }
@@ -83,9 +88,9 @@ pub struct Report {
     pub host_reads: u64,
     pub trims: u64,
     /// Programs by cause, indexed by [`Cause::index`].
-    pub programs: [u64; 5],
-    pub reads: [u64; 5],
-    pub erases: [u64; 5],
+    pub programs: [u64; Cause::ALL.len()],
+    pub reads: [u64; Cause::ALL.len()],
+    pub erases: [u64; Cause::ALL.len()],
 }
 
 impl Report {
@@ -174,6 +179,25 @@ pub fn check_with(
         };
         if let Err(e) = checker.call(ftl, call, lpn).map_err(&fail)? {
             return Err(fail(format!("{} of page {lpn}: {e}", call.name())));
+        }
+        if call == Call::Write {
+            checker
+                .background(ftl, |f, ops| f.housekeeping(ops))
+                .map_err(&fail)?;
+        }
+        if mix.idle_percent > 0 && rng.below(100) < mix.idle_percent as u64 {
+            // Idle work ends by itself (nothing left to fold or collect); the bound only
+            // turns an FTL that never stops into a failure instead of a hang.
+            let mut units = 0;
+            while checker
+                .background(ftl, |f, ops| f.idle(ops))
+                .map_err(&fail)?
+            {
+                units += 1;
+                if units > 1_000_000 {
+                    return Err(fail("idle work never ends".into()));
+                }
+            }
         }
         if (step + 1) % mix.full_check_every == 0 || step + 1 == mix.steps {
             checker.full_check(ftl).map_err(&fail)?;
@@ -427,6 +451,45 @@ impl Checker {
             &self.ops,
         )?;
         Ok(result)
+    }
+
+    /// Runs one unit of the FTL's own work (`work`: [`Ftl::housekeeping`] or [`Ftl::idle`]) and
+    /// checks its operations against the mirror, as a call that moves data but writes none:
+    /// afterwards every page the host wrote must still be where the FTL says, with its data.
+    /// Returns whether the FTL did anything.
+    fn background(
+        &mut self,
+        ftl: &mut dyn Ftl,
+        work: fn(&mut dyn Ftl, &mut Vec<FlashOp>) -> Result<bool, FtlError>,
+    ) -> Result<bool, String> {
+        if self.spent.is_some() {
+            return Ok(false);
+        }
+        self.ops.clear();
+        let did = match work(ftl, &mut self.ops) {
+            Ok(did) => did,
+            Err(e @ (FtlError::NoSpace | FtlError::WornOut { .. })) => {
+                self.spent = Some(e);
+                return Ok(false);
+            }
+            Err(e) => return Err(format!("the FTL's own work failed: {e}")),
+        };
+        if !did && !self.ops.is_empty() {
+            return Err(format!(
+                "the FTL's own work said it did nothing but emitted {} operations",
+                self.ops.len()
+            ));
+        }
+        apply(
+            &self.ops,
+            &mut self.mirror,
+            &mut self.report,
+            'b',
+            0,
+            0,
+            None,
+        )?;
+        Ok(did)
     }
 
     /// The whole map, the valid-page count, the erase counts and the programmed pages against

@@ -22,10 +22,12 @@ pub mod page_static;
 pub mod params;
 pub mod raw;
 mod rewrite;
+pub mod slc_cache;
 mod table;
 pub mod wear;
 
 pub use op::{Cause, Dep, FlashOp, FtlError};
+pub use slc_cache::{SlcCache, WhenFull};
 
 pub use params::Keys;
 use params::{Field, ParamError, Section};
@@ -343,9 +345,40 @@ pub trait Ftl: Send {
     /// was set). The default, for FTLs without partitions, does nothing.
     fn select_write_partition(&mut self, _partition: Option<usize>) {}
 
-    /// Work the FTL wants to do while the device is idle (background garbage collection).
-    /// Appends at most one unit of work (for example one victim block) and returns whether it
-    /// did anything; the SSD calls it again while the device stays idle.
+    /// Runs part of the flash as an SLC write cache (docs/models/slc-cache.md): host writes go
+    /// into blocks programmed one bit a cell and are folded into native blocks in idle time
+    /// ([`Ftl::idle`], [`Ftl::fold_slc_cache`]) or, by `cache.when_full`, before a write that
+    /// finds the cache full. The SSD calls it once, on the FTL as built, before any write. The
+    /// default refuses: only an FTL that places each page freely can do it.
+    fn set_slc_cache(&mut self, _cache: &SlcCache) -> Result<(), FtlError> {
+        Err(FtlError::Rejected {
+            reason: format!(
+                "the `{}` FTL has no SLC cache (the page and dftl FTLs have)",
+                self.name()
+            ),
+        })
+    }
+
+    /// Folds part of the SLC cache: at most one block of each plane, oldest first. Returns
+    /// whether it folded anything; preconditioning calls it until it does not, which leaves
+    /// the cache empty, as a drive is after a long idle time. The default has no cache.
+    fn fold_slc_cache(&mut self, _ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
+        Ok(false)
+    }
+
+    /// Work the FTL must do while the host keeps the device busy, beside the host's work
+    /// rather than before it (folding SLC cache blocks whose space the filling logical space
+    /// needs back). The SSD calls it after each host write and places what it appends without
+    /// holding any request for it: the work delays the host only where it shares a die or a
+    /// channel. Returns whether it appended anything. The default has none.
+    fn housekeeping(&mut self, _ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
+        Ok(false)
+    }
+
+    /// Work the FTL wants to do while the device is idle (folding the SLC cache, background
+    /// garbage collection). Appends at most one unit of work (for example one victim block)
+    /// and returns whether it did anything; the SSD calls it again while the device stays
+    /// idle.
     fn idle(&mut self, _ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
         Ok(false)
     }

@@ -1,7 +1,7 @@
 //! The operations an FTL asks for, and its errors.
 
 use std::fmt;
-use storsim_flash::{FlashOpKind, NandError, Ppa};
+use storsim_flash::{CellMode, FlashOpKind, NandError, PageRef, Ppa};
 
 /// Why a flash operation happens: statistics split every operation by its cause.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -16,15 +16,19 @@ pub enum Cause {
     Mapping,
     /// Moving cold data to spread erases (static wear levelling).
     WearLevel,
+    /// Folding: moving the data of a block written in SLC mode (the SLC write cache) into
+    /// blocks run at the cells' native density.
+    Fold,
 }
 
 impl Cause {
-    pub const ALL: [Cause; 5] = [
+    pub const ALL: [Cause; 6] = [
         Cause::Host,
         Cause::Gc,
         Cause::Merge,
         Cause::Mapping,
         Cause::WearLevel,
+        Cause::Fold,
     ];
 
     pub fn name(self) -> &'static str {
@@ -34,6 +38,7 @@ impl Cause {
             Cause::Merge => "merge",
             Cause::Mapping => "mapping",
             Cause::WearLevel => "wear_level",
+            Cause::Fold => "fold",
         }
     }
 
@@ -56,7 +61,8 @@ pub enum Dep {
 
 /// One NAND operation. For a program, `data_from` names the page whose data it writes (a copy
 /// during GC or a merge) or is `None` for new data (the host's, or the FTL's own metadata). The
-/// page named must have been read earlier in the same call.
+/// page named must have been read earlier in the same call. `mode` is the mode of the block
+/// `ppa` is in, which decides how long the operation takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlashOp {
     pub kind: FlashOpKind,
@@ -64,6 +70,7 @@ pub struct FlashOp {
     pub cause: Cause,
     pub dep: Dep,
     pub data_from: Option<Ppa>,
+    pub mode: CellMode,
 }
 
 impl FlashOp {
@@ -74,6 +81,7 @@ impl FlashOp {
             cause,
             dep,
             data_from: None,
+            mode: CellMode::Native,
         }
     }
     /// A program of new data (the host's or metadata).
@@ -84,6 +92,7 @@ impl FlashOp {
             cause,
             dep,
             data_from: None,
+            mode: CellMode::Native,
         }
     }
     /// A program of the data read from `from`.
@@ -94,8 +103,25 @@ impl FlashOp {
             cause,
             dep,
             data_from: Some(from),
+            mode: CellMode::Native,
         }
     }
+    /// The same operation on a block run in SLC mode.
+    pub fn in_slc_mode(self) -> Self {
+        FlashOp {
+            mode: CellMode::Slc,
+            ..self
+        }
+    }
+
+    /// The page and its block's mode, as the scheduler takes them.
+    pub fn page(&self) -> PageRef {
+        PageRef {
+            ppa: self.ppa,
+            mode: self.mode,
+        }
+    }
+
     /// An erase of the block holding `ppa`.
     pub fn erase(ppa: Ppa, cause: Cause, dep: Dep) -> Self {
         FlashOp {
@@ -104,6 +130,7 @@ impl FlashOp {
             cause,
             dep,
             data_from: None,
+            mode: CellMode::Native,
         }
     }
 }

@@ -50,6 +50,7 @@ fn conformance_on_small_geometries_and_mixes() {
             span_fraction: 1.0,
             sequential_percent: 80,
             full_check_every: 500,
+            idle_percent: 0,
         },
         Mix {
             steps: 10_000,
@@ -58,6 +59,7 @@ fn conformance_on_small_geometries_and_mixes() {
             span_fraction: 0.5,
             sequential_percent: 10,
             full_check_every: 500,
+            idle_percent: 0,
         },
     ];
     let geometries = [geometry(1, 8, 4), geometry(2, 8, 8), geometry(1, 32, 16)];

@@ -40,6 +40,7 @@ fn conformance_on_small_geometries_and_mixes() {
             span_fraction: 1.0,
             sequential_percent: 80,
             full_check_every: 250,
+            idle_percent: 0,
         },
         // Random over a small span: the same blocks rewritten again and again.
         Mix {
@@ -49,6 +50,7 @@ fn conformance_on_small_geometries_and_mixes() {
             span_fraction: 0.3,
             sequential_percent: 10,
             full_check_every: 250,
+            idle_percent: 0,
         },
     ];
     let geometries = [geometry(1, 8, 4), geometry(2, 4, 8), geometry(1, 16, 16)];

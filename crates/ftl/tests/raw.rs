@@ -221,6 +221,7 @@ fn raw_passes_conformance_with_a_write_once_workload() {
             span_fraction: 1.0,
             sequential_percent: 30,
             full_check_every: 200,
+            idle_percent: 0,
         },
         // Trim-heavy over half the array, mostly sequential: blocks erase soon after filling.
         Mix {
@@ -230,6 +231,7 @@ fn raw_passes_conformance_with_a_write_once_workload() {
             span_fraction: 0.5,
             sequential_percent: 80,
             full_check_every: 200,
+            idle_percent: 0,
         },
     ];
     for (gi, g) in [

@@ -10,7 +10,7 @@
 
 use crate::stats::OpCounts;
 use storsim_core::{SimDuration, SimTime};
-use storsim_flash::{FlashOpKind, Ppa, Scheduler, Ticket};
+use storsim_flash::{FlashOpKind, PageRef, Ppa, Scheduler, Ticket};
 use storsim_ftl::{Cause, Dep, FlashOp};
 
 /// How far ahead in the list a multi-plane command looks for partners, in operations per
@@ -34,7 +34,7 @@ pub(crate) struct OpBatch {
     ticket: Ticket,
     /// Scratch for one multi-plane command: operation indices and their pages.
     group: Vec<usize>,
-    pages: Vec<Ppa>,
+    pages: Vec<PageRef>,
 }
 
 /// What placing operations changes besides the timelines.
@@ -174,22 +174,22 @@ impl OpBatch {
                         };
                         let finish = if let Some(to) = self.copy_back_pair(i, end, at) {
                             // The read and the program that follows it become one copy-back.
-                            let placed = at.scheduler.schedule_copyback(op.ppa, to, earliest);
+                            let placed = at.scheduler.schedule_copyback(op.page(), to, earliest);
                             at.counts.add(FlashOpKind::CopyBack, op.cause, placed.1);
                             at.program_finished(placed.0);
                             i += 1;
                             placed.0
                         } else if at.priority(&op) {
-                            let placed = at.scheduler.schedule_priority_read(op.ppa, earliest);
+                            let placed = at.scheduler.schedule_priority_read(op.page(), earliest);
                             at.counts.add(op.kind, op.cause, placed.1);
                             placed.0
                         } else if multi_plane && earliest == start && self.gather(i, at) {
                             self.place_group(earliest, at)
                         } else if let Some(to) = self.copy_through_controller(i, end, at) {
                             // The read and the program that waits for it, placed as one.
-                            let [read, program] = at
-                                .scheduler
-                                .schedule_read_then_program(op.ppa, to, earliest);
+                            let [read, program] =
+                                at.scheduler
+                                    .schedule_read_then_program(op.page(), to, earliest);
                             at.counts.add(FlashOpKind::Read, op.cause, read.1);
                             at.counts
                                 .add(FlashOpKind::Program, self.ops[i + 1].cause, program.1);
@@ -197,7 +197,7 @@ impl OpBatch {
                             i += 1;
                             program.0
                         } else {
-                            let placed = at.scheduler.schedule_busy(op.kind, op.ppa, earliest);
+                            let placed = at.scheduler.schedule_busy(op.kind, op.page(), earliest);
                             at.counts.add(op.kind, op.cause, placed.1);
                             if op.kind == FlashOpKind::Program {
                                 at.program_finished(placed.0);
@@ -242,7 +242,7 @@ impl OpBatch {
     /// ends before `end`), programs right after it (`Dep::Previous`) into the same plane, for
     /// the FTL's own bookkeeping (not the host's data, which must reach the controller), the
     /// destination page.
-    fn copy_back_pair(&self, i: usize, end: usize, at: &Placement<'_>) -> Option<Ppa> {
+    fn copy_back_pair(&self, i: usize, end: usize, at: &Placement<'_>) -> Option<PageRef> {
         if !at.copyback || i + 1 >= end {
             return None;
         }
@@ -253,7 +253,7 @@ impl OpBatch {
             && program.dep == Dep::Previous
             && program.data_from == Some(read.ppa)
             && at.scheduler.can_copy_back(read.ppa, program.ppa);
-        pair.then_some(program.ppa)
+        pair.then_some(program.page())
     }
 
     /// When `ops[i]` is a read and `ops[i + 1]`, in the same call (which ends before `end`) and
@@ -261,7 +261,7 @@ impl OpBatch {
     /// in turn, the program would start from the read's finish, which is what
     /// [`Scheduler::schedule_read_then_program`] does for both at once.
     #[inline]
-    fn copy_through_controller(&self, i: usize, end: usize, at: &Placement<'_>) -> Option<Ppa> {
+    fn copy_through_controller(&self, i: usize, end: usize, at: &Placement<'_>) -> Option<PageRef> {
         if i + 1 >= end {
             return None;
         }
@@ -271,7 +271,7 @@ impl OpBatch {
             && program.dep == Dep::Previous
             && !self.taken.iter().any(|&(j, _, _)| j == i + 1)
             && !at.priority(&read);
-        pair.then_some(program.ppa)
+        pair.then_some(program.page())
     }
 
     /// Collects into `group` operation `i` and the operations after it, not placed yet, that
@@ -318,7 +318,7 @@ impl OpBatch {
                 && (other.dep == Dep::None || self.calls.binary_search(&j).is_ok())
                 && !paired
                 && self.group.iter().all(|&k| {
-                    scheduler.multi_plane_compatible(op.kind, self.ops[k].ppa, other.ppa)
+                    scheduler.multi_plane_compatible(op.kind, self.ops[k].page(), other.page())
                 });
             if !joins {
                 break;
@@ -338,7 +338,7 @@ impl OpBatch {
         let kind = self.ops[self.group[0]].kind;
         self.pages.clear();
         self.pages
-            .extend(self.group.iter().map(|&k| self.ops[k].ppa));
+            .extend(self.group.iter().map(|&k| self.ops[k].page()));
         let (finish, busy) = at
             .scheduler
             .schedule_multi_plane(kind, &self.pages, earliest);

@@ -19,8 +19,8 @@ mod stats;
 mod write_back;
 
 pub use params::{
-    DataCacheMode, DestageOrder, Energy, FlowPartition, FlushPolicy, Precondition, SsdParams,
-    WriteBack, WriteBuffer,
+    DataCacheMode, DestageOrder, Energy, FlowPartition, FlushPolicy, Precondition, SlcCacheSpec,
+    SsdParams, WriteBack, WriteBuffer,
 };
 pub use precondition::PreconditionReport;
 pub use stats::{
@@ -29,6 +29,7 @@ pub use stats::{
     FLASH_READS_BY_CAUSE, HOST_READ_PAGES, HOST_READ_UNMAPPED_PAGES, STEADY_STATE_COUNTERS,
     UTILISATION_ELAPSED, WRITE_AMPLIFICATION,
 };
+pub use storsim_ftl::WhenFull;
 
 use batch::{GcReads, OpBatch, Placement};
 use release::{ReleaseQueue, Releases};
@@ -130,6 +131,9 @@ impl SsdDevice {
     pub fn new(params: SsdParams) -> Result<Self, SsdError> {
         params.validate().map_err(SsdError::Params)?;
         let mut ftl = params.ftl.build(params.geometry, params.endurance)?;
+        if let Some(cache) = &params.slc_cache {
+            ftl.set_slc_cache(&cache.blocks(&params.geometry, params.timing.cell.bits()))?;
+        }
         let precondition = precondition::run(ftl.as_mut(), &params.precondition, params.seed)?;
         if !params.partitions.is_empty() {
             // Preconditioning wrote anywhere; the flows' own writes keep to their partitions.
@@ -199,6 +203,22 @@ impl SsdDevice {
             ftl,
             params,
         })
+    }
+
+    /// Places the FTL's busy-time work ([`Ftl::housekeeping`]) from `start`, holding no
+    /// request: the host sees it only where it occupies a die or a channel.
+    fn housekeeping(&mut self, start: SimTime) {
+        if self.params.slc_cache.is_none() || self.failed.is_some() {
+            return;
+        }
+        self.batch.clear();
+        match self.ftl.housekeeping(self.batch.begin_call()) {
+            Ok(true) => {
+                self.place_batch(start);
+            }
+            Ok(false) => {}
+            Err(e) => self.failed = Some(e),
+        }
     }
 
     pub fn ftl(&self) -> &dyn Ftl {
@@ -666,6 +686,9 @@ impl Device for SsdDevice {
             Op::Flush => (now, self.serve_flush(start)?),
         };
         self.last_host_finish = self.last_host_finish.max(finish);
+        if request.op == Op::Write {
+            self.housekeeping(start);
+        }
         let completion = Completion {
             request,
             service_start,
@@ -701,7 +724,8 @@ impl Device for SsdDevice {
             }
             done.push(c);
         }
-        let background_gc = self.params.background_gc;
+        // The FTL's idle work: background garbage collection, and folding the SLC cache.
+        let background_gc = self.params.background_gc || self.params.slc_cache.is_some();
         if !self.completions.is_empty() {
             return;
         }

@@ -2,7 +2,7 @@
 
 use storsim_core::{SimDuration, QUEUE_DEPTH_MAX};
 use storsim_flash::{DieScheduling, Geometry, MultiPlane, Timing};
-use storsim_ftl::FtlConfig;
+use storsim_ftl::{FtlConfig, SlcCache, WhenFull};
 
 /// Energy per NAND operation and the device's idle power. Defaults are FlashSim's Table 2
 /// (read 4.72 µJ, program 38.04 µJ, erase 527.68 µJ per operation); FlashSim gives no idle
@@ -105,6 +105,41 @@ pub enum Precondition {
     SteadyState { max_overwrite_factor: f64 },
 }
 
+/// An SLC write cache as a device file states it, in bytes of data it holds; the device turns
+/// it into blocks of its geometry ([`SlcCacheSpec::blocks`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlcCacheSpec {
+    /// Data the static cache holds: blocks of each plane kept in SLC mode for good, out of the
+    /// spare space, rounded up to whole blocks per plane.
+    pub static_bytes: u64,
+    /// The most data the dynamic cache holds (free blocks used in SLC mode), rounded up to
+    /// whole blocks; less while the logical space is full.
+    pub dynamic_max_bytes: u64,
+    /// What a host write does when the cache has no room.
+    pub when_full: WhenFull,
+    /// Erase cycles a static block survives.
+    pub static_endurance_erases: u32,
+}
+
+impl SlcCacheSpec {
+    /// The cache in blocks of `geometry` with cells of `bits`: a block in SLC mode holds
+    /// `pages_per_block / bits` pages.
+    pub fn blocks(&self, geometry: &Geometry, bits: u32) -> SlcCache {
+        let slc_pages_per_block = geometry.pages_per_block / bits;
+        let block_bytes = (slc_pages_per_block as u64 * geometry.page_bytes as u64).max(1);
+        let planes = geometry.planes() as u64;
+        let static_blocks = self.static_bytes.div_ceil(block_bytes);
+        SlcCache {
+            slc_pages_per_block,
+            static_blocks_per_plane: u32::try_from(static_blocks.div_ceil(planes))
+                .unwrap_or(u32::MAX),
+            dynamic_max_blocks: self.dynamic_max_bytes.div_ceil(block_bytes),
+            when_full: self.when_full,
+            static_endurance_erases: self.static_endurance_erases,
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct SsdParams {
     pub geometry: Geometry,
@@ -136,6 +171,10 @@ pub struct SsdParams {
     pub die_scheduling: DieScheduling,
     /// Under a policy other than FIFO, garbage collection's reads go first as host reads do.
     pub gc_reads_priority: bool,
+    /// An SLC write cache (docs/models/slc-cache.md): host writes into blocks run one bit a
+    /// cell, folded into native blocks in idle time or when the cache is full. Its blocks'
+    /// times are the timing's SLC-mode ones (`Timing::slc_read`, `Timing::slc_program`).
+    pub slc_cache: Option<SlcCacheSpec>,
     /// Seed for everything random in preconditioning.
     pub seed: u64,
     /// Resource partitions by flow (`Request::flow` f uses `partitions[f]`; flows past the end,
@@ -248,6 +287,20 @@ impl SsdParams {
                 return Err(format!(
                     "write buffer watermarks must satisfy 0 <= low < high <= 1, got low {low}, \
                      high {high}"
+                ));
+            }
+        }
+        if self.slc_cache.is_some() {
+            let bits = self.timing.cell.bits();
+            if bits == 1 {
+                return Err(
+                    "an SLC cache needs cells of more than one bit (ssd.timing.cell)".into(),
+                );
+            }
+            if self.geometry.pages_per_block < bits {
+                return Err(format!(
+                    "an SLC cache needs blocks of at least {bits} pages: a block in SLC mode \
+                     holds pages_per_block / {bits} of them"
                 ));
             }
         }

@@ -22,7 +22,16 @@ pub const HOST_READ_UNMAPPED_PAGES: CounterDescriptor = CounterDescriptor::new(
 );
 
 /// The causes of flash operations, as the per-cause counters name them (`Cause::name`).
-pub const CAUSES: &[&str] = &["host", "gc", "merge", "mapping", "wear_level"];
+pub const CAUSES: &[&str] = &["host", "gc", "merge", "mapping", "wear_level", "fold"];
+
+/// The causes a device lists counters for: folding only with an SLC cache, the one thing that
+/// folds.
+fn causes(d: &SsdDevice) -> impl Iterator<Item = Cause> + Clone {
+    let folds = d.params.slc_cache.is_some();
+    Cause::ALL
+        .into_iter()
+        .filter(move |&c| c != Cause::Fold || folds)
+}
 
 /// Flash page reads by cause (host, garbage collection, ...).
 pub const FLASH_READS_BY_CAUSE: CounterDescriptor = CounterDescriptor::family(
@@ -224,7 +233,7 @@ pub const COUNTERS: &[CounterDescriptor] = &[
     CounterDescriptor::new(
         "background_gc_units",
         Unit::Count,
-        "Units of garbage collection done in idle time.",
+        "Units of the FTL's idle work done (garbage collection, folding the SLC cache).",
     ),
     UTILISATION_ELAPSED,
     CHANNEL_UTILISATION,
@@ -324,12 +333,12 @@ pub const STEADY_STATE_COUNTERS: &[CounterDescriptor] = &[CounterDescriptor::new
 /// Flash operations by kind (read, program, erase) and cause.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct OpCounts {
-    pub reads: [u64; 5],
-    pub programs: [u64; 5],
-    pub erases: [u64; 5],
+    pub reads: [u64; Cause::ALL.len()],
+    pub programs: [u64; Cause::ALL.len()],
+    pub erases: [u64; Cause::ALL.len()],
     /// Die time taken by each cause's operations: the `gc` entry is the time garbage
     /// collection kept dies from host work.
-    pub die_busy_ns: [u64; 5],
+    pub die_busy_ns: [u64; Cause::ALL.len()],
     pub host_read_pages: u64,
     /// Host pages read that held no data (never written, or trimmed): no flash time.
     pub host_read_unmapped_pages: u64,
@@ -466,12 +475,19 @@ pub(crate) fn counter_values(d: &SsdDevice, values: &mut Vec<f64>) {
 
 fn list(d: &SsdDevice, out: &mut List) {
     let c = &d.counts;
-    let totals = traffic(out, c);
+    let totals = traffic(out, c, causes(d));
     let nand = d.ftl.nand();
     erase_distribution(out, nand);
     let elapsed = d.last_host_finish.as_ns();
     let utilisation = d.scheduler.utilisation(SimDuration(elapsed));
-    energy(out, &d.params.energy, c, &totals, &utilisation, elapsed);
+    energy(
+        out,
+        &d.params.energy,
+        c,
+        causes(d),
+        (&totals, &utilisation),
+        elapsed,
+    );
     projected_wearout(out, nand, c, &totals, elapsed, d.page_bytes);
 
     let p = &d.precondition;
@@ -520,7 +536,7 @@ fn list(d: &SsdDevice, out: &mut List) {
 }
 
 /// Host and flash traffic, flash operations and die time by cause, and write amplification.
-fn traffic(out: &mut List, c: &OpCounts) -> Totals {
+fn traffic(out: &mut List, c: &OpCounts, causes: impl Iterator<Item = Cause>) -> Totals {
     out.push("host_read_pages", c.host_read_pages as f64);
     out.push(
         "host_read_unmapped_pages",
@@ -528,7 +544,7 @@ fn traffic(out: &mut List, c: &OpCounts) -> Totals {
     );
     out.push("host_write_pages", c.host_write_pages as f64);
     out.push("host_trim_pages", c.trim_pages as f64);
-    for cause in Cause::ALL {
+    for cause in causes {
         let i = cause.index();
         out.push(
             format_args!("flash_reads_{}", cause.name()),
@@ -605,8 +621,8 @@ fn energy(
     out: &mut List,
     e: &Energy,
     c: &OpCounts,
-    totals: &Totals,
-    utilisation: &Utilisation,
+    causes: impl Iterator<Item = Cause>,
+    (totals, utilisation): (&Totals, &Utilisation),
     elapsed_ns: u64,
 ) {
     let read_uj = totals.reads as f64 * e.read_uj;
@@ -621,7 +637,7 @@ fn energy(
     out.push("energy_program_uj", program_uj);
     out.push("energy_erase_uj", erase_uj);
     out.push("energy_idle_uj", idle_uj);
-    for cause in Cause::ALL {
+    for cause in causes {
         let i = cause.index();
         let uj = c.reads[i] as f64 * e.read_uj
             + c.programs[i] as f64 * e.program_uj

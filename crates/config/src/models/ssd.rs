@@ -14,7 +14,8 @@ use storsim_flash::{
 };
 use storsim_ftl::{FtlEntry, FTLS};
 use storsim_ssd::{
-    DestageOrder, Energy, FlushPolicy, Precondition, SsdParams, WriteBack, WriteBuffer,
+    DestageOrder, Energy, FlushPolicy, Precondition, SlcCacheSpec, SsdParams, WhenFull, WriteBack,
+    WriteBuffer,
 };
 
 /// The largest page a file may state, 1 MiB: well above any NAND page, and it keeps a page plus
@@ -252,6 +253,26 @@ struct TimingSection {
     command_us: Option<f64>,
     channel_mts: Option<u32>,
     channel_width_bytes: Option<u32>,
+    slc_read_us: Option<f64>,
+    slc_program_us: Option<f64>,
+}
+
+/// `ssd.slc_cache.when_full`.
+#[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum WhenFullName {
+    Direct,
+    Fold,
+}
+
+/// `[ssd.slc_cache]`: the SLC write cache (docs/models/slc-cache.md).
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+struct SlcCacheSection {
+    static_bytes: Option<u64>,
+    dynamic_max_bytes: Option<u64>,
+    when_full: Option<WhenFullName>,
+    static_endurance_erases: Option<u32>,
 }
 
 #[derive(Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,6 +348,7 @@ pub(crate) struct SsdSection {
     die_scheduling: Option<DieSchedulingName>,
     gc_reads_priority: Option<bool>,
     suspend: Option<SuspendSection>,
+    slc_cache: Option<SlcCacheSection>,
     background_gc: Option<bool>,
     idle_gc_delay_us: Option<f64>,
     seed: Option<u64>,
@@ -349,6 +371,7 @@ enum SsdKey {
     DieScheduling,
     GcReadsPriority,
     Suspend,
+    SlcCache,
     BackgroundGc,
     IdleGcDelayUs,
     Seed,
@@ -361,7 +384,7 @@ enum SsdKey {
 }
 
 /// The device's own keys, in the order messages list them.
-const SSD_KEYS: [(&str, SsdKey); 16] = [
+const SSD_KEYS: [(&str, SsdKey); 17] = [
     ("ftl", SsdKey::Ftl),
     ("endurance_erases", SsdKey::EnduranceErases),
     ("controller_overhead_us", SsdKey::ControllerOverheadUs),
@@ -370,6 +393,7 @@ const SSD_KEYS: [(&str, SsdKey); 16] = [
     ("die_scheduling", SsdKey::DieScheduling),
     ("gc_reads_priority", SsdKey::GcReadsPriority),
     ("suspend", SsdKey::Suspend),
+    ("slc_cache", SsdKey::SlcCache),
     ("background_gc", SsdKey::BackgroundGc),
     ("idle_gc_delay_us", SsdKey::IdleGcDelayUs),
     ("seed", SsdKey::Seed),
@@ -417,6 +441,7 @@ impl<'de> Visitor<'de> for SsdVisitor {
                 SsdKey::DieScheduling => s.die_scheduling = Some(map.next_value()?),
                 SsdKey::GcReadsPriority => s.gc_reads_priority = Some(map.next_value()?),
                 SsdKey::Suspend => s.suspend = Some(map.next_value()?),
+                SsdKey::SlcCache => s.slc_cache = Some(map.next_value()?),
                 SsdKey::BackgroundGc => s.background_gc = Some(map.next_value()?),
                 SsdKey::IdleGcDelayUs => s.idle_gc_delay_us = Some(map.next_value()?),
                 SsdKey::Seed => s.seed = Some(map.next_value()?),
@@ -509,6 +534,7 @@ pub(crate) fn from_scratch(section: &SsdSection, file: &str) -> Result<SsdParams
         multi_plane: MultiPlane::Off,
         die_scheduling: DieScheduling::Fifo,
         gc_reads_priority: false,
+        slc_cache: None,
         seed: 1,
         partitions: Vec::new(),
         flow_data_cache: Vec::new(),
@@ -586,6 +612,9 @@ pub(crate) fn apply(
     }
     if let Some(p) = &section.precondition {
         params.precondition = precondition(p, params.precondition, file)?;
+    }
+    if let Some(c) = &section.slc_cache {
+        params.slc_cache = slc_cache(c, params.slc_cache, file)?;
     }
     // The page-mapped FTLs collect garbage in idle time only when their own flag says so,
     // and the SSD only offers them idle time when its flag says so; files have one switch
@@ -698,7 +727,52 @@ fn apply_timing(s: &TimingSection, t: &mut Timing, file: &str) -> Result<(), Con
     if let Some(w) = s.channel_width_bytes {
         t.channel_width_bytes = w;
     }
+    if let Some(us) = s.slc_read_us {
+        t.slc_read = Some(delay_us(file, "ssd.timing.slc_read_us", us)?);
+    }
+    if let Some(us) = s.slc_program_us {
+        t.slc_program = Some(delay_us(file, "ssd.timing.slc_program_us", us)?);
+    }
     Ok(())
+}
+
+/// The SLC cache after the section: keys left out keep the current cache's values (or the
+/// defaults: no static or dynamic capacity, `direct`, SLC's endurance for static blocks); a
+/// cache of no capacity at all is none.
+fn slc_cache(
+    s: &SlcCacheSection,
+    current: Option<SlcCacheSpec>,
+    file: &str,
+) -> Result<Option<SlcCacheSpec>, ConfigError> {
+    let mut c = current.unwrap_or(SlcCacheSpec {
+        static_bytes: 0,
+        dynamic_max_bytes: 0,
+        when_full: WhenFull::Direct,
+        static_endurance_erases: CellType::Slc.default_endurance(),
+    });
+    if let Some(bytes) = s.static_bytes {
+        c.static_bytes = bytes;
+    }
+    if let Some(bytes) = s.dynamic_max_bytes {
+        c.dynamic_max_bytes = bytes;
+    }
+    if let Some(name) = s.when_full {
+        c.when_full = match name {
+            WhenFullName::Direct => WhenFull::Direct,
+            WhenFullName::Fold => WhenFull::Fold,
+        };
+    }
+    if let Some(n) = s.static_endurance_erases {
+        if n == 0 {
+            return Err(invalid(
+                file,
+                "ssd.slc_cache.static_endurance_erases",
+                "must be at least 1".into(),
+            ));
+        }
+        c.static_endurance_erases = n;
+    }
+    Ok((c.static_bytes > 0 || c.dynamic_max_bytes > 0).then_some(c))
 }
 
 /// Sets the per-level times of one operation from `{name}_us` (the same for every level) or

@@ -21,10 +21,10 @@
 //! went; the CMT and GTD decide only what each request *costs* in flash operations. The CMT
 //! therefore stores which entries are cached and dirty, not their values.
 
-use crate::page::core::{base_logical_pages, Core, CoreCounters, Hooks, NONE};
+use crate::page::core::{base_logical_pages, Core, Hooks, HostTarget, NONE};
 use crate::page::{self};
 use crate::params::{self, field, Field, Key, Kind, ParamError, ParamKey, Section, Value};
-use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
+use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys, SlcCache};
 use std::collections::BTreeSet;
 use storsim_core::{CounterDescriptor, DeviceCounter, Unit};
 use storsim_flash::{Geometry, NandArray, Ppa};
@@ -56,7 +56,11 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: Keys(&[&KEYS]),
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
-    counters: &[crate::page::core::COUNTERS, COUNTERS],
+    counters: &[
+        crate::page::core::COUNTERS,
+        crate::page::core::SLC_COUNTERS,
+        COUNTERS,
+    ],
 };
 
 /// The key of the data side's section.
@@ -479,12 +483,15 @@ impl Ftl for Dftl {
         let core = &mut self.core;
         let cmt = &mut self.cmt;
         flush(core, cmt, ops)?;
-        let mut plane = core.prepare_host_write(lpn, ops, cmt)?;
+        let mut target = core.prepare_host_write(lpn, ops, cmt)?;
         flush(core, cmt, ops)?;
-        if !core.can_host(plane) {
-            plane = core.host_plane(lpn, ops, cmt)?;
+        if !core.can_host_target(target) {
+            target = HostTarget {
+                plane: core.host_plane(lpn, ops, cmt)?,
+                slc: false,
+            };
         }
-        core.finish_host_write(plane, lpn, ops, start)?;
+        core.finish_host_write(target, lpn, ops, start)?;
         cmt.mark_dirty(lpn);
         Ok(())
     }
@@ -521,8 +528,34 @@ impl Ftl for Dftl {
         self.core.select_write_partition(partition);
     }
 
+    fn set_slc_cache(&mut self, cache: &SlcCache) -> Result<(), FtlError> {
+        self.core.set_slc_cache(cache)
+    }
+
+    fn fold_slc_cache(&mut self, ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
+        // Only work that moved data has translation updates to write.
+        let worked = self.core.fold_unit(ops, &mut self.cmt)?;
+        if worked {
+            flush(&mut self.core, &mut self.cmt, ops)?;
+        }
+        Ok(worked)
+    }
+
+    fn housekeeping(&mut self, ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
+        // Only work that moved data has translation updates to write.
+        let worked = self.core.fold_for_budget(ops, &mut self.cmt)?;
+        if worked {
+            flush(&mut self.core, &mut self.cmt, ops)?;
+        }
+        Ok(worked)
+    }
+
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        self.core.counter_descriptors().chain(COUNTERS).collect()
+    }
+
     fn reset_counters(&mut self) {
-        self.core.counters = CoreCounters::default();
+        self.core.reset_counters();
         self.cmt.counters = CmtCounters::default();
     }
 

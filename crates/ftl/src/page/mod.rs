@@ -11,13 +11,13 @@ mod allocation;
 pub(crate) mod core;
 
 pub use self::allocation::{Part, PlaneAllocation, NAMES as PLANE_ALLOCATIONS};
-use self::core::{base_logical_pages, Core, CoreCounters, NoHooks};
+use self::core::{base_logical_pages, Core, NoHooks};
 use crate::gc::{self, GcPolicy};
 use crate::params::{
     self, field, fraction_below_one, Field, Key, Kind, ParamError, Section, Value,
 };
-use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys};
-use storsim_core::DeviceCounter;
+use crate::{FlashOp, Ftl, FtlConfig, FtlEntry, FtlError, FtlParams, Keys, SlcCache};
+use storsim_core::{CounterDescriptor, DeviceCounter};
 use storsim_flash::{Geometry, NandArray, Ppa};
 
 /// Parameters of the `page` FTL (and of the page-mapped data side of `dftl`).
@@ -78,7 +78,7 @@ pub const ENTRY: FtlEntry = FtlEntry {
     keys: KEYS,
     defaults: || FtlConfig::new(Params::default()),
     overwrites: true,
-    counters: &[self::core::COUNTERS],
+    counters: &[self::core::COUNTERS, self::core::SLC_COUNTERS],
 };
 
 /// `[ssd.page]`, and DFTL's data side. `gc_background` is not a key: the device's
@@ -258,8 +258,24 @@ impl Ftl for PageFtl {
         self.core.select_write_partition(partition);
     }
 
+    fn set_slc_cache(&mut self, cache: &SlcCache) -> Result<(), FtlError> {
+        self.core.set_slc_cache(cache)
+    }
+
+    fn fold_slc_cache(&mut self, ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
+        self.core.fold_unit(ops, &mut NoHooks)
+    }
+
+    fn housekeeping(&mut self, ops: &mut Vec<FlashOp>) -> Result<bool, FtlError> {
+        self.core.fold_for_budget(ops, &mut NoHooks)
+    }
+
     fn reset_counters(&mut self) {
-        self.core.counters = CoreCounters::default();
+        self.core.reset_counters();
+    }
+
+    fn counter_descriptors(&self) -> Vec<&'static CounterDescriptor> {
+        self.core.counter_descriptors().collect()
     }
 
     fn counters(&self) -> Vec<DeviceCounter> {

@@ -126,6 +126,23 @@ impl StaticWl {
         self.update();
     }
 
+    /// A live block at `count` erases leaves the population whose spread is levelled (a block
+    /// kept in SLC mode, which wears by a rule of its own).
+    pub(crate) fn leave(&mut self, count: u32) {
+        if self.threshold.is_none() {
+            return;
+        }
+        let n = self
+            .counts
+            .get_mut(&count)
+            .expect("a leaving block was counted at its erase count");
+        *n -= 1;
+        if *n == 0 {
+            self.counts.remove(&count);
+        }
+        self.update();
+    }
+
     fn update(&mut self) {
         self.pending = match (self.threshold, self.spread()) {
             (Some(t), Some((min, max))) => {

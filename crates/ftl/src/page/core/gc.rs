@@ -50,6 +50,9 @@ impl Core {
         if self.worn_out {
             return Ok(false);
         }
+        if self.fold_unit(ops, hooks)? {
+            return Ok(true);
+        }
         self.apply_invalidations();
         if self.background_gc {
             for k in 0..self.planes {
@@ -250,6 +253,13 @@ impl Core {
         let before = self.nand.erase_count(BlockId(b));
         let retired = self.nand.erase(BlockId(b))?;
         self.wear.erased(before, retired);
+        self.release_erased(b, before, retired);
+        Ok(())
+    }
+
+    /// Block `b`, just erased from `before` erases, goes back to its plane's free pool, or is
+    /// retired.
+    pub(super) fn release_erased(&mut self, b: u32, before: u32, retired: bool) {
         if retired {
             self.blocks[b as usize].state = BlockState::Retired;
             self.live_blocks -= 1;
@@ -262,6 +272,5 @@ impl Core {
                 .free
                 .push(b, before + 1);
         }
-        Ok(())
     }
 }

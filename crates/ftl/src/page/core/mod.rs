@@ -11,13 +11,16 @@
 
 mod gc;
 mod pages;
+mod slc;
 
 use super::allocation::static_order;
 use super::{Params, PlaneAllocation};
 use crate::gc::{BlockInfo, VictimIndex};
+pub(crate) use crate::slc_cache::COUNTERS as SLC_COUNTERS;
 use crate::table;
 use crate::wear::{FreePool, StaticWl};
 use crate::{Cause, Dep, FlashOp, FtlError};
+use slc::{Slc, SlcRole};
 use storsim_core::{CounterDescriptor, DeviceCounter, Prng, Unit};
 use storsim_flash::{Divisor, Geometry, NandArray, Ppa};
 
@@ -32,8 +35,10 @@ enum BlockState {
     Open,
     /// Fully programmed: a garbage-collection (or wear-levelling) candidate.
     Sealed,
-    /// Being collected or moved: its pages are leaving.
+    /// Being collected, moved or folded: its pages are leaving.
     Victim,
+    /// A full SLC cache block waiting to be folded: never a victim of garbage collection.
+    Cached,
     /// Worn out: never programmed or erased again.
     Retired,
 }
@@ -78,6 +83,7 @@ struct BlockMeta {
     valid: u32,
     state: BlockState,
     kind: PageKind,
+    slc: SlcRole,
 }
 
 impl BlockInfo for [BlockMeta] {
@@ -170,6 +176,15 @@ pub(crate) struct Core {
     /// blocks' counts are not updated yet (see [`Core::invalidate_later`]).
     pending: Vec<(u32, u64)>,
     pub(crate) counters: CoreCounters,
+    /// The SLC write cache, when the device has one.
+    slc: Option<Box<Slc>>,
+}
+
+/// Where a host page is programmed: a plane, in its SLC cache block or its native frontier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct HostTarget {
+    pub(crate) plane: u32,
+    pub(crate) slc: bool,
 }
 
 /// Invalidations held back at most: enough for their cache misses to overlap, few enough to
@@ -370,6 +385,7 @@ impl Core {
                     valid: 0,
                     state: BlockState::Free,
                     kind: PageKind::Data,
+                    slc: SlcRole::Native,
                 },
             ),
             plane,
@@ -404,6 +420,7 @@ impl Core {
             valid: Vec::new(),
             pending: Vec::with_capacity(PENDING_MAX),
             counters: CoreCounters::default(),
+            slc: None,
         })
     }
 
@@ -461,7 +478,13 @@ impl Core {
         let ppa = self.l2p[lpn as usize];
         if ppa != NONE {
             self.nand.check_read(Ppa(ppa))?;
-            ops.push(FlashOp::read(Ppa(ppa), Cause::Host, dep_after(ops, start)));
+            let mut op = FlashOp::read(Ppa(ppa), Cause::Host, dep_after(ops, start));
+            if self.slc.is_some()
+                && self.blocks[self.ppb_div.quotient(ppa) as usize].slc != SlcRole::Native
+            {
+                op = op.in_slc_mode();
+            }
+            ops.push(op);
         }
         Ok(())
     }
@@ -488,26 +511,31 @@ impl Core {
         start: usize,
         hooks: &mut H,
     ) -> Result<(), FtlError> {
-        let plane = self.prepare_host_write(lpn, ops, hooks)?;
-        self.finish_host_write(plane, lpn, ops, start)
+        let target = self.prepare_host_write(lpn, ops, hooks)?;
+        self.finish_host_write(target, lpn, ops, start)
     }
 
     /// Everything a host write does before its program: a static wear-levelling move when one
     /// is due, then foreground garbage collection in the target plane when it is below the
-    /// low watermark. Returns the plane the program goes to.
+    /// low watermark (and with an SLC cache, the folding a full cache may need). Returns
+    /// where the program goes.
     pub(crate) fn prepare_host_write<H: Hooks>(
         &mut self,
         lpn: u32,
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
-    ) -> Result<u32, FtlError> {
+    ) -> Result<HostTarget, FtlError> {
         if self.worn_out {
             return Err(self.out_of_space());
         }
         if self.wear.pending() {
             self.static_wl_step(ops, hooks)?;
         }
-        self.host_plane(lpn, ops, hooks)
+        if self.slc.is_some() {
+            return self.slc_target(lpn, ops, hooks);
+        }
+        let plane = self.host_plane(lpn, ops, hooks)?;
+        Ok(HostTarget { plane, slc: false })
     }
 
     /// Whether plane `p` can take a host page without its last free block.
@@ -517,26 +545,39 @@ impl Core {
         (pl.open != NONE && pl.wp < self.ppb) || pl.free.len() >= 2
     }
 
-    /// The host's program of `lpn` in plane `plane` (which [`Core::can_host`]); it waits for
-    /// everything this call emitted before it (`ops[start..]`).
+    /// Whether `target` can still take a host page: [`Core::can_host`] for a native one, room
+    /// in the plane's open cache block for an SLC one.
+    pub(crate) fn can_host_target(&self, target: HostTarget) -> bool {
+        if target.slc {
+            self.slc_room(target.plane)
+        } else {
+            self.can_host(target.plane)
+        }
+    }
+
+    /// The host's program of `lpn` where `target` says (which [`Core::can_host_target`]); it
+    /// waits for everything this call emitted before it (`ops[start..]`).
     pub(crate) fn finish_host_write(
         &mut self,
-        plane: u32,
+        target: HostTarget,
         lpn: u32,
         ops: &mut Vec<FlashOp>,
         start: usize,
     ) -> Result<(), FtlError> {
-        let ppa = self
-            .alloc_data_page(plane, 2)
-            .expect("the host's plane was checked for room");
-        self.nand.program(Ppa(ppa))?;
-        ops.push(FlashOp::program(
-            Ppa(ppa),
-            Cause::Host,
-            dep_after(ops, start),
-        ));
+        let dep = dep_after(ops, start);
+        let ppa = if target.slc {
+            self.program_slc(target.plane, lpn, ops, dep)?
+        } else {
+            let ppa = self
+                .alloc_data_page(target.plane, 2)
+                .expect("the host's plane was checked for room");
+            self.nand.program(Ppa(ppa))?;
+            ops.push(FlashOp::program(Ppa(ppa), Cause::Host, dep));
+            self.count_direct_write();
+            self.commit(ppa, lpn, PageKind::Data);
+            ppa
+        };
         self.counters.host_writes += 1;
-        self.commit(ppa, lpn, PageKind::Data);
         let old = std::mem::replace(&mut self.l2p[lpn as usize], ppa);
         if old == NONE {
             self.data_valid += 1;
@@ -555,26 +596,49 @@ impl Core {
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<u32, FtlError> {
-        let planes = match self.partition {
+        let p = self.first_host_plane(lpn);
+        self.host_plane_from(p, ops, hooks)
+    }
+
+    /// The planes host writes may go to now: the whole device's or the partition's.
+    #[inline]
+    fn host_planes(&self) -> u32 {
+        match self.partition {
             None => self.planes,
             Some(i) => self.partitions[i].0.len() as u32,
-        };
+        }
+    }
+
+    /// The plane host page `lpn` goes to first: with static allocation the one its address
+    /// chooses, otherwise the next one in striped order.
+    #[inline]
+    fn first_host_plane(&mut self, lpn: u32) -> u32 {
         if self.static_allocation {
             let stripe = match self.partition {
                 None => &self.stripe,
                 Some(i) => &self.partitions[i].0,
             };
-            let p = stripe[(lpn % planes) as usize];
-            if self.plane[p as usize].free.len() < self.low_watermark {
-                self.foreground_gc(p, ops, hooks)?;
-            }
-            if self.can_host(p) {
-                return Ok(p);
-            }
-            self.counters.host_plane_fallbacks += 1;
+            stripe[(lpn % stripe.len() as u32) as usize]
+        } else {
+            self.next_host_plane()
         }
-        for _ in 0..planes {
-            let p = self.next_host_plane();
+    }
+
+    /// Plane `p` for a host page after garbage collection there, or if it cannot take the
+    /// page, the next plane in striped order that can.
+    pub(crate) fn host_plane_from<H: Hooks>(
+        &mut self,
+        mut p: u32,
+        ops: &mut Vec<FlashOp>,
+        hooks: &mut H,
+    ) -> Result<u32, FtlError> {
+        // With static allocation the address chose the first plane, and every plane may
+        // follow; otherwise the first was the stripe's next, which the rest follow.
+        let tries = self.host_planes() - u32::from(!self.static_allocation);
+        for k in 0..=tries {
+            if k > 0 {
+                p = self.next_host_plane();
+            }
             if self.plane[p as usize].free.len() < self.low_watermark {
                 self.foreground_gc(p, ops, hooks)?;
             }
@@ -659,6 +723,23 @@ impl Core {
         self.each_counter(|_, value| values.push(value));
     }
 
+    /// The core's counters' descriptors, the SLC cache's included when there is one, in the
+    /// order [`Core::push_counters`] lists them.
+    pub(crate) fn counter_descriptors(&self) -> impl Iterator<Item = &'static CounterDescriptor> {
+        let slc: &'static [CounterDescriptor] = if self.slc.is_some() {
+            SLC_COUNTERS
+        } else {
+            &[]
+        };
+        COUNTERS.iter().chain(slc)
+    }
+
+    /// Starts the event counters from zero again.
+    pub(crate) fn reset_counters(&mut self) {
+        self.counters = CoreCounters::default();
+        self.reset_slc_counters();
+    }
+
     fn each_counter(&self, mut f: impl FnMut(&'static str, f64)) {
         let c = &self.counters;
         let free: usize = self.plane.iter().map(|p| p.free.len()).sum();
@@ -681,6 +762,7 @@ impl Core {
         ] {
             f(name, value);
         }
+        self.each_slc_counter(f);
     }
 }
 

@@ -1,7 +1,7 @@
 //! Pages on the core: allocation on the data and metadata frontiers, commits into the maps,
 //! invalidation (now or deferred), and metadata pages' reads and rewrites.
 
-use super::{BlockState, Core, Hooks, PageKind, NONE, PENDING_MAX};
+use super::{BlockState, Core, Hooks, PageKind, SlcRole, NONE, PENDING_MAX};
 use crate::{Cause, Dep, FlashOp, FtlError};
 use storsim_flash::Ppa;
 
@@ -198,6 +198,12 @@ impl Core {
             "invalidating a page of block {b}, which has no valid page"
         );
         meta.valid -= 1;
+        if meta.slc != SlcRole::Native {
+            self.slc
+                .as_deref_mut()
+                .expect("a cache block needs the cache")
+                .valid_pages -= 1;
+        }
         // Later changes to the block (a program) may have been recorded already: the last
         // change is the latest.
         meta.modified = meta.modified.max(stamp);
