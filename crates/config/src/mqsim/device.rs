@@ -26,6 +26,9 @@ pub(crate) struct Shape {
     pub planes_per_die: u64,
     pub nvme: bool,
     pub preconditioning: bool,
+    /// The FTL section whose `gc_min_invalid_fraction` each scenario sets, with RANDOM_PP:
+    /// MQSim takes that threshold from the flows' highest initial occupancy.
+    pub random_pp_section: Option<&'static str>,
 }
 
 /// The imported device: its file's text and what the workload mapping needs.
@@ -472,7 +475,7 @@ fn map_device(mut m: Mapping, out: &mut TomlOut, flash: &FlashShape) -> Result<S
     let nvme = interface.value == 0;
     let (channels, chips_per_channel) = map_back_end(&mut m, out)?;
     map_cache(&mut m, out, flash)?;
-    map_ftl(&mut m, out, flash, channels * chips_per_channel)?;
+    let random_pp_section = map_ftl(&mut m, out, flash, channels * chips_per_channel)?;
     map_queues(&mut m, out, &interface)?;
     m.set.finish(DEVICE_ELEMENTS)?;
     Ok(Shape {
@@ -482,6 +485,7 @@ fn map_device(mut m: Mapping, out: &mut TomlOut, flash: &FlashShape) -> Result<S
         planes_per_die: flash.planes_per_die,
         nvme,
         preconditioning,
+        random_pp_section,
     })
 }
 
@@ -596,12 +600,14 @@ pub(crate) fn dram_access_ns(
 }
 
 /// Address mapping, over-provisioning, garbage collection and wear levelling.
+/// Maps the FTL's settings; returns the FTL section that takes RANDOM_PP's threshold, if
+/// the victim policy is RANDOM_PP.
 fn map_ftl(
     m: &mut Mapping,
     out: &mut TomlOut,
     flash: &FlashShape,
     chips: u64,
-) -> Result<(), ConfigError> {
+) -> Result<Option<&'static str>, ConfigError> {
     let mapping = m.choice("Address_Mapping", &["PAGE_LEVEL", "HYBRID"], 0)?;
     if mapping.value != 0 {
         m.note(
@@ -686,7 +692,7 @@ fn map_ftl(
         high,
         "one block above the low watermark",
     );
-    map_gc_policy(m, out, section, blocks)?;
+    let random_pp = map_gc_policy(m, out, section, blocks)?;
     let copyback = m.flag("Use_Copyback_for_GC", true)?;
     out.put("ssd", "copyback", copyback.value, &copyback.origin());
     let preemptible = m.flag("Preemptible_GC_Enabled", true)?;
@@ -700,7 +706,8 @@ fn map_ftl(
         "GC_Hard_Threshold",
         "not modelled yet: goes with Preemptible_GC_Enabled",
     );
-    map_wear_levelling(m, out, section)
+    map_wear_levelling(m, out, section)?;
+    Ok(random_pp.then_some(section))
 }
 
 /// Dynamic and static wear levelling, and the suspension preferences that go with suspension.
@@ -741,13 +748,15 @@ fn map_wear_levelling(
 
 /// The GC victim policy: GREEDY, RANDOM and FIFO by name; RGA (a random sample of
 /// log2(blocks per plane) blocks, the one with the fewest valid pages taken: MQSim's
-/// `rga_set_size`) as storsim's d-choices over that share of a plane.
+/// `rga_set_size`) as storsim's d-choices over that share of a plane; RANDOM_P (a random full
+/// block) as random, whose candidates are full blocks; RANDOM_PP as random-threshold, whose
+/// threshold the workload sets. Returns whether it is RANDOM_PP.
 fn map_gc_policy(
     m: &mut Mapping,
     out: &mut TomlOut,
     section: &str,
     blocks: u64,
-) -> Result<(), ConfigError> {
+) -> Result<bool, ConfigError> {
     let names = ["GREEDY", "RGA", "RANDOM", "RANDOM_P", "RANDOM_PP", "FIFO"];
     let policy = m.choice("GC_Block_Selection_Policy", &names, 1)?;
     let from = policy.origin();
@@ -765,17 +774,22 @@ fn map_gc_policy(
                 &text,
             );
         }
-        other => {
-            out.put(section, "gc_policy", "random", &from);
-            if other != "RANDOM" {
-                let text = format!(
-                    "{other}'s refinement of the random choice is not modelled yet: plain random"
-                );
-                m.note(&policy, text);
-            }
+        "RANDOM_PP" => {
+            out.put(section, "gc_policy", "random-threshold", &from);
+            out.put(
+                section,
+                "gc_min_invalid_fraction",
+                0.0,
+                "RANDOM_PP's threshold is the flows' highest Initial_Occupancy_Percentage, none \
+                 without a workload; each scenario's device file sets its own",
+            );
+            return Ok(true);
         }
+        // RANDOM draws any block that is not a write frontier, RANDOM_P a full one; storsim's
+        // candidates are full blocks with an invalid page, and MQSim skips a draw without one.
+        _ => out.put(section, "gc_policy", "random", &from),
     }
-    Ok(())
+    Ok(false)
 }
 
 /// The host interface's queues: NVMe's submission queues of `IO_Queue_Depth` (one a flow, at

@@ -72,9 +72,24 @@ pub fn import(ssdconfig: &Path, workload: Option<&Path>) -> Result<MqsimImport, 
         let dir = std::fs::canonicalize(parent.unwrap_or(Path::new(".")))
             .unwrap_or_else(|_| parent.unwrap_or(Path::new(".")).to_path_buf());
         for s in workload::read(&read_file(path)?, &name, &dir, &device.shape, &mut notes)? {
-            let device_toml = device.shape.preconditioning.then(|| {
+            let shape = &device.shape;
+            let own_device = shape.preconditioning || shape.random_pp_section.is_some();
+            let device_toml = own_device.then(|| {
                 let mut d = device.toml.clone();
-                precondition(&mut d, &s.occupancy_percent);
+                if shape.preconditioning {
+                    precondition(&mut d, &s.occupancy_percent);
+                }
+                if let Some(section) = shape.random_pp_section {
+                    // MQSim's GC unit takes RANDOM_PP's threshold from the highest initial
+                    // occupancy of the scenario's flows (`max_rho`).
+                    let highest = s.occupancy_percent.iter().copied().fold(0.0, f64::max);
+                    d.put(
+                        section,
+                        "gc_min_invalid_fraction",
+                        (highest / 100.0).clamp(0.0, 1.0),
+                        "RANDOM_PP's threshold: the scenario's highest Initial_Occupancy_Percentage",
+                    );
+                }
                 d.text()
             });
             scenarios.push(ImportedScenario {

@@ -4,6 +4,7 @@
 use super::*;
 use crate::parse_device_toml;
 use std::io::Write;
+use storsim_ftl::gc::GcPolicy;
 use storsim_ssd::SsdParams;
 
 /// A complete `ssdconfig.xml` in MQSim's layout with its stock values but for a small
@@ -393,6 +394,42 @@ fn a_preconditioned_scenario_gets_its_own_device_filled_to_its_occupancy() {
             storsim_ssd::Precondition::SequentialFill { fraction: 0.6 }
         )
     );
+}
+
+#[test]
+fn random_pp_takes_its_threshold_from_each_scenarios_highest_occupancy() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = ssdconfig("", "").replace(
+        "<GC_Block_Selection_Policy>RGA",
+        "<GC_Block_Selection_Policy>RANDOM_PP",
+    );
+    let config = file(&dir, "ssdconfig.xml", &text);
+    let policy = |toml: &str| {
+        let p = ssd_params(toml);
+        p.ftl
+            .params::<storsim_ftl::dftl::Params>()
+            .map(|d| d.page.gc_policy)
+            .or(p
+                .ftl
+                .params::<storsim_ftl::page::Params>()
+                .map(|p| p.gc_policy))
+            .expect("a page-mapped FTL")
+    };
+    let threshold = |min_invalid_fraction| GcPolicy::RandomThreshold {
+        min_invalid_fraction,
+    };
+    // The device alone: MQSim's threshold with no flow is none.
+    let alone = import(&config, None).unwrap();
+    assert_eq!(policy(&alone.device_toml), threshold(0.0));
+    // With the workload, whose flows start 50 % and 70 % full: the higher, as MQSim's max_rho.
+    file(&dir, "tiny.trace", "0 0 0 8 1\n");
+    let work = file(&dir, "workload.xml", &workload("tiny.trace"));
+    let with = import(&config, Some(&work)).unwrap();
+    let device = with.scenarios[0]
+        .device_toml
+        .as_ref()
+        .expect("a RANDOM_PP scenario has its own device");
+    assert_eq!(policy(device), threshold(0.7));
 }
 
 #[test]

@@ -8,7 +8,8 @@
 //! Each policy keeps only the index it needs:
 //! - greedy: buckets of blocks by valid-page count, so a victim is found in O(pages per block)
 //!   at worst and usually O(1), independent of the number of blocks;
-//! - random, cost-benefit: a dense array of candidates (O(1) sampling, O(n) cost-benefit scan);
+//! - random, random-threshold, cost-benefit: a dense array of candidates (O(1) sampling, O(n)
+//!   cost-benefit scan);
 //! - FIFO: candidates ordered by the sequence number of their sealing (O(log n));
 //! - d-choices: the dense array, plus the greedy buckets for a fraction of 1.0.
 
@@ -35,6 +36,11 @@ pub enum GcPolicy {
     /// exactly [`GcPolicy::Random`] (one draw), 1.0 is exactly [`GcPolicy::Greedy`] (a full
     /// search).
     DChoices { fraction_searched: f64 },
+    /// A random candidate holding at least `floor(min_invalid_fraction × pages per block)`
+    /// invalid pages: candidates are drawn until one does, at most as many times as the plane
+    /// has candidates, and the last draw stands when none did (MQSim's RANDOM_PP, whose
+    /// threshold is its flows' highest initial occupancy).
+    RandomThreshold { min_invalid_fraction: f64 },
 }
 
 /// Every victim policy, in the order docs/models/gc.md lists them: one entry each. The FTL
@@ -108,7 +114,52 @@ pub const POLICIES: &[GcEntry] = &[
             _ => Ok(()),
         },
     },
+    GcEntry {
+        name: "random-threshold",
+        description: "a random candidate with at least a share of its pages invalid, drawn again \
+                      up to as many times as there are candidates (MQSim's RANDOM_PP)",
+        keys: &[MIN_INVALID_FRACTION],
+        read: |section, current| {
+            let current = match *current {
+                GcPolicy::RandomThreshold {
+                    min_invalid_fraction,
+                } => Some(min_invalid_fraction),
+                _ => None,
+            };
+            let min_invalid_fraction = section
+                .scalar(MIN_INVALID_FRACTION.name)
+                .or(current)
+                .ok_or_else(|| {
+                    ParamError::key(
+                        MIN_INVALID_FRACTION.name,
+                        "is required with gc_policy = \"random-threshold\" (the share of a \
+                         block's pages that must be invalid, 0 to 1)"
+                            .into(),
+                    )
+                })?;
+            Ok(GcPolicy::RandomThreshold {
+                min_invalid_fraction,
+            })
+        },
+        write: |policy, section| {
+            if let GcPolicy::RandomThreshold {
+                min_invalid_fraction,
+            } = *policy
+            {
+                section.insert(MIN_INVALID_FRACTION.name, Value::F64(min_invalid_fraction));
+            }
+        },
+        validate: |policy| match *policy {
+            GcPolicy::RandomThreshold {
+                min_invalid_fraction,
+            } => fraction_up_to_one(MIN_INVALID_FRACTION.name, min_invalid_fraction),
+            _ => Ok(()),
+        },
+    },
 ];
+
+/// random-threshold's share of a block's pages that must be invalid.
+const MIN_INVALID_FRACTION: Key = Key::new("gc_min_invalid_fraction", Kind::F64);
 
 /// d-choices' share of the candidates searched.
 const FRACTION_SEARCHED: Key = Key::new("gc_fraction_searched", Kind::F64);
@@ -118,6 +169,7 @@ const FRACTION_SEARCHED: Key = Key::new("gc_fraction_searched", Kind::F64);
 pub const KEYS: &[Key] = &[
     Key::new("gc_policy", Kind::Name(&GcPolicy::NAMES)),
     FRACTION_SEARCHED,
+    MIN_INVALID_FRACTION,
 ];
 
 /// One victim policy: its name in files, what it does, and its keys.
@@ -180,7 +232,14 @@ fn entry(name: &str) -> &'static GcEntry {
 
 impl GcPolicy {
     /// The names device files use, in the order of [`POLICIES`].
-    pub const NAMES: [&'static str; 5] = ["greedy", "random", "fifo", "cost-benefit", "d-choices"];
+    pub const NAMES: [&'static str; 6] = [
+        "greedy",
+        "random",
+        "fifo",
+        "cost-benefit",
+        "d-choices",
+        "random-threshold",
+    ];
 
     pub fn name(&self) -> &'static str {
         match self {
@@ -189,6 +248,7 @@ impl GcPolicy {
             GcPolicy::Fifo => Self::NAMES[2],
             GcPolicy::CostBenefit => Self::NAMES[3],
             GcPolicy::DChoices { .. } => Self::NAMES[4],
+            GcPolicy::RandomThreshold { .. } => Self::NAMES[5],
         }
     }
 
@@ -203,7 +263,10 @@ impl GcPolicy {
     fn uses_dense(&self) -> bool {
         matches!(
             self,
-            GcPolicy::Random | GcPolicy::CostBenefit | GcPolicy::DChoices { .. }
+            GcPolicy::Random
+                | GcPolicy::CostBenefit
+                | GcPolicy::DChoices { .. }
+                | GcPolicy::RandomThreshold { .. }
         )
     }
 }
@@ -420,6 +483,25 @@ impl VictimIndex {
                     }
                 }
                 Some(best)
+            }
+            GcPolicy::RandomThreshold {
+                min_invalid_fraction,
+            } => {
+                let list = &self.dense.as_ref()?.members[plane as usize];
+                let n = list.len() as u64;
+                if n == 0 {
+                    return None;
+                }
+                let ppb = self.pages_per_block;
+                let min_invalid = (min_invalid_fraction * ppb as f64).floor() as u32;
+                let mut pick = list[rng.below(n) as usize];
+                for _ in 0..n {
+                    if ppb - info.valid(pick) >= min_invalid {
+                        break;
+                    }
+                    pick = list[rng.below(n) as usize];
+                }
+                Some(pick)
             }
             GcPolicy::Fifo => self.fifo.as_ref()?.order[plane as usize]
                 .first()
