@@ -487,6 +487,7 @@ impl OpenedFlow {
             replay,
             start_ns: self.spec.start_ns,
             stop_ns,
+            phase: self.spec.phase,
         }
     }
 }
