@@ -159,8 +159,18 @@ fn a_later_phase_starts_when_the_last_request_of_the_phases_before_it_completes(
         &mut device,
         vec![
             (workload(&[0, 10_000, 20_000]), open(), 0, None),
-            (workload(&[0, 0]), Some(Replay::Closed { depth: 1 }), 0, None),
-            (workload(&[0]), Some(Replay::Closed { depth: 1 }), 5_000, None),
+            (
+                workload(&[0, 0]),
+                Some(Replay::Closed { depth: 1 }),
+                0,
+                None,
+            ),
+            (
+                workload(&[0]),
+                Some(Replay::Closed { depth: 1 }),
+                5_000,
+                None,
+            ),
             (workload(&[40, 1_040, 2_040]), open(), 0, Some(1_500)),
         ],
         &[0, 0, 1, 1],
@@ -198,7 +208,12 @@ fn phases_that_skip_numbers_or_hold_an_empty_flow_still_run_in_order() {
         vec![
             (workload(&[0]), Some(Replay::Closed { depth: 1 }), 0, None),
             (workload(&[]), Some(Replay::Closed { depth: 1 }), 0, None),
-            (workload(&[0, 0]), Some(Replay::Closed { depth: 2 }), 0, None),
+            (
+                workload(&[0, 0]),
+                Some(Replay::Closed { depth: 2 }),
+                0,
+                None,
+            ),
         ],
         &[0, 3, 7],
         EngineOptions::default(),

@@ -533,3 +533,48 @@ fn bssplit_is_deterministic_and_draws_from_the_size_stream_only() {
     let sizes = |records: &[Record]| records.iter().map(|r| r.len_bytes).collect::<Vec<_>>();
     assert_eq!(sizes(&a), sizes(&more_reads), "rwmixread changed the sizes");
 }
+
+#[test]
+fn fsync_puts_a_flush_after_every_nth_write_at_its_arrival() {
+    for seed in [1, 2, 3] {
+        let records = generate(
+            "rw=randrw,rwmixread=60,fsync=3,iops=1000,arrival=fixed,requests=3000",
+            GIB,
+            seed,
+        );
+        let data = records.iter().filter(|r| r.op != Op::Flush).count();
+        let writes = records.iter().filter(|r| r.op == Op::Write).count();
+        let flushes: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i].op == Op::Flush)
+            .collect();
+        // Flushes are extra requests: the count limit is of reads and writes.
+        assert_eq!(data, 3000, "seed {seed}");
+        assert_eq!(flushes.len(), writes / 3, "seed {seed}");
+        for (k, &i) in flushes.iter().enumerate() {
+            let before = &records[i - 1];
+            assert_eq!(before.op, Op::Write, "seed {seed}: flush {k}");
+            assert_eq!(before.timestamp_ns, records[i].timestamp_ns, "seed {seed}");
+            assert_eq!((records[i].offset_bytes, records[i].len_bytes), (0, 0));
+            let writes_before = records[..i].iter().filter(|r| r.op == Op::Write).count();
+            assert_eq!(writes_before, 3 * (k + 1), "seed {seed}: flush {k}");
+        }
+        // Records keep consecutive positions, flushes included.
+        assert!(records
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.origin == i as u64));
+    }
+}
+
+#[test]
+fn bytes_ends_the_stream_once_the_requests_add_up_to_it() {
+    for seed in [1, 2, 3, 4] {
+        let records = generate("rw=randread,bssplit=4k/50:64k/50,bytes=10m", GIB, seed);
+        let total: u64 = records.iter().map(|r| r.len_bytes).sum();
+        let before_last = total - records.last().unwrap().len_bytes;
+        assert!(total >= 10 * MIB, "seed {seed}: {total}");
+        assert!(before_last < 10 * MIB, "seed {seed}: {before_last}");
+    }
+    // A fixed size that divides the limit gives exactly limit / size requests.
+    assert_eq!(generate("rw=write,bs=16k,bytes=1m", GIB, 1).len(), 64);
+}

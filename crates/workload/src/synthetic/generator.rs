@@ -48,7 +48,7 @@ pub fn build(
     };
     let duration_ns = match spec.limit {
         Limit::Duration { duration_ns } => Some(duration_ns),
-        Limit::Requests { .. } => None,
+        Limit::Requests { .. } | Limit::Bytes { .. } => None,
     };
     let generator = Generator::new(spec, &layout, seed, think_ns);
     Ok(Workload {
@@ -245,9 +245,21 @@ enum Clock {
 }
 
 struct Generator {
+    /// Reads and writes generated so far.
     index: u64,
     /// Index of the first request not generated (`u64::MAX`: no count limit).
     end_index: u64,
+    /// Bytes of the reads and writes generated so far, and how many end the stream
+    /// (`u64::MAX`: no byte limit).
+    bytes: u64,
+    end_bytes: u64,
+    /// A flush after every this many writes (`u64::MAX`: never), the writes since the last
+    /// one, and whether a flush is due before the next request.
+    fsync_writes: u64,
+    writes_since_flush: u64,
+    flush_due: bool,
+    /// Records generated so far, flushes included: the next record's position.
+    records: u64,
     /// Open loop with a duration: the first timestamp not generated (`u64::MAX`: none).
     end_time_ns: u64,
     now_ns: u64,
@@ -327,14 +339,25 @@ impl Generator {
         };
         let (end_index, end_time_ns) = match (spec.limit, spec.load) {
             (Limit::Requests { count }, _) => (count, u64::MAX),
+            (Limit::Bytes { .. }, _) => (u64::MAX, u64::MAX),
             (Limit::Duration { duration_ns }, Load::Open { .. }) => (u64::MAX, duration_ns),
             // A closed loop's pace depends on the device, so only the engine knows when the
             // duration is over; the stream is unbounded.
             (Limit::Duration { .. }, Load::Closed { .. }) => (u64::MAX, u64::MAX),
         };
+        let end_bytes = match spec.limit {
+            Limit::Bytes { bytes } => bytes,
+            _ => u64::MAX,
+        };
         Generator {
             index: 0,
             end_index,
+            bytes: 0,
+            end_bytes,
+            fsync_writes: spec.fsync_writes.unwrap_or(u64::MAX),
+            writes_since_flush: 0,
+            flush_due: false,
+            records: 0,
             end_time_ns,
             now_ns: 0,
             think_ns,
@@ -395,12 +418,38 @@ impl Generator {
     }
 }
 
+impl Generator {
+    /// The flush due after a write: no bytes, at the write's arrival, with the think time a
+    /// request of the workload has.
+    fn flush(&mut self) -> Record {
+        self.flush_due = false;
+        let record = Record {
+            timestamp_ns: self.now_ns,
+            op: Op::Flush,
+            offset_bytes: 0,
+            len_bytes: 0,
+            dev: 0,
+            think_ns: self.think_ns,
+            origin: self.records,
+        };
+        self.records += 1;
+        self.advance_clock();
+        record
+    }
+}
+
 impl Iterator for Generator {
     type Item = Result<Record, WorkloadError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.index >= self.end_index || self.now_ns >= self.end_time_ns {
+        if self.flush_due {
+            return Some(Ok(self.flush()));
+        }
+        if self.index >= self.end_index
+            || self.bytes >= self.end_bytes
+            || self.now_ns >= self.end_time_ns
+        {
             return None;
         }
         let op = match self.ops {
@@ -446,14 +495,31 @@ impl Iterator for Generator {
             len_bytes,
             dev: 0,
             think_ns: self.think_ns,
-            origin: self.index,
+            origin: self.records,
         };
         self.index += 1;
-        self.advance_clock();
+        self.records += 1;
+        self.bytes = self.bytes.saturating_add(len_bytes);
+        if op == Op::Write {
+            self.writes_since_flush += 1;
+            if self.writes_since_flush == self.fsync_writes {
+                self.writes_since_flush = 0;
+                self.flush_due = true;
+            }
+        }
+        // A flush is issued as soon as the write before it, as fio issues its fsync, so the
+        // clock moves on only after the flush.
+        if !self.flush_due {
+            self.advance_clock();
+        }
         Some(Ok(record))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.fsync_writes != u64::MAX || self.end_bytes != u64::MAX {
+            // Flushes and a byte limit make the count depend on the draws.
+            return (0, None);
+        }
         let remaining = usize::try_from(self.end_index - self.index).ok();
         match (self.end_time_ns, self.end_index) {
             (u64::MAX, u64::MAX) => (usize::MAX, None),

@@ -58,12 +58,14 @@ Synthetic workloads: synthetic:key=value,key=value,...  (the prefix is optional)
                      proportional to k^-THETA; ranks scattered over the span by a seeded
                      permutation) | hotcold:HOT_SPAN:HOT_ACCESSES (the first HOT_SPAN fraction of
                      the span gets the HOT_ACCESSES fraction of the accesses). Default uniform.
+  fsync=N            a flush after every N writes (fio's fsync). Default none.
   iodepth=N          closed loop with N requests outstanding. Default 1 (when iops is absent).
   thinktime=TIME     closed loop: delay between a completion and the next issue. Default 0ns.
   iops=N             open loop at N requests per second on average (excludes iodepth).
   arrival=KIND       open loop: poisson (exponential gaps) | fixed (gaps of 1e9/N ns).
                      Default poisson.
-  requests=N         number of requests. Default 100000 when duration is absent.
+  requests=N         number of reads and writes. Default 100000 when bytes and duration are absent.
+  bytes=SIZE         instead of requests: requests until their sizes add up to SIZE (fio's size).
   duration=TIME      simulated run time instead of a request count.
   span=SIZE          length of the address range. Default: from offset to the device's end.
   offset=SIZE        first byte of the address range. Default 0.

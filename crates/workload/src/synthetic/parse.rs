@@ -22,18 +22,20 @@ enum Key {
     BsSplit,
     Align,
     Dist,
+    Fsync,
     IoDepth,
     ThinkTime,
     Iops,
     Arrival,
     Requests,
+    Bytes,
     Duration,
     Span,
     Offset,
     Seed,
 }
 
-const KEYS: [(Key, &str); 16] = [
+const KEYS: [(Key, &str); 18] = [
     (Key::Rw, "rw"),
     (Key::RwMixRead, "rwmixread"),
     (Key::PercentageRandom, "percentage_random"),
@@ -41,11 +43,13 @@ const KEYS: [(Key, &str); 16] = [
     (Key::BsSplit, "bssplit"),
     (Key::Align, "align"),
     (Key::Dist, "dist"),
+    (Key::Fsync, "fsync"),
     (Key::IoDepth, "iodepth"),
     (Key::ThinkTime, "thinktime"),
     (Key::Iops, "iops"),
     (Key::Arrival, "arrival"),
     (Key::Requests, "requests"),
+    (Key::Bytes, "bytes"),
     (Key::Duration, "duration"),
     (Key::Span, "span"),
     (Key::Offset, "offset"),
@@ -113,11 +117,13 @@ struct Given {
     bssplit: Option<BlockSize>,
     align: Option<u64>,
     dist: Option<AddressDist>,
+    fsync: Option<u64>,
     iodepth: Option<u32>,
     thinktime: Option<u64>,
     iops: Option<u64>,
     arrival: Option<Arrival>,
     requests: Option<u64>,
+    bytes: Option<u64>,
     duration: Option<u64>,
     span: Option<u64>,
     offset: Option<u64>,
@@ -256,6 +262,7 @@ fn store(given: &mut Given, key: Key, value: &str) -> Result<(), String> {
         Key::BsSplit => given.bssplit = Some(parse_bssplit(value)?),
         Key::Align => given.align = Some(parse_positive_size(value)?),
         Key::Dist => given.dist = Some(parse_dist(value)?),
+        Key::Fsync => given.fsync = Some(parse_positive_count(value)?),
         Key::IoDepth => {
             let depth = parse_count(value)?;
             given.iodepth = Some(
@@ -277,6 +284,7 @@ fn store(given: &mut Given, key: Key, value: &str) -> Result<(), String> {
             })
         }
         Key::Requests => given.requests = Some(parse_positive_count(value)?),
+        Key::Bytes => given.bytes = Some(parse_positive_size(value)?),
         Key::Duration => {
             let ns = parse_duration(value)?;
             if ns == 0 {
@@ -341,6 +349,7 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
         ops,
         pattern,
         block_size,
+        fsync_writes: given.fsync,
         load,
         limit: limit(&given, Dialect::Synthetic)?.unwrap_or(Limit::Requests {
             count: DEFAULT_REQUESTS,
@@ -411,15 +420,29 @@ fn load(given: &Given, label: &str) -> Result<Load, WorkloadError> {
 }
 
 fn limit(given: &Given, dialect: Dialect) -> Result<Option<Limit>, WorkloadError> {
-    match (given.requests, given.duration) {
-        (Some(count), Some(duration_ns)) => Err(spec_error(format!(
-            "{}: requests={count} and duration={} exclude each other: give one of them",
-            dialect.label(),
-            format_duration(duration_ns)
+    let mut limits = Vec::new();
+    if let Some(count) = given.requests {
+        limits.push((format!("requests={count}"), Limit::Requests { count }));
+    }
+    if let Some(bytes) = given.bytes {
+        limits.push((
+            format!("bytes={}", format_size(bytes)),
+            Limit::Bytes { bytes },
+        ));
+    }
+    if let Some(duration_ns) = given.duration {
+        limits.push((
+            format!("duration={}", format_duration(duration_ns)),
+            Limit::Duration { duration_ns },
+        ));
+    }
+    match &limits[..] {
+        [] => Ok(None),
+        [(_, limit)] => Ok(Some(*limit)),
+        [(a, _), (b, _), ..] => Err(spec_error(format!(
+            "{}: {a} and {b} exclude each other: give one of requests, bytes and duration",
+            dialect.label()
         ))),
-        (Some(count), None) => Ok(Some(Limit::Requests { count })),
-        (None, Some(duration_ns)) => Ok(Some(Limit::Duration { duration_ns })),
-        (None, None) => Ok(None),
     }
 }
 

@@ -18,6 +18,8 @@ pub struct SyntheticSpec {
     pub pattern: AccessPattern,
     /// Request sizes (fio's `bs` or `bssplit`).
     pub block_size: BlockSize,
+    /// A flush after every this many writes (fio's `fsync` and `fdatasync`); `None`, none.
+    pub fsync_writes: Option<u64>,
     /// Closed loop (`iodepth`, `thinktime`) or open loop (`iops`, `arrival`).
     pub load: Load,
     /// When the workload ends (`requests` or `duration`).
@@ -223,6 +225,11 @@ pub enum Limit {
     Requests {
         count: u64,
     },
+    /// The reads and writes issued add up to at least `bytes` (fio's `size` and `io_size`):
+    /// a request is generated while they add up to less. Flushes count no bytes.
+    Bytes {
+        bytes: u64,
+    },
     /// Simulated time; the engine stops the run at this instant.
     Duration {
         duration_ns: u64,
@@ -323,8 +330,19 @@ impl SyntheticSpec {
             }
             _ => {}
         }
+        if self.fsync_writes == Some(0) {
+            return bad("fsync", "0".into(), "a whole number of writes, at least 1");
+        }
+        if self.fsync_writes.is_some() && self.ops == OpMix::Read {
+            return bad(
+                "fsync",
+                self.fsync_writes.unwrap_or(0).to_string(),
+                "a workload that writes: a read-only workload has nothing to flush",
+            );
+        }
         match self.limit {
             Limit::Requests { count: 0 } => return bad("requests", "0".into(), "at least 1"),
+            Limit::Bytes { bytes: 0 } => return bad("bytes", "0".into(), "at least 1 byte"),
             Limit::Duration { duration_ns: 0 } => {
                 return bad("duration", "0ns".into(), "a positive duration");
             }
@@ -508,6 +526,9 @@ impl fmt::Display for SyntheticSpec {
             }
             write!(f, ",dist={}", format_dist(dist))?;
         }
+        if let Some(writes) = self.fsync_writes {
+            write!(f, ",fsync={writes}")?;
+        }
         self.write_load(f, false)?;
         self.write_limit(f)?;
         if let Some(span) = self.span_bytes {
@@ -546,6 +567,7 @@ impl SyntheticSpec {
     fn write_limit(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.limit {
             Limit::Requests { count } => write!(f, ",requests={count}"),
+            Limit::Bytes { bytes } => write!(f, ",bytes={}", format_size(bytes)),
             Limit::Duration { duration_ns } => {
                 write!(f, ",duration={}", format_duration(duration_ns))
             }
