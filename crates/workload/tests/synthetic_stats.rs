@@ -577,4 +577,11 @@ fn bytes_ends_the_stream_once_the_requests_add_up_to_it() {
     }
     // A fixed size that divides the limit gives exactly limit / size requests.
     assert_eq!(generate("rw=write,bs=16k,bytes=1m", GIB, 1).len(), 64);
+    // bytes=span is one pass over the span: a sequential pass covers it exactly once.
+    let pass = generate("rw=read,bs=64k,bytes=span,offset=1m,span=4m", GIB, 1);
+    let offsets: Vec<u64> = pass.iter().map(|r| r.offset_bytes).collect();
+    let expected: Vec<u64> = (0..64).map(|i| MIB + i * 64 * KIB).collect();
+    assert_eq!(offsets, expected);
+    let named = build("rw=read,bs=64k,bytes=span,span=4m", GIB, 1).name;
+    assert!(named.contains(",bytes=4m,"), "{named}");
 }

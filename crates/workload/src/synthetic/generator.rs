@@ -48,7 +48,7 @@ pub fn build(
     };
     let duration_ns = match spec.limit {
         Limit::Duration { duration_ns } => Some(duration_ns),
-        Limit::Requests { .. } | Limit::Bytes { .. } => None,
+        Limit::Requests { .. } | Limit::Bytes { .. } | Limit::Span => None,
     };
     let generator = Generator::new(spec, &layout, seed, think_ns);
     Ok(Workload {
@@ -138,6 +138,11 @@ fn canonical_name(spec: &SyntheticSpec, layout: &Layout, seed: u64) -> String {
     }
     named.vdbench = None;
     named.span_bytes = Some(layout.span_bytes);
+    if named.limit == Limit::Span {
+        named.limit = Limit::Bytes {
+            bytes: layout.span_bytes,
+        };
+    }
     if let AccessPattern::Random { align_bytes, .. } = &mut named.pattern {
         *align_bytes = Some(layout.align_bytes);
     }
@@ -339,7 +344,7 @@ impl Generator {
         };
         let (end_index, end_time_ns) = match (spec.limit, spec.load) {
             (Limit::Requests { count }, _) => (count, u64::MAX),
-            (Limit::Bytes { .. }, _) => (u64::MAX, u64::MAX),
+            (Limit::Bytes { .. } | Limit::Span, _) => (u64::MAX, u64::MAX),
             (Limit::Duration { duration_ns }, Load::Open { .. }) => (u64::MAX, duration_ns),
             // A closed loop's pace depends on the device, so only the engine knows when the
             // duration is over; the stream is unbounded.
@@ -347,6 +352,7 @@ impl Generator {
         };
         let end_bytes = match spec.limit {
             Limit::Bytes { bytes } => bytes,
+            Limit::Span => layout.span_bytes,
             _ => u64::MAX,
         };
         Generator {

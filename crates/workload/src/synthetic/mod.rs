@@ -65,7 +65,8 @@ Synthetic workloads: synthetic:key=value,key=value,...  (the prefix is optional)
   arrival=KIND       open loop: poisson (exponential gaps) | fixed (gaps of 1e9/N ns).
                      Default poisson.
   requests=N         number of reads and writes. Default 100000 when bytes and duration are absent.
-  bytes=SIZE         instead of requests: requests until their sizes add up to SIZE (fio's size).
+  bytes=SIZE|span    instead of requests: requests until their sizes add up to SIZE (fio's
+                     size), or to the span's length: one pass over the span.
   duration=TIME      simulated run time instead of a request count.
   span=SIZE          length of the address range. Default: from offset to the device's end.
   offset=SIZE        first byte of the address range. Default 0.

@@ -123,7 +123,7 @@ struct Given {
     iops: Option<u64>,
     arrival: Option<Arrival>,
     requests: Option<u64>,
-    bytes: Option<u64>,
+    bytes: Option<Limit>,
     duration: Option<u64>,
     span: Option<u64>,
     offset: Option<u64>,
@@ -284,7 +284,16 @@ fn store(given: &mut Given, key: Key, value: &str) -> Result<(), String> {
             })
         }
         Key::Requests => given.requests = Some(parse_positive_count(value)?),
-        Key::Bytes => given.bytes = Some(parse_positive_size(value)?),
+        Key::Bytes => {
+            given.bytes = Some(if value.eq_ignore_ascii_case("span") {
+                Limit::Span
+            } else {
+                Limit::Bytes {
+                    bytes: parse_positive_size(value)
+                        .map_err(|e| format!("{e}, or span (one pass over the span)"))?,
+                }
+            })
+        }
         Key::Duration => {
             let ns = parse_duration(value)?;
             if ns == 0 {
@@ -424,11 +433,15 @@ fn limit(given: &Given, dialect: Dialect) -> Result<Option<Limit>, WorkloadError
     if let Some(count) = given.requests {
         limits.push((format!("requests={count}"), Limit::Requests { count }));
     }
-    if let Some(bytes) = given.bytes {
-        limits.push((
-            format!("bytes={}", format_size(bytes)),
-            Limit::Bytes { bytes },
-        ));
+    match given.bytes {
+        Some(Limit::Bytes { bytes }) => {
+            limits.push((
+                format!("bytes={}", format_size(bytes)),
+                Limit::Bytes { bytes },
+            ));
+        }
+        Some(limit) => limits.push(("bytes=span".into(), limit)),
+        None => {}
     }
     if let Some(duration_ns) = given.duration {
         limits.push((

@@ -230,6 +230,10 @@ pub enum Limit {
     Bytes {
         bytes: u64,
     },
+    /// As `Bytes`, with the span's length in bytes: one pass over the span (fio's default
+    /// when a job gives no `size`, or a percentage). `build` resolves it, so a canonical name
+    /// states the bytes.
+    Span,
     /// Simulated time; the engine stops the run at this instant.
     Duration {
         duration_ns: u64,
@@ -568,6 +572,7 @@ impl SyntheticSpec {
         match self.limit {
             Limit::Requests { count } => write!(f, ",requests={count}"),
             Limit::Bytes { bytes } => write!(f, ",bytes={}", format_size(bytes)),
+            Limit::Span => write!(f, ",bytes=span"),
             Limit::Duration { duration_ns } => {
                 write!(f, ",duration={}", format_duration(duration_ns))
             }
