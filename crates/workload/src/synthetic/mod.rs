@@ -33,6 +33,8 @@ pub use spec::{
 };
 pub use vdbench::{vdbench_profiles, VdbenchProfile};
 
+pub(crate) use spec::check_split as check_split_shares;
+
 /// The key reference, for the command line's help text.
 pub fn spec_help() -> &'static str {
     SPEC_HELP
