@@ -324,7 +324,9 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, value_name = "clean|fill|steady")]
     pub precondition: Option<PreconditionArg>,
     /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`, or a flow file
-    /// (`[[flow]]` tables: several flows sharing the device, docs/workloads/flows.md).
+    /// (`[[flow]]` tables: several flows sharing the device, docs/workloads/flows.md), or an
+    /// fio job file (`*.fio`, or a file starting with a `[JOB]` section: each job a flow,
+    /// docs/workloads/fio-jobs.md).
     #[arg(long, required_unless_present = "flow", conflicts_with = "flow")]
     pub workload: Option<String>,
     /// One flow of a workload of several (repeat for each): a trace or a generator spec, then

@@ -107,6 +107,10 @@ pub(crate) fn execute(
     let wall = line.finish();
     let cpu = line.cpu_time();
     if progress {
+        // How the workload was read (an fio job file's options without effect here).
+        for note in &run.simulated.session.notes {
+            eprintln!("storsim: note: {note}");
+        }
         warn_unmapped_reads(&run.device, options.device.precondition.is_none());
         let info = &run.simulated.outcome.info;
         if let Some(warning) = storsim_output::wrapped_warning(info, run.device.capacity_bytes) {

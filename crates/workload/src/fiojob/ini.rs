@@ -45,11 +45,17 @@ pub(super) fn sections(text: &str) -> Result<Vec<Section>, (usize, String)> {
         }
         if let Some(inner) = content.strip_prefix('[') {
             let Some(name) = inner.strip_suffix(']') else {
-                return Err((line, format!("`{content}`: expected a section header [NAME]")));
+                return Err((
+                    line,
+                    format!("`{content}`: expected a section header [NAME]"),
+                ));
             };
             let name = name.trim();
             if name.is_empty() || name.contains(['[', ']']) {
-                return Err((line, format!("`{content}`: expected a section header [NAME]")));
+                return Err((
+                    line,
+                    format!("`{content}`: expected a section header [NAME]"),
+                ));
             }
             sections.push(Section {
                 line,
@@ -63,7 +69,10 @@ pub(super) fn sections(text: &str) -> Result<Vec<Section>, (usize, String)> {
             None => (content, None),
         };
         if key.is_empty() || key.contains(char::is_whitespace) {
-            return Err((line, format!("`{content}`: expected OPTION=VALUE or OPTION")));
+            return Err((
+                line,
+                format!("`{content}`: expected OPTION=VALUE or OPTION"),
+            ));
         }
         if let Some(value) = &value {
             refuse_expansion(value).map_err(|why| (line, format!("{key}={value}: {why}")))?;
@@ -71,7 +80,9 @@ pub(super) fn sections(text: &str) -> Result<Vec<Section>, (usize, String)> {
         let Some(section) = sections.last_mut() else {
             return Err((
                 line,
-                format!("`{content}` comes before any section: options belong to [global] or a job"),
+                format!(
+                    "`{content}` comes before any section: options belong to [global] or a job"
+                ),
             ));
         };
         section.entries.push(Entry {

@@ -167,20 +167,19 @@ pub(super) fn flows(job: &Job, phase: u32) -> Result<(Vec<FlowSpec>, bool), Faul
     let runtime_ns = job.read("runtime", |t| value::time_ns(t, 1_000_000_000))?;
     let time_based = job.flag("time_based")?;
     let (region_offset, region_size, amount) = region(job, kb_base)?;
-    let limit = match (time_based, runtime_ns) {
-        (true, Some(duration_ns)) if duration_ns > 0 => Limit::Duration { duration_ns },
-        (true, _) => {
-            return Err(job.fault(
+    let limit =
+        match (time_based, runtime_ns) {
+            (true, Some(duration_ns)) if duration_ns > 0 => Limit::Duration { duration_ns },
+            (true, _) => return Err(job.fault(
                 "time_based",
                 "time_based: expected a runtime as well (time_based runs the job for its runtime)"
                     .into(),
-            ))
-        }
-        (false, _) => match amount {
-            Amount::Bytes(bytes) => Limit::Bytes { bytes },
-            Amount::Region => Limit::Span,
-        },
-    };
+            )),
+            (false, _) => match amount {
+                Amount::Bytes(bytes) => Limit::Bytes { bytes },
+                Amount::Region => Limit::Span,
+            },
+        };
     let start_ns = job
         .read("startdelay", |t| {
             if t.contains(['-', ':']) {
@@ -373,10 +372,12 @@ fn sizes(job: &Job, direction: usize, kb_base: u64) -> Result<Sizes, Fault> {
     };
     if let Some((text, line)) = job.text("bssplit")? {
         if let Some(part) = value::per_direction(text)[direction] {
-            return split(part, &size).map(Sizes::Split).map_err(|expected| Fault {
-                line,
-                message: format!("bssplit={text}: expected {expected}"),
-            });
+            return split(part, &size)
+                .map(Sizes::Split)
+                .map_err(|expected| Fault {
+                    line,
+                    message: format!("bssplit={text}: expected {expected}"),
+                });
         }
     }
     let bs = job.text("bs")?;
@@ -426,10 +427,7 @@ fn sizes(job: &Job, direction: usize, kb_base: u64) -> Result<Sizes, Fault> {
 }
 
 /// One direction's `bssplit` part: `SIZE/PERCENT` entries joined by `:`.
-fn split(
-    part: &str,
-    size: &dyn Fn(&str) -> Result<u64, String>,
-) -> Result<Vec<SizeShare>, String> {
+fn split(part: &str, size: &dyn Fn(&str) -> Result<u64, String>) -> Result<Vec<SizeShare>, String> {
     let expected = "SIZE/PERCENT entries joined by `:`, e.g. 4k/10:64k/90";
     let shares = part
         .split(':')
@@ -578,10 +576,7 @@ fn load(
     let bandwidth = one_for_both(job, "rate", directions, |t| value::int(t, kb_base))?;
     let rated = match (iops, bandwidth) {
         (Some(_), Some(_)) => {
-            return Err(job.fault(
-                "rate",
-                "rate and rate_iops: give one of them".into(),
-            ))
+            return Err(job.fault("rate", "rate and rate_iops: give one of them".into()))
         }
         (Some(iops), None) => Some(iops),
         (None, Some(bytes_per_s)) => {
@@ -599,7 +594,9 @@ fn load(
         }
         (None, None) => None,
     };
-    let think_ns = job.read("thinktime", |t| value::time_ns(t, 1_000))?.unwrap_or(0);
+    let think_ns = job
+        .read("thinktime", |t| value::time_ns(t, 1_000))?
+        .unwrap_or(0);
     match job.read("thinktime_blocks", value::count)? {
         None | Some(1) => {}
         Some(_) => {
@@ -687,7 +684,12 @@ fn clone_offset(
             .checked_mul(clone)
             .and_then(|step| o.checked_add(step))
             .map(Extent::Bytes)
-            .ok_or_else(|| job.fault("offset_increment", "offset_increment: the clones' offsets pass 16 EiB".into())),
+            .ok_or_else(|| {
+                job.fault(
+                    "offset_increment",
+                    "offset_increment: the clones' offsets pass 16 EiB".into(),
+                )
+            }),
         (Extent::Percent(o), Extent::Percent(i)) => Ok(Extent::Percent(o + k * i)),
         (Extent::Bytes(0), Extent::Percent(i)) => Ok(Extent::Percent(k * i)),
         (Extent::Percent(o), Extent::Bytes(0)) => Ok(Extent::Percent(o)),

@@ -181,7 +181,8 @@ pub fn is_job_file(path: &Path) -> bool {
 
 /// Whether `path`'s name says it is a job file: it ends in `.fio`.
 pub fn has_job_file_name(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e.eq_ignore_ascii_case("fio"))
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("fio"))
 }
 
 /// Whether a file starting with `head` is a job file: within its first 4 KiB, its first line
@@ -231,11 +232,23 @@ mod tests {
         .unwrap();
         let (a, b) = (spec(&file.flows[0]), spec(&file.flows[1]));
         assert_eq!(a.block_size, BlockSize::Fixed { bytes: 8192 });
-        assert_eq!(a.load, Load::Closed { iodepth: 1, think_ns: 0 });
+        assert_eq!(
+            a.load,
+            Load::Closed {
+                iodepth: 1,
+                think_ns: 0
+            }
+        );
         assert_eq!(a.limit, Limit::Bytes { bytes: 1 << 20 });
         assert!(matches!(a.pattern, AccessPattern::Random { .. }));
         assert_eq!(b.block_size, BlockSize::Fixed { bytes: 16384 });
-        assert_eq!(b.load, Load::Closed { iodepth: 4, think_ns: 0 });
+        assert_eq!(
+            b.load,
+            Load::Closed {
+                iodepth: 4,
+                think_ns: 0
+            }
+        );
         // No size: one pass over the whole device.
         assert_eq!(b.limit, Limit::Span);
         assert_eq!(file.flows[1].lba, None);
@@ -254,7 +267,13 @@ mod tests {
         let s = spec(flow);
         assert_eq!(s.ops, OpMix::Mixed { read_percent: 70 });
         assert!(matches!(s.block_size, BlockSize::SplitPerOp { .. }));
-        assert_eq!(s.load, Load::Closed { iodepth: 8, think_ns: 20_000 });
+        assert_eq!(
+            s.load,
+            Load::Closed {
+                iodepth: 8,
+                think_ns: 20_000
+            }
+        );
         assert_eq!(
             s.pattern,
             AccessPattern::Random {
@@ -274,7 +293,10 @@ mod tests {
             })
         );
         assert_eq!(flow.head, Some(1000));
-        assert_eq!((flow.start_ns, flow.stop_ns), (10_000_000, Some(2_010_000_000)));
+        assert_eq!(
+            (flow.start_ns, flow.stop_ns),
+            (10_000_000, Some(2_010_000_000))
+        );
         assert_eq!(flow.repeat, 3);
     }
 
@@ -296,7 +318,11 @@ mod tests {
             .collect();
         assert_eq!(
             offsets,
-            [Extent::Percent(0.0), Extent::Percent(10.0), Extent::Percent(20.0)]
+            [
+                Extent::Percent(0.0),
+                Extent::Percent(10.0),
+                Extent::Percent(20.0)
+            ]
         );
         let seeds: Vec<Option<u64>> = file.flows[..3].iter().map(|f| spec(f).seed).collect();
         assert_eq!(seeds, [Some(7), Some(8), Some(9)]);
@@ -304,14 +330,25 @@ mod tests {
         let timed = spec(&file.flows[3]);
         assert_eq!(
             timed.load,
-            Load::Open { iops: 500, arrival: synthetic::Arrival::Fixed }
+            Load::Open {
+                iops: 500,
+                arrival: synthetic::Arrival::Fixed
+            }
         );
-        assert_eq!(timed.limit, Limit::Duration { duration_ns: 1_000_000_000 });
+        assert_eq!(
+            timed.limit,
+            Limit::Duration {
+                duration_ns: 1_000_000_000
+            }
+        );
         assert_eq!(file.flows[3].stop_ns, None);
         // 1 MiB/s of 4 KiB requests is 256 a second.
         assert_eq!(
             spec(&file.flows[4]).load,
-            Load::Open { iops: 256, arrival: synthetic::Arrival::Poisson }
+            Load::Open {
+                iops: 256,
+                arrival: synthetic::Arrival::Poisson
+            }
         );
     }
 
@@ -332,17 +369,38 @@ mod tests {
     #[test]
     fn refused_job_files_name_the_file_the_line_and_the_option() {
         for (text, wanted) in [
-            ("[a]\nrw=read\nblocksizes=4k\n", "line 3: unknown option `blocksizes`"),
+            (
+                "[a]\nrw=read\nblocksizes=4k\n",
+                "line 3: unknown option `blocksizes`",
+            ),
             ("[a]\nramp_time=5\n", "line 2: ramp_time: not simulated"),
-            ("[a]\nzonemode=zbd\n", "line 2: zonemode=zbd needs a zoned device"),
-            ("[a]\nrw=trim\n", "line 2: rw=trim: trims are not generated yet"),
+            (
+                "[a]\nzonemode=zbd\n",
+                "line 2: zonemode=zbd needs a zoned device",
+            ),
+            (
+                "[a]\nrw=trim\n",
+                "line 2: rw=trim: trims are not generated yet",
+            ),
             ("[a]\nrw=randread:8\n", "line 2: rw=randread:8"),
             ("[a]\nbs=4q\n", "line 2: bs=4q: expected"),
             ("[a]\nbssplit=4k/60:8k/60\n", "line 2: bssplit=4k/60:8k/60"),
-            ("[a]\nbsrange=4k-6k\n", "line 2: bsrange=4k-6k: expected a high size"),
-            ("[a]\ntime_based\n", "line 2: time_based: expected a runtime"),
-            ("[a]\nrw=randread\nrandom_distribution=pareto:0.9\n", "line 3: random_distribution"),
-            ("[a]\nrw=randrw\nrate_iops=100,200\n", "line 3: rate_iops=100,200"),
+            (
+                "[a]\nbsrange=4k-6k\n",
+                "line 2: bsrange=4k-6k: expected a high size",
+            ),
+            (
+                "[a]\ntime_based\n",
+                "line 2: time_based: expected a runtime",
+            ),
+            (
+                "[a]\nrw=randread\nrandom_distribution=pareto:0.9\n",
+                "line 3: random_distribution",
+            ),
+            (
+                "[a]\nrw=randrw\nrate_iops=100,200\n",
+                "line 3: rate_iops=100,200",
+            ),
             ("[a]\niodepth\n", "line 2: iodepth: expected iodepth=VALUE"),
             ("[global]\nrw=read\n", "no job"),
         ] {
@@ -358,7 +416,9 @@ mod tests {
         assert!(starts_as_job_file(b"[global]\ntime_based\n[a]\n"));
         assert!(!starts_as_job_file(b"[[flow]]\nworkload = \"x\"\n"));
         assert!(!starts_as_job_file(b"[section]\ncolor=blue\n"));
-        assert!(!starts_as_job_file(b"128166372003061629,hm,0,Read,0,4096,100\n"));
+        assert!(!starts_as_job_file(
+            b"128166372003061629,hm,0,Read,0,4096,100\n"
+        ));
         assert!(has_job_file_name(Path::new("dir/x.FIO")));
         assert!(!has_job_file_name(Path::new("x.fio.csv")));
     }
