@@ -192,7 +192,20 @@ pub(super) fn flows(job: &Job, phase: u32) -> Result<(Vec<FlowSpec>, bool), Faul
         (false, Some(runtime)) if runtime > 0 => Some(start_ns.saturating_add(runtime)),
         _ => None,
     };
-    let head = job.read("number_ios", value::count)?.filter(|&n| n > 0);
+    let number_ios = job.read("number_ios", value::count)?.filter(|&n| n > 0);
+    // fio's number_ios counts reads and writes, not syncs, and ends the job if it comes before
+    // the amount. With one size and an amount in bytes, that is a count of requests; otherwise
+    // the flow's head cuts the stream, which counts flushes too (only with fsync does it
+    // differ).
+    let (limit, head) = match (number_ios, limit, &block_size) {
+        (Some(n), Limit::Bytes { bytes }, BlockSize::Fixed { bytes: size }) => (
+            Limit::Requests {
+                count: n.min(bytes.div_ceil(*size)),
+            },
+            None,
+        ),
+        (n, limit, _) => (limit, n),
+    };
     let repeat = match job.read("loops", value::count)? {
         None => 1,
         Some(n) if n >= 1 && n <= u64::from(u32::MAX) => n as u32,

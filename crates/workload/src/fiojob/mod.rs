@@ -301,6 +301,17 @@ mod tests {
     }
 
     #[test]
+    fn number_ios_with_one_size_is_a_count_of_reads_and_writes() {
+        let file = read("[n]\nrw=write\nbs=4k\nsize=1m\nfsync=8\nnumber_ios=20\n").unwrap();
+        // Not a head, which would count the flushes too.
+        assert_eq!(file.flows[0].head, None);
+        assert_eq!(spec(&file.flows[0]).limit, Limit::Requests { count: 20 });
+        // A count above the amount's is the amount's.
+        let file = read("[n]\nrw=write\nbs=4k\nsize=1m\nnumber_ios=5000\n").unwrap();
+        assert_eq!(spec(&file.flows[0]).limit, Limit::Requests { count: 256 });
+    }
+
+    #[test]
     fn clones_stonewalls_and_rates_become_flows_phases_and_open_loops() {
         let file = read(
             "[w]\nrw=write\nbs=64k\nnumjobs=3\nsize=10%\noffset_increment=10%\nrandseed=7\n\

@@ -4,7 +4,7 @@
 //!
 //! Hand-written because fio's rules are its own: with the default `kb_base=1024`, `4k`, `4kb`
 //! and `4ki` are 4096 bytes but `4kib` is 4000 (fio 3.33, checked against fio itself by
-//! `tests/fiojob_fio.rs`), which no size-parsing library reproduces.
+//! `crates/sim/tests/fio_jobs.rs`), which no size-parsing library reproduces.
 
 use crate::flows::Extent;
 

@@ -449,14 +449,16 @@ impl Iterator for Generator {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.flush_due {
-            return Some(Ok(self.flush()));
-        }
         if self.index >= self.end_index
             || self.bytes >= self.end_bytes
             || self.now_ns >= self.end_time_ns
         {
             return None;
+        }
+        // A flush due goes before the next request, so a stream that ends with the Nth write
+        // ends without one, as fio's does.
+        if self.flush_due {
+            return Some(Ok(self.flush()));
         }
         let op = match self.ops {
             OpChooser::Always(op) => op,
