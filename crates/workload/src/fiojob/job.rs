@@ -113,6 +113,18 @@ impl Job {
     }
 }
 
+/// What a job issues, as a generator spec without its seed, and the flow keys every clone
+/// shares.
+struct Shape {
+    spec: SyntheticSpec,
+    start_ns: u64,
+    stop_ns: Option<u64>,
+    head: Option<u64>,
+    repeat: u32,
+    region_offset: Extent,
+    region_size: Option<Extent>,
+}
+
 /// The job's flows, in phase `phase`: one per clone. Also says whether the job asked for
 /// something that has no effect here (`randrepeat=0`: storsim's runs are always repeatable).
 pub(super) fn flows(job: &Job, phase: u32) -> Result<(Vec<FlowSpec>, bool), Fault> {
@@ -124,6 +136,50 @@ pub(super) fn flows(job: &Job, phase: u32) -> Result<(Vec<FlowSpec>, bool), Faul
         })?
         .unwrap_or(1024);
     zone_mode(job)?;
+    let shape = shape(job, kb_base)?;
+    let clones = match job.read("numjobs", value::count)? {
+        None => 1,
+        Some(n) if (1..=4096).contains(&n) => n,
+        Some(_) => {
+            return Err(job.fault("numjobs", "numjobs: expected from 1 to 4096 clones".into()))
+        }
+    };
+    let increment = job.read("offset_increment", |t| value::extent(t, kb_base))?;
+    let seed = job.read("randseed", value::count)?;
+    let mut flows = Vec::new();
+    for clone in 0..clones {
+        let mut spec = shape.spec.clone();
+        spec.seed = seed.map(|s| s.wrapping_add(clone));
+        spec.check().map_err(|e| Fault {
+            line: job.line,
+            message: format!("job {}: {e}", job.name),
+        })?;
+        let mut flow = FlowSpec::new(0, &spec.to_string());
+        flow.name = if clones == 1 {
+            job.name.clone()
+        } else {
+            format!("{}.{clone}", job.name)
+        };
+        flow.start_ns = shape.start_ns;
+        flow.stop_ns = shape.stop_ns;
+        flow.phase = phase;
+        flow.head = shape.head;
+        flow.repeat = shape.repeat;
+        let offset = clone_offset(job, shape.region_offset, increment, clone)?;
+        if offset != Extent::Bytes(0) || shape.region_size.is_some() {
+            flow.lba = Some(LbaPartition {
+                offset,
+                size: shape.region_size,
+            });
+        }
+        flows.push(flow);
+    }
+    let unrepeatable = job.get("randrepeat").is_some() && !job.flag("randrepeat")?;
+    Ok((flows, unrepeatable))
+}
+
+/// The job's [`Shape`]: its generator spec and the flow keys of its timing and region.
+fn shape(job: &Job, kb_base: u64) -> Result<Shape, Fault> {
     let (random, directions) = rw(job)?;
     let ops = match directions {
         Directions::Read => OpMix::Read,
@@ -134,20 +190,7 @@ pub(super) fn flows(job: &Job, phase: u32) -> Result<(Vec<FlowSpec>, bool), Faul
     };
     let block_size = block_size(job, directions, kb_base)?;
     let pattern = if random {
-        AccessPattern::Random {
-            random_percent: one_for_both(job, "percentage_random", directions, value::percent)?
-                .unwrap_or(100),
-            dist: distribution(job)?,
-            align_bytes: one_for_both(job, "blockalign", directions, |t| {
-                value::int(t, kb_base).and_then(|b| {
-                    if b == 0 {
-                        Err("a size of at least 1 byte".into())
-                    } else {
-                        Ok(b)
-                    }
-                })
-            })?,
-        }
+        pattern(job, directions, kb_base)?
     } else {
         AccessPattern::Sequential
     };
@@ -164,9 +207,63 @@ pub(super) fn flows(job: &Job, phase: u32) -> Result<(Vec<FlowSpec>, bool), Faul
             }
         }
     };
+    let (region_offset, region_size, amount) = region(job, kb_base)?;
+    let (limit, start_ns, stop_ns, head) = extent_in_time(job, amount, &block_size)?;
+    let repeat = match job.read("loops", value::count)? {
+        None => 1,
+        Some(n) if n >= 1 && n <= u64::from(u32::MAX) => n as u32,
+        Some(_) => return Err(job.fault("loops", "loops: expected at least 1".into())),
+    };
+    Ok(Shape {
+        spec: SyntheticSpec {
+            ops,
+            pattern,
+            block_size,
+            fsync_writes,
+            load,
+            limit,
+            span_bytes: None,
+            offset_bytes: 0,
+            seed: None,
+            vdbench: None,
+        },
+        start_ns,
+        stop_ns,
+        head,
+        repeat,
+        region_offset,
+        region_size,
+    })
+}
+
+/// A random job's placement: `percentage_random`, `random_distribution`, `blockalign`.
+fn pattern(job: &Job, directions: Directions, kb_base: u64) -> Result<AccessPattern, Fault> {
+    Ok(AccessPattern::Random {
+        random_percent: one_for_both(job, "percentage_random", directions, value::percent)?
+            .unwrap_or(100),
+        dist: distribution(job)?,
+        align_bytes: one_for_both(job, "blockalign", directions, |t| {
+            value::int(t, kb_base).and_then(|b| {
+                if b == 0 {
+                    Err("a size of at least 1 byte".into())
+                } else {
+                    Ok(b)
+                }
+            })
+        })?,
+    })
+}
+
+/// When the job ends and starts: the generator's limit (its amount, or with `time_based` its
+/// runtime), its start delay, the stop its `runtime` puts, and a head for `number_ios` where
+/// a count of requests cannot say it.
+fn extent_in_time(
+    job: &Job,
+    amount: Amount,
+    block_size: &BlockSize,
+) -> Result<(Limit, u64, Option<u64>, Option<u64>), Fault> {
     let runtime_ns = job.read("runtime", |t| value::time_ns(t, 1_000_000_000))?;
     let time_based = job.flag("time_based")?;
-    let (region_offset, region_size, amount) = region(job, kb_base)?;
     let limit =
         match (time_based, runtime_ns) {
             (true, Some(duration_ns)) if duration_ns > 0 => Limit::Duration { duration_ns },
@@ -197,7 +294,7 @@ pub(super) fn flows(job: &Job, phase: u32) -> Result<(Vec<FlowSpec>, bool), Faul
     // the amount. With one size and an amount in bytes, that is a count of requests; otherwise
     // the flow's head cuts the stream, which counts flushes too (only with fsync does it
     // differ).
-    let (limit, head) = match (number_ios, limit, &block_size) {
+    let (limit, head) = match (number_ios, limit, block_size) {
         (Some(n), Limit::Bytes { bytes }, BlockSize::Fixed { bytes: size }) => (
             Limit::Requests {
                 count: n.min(bytes.div_ceil(*size)),
@@ -206,62 +303,7 @@ pub(super) fn flows(job: &Job, phase: u32) -> Result<(Vec<FlowSpec>, bool), Faul
         ),
         (n, limit, _) => (limit, n),
     };
-    let repeat = match job.read("loops", value::count)? {
-        None => 1,
-        Some(n) if n >= 1 && n <= u64::from(u32::MAX) => n as u32,
-        Some(_) => return Err(job.fault("loops", "loops: expected at least 1".into())),
-    };
-    let clones = match job.read("numjobs", value::count)? {
-        None => 1,
-        Some(n) if (1..=4096).contains(&n) => n,
-        Some(_) => {
-            return Err(job.fault("numjobs", "numjobs: expected from 1 to 4096 clones".into()))
-        }
-    };
-    let increment = job.read("offset_increment", |t| value::extent(t, kb_base))?;
-    let seed = job.read("randseed", value::count)?;
-    let spec = SyntheticSpec {
-        ops,
-        pattern,
-        block_size,
-        fsync_writes,
-        load,
-        limit,
-        span_bytes: None,
-        offset_bytes: 0,
-        seed: None,
-        vdbench: None,
-    };
-    let mut flows = Vec::new();
-    for clone in 0..clones {
-        let mut spec = spec.clone();
-        spec.seed = seed.map(|s| s.wrapping_add(clone));
-        spec.check().map_err(|e| Fault {
-            line: job.line,
-            message: format!("job {}: {e}", job.name),
-        })?;
-        let mut flow = FlowSpec::new(0, &spec.to_string());
-        flow.name = if clones == 1 {
-            job.name.clone()
-        } else {
-            format!("{}.{clone}", job.name)
-        };
-        flow.start_ns = start_ns;
-        flow.stop_ns = stop_ns;
-        flow.phase = phase;
-        flow.head = head;
-        flow.repeat = repeat;
-        let offset = clone_offset(job, region_offset, increment, clone)?;
-        if offset != Extent::Bytes(0) || region_size.is_some() {
-            flow.lba = Some(LbaPartition {
-                offset,
-                size: region_size,
-            });
-        }
-        flows.push(flow);
-    }
-    let unrepeatable = job.get("randrepeat").is_some() && !job.flag("randrepeat")?;
-    Ok((flows, unrepeatable))
+    Ok((limit, start_ns, stop_ns, head))
 }
 
 fn zone_mode(job: &Job) -> Result<(), Fault> {

@@ -334,16 +334,7 @@ impl SyntheticSpec {
             }
             _ => {}
         }
-        if self.fsync_writes == Some(0) {
-            return bad("fsync", "0".into(), "a whole number of writes, at least 1");
-        }
-        if self.fsync_writes.is_some() && self.ops == OpMix::Read {
-            return bad(
-                "fsync",
-                self.fsync_writes.unwrap_or(0).to_string(),
-                "a workload that writes: a read-only workload has nothing to flush",
-            );
-        }
+        self.check_fsync()?;
         match self.limit {
             Limit::Requests { count: 0 } => return bad("requests", "0".into(), "at least 1"),
             Limit::Bytes { bytes: 0 } => return bad("bytes", "0".into(), "at least 1 byte"),
@@ -356,6 +347,23 @@ impl SyntheticSpec {
             return bad("span", "0".into(), "a size of at least 1 byte");
         }
         Ok(())
+    }
+
+    /// Checks `fsync`: at least one write between flushes, and writes to flush.
+    fn check_fsync(&self) -> Result<(), WorkloadError> {
+        let Some(writes) = self.fsync_writes else {
+            return Ok(());
+        };
+        let expected = if writes == 0 {
+            "a whole number of writes, at least 1"
+        } else if self.ops == OpMix::Read {
+            "a workload that writes: a read-only workload has nothing to flush"
+        } else {
+            return Ok(());
+        };
+        Err(spec_error(format!(
+            "synthetic workload: fsync={writes}: expected {expected}"
+        )))
     }
 
     /// True when the spec is exactly its vdbench profile with only the overridable keys
