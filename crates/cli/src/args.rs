@@ -395,6 +395,11 @@ pub struct SimulateArgs {
     /// scripts written for MQSim (docs/formats/mqsim-xml.md).
     #[arg(long, value_name = "OUT.xml")]
     pub mqsim_xml: Option<PathBuf>,
+    /// Also write the results in the shape of fio's `--output-format=json` (`jobs[]` with
+    /// `read`, `write` and `sync`: `iops`, `bw`, `clat_ns` and its percentiles; one job per
+    /// flow), for scripts written for fio (docs/workloads/fio-jobs.md).
+    #[arg(long, value_name = "OUT.json")]
+    pub fio_json: Option<PathBuf>,
     /// Write one CSV line per request (arrival, service start, finish, ...) to this file; a
     /// workload of several flows adds a last column, `flow`, the request's flow's index.
     #[arg(long, value_name = "OUT")]

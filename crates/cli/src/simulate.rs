@@ -183,6 +183,10 @@ fn write_reports(
         std::fs::write(path, storsim_output::mqsim_results_xml(results))
             .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?;
     }
+    if let Some(path) = &args.fio_json {
+        std::fs::write(path, storsim_output::fio_json(results))
+            .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?;
+    }
     if !args.quiet && args.json.as_deref() != Some(Path::new("-")) {
         crate::stdout::say!("{}", storsim_output::simulation_text(results));
         let cpu = match cpu {

@@ -160,3 +160,88 @@ fn refused_job_files_name_the_file_the_line_and_the_option_and_exit_2() {
         );
     }
 }
+
+#[test]
+fn fio_json_reads_as_fio_s_json_and_agrees_with_storsim_s_own() {
+    let dir = temp_dir("fio-job-json");
+    let job = dir.path().join("mix.fio");
+    std::fs::write(
+        &job,
+        "[mix]\nrw=randrw\nrwmixread=70\nbs=4k\nsize=8m\niodepth=4\nfsync=32\n\
+         [seq]\nstonewall\nrw=read\nbs=64k\nsize=4m\n",
+    )
+    .unwrap();
+    let (json, fio_json) = (dir.path().join("run.json"), dir.path().join("fio.json"));
+    let o = storsim(&[
+        "simulate",
+        "--quiet",
+        "--device",
+        "tlc-nvme",
+        "--workload",
+        job.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--fio-json",
+        fio_json.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let own: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let fio: Value = serde_json::from_str(&std::fs::read_to_string(&fio_json).unwrap()).unwrap();
+    // As a script written for fio reads it: jobs by name, a direction's iops, bw in KiB/s,
+    // the completion latency's percentiles keyed as fio keys them.
+    let jobs = fio["jobs"].as_array().unwrap();
+    let names: Vec<&str> = jobs
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["mix", "seq"]);
+    assert_eq!(
+        (jobs[0]["groupid"].as_u64(), jobs[1]["groupid"].as_u64()),
+        (Some(0), Some(1))
+    );
+    for (index, job) in jobs.iter().enumerate() {
+        let summary = &own["flows"][index]["summary"];
+        for dir in ["read", "write"] {
+            let d = &job[dir];
+            let mine = &summary[dir];
+            assert_eq!(d["total_ios"], mine["requests"], "{dir}");
+            assert_eq!(d["io_bytes"], mine["bytes"], "{dir}");
+            if d["total_ios"] == 0 {
+                assert!(d["clat_ns"].get("percentile").is_none());
+                continue;
+            }
+            let iops = d["iops"].as_f64().unwrap();
+            assert!((iops - mine["iops"].as_f64().unwrap()).abs() < 1e-6 * iops.max(1.0));
+            let bw_kib = d["bw"].as_f64().unwrap();
+            let bw_bytes = d["bw_bytes"].as_f64().unwrap();
+            assert!(
+                (bw_kib - bw_bytes / 1024.0).abs() <= 0.5,
+                "{dir}: {bw_kib} {bw_bytes}"
+            );
+            let p99 = d["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap();
+            let p50 = d["clat_ns"]["percentile"]["50.000000"].as_u64().unwrap();
+            let min = d["clat_ns"]["min"].as_u64().unwrap();
+            let max = d["clat_ns"]["max"].as_u64().unwrap();
+            assert!(min <= p50 && p50 <= p99 && p99 <= max, "{dir}");
+            assert_eq!(d["clat_ns"]["N"], d["total_ios"]);
+        }
+    }
+    // The mixed job wrote 8 MiB of 4 KiB requests, 30 % of them writes (within tolerance),
+    // with a flush after every 32 writes.
+    let (reads, writes) = (
+        jobs[0]["read"]["total_ios"].as_u64().unwrap(),
+        jobs[0]["write"]["total_ios"].as_u64().unwrap(),
+    );
+    assert_eq!(reads + writes, 2048);
+    let fraction = writes as f64 / 2048.0;
+    assert!(
+        (fraction - 0.3).abs() < 4.0 * (0.3f64 * 0.7 / 2048.0).sqrt(),
+        "{fraction}"
+    );
+    let syncs = jobs[0]["sync"]["total_ios"].as_u64().unwrap();
+    assert!(
+        syncs == writes / 32 || syncs + 1 == writes / 32,
+        "{syncs} for {writes}"
+    );
+    assert_eq!(jobs[1]["read"]["total_ios"], 64);
+}
