@@ -113,6 +113,11 @@ fn sequential_jobs_issue_exactly_fio_s_requests() {
             "loops",
             "[l]\nioengine=null\nrw=read\nbs=16k\nsize=128k\nloops=3\n",
         ),
+        ("trim", "[t]\nioengine=null\nrw=trim\nbs=16k\nsize=256k\n"),
+        (
+            "trimwrite",
+            "[tw]\nioengine=null\nrw=trimwrite\nbs=4k\nsize=64k\nfsync=4\n",
+        ),
         (
             "units",
             "[u]\nioengine=null\nrw=read\nbs=1ki\nsize=0x4000\noffset=4kib\n",
@@ -149,6 +154,44 @@ fn random_jobs_fall_where_fio_s_fall_in_the_same_number() {
                 0,
                 "{who}: {offset} is not aligned"
             );
+        }
+    }
+}
+
+#[test]
+fn random_trims_and_trim_write_pairs_cover_the_region_as_fio_s_do() {
+    if !have_fio() {
+        return;
+    }
+    let dir = temp();
+    for (name, text, pairs) in [
+        (
+            "randtrim",
+            "[t]\nioengine=null\nrw=randtrim\nbs=8k\nsize=2m\n",
+            false,
+        ),
+        (
+            "randtrimwrite",
+            "[tw]\nioengine=null\nrw=randtrimwrite\nbs=8k\nsize=2m\n",
+            true,
+        ),
+    ] {
+        let fio = fio_requests(dir.path(), name, text);
+        let storsim = &storsim_requests(text, 2)[0];
+        for (who, ios) in [("fio", &fio), ("storsim", storsim)] {
+            // 2 MiB in 8 KiB trims, each followed by its write in a pair.
+            let trims = count(ios, Op::Trim);
+            assert_eq!(trims, 256, "{name}: {who}");
+            assert_eq!(ios.len(), if pairs { 512 } else { 256 }, "{name}: {who}");
+            assert!(ios
+                .iter()
+                .all(|r| r.2 == 8192 && r.1 % 8192 == 0 && r.1 < 2 << 20));
+            if pairs {
+                for pair in ios.chunks(2) {
+                    assert_eq!((pair[0].0, pair[1].0), (Op::Trim, Op::Write), "{who}");
+                    assert_eq!(pair[0].1, pair[1].1, "{name}: {who}: a pair's range");
+                }
+            }
         }
     }
 }

@@ -364,6 +364,8 @@ fn canonical_name_round_trips_to_the_same_records() {
         "vdbench:random-write-large,requests=1000",
         "rw=randrw,bssplit=4k/62:16k/:64k/;128k/30:512k/70,iops=300",
         "rw=randwrite,bs=8k,fsync=16,bytes=3m,iodepth=4",
+        "rw=randtrimwrite,bs=8k,fsync=3,requests=100",
+        "rw=trim,bs=64k,bytes=span",
     ];
     for text in specs {
         let first = synthetic::build(&parse_ok(text), 4 * GIB, 11).expect("build");

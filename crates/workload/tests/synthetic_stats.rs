@@ -573,6 +573,37 @@ fn fsync_puts_a_flush_after_every_nth_write_at_its_arrival() {
 }
 
 #[test]
+fn trimwrite_writes_each_trimmed_range_next_and_counts_the_pair_once() {
+    let records = generate(
+        "rw=randtrimwrite,bs=4k-64k,bytes=8m,iops=100,arrival=fixed",
+        GIB,
+        4,
+    );
+    assert_eq!(records.len() % 2, 0);
+    let mut trimmed = 0;
+    for pair in records.chunks(2) {
+        let (trim, write) = (&pair[0], &pair[1]);
+        assert_eq!((trim.op, write.op), (Op::Trim, Op::Write));
+        assert_eq!(
+            (trim.offset_bytes, trim.len_bytes, trim.timestamp_ns),
+            (write.offset_bytes, write.len_bytes, write.timestamp_ns)
+        );
+        trimmed += trim.len_bytes;
+    }
+    // The amount counts the trims (each pair once), as fio's size does.
+    assert!(trimmed >= 8 * MIB && trimmed - records[records.len() - 2].len_bytes < 8 * MIB);
+    // Pairs are 10 ms apart at 100 a second.
+    assert!(records
+        .chunks(2)
+        .enumerate()
+        .all(|(i, p)| p[0].timestamp_ns == i as u64 * 10_000_000));
+    let trims = generate("rw=trim,bs=8k,requests=10", GIB, 1);
+    assert!(trims.iter().all(|r| r.op == Op::Trim));
+    let offsets: Vec<u64> = trims.iter().map(|r| r.offset_bytes).collect();
+    assert_eq!(offsets, (0..10).map(|i| i * 8192).collect::<Vec<_>>());
+}
+
+#[test]
 fn bytes_ends_the_stream_once_the_requests_add_up_to_it() {
     for seed in [1, 2, 3, 4] {
         let records = generate("rw=randread,bssplit=4k/50:64k/50,bytes=10m", GIB, seed);

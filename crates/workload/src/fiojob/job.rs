@@ -39,6 +39,22 @@ enum Directions {
     Read,
     Write,
     Mixed,
+    Trim,
+    /// A trim, then a write of the same range.
+    TrimWrite,
+}
+
+impl Directions {
+    /// Which parts of a per-direction value (read, write, trim) apply: a trim-and-write job's
+    /// sizes and rates are its trims'.
+    fn parts(self) -> &'static [usize] {
+        match self {
+            Directions::Read => &[0],
+            Directions::Write => &[1],
+            Directions::Mixed => &[0, 1],
+            Directions::Trim | Directions::TrimWrite => &[2],
+        }
+    }
 }
 
 /// A direction's request sizes before they become a [`BlockSize`].
@@ -187,6 +203,8 @@ fn shape(job: &Job, kb_base: u64) -> Result<Shape, Fault> {
         Directions::Mixed => OpMix::Mixed {
             read_percent: read_percent(job)?,
         },
+        Directions::Trim => OpMix::Trim,
+        Directions::TrimWrite => OpMix::TrimWrite,
     };
     let block_size = block_size(job, directions, kb_base)?;
     let pattern = if random {
@@ -196,8 +214,9 @@ fn shape(job: &Job, kb_base: u64) -> Result<Shape, Fault> {
     };
     let load = load(job, directions, &block_size, kb_base)?;
     let fsync_writes = match directions {
-        // fio syncs only after writes; a job that only reads has none.
-        Directions::Read => None,
+        // fio syncs only after writes, and (fio 3.33, checked against it) not in a
+        // trim-and-write job either.
+        Directions::Read | Directions::Trim | Directions::TrimWrite => None,
         _ => {
             let fsync = job.read("fsync", value::count)?.filter(|&n| n > 0);
             let fdatasync = job.read("fdatasync", value::count)?.filter(|&n| n > 0);
@@ -345,17 +364,16 @@ fn rw(job: &Job) -> Result<(bool, Directions), Fault> {
         "randread" => (true, Directions::Read),
         "randwrite" => (true, Directions::Write),
         "randrw" => (true, Directions::Mixed),
-        "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-            return Err(job.fault(
-                "rw",
-                format!("rw={mode}: trims are not generated yet (storsim's generator issues reads and writes)"),
-            ))
-        }
+        "trim" => (false, Directions::Trim),
+        "randtrim" => (true, Directions::Trim),
+        "trimwrite" => (false, Directions::TrimWrite),
+        "randtrimwrite" => (true, Directions::TrimWrite),
         _ => {
             return Err(job.fault(
                 "rw",
                 format!(
-                    "rw={mode}: expected read, write, rw (readwrite), randread, randwrite or randrw"
+                    "rw={mode}: expected read, write, rw (readwrite), randread, randwrite, randrw, \
+                     trim, randtrim, trimwrite or randtrimwrite"
                 ),
             ))
         }
@@ -401,22 +419,23 @@ fn one_for_both<T: PartialEq>(
         })
         .transpose()
     };
-    let [r, w] = value::per_direction(text);
-    let (r, w) = (parse(r)?, parse(w)?);
-    match directions {
-        Directions::Read => Ok(r),
-        Directions::Write => Ok(w),
-        Directions::Mixed if r == w => Ok(r),
-        Directions::Mixed => Err(Fault {
+    let parts = value::per_direction(text);
+    let mut values = Vec::new();
+    for &part in directions.parts() {
+        values.push(parse(parts[part])?);
+    }
+    if values.windows(2).any(|pair| pair[0] != pair[1]) {
+        return Err(Fault {
             line,
             message: format!(
                 "{name}={text}: different values for reads and writes are not simulated; give one"
             ),
-        }),
+        });
     }
+    Ok(values.into_iter().next().flatten())
 }
 
-/// The request sizes of one direction (0 reads, 1 writes): its `bssplit` part if it has one,
+/// The request sizes of one direction (0 reads, 1 writes, 2 trims): its `bssplit` part if it has one,
 /// else the later of `bs` and `bsrange`, else 4 KiB.
 fn sizes(job: &Job, direction: usize, kb_base: u64) -> Result<Sizes, Fault> {
     let size = |text: &str| -> Result<u64, String> {
@@ -524,6 +543,7 @@ fn block_size(job: &Job, directions: Directions, kb_base: u64) -> Result<BlockSi
     Ok(match directions {
         Directions::Read => as_block(sizes(job, 0, kb_base)?),
         Directions::Write => as_block(sizes(job, 1, kb_base)?),
+        Directions::Trim | Directions::TrimWrite => as_block(sizes(job, 2, kb_base)?),
         Directions::Mixed => {
             let (read, write) = (sizes(job, 0, kb_base)?, sizes(job, 1, kb_base)?);
             if read == write {

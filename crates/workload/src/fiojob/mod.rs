@@ -301,6 +301,29 @@ mod tests {
     }
 
     #[test]
+    fn trim_jobs_take_the_trim_part_of_their_sizes() {
+        let file = read(
+            "[t]\nrw=randtrim\nbs=4k,8k,64k\n[tw]\nrw=trimwrite\nbs=16k\nfsync=4\n\
+             [tr]\nrw=trim\nfsync=4\n",
+        )
+        .unwrap();
+        let (t, tw, tr) = (
+            spec(&file.flows[0]),
+            spec(&file.flows[1]),
+            spec(&file.flows[2]),
+        );
+        assert_eq!(t.ops, OpMix::Trim);
+        assert!(matches!(t.pattern, AccessPattern::Random { .. }));
+        assert_eq!(t.block_size, BlockSize::Fixed { bytes: 65536 });
+        assert_eq!(
+            (tw.ops, tw.pattern),
+            (OpMix::TrimWrite, AccessPattern::Sequential)
+        );
+        // fio syncs neither a job that only trims nor a trim-and-write job.
+        assert_eq!((tw.fsync_writes, tr.fsync_writes), (None, None));
+    }
+
+    #[test]
     fn number_ios_with_one_size_is_a_count_of_reads_and_writes() {
         let file = read("[n]\nrw=write\nbs=4k\nsize=1m\nfsync=8\nnumber_ios=20\n").unwrap();
         // Not a head, which would count the flushes too.
@@ -389,10 +412,7 @@ mod tests {
                 "[a]\nzonemode=zbd\n",
                 "line 2: zonemode=zbd needs a zoned device",
             ),
-            (
-                "[a]\nrw=trim\n",
-                "line 2: rw=trim: trims are not generated yet",
-            ),
+            ("[a]\nrw=trimread\n", "line 2: rw=trimread: expected read"),
             ("[a]\nrw=randread:8\n", "line 2: rw=randread:8"),
             ("[a]\nbs=4q\n", "line 2: bs=4q: expected"),
             ("[a]\nbssplit=4k/60:8k/60\n", "line 2: bssplit=4k/60:8k/60"),

@@ -127,17 +127,16 @@ pub(super) fn percent(text: &str) -> Result<u8, String> {
     }
 }
 
-/// The read and write parts of a value that fio lets differ by direction (`bs=4k,64k`), as
-/// fio reads them: one value applies to both; with several, a missing one repeats the last
-/// given and an empty one means the option's default (`None`). The trim part is dropped:
-/// jobs that trim are refused before their sizes are read.
-pub(super) fn per_direction(value: &str) -> [Option<&str>; 2] {
+/// The read, write and trim parts of a value that fio lets differ by direction
+/// (`bs=4k,64k`), as fio reads them: one value applies to all three; with several, a missing
+/// one repeats the last given and an empty one means the option's default (`None`).
+pub(super) fn per_direction(value: &str) -> [Option<&str>; 3] {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     let at = |i: usize| {
         let part = parts.get(i).or(parts.last()).copied().unwrap_or("");
         (!part.is_empty()).then_some(part)
     };
-    [at(0), at(1)]
+    [at(0), at(1), at(2)]
 }
 
 #[cfg(test)]
@@ -185,10 +184,16 @@ mod tests {
 
     #[test]
     fn per_direction_values_repeat_the_last_and_leave_empty_ones_to_the_default() {
-        assert_eq!(per_direction("4k"), [Some("4k"), Some("4k")]);
-        assert_eq!(per_direction("4k,64k"), [Some("4k"), Some("64k")]);
-        assert_eq!(per_direction("4k,"), [Some("4k"), None]);
-        assert_eq!(per_direction(",8k"), [None, Some("8k")]);
-        assert_eq!(per_direction("1k,2k,3k"), [Some("1k"), Some("2k")]);
+        assert_eq!(per_direction("4k"), [Some("4k"); 3]);
+        assert_eq!(
+            per_direction("4k,64k"),
+            [Some("4k"), Some("64k"), Some("64k")]
+        );
+        assert_eq!(per_direction("4k,"), [Some("4k"), None, None]);
+        assert_eq!(per_direction(",8k"), [None, Some("8k"), Some("8k")]);
+        assert_eq!(
+            per_direction("1k,2k,3k"),
+            [Some("1k"), Some("2k"), Some("3k")]
+        );
     }
 }

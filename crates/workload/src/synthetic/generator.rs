@@ -263,6 +263,9 @@ struct Generator {
     fsync_writes: u64,
     writes_since_flush: u64,
     flush_due: bool,
+    /// Trim-and-write pairs: each trim's range, written next.
+    trim_then_write: bool,
+    pending_write: Option<(u64, u64)>,
     /// Records generated so far, flushes included: the next record's position.
     records: u64,
     /// Open loop with a duration: the first timestamp not generated (`u64::MAX`: none).
@@ -290,6 +293,7 @@ impl Generator {
         let ops = match spec.ops {
             OpMix::Read | OpMix::Mixed { read_percent: 100 } => OpChooser::Always(Op::Read),
             OpMix::Write | OpMix::Mixed { read_percent: 0 } => OpChooser::Always(Op::Write),
+            OpMix::Trim | OpMix::TrimWrite => OpChooser::Always(Op::Trim),
             OpMix::Mixed { read_percent } => OpChooser::Mixed {
                 read_below: percent_threshold(read_percent),
             },
@@ -363,6 +367,8 @@ impl Generator {
             fsync_writes: spec.fsync_writes.unwrap_or(u64::MAX),
             writes_since_flush: 0,
             flush_due: false,
+            trim_then_write: spec.ops == OpMix::TrimWrite,
+            pending_write: None,
             records: 0,
             end_time_ns,
             now_ns: 0,
@@ -425,6 +431,33 @@ impl Generator {
 }
 
 impl Generator {
+    /// The record of a request at the current time, counting a write towards the next flush.
+    /// The clock moves on after it unless a flush or the write of a trim-and-write pair
+    /// follows: those are issued with it, as fio issues them.
+    fn emit(&mut self, op: Op, offset_bytes: u64, len_bytes: u64) -> Record {
+        let record = Record {
+            timestamp_ns: self.now_ns,
+            op,
+            offset_bytes,
+            len_bytes,
+            dev: 0,
+            think_ns: self.think_ns,
+            origin: self.records,
+        };
+        self.records += 1;
+        if op == Op::Write {
+            self.writes_since_flush += 1;
+            if self.writes_since_flush == self.fsync_writes {
+                self.writes_since_flush = 0;
+                self.flush_due = true;
+            }
+        }
+        if !self.flush_due && self.pending_write.is_none() {
+            self.advance_clock();
+        }
+        record
+    }
+
     /// The flush due after a write: no bytes, at the write's arrival, with the think time a
     /// request of the workload has.
     fn flush(&mut self) -> Record {
@@ -449,6 +482,10 @@ impl Iterator for Generator {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
+        // The write of a trim-and-write pair goes before anything else: the pair counts once.
+        if let Some((offset_bytes, len_bytes)) = self.pending_write.take() {
+            return Some(Ok(self.emit(Op::Write, offset_bytes, len_bytes)));
+        }
         if self.index >= self.end_index
             || self.bytes >= self.end_bytes
             || self.now_ns >= self.end_time_ns
@@ -476,7 +513,7 @@ impl Iterator for Generator {
                 min_bytes * (1 + self.size_rng.below(*steps))
             }
             SizeChooser::Table(table) => table.draw(&mut self.size_rng),
-            // Synthetic workloads issue no trims or flushes; they would count as reads.
+            // A split per operation is for mixed workloads, whose requests are reads and writes.
             SizeChooser::TablePerOp { read, write } => match op {
                 Op::Write => write.draw(&mut self.size_rng),
                 Op::Read | Op::Trim | Op::Flush => read.draw(&mut self.size_rng),
@@ -496,36 +533,18 @@ impl Iterator for Generator {
             }
         };
         self.next_sequential = offset_bytes + len_bytes;
-        let record = Record {
-            timestamp_ns: self.now_ns,
-            op,
-            offset_bytes,
-            len_bytes,
-            dev: 0,
-            think_ns: self.think_ns,
-            origin: self.records,
-        };
         self.index += 1;
-        self.records += 1;
         self.bytes = self.bytes.saturating_add(len_bytes);
-        if op == Op::Write {
-            self.writes_since_flush += 1;
-            if self.writes_since_flush == self.fsync_writes {
-                self.writes_since_flush = 0;
-                self.flush_due = true;
-            }
+        if self.trim_then_write {
+            self.pending_write = Some((offset_bytes, len_bytes));
         }
-        // A flush is issued as soon as the write before it, as fio issues its fsync, so the
-        // clock moves on only after the flush.
-        if !self.flush_due {
-            self.advance_clock();
-        }
-        Some(Ok(record))
+        Some(Ok(self.emit(op, offset_bytes, len_bytes)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        if self.fsync_writes != u64::MAX || self.end_bytes != u64::MAX {
-            // Flushes and a byte limit make the count depend on the draws.
+        if self.fsync_writes != u64::MAX || self.end_bytes != u64::MAX || self.trim_then_write {
+            // Flushes and a byte limit make the count depend on the draws, and a pair is two
+            // records.
             return (0, None);
         }
         let remaining = usize::try_from(self.end_index - self.index).ok();

@@ -43,7 +43,8 @@ pub fn spec_help() -> &'static str {
 const SPEC_HELP: &str = "\
 Synthetic workloads: synthetic:key=value,key=value,...  (the prefix is optional)
   rw=MODE            read | write | rw (= readwrite: sequential mix) | randread | randwrite |
-                     randrw (random mix). Default read.
+                     randrw (random mix) | trim | randtrim | trimwrite | randtrimwrite (a
+                     trim, then a write of the same range; counted as one). Default read.
   rwmixread=PCT      percent of reads in a mix (rw or randrw), each request drawn
                      independently. Default 50.
   percentage_random=PCT  random modes only: percent of requests placed at random; the others

@@ -84,11 +84,18 @@ enum Rw {
     RandRead,
     RandWrite,
     RandMix,
+    Trim,
+    RandTrim,
+    TrimWrite,
+    RandTrimWrite,
 }
 
 impl Rw {
     fn is_random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandMix)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandMix | Rw::RandTrim | Rw::RandTrimWrite
+        )
     }
 
     fn is_mixed(self) -> bool {
@@ -103,6 +110,10 @@ impl Rw {
             Rw::RandRead => "randread",
             Rw::RandWrite => "randwrite",
             Rw::RandMix => "randrw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
+            Rw::RandTrimWrite => "randtrimwrite",
         }
     }
 }
@@ -325,6 +336,8 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
         Rw::Mix | Rw::RandMix => OpMix::Mixed {
             read_percent: given.rwmixread.unwrap_or(50),
         },
+        Rw::Trim | Rw::RandTrim => OpMix::Trim,
+        Rw::TrimWrite | Rw::RandTrimWrite => OpMix::TrimWrite,
     };
     if let (Some(percent), false) = (given.rwmixread, rw.is_mixed()) {
         return misplaced(
@@ -460,7 +473,7 @@ fn limit(given: &Given, dialect: Dialect) -> Result<Option<Limit>, WorkloadError
 }
 
 fn parse_rw(value: &str) -> Result<Rw, String> {
-    const NAMES: [(&str, Rw); 7] = [
+    const NAMES: [(&str, Rw); 11] = [
         ("read", Rw::Read),
         ("write", Rw::Write),
         ("rw", Rw::Mix),
@@ -468,12 +481,20 @@ fn parse_rw(value: &str) -> Result<Rw, String> {
         ("randread", Rw::RandRead),
         ("randwrite", Rw::RandWrite),
         ("randrw", Rw::RandMix),
+        ("trim", Rw::Trim),
+        ("randtrim", Rw::RandTrim),
+        ("trimwrite", Rw::TrimWrite),
+        ("randtrimwrite", Rw::RandTrimWrite),
     ];
     NAMES
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case(value))
         .map(|(_, rw)| *rw)
-        .ok_or_else(|| "read, write, randread, randwrite, randrw or rw (readwrite)".into())
+        .ok_or_else(|| {
+            "read, write, randread, randwrite, randrw, rw (readwrite), trim, randtrim, trimwrite \
+             or randtrimwrite"
+                .into()
+        })
 }
 
 /// Splits `123abc` into the number and the rest; the number must be non-empty ASCII digits.

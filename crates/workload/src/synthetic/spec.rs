@@ -45,6 +45,12 @@ pub enum OpMix {
     Mixed {
         read_percent: u8,
     },
+    /// Every request is a trim (fio's `trim` and `randtrim`).
+    Trim,
+    /// Each trim is followed by a write of the same range (fio's `trimwrite` and
+    /// `randtrimwrite`); `requests` and `bytes` count the pairs, as fio's `size` counts the
+    /// trimmed bytes.
+    TrimWrite,
 }
 
 /// How each request's offset is chosen.
@@ -356,7 +362,7 @@ impl SyntheticSpec {
         };
         let expected = if writes == 0 {
             "a whole number of writes, at least 1"
-        } else if self.ops == OpMix::Read {
+        } else if matches!(self.ops, OpMix::Read | OpMix::Trim) {
             "a workload that writes: a read-only workload has nothing to flush"
         } else {
             return Ok(());
@@ -515,6 +521,10 @@ impl fmt::Display for SyntheticSpec {
             (AccessPattern::Random { .. }, OpMix::Read) => "randread",
             (AccessPattern::Random { .. }, OpMix::Write) => "randwrite",
             (AccessPattern::Random { .. }, OpMix::Mixed { .. }) => "randrw",
+            (AccessPattern::Sequential, OpMix::Trim) => "trim",
+            (AccessPattern::Random { .. }, OpMix::Trim) => "randtrim",
+            (AccessPattern::Sequential, OpMix::TrimWrite) => "trimwrite",
+            (AccessPattern::Random { .. }, OpMix::TrimWrite) => "randtrimwrite",
         };
         write!(f, "synthetic:rw={rw}")?;
         if let OpMix::Mixed { read_percent } = self.ops {
