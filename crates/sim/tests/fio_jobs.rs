@@ -145,6 +145,9 @@ fn random_jobs_fall_where_fio_s_fall_in_the_same_number() {
     let storsim = &storsim_requests(text, 1)[0];
     for (who, ios) in [("fio", &fio), ("storsim", storsim)] {
         assert_eq!(ios.len(), 256, "{who}: 4 MiB in 16 KiB requests");
+        // fio's random map: every block once.
+        let distinct: std::collections::BTreeSet<u64> = ios.iter().map(|r| r.1).collect();
+        assert_eq!(distinct.len(), 256, "{who}: a block was visited twice");
         for &(op, offset, len) in ios {
             assert_eq!((op, len), (Op::Write, 16384), "{who}");
             assert!((1 << 20..5 << 20).contains(&offset), "{who}: {offset}");

@@ -366,6 +366,7 @@ fn canonical_name_round_trips_to_the_same_records() {
         "rw=randwrite,bs=8k,fsync=16,bytes=3m,iodepth=4",
         "rw=randtrimwrite,bs=8k,fsync=3,requests=100",
         "rw=trim,bs=64k,bytes=span",
+        "rw=randread,dist=permutation,bs=16k,requests=3000,span=16m",
     ];
     for text in specs {
         let first = synthetic::build(&parse_ok(text), 4 * GIB, 11).expect("build");

@@ -573,6 +573,33 @@ fn fsync_puts_a_flush_after_every_nth_write_at_its_arrival() {
 }
 
 #[test]
+fn permutation_visits_every_slot_once_per_pass_in_a_new_order_each_pass() {
+    for seed in [1, 2, 3] {
+        // 1000 slots of 4 KiB, three passes.
+        let records = generate(
+            "rw=randwrite,dist=permutation,span=4000k,requests=3000",
+            GIB,
+            seed,
+        );
+        let passes: Vec<Vec<u64>> = records
+            .chunks(1000)
+            .map(|pass| pass.iter().map(|r| r.offset_bytes / 4096).collect())
+            .collect();
+        for pass in &passes {
+            let mut sorted = pass.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..1000).collect::<Vec<u64>>(), "seed {seed}");
+        }
+        assert_ne!(
+            passes[0], passes[1],
+            "seed {seed}: a pass repeats the order before it"
+        );
+        // Not the identity either: the first pass is shuffled.
+        assert_ne!(passes[0], (0..1000).collect::<Vec<u64>>(), "seed {seed}");
+    }
+}
+
+#[test]
 fn trimwrite_writes_each_trimmed_range_next_and_counts_the_pair_once() {
     let records = generate(
         "rw=randtrimwrite,bs=4k-64k,bytes=8m,iops=100,arrival=fixed",

@@ -208,7 +208,7 @@ fn shape(job: &Job, kb_base: u64) -> Result<Shape, Fault> {
     };
     let block_size = block_size(job, directions, kb_base)?;
     let pattern = if random {
-        pattern(job, directions, kb_base)?
+        pattern(job, directions, &block_size, kb_base)?
     } else {
         AccessPattern::Sequential
     };
@@ -255,12 +255,28 @@ fn shape(job: &Job, kb_base: u64) -> Result<Shape, Fault> {
     })
 }
 
-/// A random job's placement: `percentage_random`, `random_distribution`, `blockalign`.
-fn pattern(job: &Job, directions: Directions, kb_base: u64) -> Result<AccessPattern, Fault> {
+/// A random job's placement: `percentage_random`, `random_distribution`, `blockalign`, and
+/// fio's random map: a uniform job of one size visits each block of its region once per pass
+/// unless it says `norandommap` (fio turns the map off for other distributions and with
+/// `blockalign`; with several sizes its map does not keep blocks apart, so storsim draws
+/// those uniformly).
+fn pattern(
+    job: &Job,
+    directions: Directions,
+    block_size: &BlockSize,
+    kb_base: u64,
+) -> Result<AccessPattern, Fault> {
+    let mut dist = distribution(job)?;
+    let random_map = !job.flag("norandommap")?
+        && job.get("blockalign").is_none()
+        && matches!(block_size, BlockSize::Fixed { .. });
+    if dist == AddressDist::Uniform && random_map {
+        dist = AddressDist::Permutation;
+    }
     Ok(AccessPattern::Random {
         random_percent: one_for_both(job, "percentage_random", directions, value::percent)?
             .unwrap_or(100),
-        dist: distribution(job)?,
+        dist,
         align_bytes: one_for_both(job, "blockalign", directions, |t| {
             value::int(t, kb_base).and_then(|b| {
                 if b == 0 {

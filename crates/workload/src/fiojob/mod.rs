@@ -240,7 +240,14 @@ mod tests {
             }
         );
         assert_eq!(a.limit, Limit::Bytes { bytes: 1 << 20 });
-        assert!(matches!(a.pattern, AccessPattern::Random { .. }));
+        // fio's random map: one size, no norandommap, so each block once per pass.
+        assert!(matches!(
+            a.pattern,
+            AccessPattern::Random {
+                dist: AddressDist::Permutation,
+                ..
+            }
+        ));
         assert_eq!(b.block_size, BlockSize::Fixed { bytes: 16384 });
         assert_eq!(
             b.load,

@@ -519,19 +519,23 @@ impl Iterator for Generator {
                 Op::Read | Op::Trim | Op::Flush => read.draw(&mut self.size_rng),
             },
         };
-        let offset_bytes = match &self.placement {
-            Placement::Sequential => self.sequential_start(len_bytes),
+        let random_offset = match &mut self.placement {
+            Placement::Sequential => None,
             Placement::Random {
                 positions,
                 sequential_below,
             } => {
                 if *sequential_below != 0 && self.placement_rng.next_u64() < *sequential_below {
-                    self.sequential_start(len_bytes)
+                    None
                 } else {
-                    self.span_start + positions.slot(&mut self.placement_rng) * self.align_bytes
+                    Some(
+                        self.span_start
+                            + positions.slot(&mut self.placement_rng) * self.align_bytes,
+                    )
                 }
             }
         };
+        let offset_bytes = random_offset.unwrap_or_else(|| self.sequential_start(len_bytes));
         self.next_sequential = offset_bytes + len_bytes;
         self.index += 1;
         self.bytes = self.bytes.saturating_add(len_bytes);

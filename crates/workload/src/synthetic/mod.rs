@@ -57,7 +57,8 @@ Synthetic workloads: synthetic:key=value,key=value,...  (the prefix is optional)
                      give a read part and a write part: READ_SPLIT;WRITE_SPLIT (fio's comma).
   align=SIZE         random modes only: random offsets are offset + a multiple of this.
                      Default bs (the lower bound of a range, the smallest size of a split).
-  dist=DIST          random modes only: uniform | zipf:THETA (popularity of rank k is
+  dist=DIST          random modes only: uniform | permutation (every slot once per pass, in
+                     a seeded order: fio's random map) | zipf:THETA (popularity of rank k is
                      proportional to k^-THETA; ranks scattered over the span by a seeded
                      permutation) | hotcold:HOT_SPAN:HOT_ACCESSES (the first HOT_SPAN fraction of
                      the span gets the HOT_ACCESSES fraction of the accesses). Default uniform.

@@ -651,7 +651,7 @@ fn parse_fraction(text: &str) -> Option<f64> {
 }
 
 fn parse_dist(value: &str) -> Result<AddressDist, String> {
-    let expected = "uniform, zipf:THETA (THETA > 0, e.g. zipf:1.2) or \
+    let expected = "uniform, permutation, zipf:THETA (THETA > 0, e.g. zipf:1.2) or \
                     hotcold:HOT_SPAN_FRACTION:HOT_ACCESS_FRACTION (each strictly between 0 and \
                     1, e.g. hotcold:0.2:0.8)";
     let mut parts = value.split(':');
@@ -659,6 +659,8 @@ fn parse_dist(value: &str) -> Result<AddressDist, String> {
     let args: Vec<&str> = parts.collect();
     let dist = if kind.eq_ignore_ascii_case("uniform") && args.is_empty() {
         AddressDist::Uniform
+    } else if kind.eq_ignore_ascii_case("permutation") && args.is_empty() {
+        AddressDist::Permutation
     } else if kind.eq_ignore_ascii_case("zipf") && args.len() == 1 {
         let theta = parse_fraction(args[0]).ok_or_else(|| expected.to_string())?;
         AddressDist::Zipf { theta }

@@ -195,6 +195,9 @@ pub(crate) fn check_split(shares: &[SizeShare]) -> Result<(), String> {
 pub enum AddressDist {
     /// Every position equally likely.
     Uniform,
+    /// Every position once per pass over the positions, in the order of a seeded permutation
+    /// (a new one each pass): uniform without repeats, as fio's random map makes a random job.
+    Permutation,
     /// The position of popularity rank `k` (1-based) is drawn with probability proportional
     /// to `k^-theta`; ranks are scattered over the span by a seeded bijection.
     Zipf { theta: f64 },
@@ -396,7 +399,7 @@ impl SyntheticSpec {
 
 pub(crate) fn check_dist(dist: AddressDist) -> Result<(), WorkloadError> {
     match dist {
-        AddressDist::Uniform => Ok(()),
+        AddressDist::Uniform | AddressDist::Permutation => Ok(()),
         AddressDist::Zipf { theta } => {
             if theta.is_finite() && theta > 0.0 {
                 Ok(())
@@ -477,6 +480,7 @@ fn format_split(shares: &[SizeShare]) -> String {
 pub(crate) fn format_dist(dist: AddressDist) -> String {
     match dist {
         AddressDist::Uniform => "uniform".into(),
+        AddressDist::Permutation => "permutation".into(),
         AddressDist::Zipf { theta } => format!("zipf:{theta}"),
         AddressDist::HotCold {
             hot_span_fraction,
