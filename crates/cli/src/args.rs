@@ -324,7 +324,9 @@ pub struct SimulateArgs {
     #[arg(long, value_enum, value_name = "clean|fill|steady")]
     pub precondition: Option<PreconditionArg>,
     /// A trace file, or `synthetic:KEY=VALUE,...`, or `vdbench:PROFILE`, or a flow file
-    /// (`[[flow]]` tables: several flows sharing the device, docs/workloads/flows.md).
+    /// (`[[flow]]` tables: several flows sharing the device, docs/workloads/flows.md), or an
+    /// fio job file (`*.fio`, or a file starting with a `[JOB]` section: each job a flow,
+    /// docs/workloads/fio-jobs.md).
     #[arg(long, required_unless_present = "flow", conflicts_with = "flow")]
     pub workload: Option<String>,
     /// One flow of a workload of several (repeat for each): a trace or a generator spec, then
@@ -393,6 +395,11 @@ pub struct SimulateArgs {
     /// scripts written for MQSim (docs/formats/mqsim-xml.md).
     #[arg(long, value_name = "OUT.xml")]
     pub mqsim_xml: Option<PathBuf>,
+    /// Also write the results in the shape of fio's `--output-format=json` (`jobs[]` with
+    /// `read`, `write` and `sync`: `iops`, `bw`, `clat_ns` and its percentiles; one job per
+    /// flow), for scripts written for fio (docs/workloads/fio-jobs.md).
+    #[arg(long, value_name = "OUT.json")]
+    pub fio_json: Option<PathBuf>,
     /// Write one CSV line per request (arrival, service start, finish, ...) to this file; a
     /// workload of several flows adds a last column, `flow`, the request's flow's index.
     #[arg(long, value_name = "OUT")]

@@ -107,6 +107,10 @@ pub(crate) fn execute(
     let wall = line.finish();
     let cpu = line.cpu_time();
     if progress {
+        // How the workload was read (an fio job file's options without effect here).
+        for note in &run.simulated.session.notes {
+            eprintln!("storsim: note: {note}");
+        }
         warn_unmapped_reads(&run.device, options.device.precondition.is_none());
         let info = &run.simulated.outcome.info;
         if let Some(warning) = storsim_output::wrapped_warning(info, run.device.capacity_bytes) {
@@ -177,6 +181,10 @@ fn write_reports(
     }
     if let Some(path) = &args.mqsim_xml {
         std::fs::write(path, storsim_output::mqsim_results_xml(results))
+            .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?;
+    }
+    if let Some(path) = &args.fio_json {
+        std::fs::write(path, storsim_output::fio_json(results))
             .map_err(|e| CliError::failure(format!("writing {}: {e}", path.display())))?;
     }
     if !args.quiet && args.json.as_deref() != Some(Path::new("-")) {

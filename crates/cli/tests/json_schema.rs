@@ -253,7 +253,7 @@ fn every_key_of_the_simulate_json_is_documented_and_every_documented_key_is_writ
                  lba_offset=50%,lba_size=64m",
                 "--flow",
                 "synthetic:rw=randread,bs=4k,requests=100,lba_offset=75%,head=80,time_scale=2,\
-                 repeat=2",
+                 repeat=2,phase=1",
             ],
         ),
         // Several flows without --fairness and without partitions.

@@ -415,11 +415,17 @@ pub struct Flow<'a> {
     /// How the flow's records become requests; `None` takes [`EngineOptions::replay`]. Each
     /// closed-loop flow keeps its own number of requests outstanding.
     pub replay: Option<Replay>,
-    /// The instant the flow starts: an open-loop flow's first record arrives then (its later
-    /// ones keep their distance from it), a closed-loop flow issues nothing before it.
+    /// The instant the flow starts, counted from the start of its phase: an open-loop flow's
+    /// first record arrives then (its later ones keep their distance from it), a closed-loop
+    /// flow issues nothing before it.
     pub start_ns: u64,
-    /// The flow issues no request that would arrive at or after this instant.
+    /// The flow issues no request that would arrive at or after this instant, counted from
+    /// the start of its phase.
     pub stop_ns: Option<u64>,
+    /// The flow's phase: the flows of the lowest phase start at instant 0, and those of each
+    /// later phase when every flow of the phases before it has ended and its last request
+    /// completed (fio's `stonewall`). A run whose flows all share one phase is unaffected.
+    pub phase: u32,
 }
 
 impl<'a> Flow<'a> {
@@ -431,6 +437,7 @@ impl<'a> Flow<'a> {
             replay: None,
             start_ns: 0,
             stop_ns: None,
+            phase: 0,
         }
     }
 }

@@ -37,8 +37,12 @@ struct Source<'r> {
     /// 1 in open loop, where the flows' next records are merged one at a time.
     depth: usize,
     origin: Origin,
+    /// When the flow starts and stops: counted from the start of its phase until the phase
+    /// begins, absolute from then on.
     start_ns: u64,
     stop_ns: Option<u64>,
+    /// The flow's phase ([`Flow::phase`]): it admits nothing while an earlier phase runs.
+    phase: u32,
     /// Open loop: the next record, admitted to `ready` when it is the earliest of the open
     /// flows' next records.
     head: Option<(Request, u64)>,
@@ -123,6 +127,8 @@ pub(crate) struct Run<'r, D: Device + ?Sized, const SIMPLE: bool> {
     first_open: bool,
     /// Flows that may still admit records.
     live_sources: usize,
+    /// The phase running now ([`Flow::phase`]): flows of a later phase wait for it to end.
+    phase: u32,
     /// Requests the device accepted and has not completed.
     outstanding: usize,
     /// The device's contract, checked at every submission, completion and deadline: a model
@@ -209,6 +215,7 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
                 depth,
                 start_ns: flow.start_ns,
                 stop_ns: flow.stop_ns,
+                phase: flow.phase,
                 head: None,
                 slots_used: 0,
                 exhausted: false,
@@ -228,6 +235,7 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
         let capacity_bytes = device.capacity_bytes();
         let counters_due_after = sink.counters_due_after();
         let live_sources = sources.len();
+        let phase = sources.iter().map(|s| s.phase).min().unwrap_or(0);
         let mut sources = sources.into_iter();
         let first = sources
             .next()
@@ -250,6 +258,7 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
             open_in_ready: false,
             first_open,
             live_sources,
+            phase,
             outstanding: 0,
             contract: ContractCheck::new(device_depth),
             exhausted: false,
@@ -305,11 +314,63 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
 
     /// Admits records from the flows while there is room for them: the earliest of the
     /// open-loop flows' next records, and a record per free slot of each closed-loop flow.
+    /// When the flows of the running phase have all ended, the next phase starts now and
+    /// admits in turn.
     #[inline]
     fn admit(&mut self) -> Result<(), EngineError> {
         if SIMPLE || self.sources.len() == 1 {
             return self.admit_one();
         }
+        loop {
+            self.admit_running()?;
+            if !self.start_next_phase() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Whether flow `index` waits for an earlier phase to end.
+    #[inline(always)]
+    fn waits(&self, index: usize) -> bool {
+        self.sources[index].phase > self.phase
+    }
+
+    /// Starts the next phase at `now` if every flow of the running phase (and of those before
+    /// it) has ended and its last request completed; says whether it did. The flows of the new
+    /// phase count their start and stop from now.
+    fn start_next_phase(&mut self) -> bool {
+        if self.exhausted {
+            return false;
+        }
+        let mut next: Option<u32> = None;
+        for index in 0..self.sources.len() {
+            let source = &self.sources[index];
+            if source.phase <= self.phase {
+                if !source.exhausted || source.slots_used > 0 {
+                    return false;
+                }
+            } else if next.is_none_or(|n| source.phase < n) {
+                next = Some(source.phase);
+            }
+        }
+        let Some(next) = next else {
+            return false;
+        };
+        let now = self.now.as_ns();
+        for index in 0..self.sources.len() {
+            let source = &mut self.sources[index];
+            if source.phase == next {
+                source.start_ns = source.start_ns.saturating_add(now);
+                source.stop_ns = source.stop_ns.map(|s| s.saturating_add(now));
+            }
+        }
+        self.phase = next;
+        true
+    }
+
+    /// [`Run::admit`] for the flows of the running phase.
+    #[inline]
+    fn admit_running(&mut self) -> Result<(), EngineError> {
         while !self.exhausted && !self.open_in_ready {
             if self.request_limit_reached() {
                 break;
@@ -317,7 +378,7 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
             // The earliest next record of the open-loop flows, the first listed on a tie.
             let mut earliest: Option<(SimTime, usize)> = None;
             for index in 0..self.sources.len() {
-                if !self.sources[index].is_open() {
+                if !self.sources[index].is_open() || self.waits(index) {
                     continue;
                 }
                 if self.sources[index].head.is_none() && !self.sources[index].exhausted {
@@ -337,7 +398,7 @@ impl<'r, D: Device + ?Sized, const SIMPLE: bool> Run<'r, D, SIMPLE> {
             self.open_in_ready = true;
         }
         for index in 0..self.sources.len() {
-            if self.sources[index].is_open() {
+            if self.sources[index].is_open() || self.waits(index) {
                 continue;
             }
             while !self.exhausted

@@ -50,14 +50,27 @@ fn run_flows(
     flows: Vec<(Workload, Option<Replay>, u64, Option<u64>)>,
     options: EngineOptions,
 ) -> (Vec<Completion>, RunInfo) {
+    let phases = vec![0; flows.len()];
+    run_phased_flows(device, flows, &phases, options)
+}
+
+/// [`run_flows`] with each flow in the phase `phases` gives it.
+fn run_phased_flows(
+    device: &mut LinearDevice,
+    flows: Vec<(Workload, Option<Replay>, u64, Option<u64>)>,
+    phases: &[u32],
+    options: EngineOptions,
+) -> (Vec<Completion>, RunInfo) {
     let mut workloads: Vec<(Workload, Option<Replay>, u64, Option<u64>)> = flows;
     let engine_flows = workloads
         .iter_mut()
-        .map(|(workload, replay, start_ns, stop_ns)| Flow {
+        .zip(phases)
+        .map(|((workload, replay, start_ns, stop_ns), &phase)| Flow {
             workload,
             replay: *replay,
             start_ns: *start_ns,
             stop_ns: *stop_ns,
+            phase,
         })
         .collect();
     let mut out = Vec::new();
@@ -132,6 +145,84 @@ fn a_flow_starts_at_its_start_and_issues_nothing_from_its_stop() {
     assert_eq!(flow1, vec![5_000_000, 6_000_000, 7_000_000]);
     let flow0 = done.iter().filter(|c| c.request.flow == 0).count();
     assert_eq!(flow0, 3);
+}
+
+#[test]
+fn a_later_phase_starts_when_the_last_request_of_the_phases_before_it_completes() {
+    // One server and 1 µs a request. Phase 0: an open flow of three reads 10 µs apart and a
+    // closed flow of two reads; it ends when the open flow's last read (arriving at 20 µs)
+    // completes at 21 µs. Phase 1: a closed flow that starts 5 µs into its phase (26 µs), and
+    // an open flow whose records, rebased to its first, arrive at its phase's start (21 µs)
+    // and 1 µs later, and which stops 1.5 µs into its phase, before its third record.
+    let mut device = flat_device(1_000, 1);
+    let (done, info) = run_phased_flows(
+        &mut device,
+        vec![
+            (workload(&[0, 10_000, 20_000]), open(), 0, None),
+            (
+                workload(&[0, 0]),
+                Some(Replay::Closed { depth: 1 }),
+                0,
+                None,
+            ),
+            (
+                workload(&[0]),
+                Some(Replay::Closed { depth: 1 }),
+                5_000,
+                None,
+            ),
+            (workload(&[40, 1_040, 2_040]), open(), 0, Some(1_500)),
+        ],
+        &[0, 0, 1, 1],
+        EngineOptions::default(),
+    );
+    let starts = |flow: u16| -> Vec<u64> {
+        done.iter()
+            .filter(|c| c.request.flow == flow)
+            .map(|c| c.request.arrival.as_ns())
+            .collect()
+    };
+    let phase0_end = done
+        .iter()
+        .filter(|c| c.request.flow < 2)
+        .map(|c| c.finish.as_ns())
+        .max()
+        .unwrap();
+    assert_eq!(phase0_end, 21_000);
+    assert_eq!(starts(2), vec![26_000]);
+    assert_eq!(starts(3), vec![21_000, 22_000]);
+    assert!(done
+        .iter()
+        .filter(|c| c.request.flow >= 2)
+        .all(|c| c.request.arrival.as_ns() >= phase0_end));
+    assert_eq!(info.requests_completed, 3 + 2 + 1 + 2);
+}
+
+#[test]
+fn phases_that_skip_numbers_or_hold_an_empty_flow_still_run_in_order() {
+    // Phase 3 has a flow with no record: it ends as soon as its phase starts, and phase 7
+    // follows at once, after phase 0's only read completes at 1 µs.
+    let mut device = flat_device(1_000, 1);
+    let (done, _) = run_phased_flows(
+        &mut device,
+        vec![
+            (workload(&[0]), Some(Replay::Closed { depth: 1 }), 0, None),
+            (workload(&[]), Some(Replay::Closed { depth: 1 }), 0, None),
+            (
+                workload(&[0, 0]),
+                Some(Replay::Closed { depth: 2 }),
+                0,
+                None,
+            ),
+        ],
+        &[0, 3, 7],
+        EngineOptions::default(),
+    );
+    let arrivals: Vec<(u16, u64)> = done
+        .iter()
+        .map(|c| (c.request.flow, c.request.arrival.as_ns()))
+        .collect();
+    assert_eq!(arrivals, vec![(0, 0), (2, 1_000), (2, 1_000)]);
 }
 
 /// The most requests of `flow` outstanding at once.

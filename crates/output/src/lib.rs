@@ -16,6 +16,7 @@ mod cosim;
 mod counters;
 mod csv;
 mod emulate;
+mod fio_json;
 mod inspect;
 pub mod json;
 mod mqsim_xml;
@@ -34,6 +35,7 @@ pub use cosim::{cosim_json, cosim_text, CosimResults};
 pub use counters::{counters_json, counters_text};
 pub use csv::RequestsCsv;
 pub use emulate::{emulation_json, emulation_text};
+pub use fio_json::fio_json;
 pub use inspect::{inspect_json, inspect_text};
 pub use mqsim_xml::mqsim_results_xml;
 pub use power_loss::{

@@ -205,6 +205,9 @@ fn flow_json((index, f): (usize, &FlowResult)) -> Value {
     if spec.repeat > 1 {
         flow["repeat"] = json!(spec.repeat);
     }
+    if spec.phase > 0 {
+        flow["phase"] = json!(spec.phase);
+    }
     if let Some(format) = spec.format {
         flow["format"] = json!(format.name());
     }

@@ -69,6 +69,9 @@ pub enum WorkloadSource {
         flows: Vec<FlowSpec>,
         /// How the flows' traces are read.
         options: TraceOptions,
+        /// What the run should say about how the workload was read (an fio job file's
+        /// options without effect in simulation); a front end shows them to the user.
+        notes: Vec<String>,
     },
 }
 
@@ -152,6 +155,9 @@ pub struct Session {
     pub collector: CollectorOptions,
     /// The device's faults layer as it was built (seeded with the run's seed), if it has one.
     pub faults: Option<storsim_config::FaultPlan>,
+    /// What the run should say about how its workload was read
+    /// ([`WorkloadSource::Flows`]'s notes), for a front end to show.
+    pub notes: Vec<String>,
 }
 
 impl Session {
@@ -192,11 +198,16 @@ impl Session {
             .spec
             .build()
             .map_err(|e| SimError::Device(format!("{}: {e}", device.name)))?;
+        let notes = match workload {
+            WorkloadSource::Flows { notes, .. } => notes.clone(),
+            _ => Vec::new(),
+        };
         let (workload, flows) = match workload {
             WorkloadSource::Flows {
                 name,
                 flows,
                 options,
+                ..
             } => {
                 let opened = open_flows(flows, options, built.capacity_bytes(), seed)?;
                 (stand_in(name, seed), opened)
@@ -217,6 +228,7 @@ impl Session {
                 errors_counted: device.spec.has_faults(),
             },
             faults,
+            notes,
         })
     }
 
@@ -487,6 +499,7 @@ impl OpenedFlow {
             replay,
             start_ns: self.spec.start_ns,
             stop_ns,
+            phase: self.spec.phase,
         }
     }
 }

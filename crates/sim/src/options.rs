@@ -16,11 +16,11 @@ use storsim_engine::{
     CancelToken, CompletionSink, EngineOptions, OutOfRange, Refused, Replay, Retry,
 };
 use storsim_stats::{Summary, WindowWidth};
-use storsim_workload::flows;
 use storsim_workload::synthetic::parse_duration;
 use storsim_workload::trace::{
     self, BlkparseEvent, DeviceSelection, TraceFormat, TraceOptions, WorkloadFile,
 };
+use storsim_workload::{fiojob, flows};
 use storsim_workload::{Pacing, Workload};
 
 /// How a run replays its workload, when chosen rather than left to the workload's own pacing.
@@ -364,6 +364,7 @@ impl SimulateOptions {
                     name: texts.join(" "),
                     flows: specs,
                     options,
+                    notes: Vec::new(),
                 });
             }
             WorkloadChoice::Named(name) => name,
@@ -381,6 +382,16 @@ impl SimulateOptions {
                     name: name.clone(),
                     flows: specs,
                     options,
+                    notes: Vec::new(),
+                })
+            }
+            WorkloadFile::FioJob => {
+                let job = fiojob::read_file(path).map_err(SimError::Workload)?;
+                Ok(WorkloadSource::Flows {
+                    name: name.clone(),
+                    flows: job.flows,
+                    options,
+                    notes: job.notes,
                 })
             }
             // The format is left as given: when it was not, opening the trace detects it
@@ -402,7 +413,9 @@ impl SimulateOptions {
             // A trace is only looked for here, not read: what it holds is read when it runs,
             // so that a sweep's unreadable trace fails its own point, not the whole plan.
             WorkloadChoice::Named(name)
-                if !WorkloadSource::is_synthetic(name) && !flows::is_flow_file(Path::new(name)) =>
+                if !WorkloadSource::is_synthetic(name)
+                    && !flows::is_flow_file(Path::new(name))
+                    && !fiojob::is_job_file(Path::new(name)) =>
             {
                 check_source(&WorkloadSource::Trace {
                     path: PathBuf::from(name),

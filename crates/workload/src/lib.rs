@@ -3,6 +3,7 @@
 //! A workload never sees a device or a clock. It yields records in order; the engine decides
 //! when each becomes a request (open loop from the timestamps, or closed loop on completions).
 
+pub mod fiojob;
 pub mod flows;
 mod record;
 pub mod synthetic;

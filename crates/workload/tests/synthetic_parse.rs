@@ -363,6 +363,10 @@ fn canonical_name_round_trips_to_the_same_records() {
         "vdbench:mixed-rw-uniform,iodepth=3",
         "vdbench:random-write-large,requests=1000",
         "rw=randrw,bssplit=4k/62:16k/:64k/;128k/30:512k/70,iops=300",
+        "rw=randwrite,bs=8k,fsync=16,bytes=3m,iodepth=4",
+        "rw=randtrimwrite,bs=8k,fsync=3,requests=100",
+        "rw=trim,bs=64k,bytes=span",
+        "rw=randread,dist=permutation,bs=16k,requests=3000,span=16m",
     ];
     for text in specs {
         let first = synthetic::build(&parse_ok(text), 4 * GIB, 11).expect("build");
@@ -486,8 +490,19 @@ const BAD_SPECS: &[(&str, &[&str])] = &[
     ("requests=1e6", &["requests=1e6", "whole number"]),
     (
         "requests=10,duration=1s",
-        &["requests=10", "duration=1s", "one of them"],
+        &[
+            "requests=10",
+            "duration=1s",
+            "give one of requests, bytes and duration",
+        ],
     ),
+    (
+        "bytes=1m,requests=10",
+        &["requests=10", "bytes=1m", "exclude each other"],
+    ),
+    ("bytes=0", &["bytes=0", "not zero"]),
+    ("rw=read,fsync=4", &["fsync=4", "a workload that writes"]),
+    ("rw=write,fsync=0", &["fsync=0", "at least 1"]),
     ("duration=10", &["duration=10", "unit"]),
     ("duration=0s", &["duration=0s", "positive"]),
     ("duration=5parsecs", &["duration=5parsecs", "ns, us, ms, s"]),

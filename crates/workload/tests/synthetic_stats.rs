@@ -533,3 +533,119 @@ fn bssplit_is_deterministic_and_draws_from_the_size_stream_only() {
     let sizes = |records: &[Record]| records.iter().map(|r| r.len_bytes).collect::<Vec<_>>();
     assert_eq!(sizes(&a), sizes(&more_reads), "rwmixread changed the sizes");
 }
+
+#[test]
+fn fsync_puts_a_flush_after_every_nth_write_at_its_arrival() {
+    for seed in [1, 2, 3] {
+        let records = generate(
+            "rw=randrw,rwmixread=60,fsync=3,iops=1000,arrival=fixed,requests=3000",
+            GIB,
+            seed,
+        );
+        let data = records.iter().filter(|r| r.op != Op::Flush).count();
+        let writes = records.iter().filter(|r| r.op == Op::Write).count();
+        let flushes: Vec<usize> = (0..records.len())
+            .filter(|&i| records[i].op == Op::Flush)
+            .collect();
+        // Flushes are extra requests: the count limit is of reads and writes.
+        assert_eq!(data, 3000, "seed {seed}");
+        // One after every third write, except a write that ends the stream.
+        let ends_on_a_third_write = writes % 3 == 0 && records.last().unwrap().op == Op::Write;
+        assert_eq!(
+            flushes.len(),
+            writes / 3 - usize::from(ends_on_a_third_write),
+            "seed {seed}"
+        );
+        for (k, &i) in flushes.iter().enumerate() {
+            let before = &records[i - 1];
+            assert_eq!(before.op, Op::Write, "seed {seed}: flush {k}");
+            assert_eq!(before.timestamp_ns, records[i].timestamp_ns, "seed {seed}");
+            assert_eq!((records[i].offset_bytes, records[i].len_bytes), (0, 0));
+            let writes_before = records[..i].iter().filter(|r| r.op == Op::Write).count();
+            assert_eq!(writes_before, 3 * (k + 1), "seed {seed}: flush {k}");
+        }
+        // Records keep consecutive positions, flushes included.
+        assert!(records
+            .iter()
+            .enumerate()
+            .all(|(i, r)| r.origin == i as u64));
+    }
+}
+
+#[test]
+fn permutation_visits_every_slot_once_per_pass_in_a_new_order_each_pass() {
+    for seed in [1, 2, 3] {
+        // 1000 slots of 4 KiB, three passes.
+        let records = generate(
+            "rw=randwrite,dist=permutation,span=4000k,requests=3000",
+            GIB,
+            seed,
+        );
+        let passes: Vec<Vec<u64>> = records
+            .chunks(1000)
+            .map(|pass| pass.iter().map(|r| r.offset_bytes / 4096).collect())
+            .collect();
+        for pass in &passes {
+            let mut sorted = pass.clone();
+            sorted.sort_unstable();
+            assert_eq!(sorted, (0..1000).collect::<Vec<u64>>(), "seed {seed}");
+        }
+        assert_ne!(
+            passes[0], passes[1],
+            "seed {seed}: a pass repeats the order before it"
+        );
+        // Not the identity either: the first pass is shuffled.
+        assert_ne!(passes[0], (0..1000).collect::<Vec<u64>>(), "seed {seed}");
+    }
+}
+
+#[test]
+fn trimwrite_writes_each_trimmed_range_next_and_counts_the_pair_once() {
+    let records = generate(
+        "rw=randtrimwrite,bs=4k-64k,bytes=8m,iops=100,arrival=fixed",
+        GIB,
+        4,
+    );
+    assert_eq!(records.len() % 2, 0);
+    let mut trimmed = 0;
+    for pair in records.chunks(2) {
+        let (trim, write) = (&pair[0], &pair[1]);
+        assert_eq!((trim.op, write.op), (Op::Trim, Op::Write));
+        assert_eq!(
+            (trim.offset_bytes, trim.len_bytes, trim.timestamp_ns),
+            (write.offset_bytes, write.len_bytes, write.timestamp_ns)
+        );
+        trimmed += trim.len_bytes;
+    }
+    // The amount counts the trims (each pair once), as fio's size does.
+    assert!(trimmed >= 8 * MIB && trimmed - records[records.len() - 2].len_bytes < 8 * MIB);
+    // Pairs are 10 ms apart at 100 a second.
+    assert!(records
+        .chunks(2)
+        .enumerate()
+        .all(|(i, p)| p[0].timestamp_ns == i as u64 * 10_000_000));
+    let trims = generate("rw=trim,bs=8k,requests=10", GIB, 1);
+    assert!(trims.iter().all(|r| r.op == Op::Trim));
+    let offsets: Vec<u64> = trims.iter().map(|r| r.offset_bytes).collect();
+    assert_eq!(offsets, (0..10).map(|i| i * 8192).collect::<Vec<_>>());
+}
+
+#[test]
+fn bytes_ends_the_stream_once_the_requests_add_up_to_it() {
+    for seed in [1, 2, 3, 4] {
+        let records = generate("rw=randread,bssplit=4k/50:64k/50,bytes=10m", GIB, seed);
+        let total: u64 = records.iter().map(|r| r.len_bytes).sum();
+        let before_last = total - records.last().unwrap().len_bytes;
+        assert!(total >= 10 * MIB, "seed {seed}: {total}");
+        assert!(before_last < 10 * MIB, "seed {seed}: {before_last}");
+    }
+    // A fixed size that divides the limit gives exactly limit / size requests.
+    assert_eq!(generate("rw=write,bs=16k,bytes=1m", GIB, 1).len(), 64);
+    // bytes=span is one pass over the span: a sequential pass covers it exactly once.
+    let pass = generate("rw=read,bs=64k,bytes=span,offset=1m,span=4m", GIB, 1);
+    let offsets: Vec<u64> = pass.iter().map(|r| r.offset_bytes).collect();
+    let expected: Vec<u64> = (0..64).map(|i| MIB + i * 64 * KIB).collect();
+    assert_eq!(offsets, expected);
+    let named = build("rw=read,bs=64k,bytes=span,span=4m", GIB, 1).name;
+    assert!(named.contains(",bytes=4m,"), "{named}");
+}

@@ -72,6 +72,11 @@ pub(super) fn set_key(spec: &mut FlowSpec, key: &str, value: &str) -> Result<(),
         }
         "start" => spec.start_ns = parse_duration(value)?,
         "stop" => spec.stop_ns = Some(parse_duration(value)?),
+        "phase" => {
+            spec.phase = value
+                .parse::<u32>()
+                .map_err(|_| "a whole number from 0".to_string())?
+        }
         "class" => {
             spec.class = PriorityClass::from_name(value)
                 .ok_or("one of urgent, high, medium, low".to_string())?

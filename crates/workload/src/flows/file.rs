@@ -208,6 +208,7 @@ mod tests {
              workload = \"w100.csv\"\n\
              start = \"1ms\"\n\
              stop = \"1s\"\n\
+             phase = 2\n\
              lba_offset = \"50%\"\n\
              lba_size = \"1g\"\n\
              iodepth = 8\n",
@@ -225,6 +226,7 @@ mod tests {
         );
         assert_eq!(flows[1].start_ns, 1_000_000);
         assert_eq!(flows[1].stop_ns, Some(1_000_000_000));
+        assert_eq!((flows[0].phase, flows[1].phase), (0, 2));
         assert_eq!(flows[1].iodepth, Some(8));
         let lba = flows[1].lba.unwrap();
         assert_eq!(
@@ -247,6 +249,7 @@ mod tests {
             ("[[flow]]\nname = \"x\"\n", "line 1: flow 0 has no workload"),
             ("[[flow]]\nworkload = 3\n", "line 2: workload"),
             ("[[flow]]\nworkload = \"a\"\nstart = 5\n", "line 3: start"),
+            ("[[flow]]\nworkload = \"a\"\nphase = -1\n", "line 3: phase"),
             (
                 "[[flow]]\nworkload = \"a\"\nqueues = [1.5]\n",
                 "line 3: queues",

@@ -210,10 +210,14 @@ pub struct FlowSpec {
     /// Its workload: a generator spec (`synthetic:...`, `vdbench:...`) or a trace path
     /// (a flow file's relative paths already resolved against the file's folder).
     pub workload: String,
-    /// When the flow starts, in simulated nanoseconds.
+    /// When the flow starts, in simulated nanoseconds from the start of its phase.
     pub start_ns: u64,
-    /// When it stops issuing requests, in simulated nanoseconds, if it does.
+    /// When it stops issuing requests, in simulated nanoseconds from the start of its phase,
+    /// if it does.
     pub stop_ns: Option<u64>,
+    /// Its phase (`phase`): the flows of a later phase start when every flow of the phases
+    /// before it has ended and its last request completed (fio's `stonewall`).
+    pub phase: u32,
     /// Its queues' arbitration class.
     pub class: PriorityClass,
     /// The host interface's submission queues its requests go to (numbered from 0); empty
@@ -248,6 +252,7 @@ impl FlowSpec {
             workload: workload.to_string(),
             start_ns: 0,
             stop_ns: None,
+            phase: 0,
             class: PriorityClass::default(),
             queues: Vec::new(),
             iodepth: None,
@@ -269,10 +274,11 @@ pub fn is_generator(workload: &str) -> bool {
 
 /// The keys a flow takes besides its workload, in the order the docs list them; `--flow`
 /// tells them from a generator's keys by these names.
-pub const FLOW_KEYS: [&str; 17] = [
+pub const FLOW_KEYS: [&str; 18] = [
     "name",
     "start",
     "stop",
+    "phase",
     "class",
     "queues",
     "iodepth",

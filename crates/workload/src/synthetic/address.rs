@@ -13,6 +13,12 @@ pub(crate) enum Positions {
     Uniform {
         slots: u64,
     },
+    /// Slot `order(next)`, then the next; after the last, a new order.
+    Permutation {
+        order: Permutation,
+        slots: u64,
+        next: u64,
+    },
     Zipf {
         zipf: Zipf,
         scatter: Permutation,
@@ -34,6 +40,11 @@ impl Positions {
     pub(crate) fn new(dist: AddressDist, slots: u64, scatter_key: &mut Prng) -> Positions {
         match dist {
             AddressDist::Uniform => Positions::Uniform { slots },
+            AddressDist::Permutation => Positions::Permutation {
+                order: Permutation::new(slots, scatter_key),
+                slots,
+                next: 0,
+            },
             AddressDist::Zipf { theta } => Positions::Zipf {
                 zipf: Zipf::new(slots, theta),
                 scatter: Permutation::new(slots, scatter_key),
@@ -60,9 +71,18 @@ impl Positions {
     }
 
     #[inline]
-    pub(crate) fn slot(&self, rng: &mut Prng) -> u64 {
+    pub(crate) fn slot(&mut self, rng: &mut Prng) -> u64 {
         match self {
             Positions::Uniform { slots } => rng.below(*slots),
+            Positions::Permutation { order, slots, next } => {
+                if *next == *slots {
+                    // A pass is over: the next visits the slots in a new order.
+                    *order = Permutation::new(*slots, rng);
+                    *next = 0;
+                }
+                *next += 1;
+                order.apply(*next - 1)
+            }
             Positions::Zipf { zipf, scatter } => scatter.apply(zipf.sample(rng) - 1),
             Positions::HotCold {
                 hot_below,
@@ -72,7 +92,7 @@ impl Positions {
                 if rng.next_u64() < *hot_below {
                     rng.below(*hot_slots)
                 } else {
-                    hot_slots + rng.below(*cold_slots)
+                    *hot_slots + rng.below(*cold_slots)
                 }
             }
         }

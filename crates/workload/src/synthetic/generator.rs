@@ -48,7 +48,7 @@ pub fn build(
     };
     let duration_ns = match spec.limit {
         Limit::Duration { duration_ns } => Some(duration_ns),
-        Limit::Requests { .. } => None,
+        Limit::Requests { .. } | Limit::Bytes { .. } | Limit::Span => None,
     };
     let generator = Generator::new(spec, &layout, seed, think_ns);
     Ok(Workload {
@@ -138,6 +138,11 @@ fn canonical_name(spec: &SyntheticSpec, layout: &Layout, seed: u64) -> String {
     }
     named.vdbench = None;
     named.span_bytes = Some(layout.span_bytes);
+    if named.limit == Limit::Span {
+        named.limit = Limit::Bytes {
+            bytes: layout.span_bytes,
+        };
+    }
     if let AccessPattern::Random { align_bytes, .. } = &mut named.pattern {
         *align_bytes = Some(layout.align_bytes);
     }
@@ -245,9 +250,24 @@ enum Clock {
 }
 
 struct Generator {
+    /// Reads and writes generated so far.
     index: u64,
     /// Index of the first request not generated (`u64::MAX`: no count limit).
     end_index: u64,
+    /// Bytes of the reads and writes generated so far, and how many end the stream
+    /// (`u64::MAX`: no byte limit).
+    bytes: u64,
+    end_bytes: u64,
+    /// A flush after every this many writes (`u64::MAX`: never), the writes since the last
+    /// one, and whether a flush is due before the next request.
+    fsync_writes: u64,
+    writes_since_flush: u64,
+    flush_due: bool,
+    /// Trim-and-write pairs: each trim's range, written next.
+    trim_then_write: bool,
+    pending_write: Option<(u64, u64)>,
+    /// Records generated so far, flushes included: the next record's position.
+    records: u64,
     /// Open loop with a duration: the first timestamp not generated (`u64::MAX`: none).
     end_time_ns: u64,
     now_ns: u64,
@@ -273,6 +293,7 @@ impl Generator {
         let ops = match spec.ops {
             OpMix::Read | OpMix::Mixed { read_percent: 100 } => OpChooser::Always(Op::Read),
             OpMix::Write | OpMix::Mixed { read_percent: 0 } => OpChooser::Always(Op::Write),
+            OpMix::Trim | OpMix::TrimWrite => OpChooser::Always(Op::Trim),
             OpMix::Mixed { read_percent } => OpChooser::Mixed {
                 read_below: percent_threshold(read_percent),
             },
@@ -327,14 +348,28 @@ impl Generator {
         };
         let (end_index, end_time_ns) = match (spec.limit, spec.load) {
             (Limit::Requests { count }, _) => (count, u64::MAX),
+            (Limit::Bytes { .. } | Limit::Span, _) => (u64::MAX, u64::MAX),
             (Limit::Duration { duration_ns }, Load::Open { .. }) => (u64::MAX, duration_ns),
             // A closed loop's pace depends on the device, so only the engine knows when the
             // duration is over; the stream is unbounded.
             (Limit::Duration { .. }, Load::Closed { .. }) => (u64::MAX, u64::MAX),
         };
+        let end_bytes = match spec.limit {
+            Limit::Bytes { bytes } => bytes,
+            Limit::Span => layout.span_bytes,
+            _ => u64::MAX,
+        };
         Generator {
             index: 0,
             end_index,
+            bytes: 0,
+            end_bytes,
+            fsync_writes: spec.fsync_writes.unwrap_or(u64::MAX),
+            writes_since_flush: 0,
+            flush_due: false,
+            trim_then_write: spec.ops == OpMix::TrimWrite,
+            pending_write: None,
+            records: 0,
             end_time_ns,
             now_ns: 0,
             think_ns,
@@ -395,13 +430,72 @@ impl Generator {
     }
 }
 
+impl Generator {
+    /// The record of a request at the current time, counting a write towards the next flush.
+    /// The clock moves on after it unless a flush or the write of a trim-and-write pair
+    /// follows: those are issued with it, as fio issues them.
+    fn emit(&mut self, op: Op, offset_bytes: u64, len_bytes: u64) -> Record {
+        let record = Record {
+            timestamp_ns: self.now_ns,
+            op,
+            offset_bytes,
+            len_bytes,
+            dev: 0,
+            think_ns: self.think_ns,
+            origin: self.records,
+        };
+        self.records += 1;
+        if op == Op::Write {
+            self.writes_since_flush += 1;
+            if self.writes_since_flush == self.fsync_writes {
+                self.writes_since_flush = 0;
+                self.flush_due = true;
+            }
+        }
+        if !self.flush_due && self.pending_write.is_none() {
+            self.advance_clock();
+        }
+        record
+    }
+
+    /// The flush due after a write: no bytes, at the write's arrival, with the think time a
+    /// request of the workload has.
+    fn flush(&mut self) -> Record {
+        self.flush_due = false;
+        let record = Record {
+            timestamp_ns: self.now_ns,
+            op: Op::Flush,
+            offset_bytes: 0,
+            len_bytes: 0,
+            dev: 0,
+            think_ns: self.think_ns,
+            origin: self.records,
+        };
+        self.records += 1;
+        self.advance_clock();
+        record
+    }
+}
+
 impl Iterator for Generator {
     type Item = Result<Record, WorkloadError>;
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        if self.index >= self.end_index || self.now_ns >= self.end_time_ns {
+        // The write of a trim-and-write pair goes before anything else: the pair counts once.
+        if let Some((offset_bytes, len_bytes)) = self.pending_write.take() {
+            return Some(Ok(self.emit(Op::Write, offset_bytes, len_bytes)));
+        }
+        if self.index >= self.end_index
+            || self.bytes >= self.end_bytes
+            || self.now_ns >= self.end_time_ns
+        {
             return None;
+        }
+        // A flush due goes before the next request, so a stream that ends with the Nth write
+        // ends without one, as fio's does.
+        if self.flush_due {
+            return Some(Ok(self.flush()));
         }
         let op = match self.ops {
             OpChooser::Always(op) => op,
@@ -419,41 +513,44 @@ impl Iterator for Generator {
                 min_bytes * (1 + self.size_rng.below(*steps))
             }
             SizeChooser::Table(table) => table.draw(&mut self.size_rng),
-            // Synthetic workloads issue no trims or flushes; they would count as reads.
+            // A split per operation is for mixed workloads, whose requests are reads and writes.
             SizeChooser::TablePerOp { read, write } => match op {
                 Op::Write => write.draw(&mut self.size_rng),
                 Op::Read | Op::Trim | Op::Flush => read.draw(&mut self.size_rng),
             },
         };
-        let offset_bytes = match &self.placement {
-            Placement::Sequential => self.sequential_start(len_bytes),
+        let random_offset = match &mut self.placement {
+            Placement::Sequential => None,
             Placement::Random {
                 positions,
                 sequential_below,
             } => {
                 if *sequential_below != 0 && self.placement_rng.next_u64() < *sequential_below {
-                    self.sequential_start(len_bytes)
+                    None
                 } else {
-                    self.span_start + positions.slot(&mut self.placement_rng) * self.align_bytes
+                    Some(
+                        self.span_start
+                            + positions.slot(&mut self.placement_rng) * self.align_bytes,
+                    )
                 }
             }
         };
+        let offset_bytes = random_offset.unwrap_or_else(|| self.sequential_start(len_bytes));
         self.next_sequential = offset_bytes + len_bytes;
-        let record = Record {
-            timestamp_ns: self.now_ns,
-            op,
-            offset_bytes,
-            len_bytes,
-            dev: 0,
-            think_ns: self.think_ns,
-            origin: self.index,
-        };
         self.index += 1;
-        self.advance_clock();
-        Some(Ok(record))
+        self.bytes = self.bytes.saturating_add(len_bytes);
+        if self.trim_then_write {
+            self.pending_write = Some((offset_bytes, len_bytes));
+        }
+        Some(Ok(self.emit(op, offset_bytes, len_bytes)))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.fsync_writes != u64::MAX || self.end_bytes != u64::MAX || self.trim_then_write {
+            // Flushes and a byte limit make the count depend on the draws, and a pair is two
+            // records.
+            return (0, None);
+        }
         let remaining = usize::try_from(self.end_index - self.index).ok();
         match (self.end_time_ns, self.end_index) {
             (u64::MAX, u64::MAX) => (usize::MAX, None),

@@ -33,6 +33,8 @@ pub use spec::{
 };
 pub use vdbench::{vdbench_profiles, VdbenchProfile};
 
+pub(crate) use spec::check_split as check_split_shares;
+
 /// The key reference, for the command line's help text.
 pub fn spec_help() -> &'static str {
     SPEC_HELP
@@ -41,7 +43,8 @@ pub fn spec_help() -> &'static str {
 const SPEC_HELP: &str = "\
 Synthetic workloads: synthetic:key=value,key=value,...  (the prefix is optional)
   rw=MODE            read | write | rw (= readwrite: sequential mix) | randread | randwrite |
-                     randrw (random mix). Default read.
+                     randrw (random mix) | trim | randtrim | trimwrite | randtrimwrite (a
+                     trim, then a write of the same range; counted as one). Default read.
   rwmixread=PCT      percent of reads in a mix (rw or randrw), each request drawn
                      independently. Default 50.
   percentage_random=PCT  random modes only: percent of requests placed at random; the others
@@ -54,16 +57,20 @@ Synthetic workloads: synthetic:key=value,key=value,...  (the prefix is optional)
                      give a read part and a write part: READ_SPLIT;WRITE_SPLIT (fio's comma).
   align=SIZE         random modes only: random offsets are offset + a multiple of this.
                      Default bs (the lower bound of a range, the smallest size of a split).
-  dist=DIST          random modes only: uniform | zipf:THETA (popularity of rank k is
+  dist=DIST          random modes only: uniform | permutation (every slot once per pass, in
+                     a seeded order: fio's random map) | zipf:THETA (popularity of rank k is
                      proportional to k^-THETA; ranks scattered over the span by a seeded
                      permutation) | hotcold:HOT_SPAN:HOT_ACCESSES (the first HOT_SPAN fraction of
                      the span gets the HOT_ACCESSES fraction of the accesses). Default uniform.
+  fsync=N            a flush after every N writes (fio's fsync). Default none.
   iodepth=N          closed loop with N requests outstanding. Default 1 (when iops is absent).
   thinktime=TIME     closed loop: delay between a completion and the next issue. Default 0ns.
   iops=N             open loop at N requests per second on average (excludes iodepth).
   arrival=KIND       open loop: poisson (exponential gaps) | fixed (gaps of 1e9/N ns).
                      Default poisson.
-  requests=N         number of requests. Default 100000 when duration is absent.
+  requests=N         number of reads and writes. Default 100000 when bytes and duration are absent.
+  bytes=SIZE|span    instead of requests: requests until their sizes add up to SIZE (fio's
+                     size), or to the span's length: one pass over the span.
   duration=TIME      simulated run time instead of a request count.
   span=SIZE          length of the address range. Default: from offset to the device's end.
   offset=SIZE        first byte of the address range. Default 0.

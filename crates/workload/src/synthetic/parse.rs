@@ -22,18 +22,20 @@ enum Key {
     BsSplit,
     Align,
     Dist,
+    Fsync,
     IoDepth,
     ThinkTime,
     Iops,
     Arrival,
     Requests,
+    Bytes,
     Duration,
     Span,
     Offset,
     Seed,
 }
 
-const KEYS: [(Key, &str); 16] = [
+const KEYS: [(Key, &str); 18] = [
     (Key::Rw, "rw"),
     (Key::RwMixRead, "rwmixread"),
     (Key::PercentageRandom, "percentage_random"),
@@ -41,11 +43,13 @@ const KEYS: [(Key, &str); 16] = [
     (Key::BsSplit, "bssplit"),
     (Key::Align, "align"),
     (Key::Dist, "dist"),
+    (Key::Fsync, "fsync"),
     (Key::IoDepth, "iodepth"),
     (Key::ThinkTime, "thinktime"),
     (Key::Iops, "iops"),
     (Key::Arrival, "arrival"),
     (Key::Requests, "requests"),
+    (Key::Bytes, "bytes"),
     (Key::Duration, "duration"),
     (Key::Span, "span"),
     (Key::Offset, "offset"),
@@ -80,11 +84,18 @@ enum Rw {
     RandRead,
     RandWrite,
     RandMix,
+    Trim,
+    RandTrim,
+    TrimWrite,
+    RandTrimWrite,
 }
 
 impl Rw {
     fn is_random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandMix)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandMix | Rw::RandTrim | Rw::RandTrimWrite
+        )
     }
 
     fn is_mixed(self) -> bool {
@@ -99,6 +110,10 @@ impl Rw {
             Rw::RandRead => "randread",
             Rw::RandWrite => "randwrite",
             Rw::RandMix => "randrw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
+            Rw::RandTrimWrite => "randtrimwrite",
         }
     }
 }
@@ -113,11 +128,13 @@ struct Given {
     bssplit: Option<BlockSize>,
     align: Option<u64>,
     dist: Option<AddressDist>,
+    fsync: Option<u64>,
     iodepth: Option<u32>,
     thinktime: Option<u64>,
     iops: Option<u64>,
     arrival: Option<Arrival>,
     requests: Option<u64>,
+    bytes: Option<Limit>,
     duration: Option<u64>,
     span: Option<u64>,
     offset: Option<u64>,
@@ -256,6 +273,7 @@ fn store(given: &mut Given, key: Key, value: &str) -> Result<(), String> {
         Key::BsSplit => given.bssplit = Some(parse_bssplit(value)?),
         Key::Align => given.align = Some(parse_positive_size(value)?),
         Key::Dist => given.dist = Some(parse_dist(value)?),
+        Key::Fsync => given.fsync = Some(parse_positive_count(value)?),
         Key::IoDepth => {
             let depth = parse_count(value)?;
             given.iodepth = Some(
@@ -277,6 +295,16 @@ fn store(given: &mut Given, key: Key, value: &str) -> Result<(), String> {
             })
         }
         Key::Requests => given.requests = Some(parse_positive_count(value)?),
+        Key::Bytes => {
+            given.bytes = Some(if value.eq_ignore_ascii_case("span") {
+                Limit::Span
+            } else {
+                Limit::Bytes {
+                    bytes: parse_positive_size(value)
+                        .map_err(|e| format!("{e}, or span (one pass over the span)"))?,
+                }
+            })
+        }
         Key::Duration => {
             let ns = parse_duration(value)?;
             if ns == 0 {
@@ -308,6 +336,8 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
         Rw::Mix | Rw::RandMix => OpMix::Mixed {
             read_percent: given.rwmixread.unwrap_or(50),
         },
+        Rw::Trim | Rw::RandTrim => OpMix::Trim,
+        Rw::TrimWrite | Rw::RandTrimWrite => OpMix::TrimWrite,
     };
     if let (Some(percent), false) = (given.rwmixread, rw.is_mixed()) {
         return misplaced(
@@ -341,6 +371,7 @@ fn assemble(given: Given) -> Result<SyntheticSpec, WorkloadError> {
         ops,
         pattern,
         block_size,
+        fsync_writes: given.fsync,
         load,
         limit: limit(&given, Dialect::Synthetic)?.unwrap_or(Limit::Requests {
             count: DEFAULT_REQUESTS,
@@ -411,20 +442,38 @@ fn load(given: &Given, label: &str) -> Result<Load, WorkloadError> {
 }
 
 fn limit(given: &Given, dialect: Dialect) -> Result<Option<Limit>, WorkloadError> {
-    match (given.requests, given.duration) {
-        (Some(count), Some(duration_ns)) => Err(spec_error(format!(
-            "{}: requests={count} and duration={} exclude each other: give one of them",
-            dialect.label(),
-            format_duration(duration_ns)
+    let mut limits = Vec::new();
+    if let Some(count) = given.requests {
+        limits.push((format!("requests={count}"), Limit::Requests { count }));
+    }
+    match given.bytes {
+        Some(Limit::Bytes { bytes }) => {
+            limits.push((
+                format!("bytes={}", format_size(bytes)),
+                Limit::Bytes { bytes },
+            ));
+        }
+        Some(limit) => limits.push(("bytes=span".into(), limit)),
+        None => {}
+    }
+    if let Some(duration_ns) = given.duration {
+        limits.push((
+            format!("duration={}", format_duration(duration_ns)),
+            Limit::Duration { duration_ns },
+        ));
+    }
+    match &limits[..] {
+        [] => Ok(None),
+        [(_, limit)] => Ok(Some(*limit)),
+        [(a, _), (b, _), ..] => Err(spec_error(format!(
+            "{}: {a} and {b} exclude each other: give one of requests, bytes and duration",
+            dialect.label()
         ))),
-        (Some(count), None) => Ok(Some(Limit::Requests { count })),
-        (None, Some(duration_ns)) => Ok(Some(Limit::Duration { duration_ns })),
-        (None, None) => Ok(None),
     }
 }
 
 fn parse_rw(value: &str) -> Result<Rw, String> {
-    const NAMES: [(&str, Rw); 7] = [
+    const NAMES: [(&str, Rw); 11] = [
         ("read", Rw::Read),
         ("write", Rw::Write),
         ("rw", Rw::Mix),
@@ -432,12 +481,20 @@ fn parse_rw(value: &str) -> Result<Rw, String> {
         ("randread", Rw::RandRead),
         ("randwrite", Rw::RandWrite),
         ("randrw", Rw::RandMix),
+        ("trim", Rw::Trim),
+        ("randtrim", Rw::RandTrim),
+        ("trimwrite", Rw::TrimWrite),
+        ("randtrimwrite", Rw::RandTrimWrite),
     ];
     NAMES
         .iter()
         .find(|(name, _)| name.eq_ignore_ascii_case(value))
         .map(|(_, rw)| *rw)
-        .ok_or_else(|| "read, write, randread, randwrite, randrw or rw (readwrite)".into())
+        .ok_or_else(|| {
+            "read, write, randread, randwrite, randrw, rw (readwrite), trim, randtrim, trimwrite \
+             or randtrimwrite"
+                .into()
+        })
 }
 
 /// Splits `123abc` into the number and the rest; the number must be non-empty ASCII digits.
@@ -594,7 +651,7 @@ fn parse_fraction(text: &str) -> Option<f64> {
 }
 
 fn parse_dist(value: &str) -> Result<AddressDist, String> {
-    let expected = "uniform, zipf:THETA (THETA > 0, e.g. zipf:1.2) or \
+    let expected = "uniform, permutation, zipf:THETA (THETA > 0, e.g. zipf:1.2) or \
                     hotcold:HOT_SPAN_FRACTION:HOT_ACCESS_FRACTION (each strictly between 0 and \
                     1, e.g. hotcold:0.2:0.8)";
     let mut parts = value.split(':');
@@ -602,6 +659,8 @@ fn parse_dist(value: &str) -> Result<AddressDist, String> {
     let args: Vec<&str> = parts.collect();
     let dist = if kind.eq_ignore_ascii_case("uniform") && args.is_empty() {
         AddressDist::Uniform
+    } else if kind.eq_ignore_ascii_case("permutation") && args.is_empty() {
+        AddressDist::Permutation
     } else if kind.eq_ignore_ascii_case("zipf") && args.len() == 1 {
         let theta = parse_fraction(args[0]).ok_or_else(|| expected.to_string())?;
         AddressDist::Zipf { theta }

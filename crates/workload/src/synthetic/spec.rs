@@ -18,6 +18,8 @@ pub struct SyntheticSpec {
     pub pattern: AccessPattern,
     /// Request sizes (fio's `bs` or `bssplit`).
     pub block_size: BlockSize,
+    /// A flush after every this many writes (fio's `fsync` and `fdatasync`); `None`, none.
+    pub fsync_writes: Option<u64>,
     /// Closed loop (`iodepth`, `thinktime`) or open loop (`iops`, `arrival`).
     pub load: Load,
     /// When the workload ends (`requests` or `duration`).
@@ -43,6 +45,12 @@ pub enum OpMix {
     Mixed {
         read_percent: u8,
     },
+    /// Every request is a trim (fio's `trim` and `randtrim`).
+    Trim,
+    /// Each trim is followed by a write of the same range (fio's `trimwrite` and
+    /// `randtrimwrite`); `requests` and `bytes` count the pairs, as fio's `size` counts the
+    /// trimmed bytes.
+    TrimWrite,
 }
 
 /// How each request's offset is chosen.
@@ -187,6 +195,9 @@ pub(crate) fn check_split(shares: &[SizeShare]) -> Result<(), String> {
 pub enum AddressDist {
     /// Every position equally likely.
     Uniform,
+    /// Every position once per pass over the positions, in the order of a seeded permutation
+    /// (a new one each pass): uniform without repeats, as fio's random map makes a random job.
+    Permutation,
     /// The position of popularity rank `k` (1-based) is drawn with probability proportional
     /// to `k^-theta`; ranks are scattered over the span by a seeded bijection.
     Zipf { theta: f64 },
@@ -223,6 +234,15 @@ pub enum Limit {
     Requests {
         count: u64,
     },
+    /// The reads and writes issued add up to at least `bytes` (fio's `size` and `io_size`):
+    /// a request is generated while they add up to less. Flushes count no bytes.
+    Bytes {
+        bytes: u64,
+    },
+    /// As `Bytes`, with the span's length in bytes: one pass over the span (fio's default
+    /// when a job gives no `size`, or a percentage). `build` resolves it, so a canonical name
+    /// states the bytes.
+    Span,
     /// Simulated time; the engine stops the run at this instant.
     Duration {
         duration_ns: u64,
@@ -323,8 +343,10 @@ impl SyntheticSpec {
             }
             _ => {}
         }
+        self.check_fsync()?;
         match self.limit {
             Limit::Requests { count: 0 } => return bad("requests", "0".into(), "at least 1"),
+            Limit::Bytes { bytes: 0 } => return bad("bytes", "0".into(), "at least 1 byte"),
             Limit::Duration { duration_ns: 0 } => {
                 return bad("duration", "0ns".into(), "a positive duration");
             }
@@ -334,6 +356,23 @@ impl SyntheticSpec {
             return bad("span", "0".into(), "a size of at least 1 byte");
         }
         Ok(())
+    }
+
+    /// Checks `fsync`: at least one write between flushes, and writes to flush.
+    fn check_fsync(&self) -> Result<(), WorkloadError> {
+        let Some(writes) = self.fsync_writes else {
+            return Ok(());
+        };
+        let expected = if writes == 0 {
+            "a whole number of writes, at least 1"
+        } else if matches!(self.ops, OpMix::Read | OpMix::Trim) {
+            "a workload that writes: a read-only workload has nothing to flush"
+        } else {
+            return Ok(());
+        };
+        Err(spec_error(format!(
+            "synthetic workload: fsync={writes}: expected {expected}"
+        )))
     }
 
     /// True when the spec is exactly its vdbench profile with only the overridable keys
@@ -360,7 +399,7 @@ impl SyntheticSpec {
 
 pub(crate) fn check_dist(dist: AddressDist) -> Result<(), WorkloadError> {
     match dist {
-        AddressDist::Uniform => Ok(()),
+        AddressDist::Uniform | AddressDist::Permutation => Ok(()),
         AddressDist::Zipf { theta } => {
             if theta.is_finite() && theta > 0.0 {
                 Ok(())
@@ -441,6 +480,7 @@ fn format_split(shares: &[SizeShare]) -> String {
 pub(crate) fn format_dist(dist: AddressDist) -> String {
     match dist {
         AddressDist::Uniform => "uniform".into(),
+        AddressDist::Permutation => "permutation".into(),
         AddressDist::Zipf { theta } => format!("zipf:{theta}"),
         AddressDist::HotCold {
             hot_span_fraction,
@@ -485,6 +525,10 @@ impl fmt::Display for SyntheticSpec {
             (AccessPattern::Random { .. }, OpMix::Read) => "randread",
             (AccessPattern::Random { .. }, OpMix::Write) => "randwrite",
             (AccessPattern::Random { .. }, OpMix::Mixed { .. }) => "randrw",
+            (AccessPattern::Sequential, OpMix::Trim) => "trim",
+            (AccessPattern::Random { .. }, OpMix::Trim) => "randtrim",
+            (AccessPattern::Sequential, OpMix::TrimWrite) => "trimwrite",
+            (AccessPattern::Random { .. }, OpMix::TrimWrite) => "randtrimwrite",
         };
         write!(f, "synthetic:rw={rw}")?;
         if let OpMix::Mixed { read_percent } = self.ops {
@@ -507,6 +551,9 @@ impl fmt::Display for SyntheticSpec {
                 write!(f, ",align={}", format_size(align))?;
             }
             write!(f, ",dist={}", format_dist(dist))?;
+        }
+        if let Some(writes) = self.fsync_writes {
+            write!(f, ",fsync={writes}")?;
         }
         self.write_load(f, false)?;
         self.write_limit(f)?;
@@ -546,6 +593,8 @@ impl SyntheticSpec {
     fn write_limit(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.limit {
             Limit::Requests { count } => write!(f, ",requests={count}"),
+            Limit::Bytes { bytes } => write!(f, ",bytes={}", format_size(bytes)),
+            Limit::Span => write!(f, ",bytes=span"),
             Limit::Duration { duration_ns } => {
                 write!(f, ",duration={}", format_duration(duration_ns))
             }

@@ -128,6 +128,7 @@ impl VdbenchProfile {
             },
         };
         SyntheticSpec {
+            fsync_writes: None,
             ops,
             pattern: AccessPattern::Random {
                 random_percent,

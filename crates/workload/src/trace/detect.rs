@@ -71,6 +71,8 @@ fn detect_head(head: &[u8], ctx: &ParseContext) -> Result<Detection, WorkloadErr
 pub enum WorkloadFile {
     /// A flow file (`crate::flows::is_flow_file`).
     Flows,
+    /// An fio job file (`crate::fiojob::is_job_file`), read as flows.
+    FioJob,
     /// A trace of this format: the one asked for, or the one detection found.
     Trace(TraceFormat),
 }
@@ -82,10 +84,16 @@ pub fn identify(path: &Path, format: Option<TraceFormat>) -> Result<WorkloadFile
     if crate::flows::has_flow_file_name(path) {
         return Ok(WorkloadFile::Flows);
     }
+    if crate::fiojob::has_job_file_name(path) {
+        return Ok(WorkloadFile::FioJob);
+    }
     let ctx = ParseContext::new(path, false);
     let head = read_head(path, &ctx, HEAD_BYTES)?;
     if crate::flows::starts_as_flow_file(&head) {
         return Ok(WorkloadFile::Flows);
+    }
+    if crate::fiojob::starts_as_job_file(&head) {
+        return Ok(WorkloadFile::FioJob);
     }
     match format {
         Some(format) => Ok(WorkloadFile::Trace(format)),
