@@ -76,10 +76,11 @@ fn an_idle_rebuild_ends_when_the_rate_says() {
     }
 }
 
-/// Rows wait for the rebuild's window (4 rows) when the members are slower than the rate:
-/// at 1 GB/s every row is due at once, and the rebuild takes as long as the members need.
-/// Each member serves one piece at a time, so the 16 rows' reads on a survivor (178 µs each)
-/// and the spare's 16 writes bound the end from below.
+/// When the members are slower than the rate, they bound the rebuild: at 1 GB/s every row is
+/// due at once, and all 16 fit the window (1 MiB a member: 16 chunks of 64 KiB). Each member
+/// serves one piece at a time, so a survivor finishes row k's read at (k + 1)·178 µs; the
+/// spare writes row k once that read is done and its previous write is, so row k's write ends
+/// at (k + 2)·178 µs, the last at 17 · 178 µs = 3.026 ms.
 #[test]
 fn a_fast_rate_is_bounded_by_the_members() {
     let mut array = parity_array(
@@ -92,9 +93,7 @@ fn a_fast_rate_is_bounded_by_the_members() {
         1_000_000_000,
     );
     let end = settle(&mut array);
-    // The first write can start after the first read (178 µs); the spare then writes 16
-    // chunks one after another.
-    assert!(end >= SimTime(17 * 178_000), "{end}");
+    assert_eq!(end, SimTime(17 * 178_000));
     assert_eq!(array.rebuild_end(), Some(end));
 }
 

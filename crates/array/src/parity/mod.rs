@@ -29,10 +29,11 @@ use storsim_core::{
     DeviceError, DevicePart, Op, Request, SimTime, Status, Unit, QUEUE_DEPTH_MAX, SECTOR_BYTES,
 };
 
-/// Rows the rebuild keeps in flight at once. md's resync issues many stripes ahead; a few
-/// rows keep each member busy between the rebuild's own reads and writes, and the rate
-/// setting, not this window, is what normally bounds the rebuild.
-const REBUILD_ROWS_IN_FLIGHT: u64 = 4;
+/// What the rebuild keeps in flight on each member: md's default stripe cache, 256 stripes
+/// of one 4 KiB page per member. The rebuild has max(1, this / chunk) rows in flight at once
+/// (16 of 64 KiB), so that the members, not a short window, bound it when the rate asks more
+/// than they give.
+const REBUILD_BYTES_IN_FLIGHT: u64 = 256 * 4096;
 
 /// The rebuild rate when the device file gives none: md's default `speed_limit_max`, 200,000
 /// KiB/s.
@@ -132,15 +133,20 @@ struct Member {
     pending: VecDeque<Request>,
     failed: Option<String>,
     counts: ChildCounts,
+    /// The device's `next_deadline`, read again after each call that can change it, so that
+    /// finding the next event does not ask every member each time.
+    deadline: Option<SimTime>,
 }
 
 impl Member {
     fn new(device: Box<dyn Device>) -> Member {
+        let deadline = device.next_deadline();
         Member {
             device,
             pending: VecDeque::new(),
             failed: None,
             counts: ChildCounts::default(),
+            deadline,
         }
     }
 }
@@ -442,6 +448,7 @@ impl ParityArray {
         match result {
             Ok(()) => {
                 count_piece(&mut member.counts, &piece);
+                member.deadline = member.device.next_deadline();
                 Ok(())
             }
             Err(DeviceError::QueueFull { .. }) => {
@@ -905,7 +912,8 @@ impl ParityArray {
     /// when one finishes.
     fn rebuild_due(&self) -> Option<SimTime> {
         let r = self.rebuild.as_ref()?;
-        let more = r.next_row < self.rows && r.in_flight < REBUILD_ROWS_IN_FLIGHT;
+        let window = (REBUILD_BYTES_IN_FLIGHT / self.layout.chunk_bytes()).max(1);
+        let more = r.next_row < self.rows && r.in_flight < window;
         (more && self.spare_usable() && self.failed.is_none())
             .then(|| self.release_time(r, r.next_row).max(self.clock))
     }
@@ -949,7 +957,7 @@ impl ParityArray {
             .members
             .iter()
             .chain(self.spare.as_ref())
-            .filter_map(|m| m.device.next_deadline());
+            .filter_map(|m| m.deadline);
         let failure = self.scheduled_failure.map(|f| f.at);
         members.chain(failure).chain(self.rebuild_due()).min()
     }
@@ -969,8 +977,7 @@ impl ParityArray {
                 .map(Target::Member)
                 .chain(self.spare.is_some().then_some(Target::Spare));
             for target in targets {
-                let due =
-                    matches!(self.device_mut(target).device.next_deadline(), Some(d) if d <= t);
+                let due = matches!(self.device_mut(target).deadline, Some(d) if d <= t);
                 if due {
                     self.advance_target(target, t);
                 }
@@ -983,7 +990,9 @@ impl ParityArray {
     /// Advances `target` to `t` and moves on the row operations whose pieces it completed.
     fn advance_target(&mut self, target: Target, t: SimTime) {
         let mut done = std::mem::take(&mut self.child_done);
-        self.device_mut(target).device.advance(t, &mut done);
+        let member = self.device_mut(target);
+        member.device.advance(t, &mut done);
+        member.deadline = member.device.next_deadline();
         for c in done.drain(..) {
             let info = self
                 .pieces
@@ -1062,7 +1071,10 @@ impl ParityArray {
             };
             member.pending.pop_front();
             match result {
-                Ok(()) => count_piece(&mut member.counts, &piece),
+                Ok(()) => {
+                    count_piece(&mut member.counts, &piece);
+                    member.deadline = member.device.next_deadline();
+                }
                 Err(reason) => {
                     self.fail_target(now, target, &reason);
                     let info = self
@@ -1079,27 +1091,72 @@ impl ParityArray {
         }
     }
 
-    fn per_member_counters(&self, prefix: &str, member: &Member, out: &mut Vec<DeviceCounter>) {
-        let k = &member.counts;
-        let own = [
-            ("pieces", k.pieces),
-            ("read_bytes", k.read_bytes),
-            ("write_bytes", k.write_bytes),
-            ("trim_bytes", k.trim_bytes),
-            ("flushes", k.flushes),
-            ("queued_pieces", k.queued_pieces),
+    /// The array's own counters (not its members'), in the order `counters` lists them.
+    fn own_counters(&self, each: &mut dyn FnMut(&'static str, f64)) {
+        let c = &self.counts;
+        let failed_members = self.members.iter().filter(|m| m.failed.is_some()).count();
+        let progress = self
+            .rebuild
+            .as_ref()
+            .map_or(0.0, |r| r.done_prefix as f64 / self.rows as f64);
+        let listed = [
+            ("children", self.members.len() as f64),
+            ("requests", c.requests as f64),
+            ("split_requests", c.split_requests as f64),
+            ("pieces", c.pieces as f64),
+            ("queued_pieces", c.queued_pieces as f64),
+            ("degraded_pieces", c.degraded_pieces as f64),
+            ("lost_pieces", c.lost_pieces as f64),
+            ("failed_children", failed_members as f64),
+            ("rmw_writes", c.rmw_writes as f64),
+            ("reconstruct_writes", c.reconstruct_writes as f64),
+            ("full_stripe_writes", c.full_stripe_writes as f64),
+            ("parity_writes", c.parity_writes as f64),
+            ("degraded_reads", c.degraded_reads as f64),
+            ("degraded_row_writes", c.degraded_row_writes as f64),
+            ("rebuild_rows", c.rebuild_rows as f64),
+            ("rebuild_bytes", c.rebuild_bytes as f64),
+            ("rebuild_progress", progress),
         ];
-        out.extend(
-            own.iter()
-                .map(|(name, v)| DeviceCounter::new(format!("{prefix}_{name}"), *v as f64)),
-        );
-        out.extend(member.device.counters().into_iter().map(|d| {
-            DeviceCounter::new(
-                format!("{prefix}_{}_{}", member.device.model_name(), d.name),
-                d.value,
-            )
-        }));
+        for (name, v) in listed {
+            each(name, v);
+        }
+        if let Some(r) = &self.rebuild {
+            each("rebuild_start_ns", r.start.0 as f64);
+            if let Some(end) = r.end {
+                each("rebuild_end_ns", end.0 as f64);
+            }
+        }
+        if self.fault_counters {
+            each("member_errors", c.member_errors as f64);
+            each("member_failures", c.member_failures as f64);
+            each("degraded_writes", c.degraded_writes as f64);
+        }
     }
+}
+
+/// A member's counters as the array lists them under `prefix`: what the array handed it, then
+/// its own under `{prefix}_{model}_`.
+fn per_member_counters(prefix: &str, member: &Member, out: &mut Vec<DeviceCounter>) {
+    let k = &member.counts;
+    let own = [
+        ("pieces", k.pieces),
+        ("read_bytes", k.read_bytes),
+        ("write_bytes", k.write_bytes),
+        ("trim_bytes", k.trim_bytes),
+        ("flushes", k.flushes),
+        ("queued_pieces", k.queued_pieces),
+    ];
+    out.extend(
+        own.iter()
+            .map(|(name, v)| DeviceCounter::new(format!("{prefix}_{name}"), *v as f64)),
+    );
+    out.extend(member.device.counters().into_iter().map(|d| {
+        DeviceCounter::new(
+            format!("{prefix}_{}_{}", member.device.model_name(), d.name),
+            d.value,
+        )
+    }));
 }
 
 /// A RAID-5 or RAID-6 array's own counters, after the array counters it shares with RAID-0
@@ -1265,53 +1322,46 @@ impl Device for ParityArray {
     }
 
     fn counters(&self) -> Vec<DeviceCounter> {
-        let c = &self.counts;
-        let failed_members = self.members.iter().filter(|m| m.failed.is_some()).count();
-        let mut out = vec![
-            DeviceCounter::new("children", self.members.len() as f64),
-            DeviceCounter::new("requests", c.requests as f64),
-            DeviceCounter::new("split_requests", c.split_requests as f64),
-            DeviceCounter::new("pieces", c.pieces as f64),
-            DeviceCounter::new("queued_pieces", c.queued_pieces as f64),
-            DeviceCounter::new("degraded_pieces", c.degraded_pieces as f64),
-            DeviceCounter::new("lost_pieces", c.lost_pieces as f64),
-            DeviceCounter::new("failed_children", failed_members as f64),
-        ];
-        let progress = self
-            .rebuild
-            .as_ref()
-            .map_or(0.0, |r| r.done_prefix as f64 / self.rows as f64);
-        out.extend([
-            DeviceCounter::new("rmw_writes", c.rmw_writes as f64),
-            DeviceCounter::new("reconstruct_writes", c.reconstruct_writes as f64),
-            DeviceCounter::new("full_stripe_writes", c.full_stripe_writes as f64),
-            DeviceCounter::new("parity_writes", c.parity_writes as f64),
-            DeviceCounter::new("degraded_reads", c.degraded_reads as f64),
-            DeviceCounter::new("degraded_row_writes", c.degraded_row_writes as f64),
-            DeviceCounter::new("rebuild_rows", c.rebuild_rows as f64),
-            DeviceCounter::new("rebuild_bytes", c.rebuild_bytes as f64),
-            DeviceCounter::new("rebuild_progress", progress),
-        ]);
-        if let Some(r) = &self.rebuild {
-            out.push(DeviceCounter::new("rebuild_start_ns", r.start.0 as f64));
-            if let Some(end) = r.end {
-                out.push(DeviceCounter::new("rebuild_end_ns", end.0 as f64));
-            }
-        }
-        if self.fault_counters {
-            out.extend([
-                DeviceCounter::new("member_errors", c.member_errors as f64),
-                DeviceCounter::new("member_failures", c.member_failures as f64),
-                DeviceCounter::new("degraded_writes", c.degraded_writes as f64),
-            ]);
-        }
+        let mut names = Vec::new();
+        let mut values = Vec::new();
+        self.own_counters(&mut |name, v| {
+            names.push(name);
+            values.push(v)
+        });
+        let mut out: Vec<DeviceCounter> = names
+            .into_iter()
+            .zip(values)
+            .map(|(n, v)| DeviceCounter::new(n, v))
+            .collect();
         for (i, member) in self.members.iter().enumerate() {
-            self.per_member_counters(&format!("child{i}"), member, &mut out);
+            per_member_counters(&format!("child{i}"), member, &mut out);
         }
         if let Some(spare) = &self.spare {
-            self.per_member_counters("spare", spare, &mut out);
+            per_member_counters("spare", spare, &mut out);
         }
         out
+    }
+
+    /// The values of [`Device::counters`] without their names, which a time series reads at
+    /// every window's end: formatting two dozen members' names each time cost more than
+    /// simulating their requests.
+    fn counter_values(&self, values: &mut Vec<f64>) {
+        self.own_counters(&mut |_, v| values.push(v));
+        for member in self.members.iter().chain(&self.spare) {
+            let k = &member.counts;
+            values.extend(
+                [
+                    k.pieces,
+                    k.read_bytes,
+                    k.write_bytes,
+                    k.trim_bytes,
+                    k.flushes,
+                    k.queued_pieces,
+                ]
+                .map(|v| v as f64),
+            );
+            member.device.counter_values(values);
+        }
     }
 
     fn counter_descriptors(&self) -> Vec<Described> {
