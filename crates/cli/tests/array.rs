@@ -186,21 +186,7 @@ fn a_raid5_over_nbd_loses_a_member_rebuilds_and_reads_back_every_byte() {
     }
     let tmp = temp_dir("raid5-nbd");
     let dir = tmp.path();
-    std::fs::write(
-        dir.join("member.toml"),
-        "model = \"linear\"\ncapacity_bytes = 8_388_608\n[linear]\n\
-         sr = { a_us = 20.0, b_us_per_kib = 0.5 }\nsw = { a_us = 20.0, b_us_per_kib = 0.5 }\n\
-         rr = { a_us = 20.0, b_us_per_kib = 0.5 }\nrw = { a_us = 20.0, b_us_per_kib = 0.5 }\n",
-    )
-    .unwrap();
-    let array = dir.join("raid5.toml");
-    std::fs::write(
-        &array,
-        "model = \"array\"\n[array]\nlevel = \"raid5\"\nstripe_unit_bytes = 65536\n\
-         children = [\"member.toml\", \"member.toml\", \"member.toml\", \"member.toml\"]\n\
-         spare = \"member.toml\"\nrebuild_rate_mb_per_s = 2\n",
-    )
-    .unwrap();
+    let array = raid5_with_spare(dir);
     let socket = dir.join("control.sock");
     let emu = Emulator::device_over_nbd(
         array.to_str().unwrap(),
@@ -264,19 +250,14 @@ fn a_raid5_over_nbd_loses_a_member_rebuilds_and_reads_back_every_byte() {
     );
     assert!(!out.contains("fail") && !out.contains("error"), "{out}");
 
-    let counters = |report: &serde_json::Value, name: &str| -> f64 {
-        report["report"]["device"]["counters"][name]
-            .as_f64()
-            .unwrap_or_else(|| panic!("no counter {name}: {report}"))
-    };
     let report = control(&socket, "report");
-    assert_eq!(counters(&report, "member_failures"), 1.0, "{report}");
-    assert!(counters(&report, "degraded_reads") > 0.0, "{report}");
+    assert_eq!(report_counter(&report, "member_failures"), 1.0, "{report}");
+    assert!(report_counter(&report, "degraded_reads") > 0.0, "{report}");
     // The rebuild goes on in real time: wait for it (a few seconds at 2 MB/s).
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let report = loop {
         let report = control(&socket, "report");
-        if counters(&report, "rebuild_progress") == 1.0 {
+        if report_counter(&report, "rebuild_progress") == 1.0 {
             break report;
         }
         assert!(
@@ -285,7 +266,7 @@ fn a_raid5_over_nbd_loses_a_member_rebuilds_and_reads_back_every_byte() {
         );
         std::thread::sleep(std::time::Duration::from_millis(200));
     };
-    assert_eq!(counters(&report, "rebuild_bytes"), 8.0 * MIB as f64);
+    assert_eq!(report_counter(&report, "rebuild_bytes"), 8.0 * MIB as f64);
     let out = qemu_io(&read_all(&pattern, &mut all.iter().copied()));
     assert_eq!(
         out.matches("read 1048576/1048576 bytes").count(),
@@ -294,7 +275,35 @@ fn a_raid5_over_nbd_loses_a_member_rebuilds_and_reads_back_every_byte() {
     );
     let report = control(&socket, "report");
     assert_eq!(report["report"]["requests"]["failed"], 0, "{report}");
-    assert_eq!(counters(&report, "lost_pieces"), 0.0);
+    assert_eq!(report_counter(&report, "lost_pieces"), 0.0);
     let (status, _, err) = emu.stop();
     assert!(status.success(), "{err}");
+}
+
+/// Writes a RAID-5 of four 8 MiB linear members with a spare, rebuilt at 2 MB/s, into `dir`;
+/// returns the array file's path.
+fn raid5_with_spare(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::write(
+        dir.join("member.toml"),
+        "model = \"linear\"\ncapacity_bytes = 8_388_608\n[linear]\n\
+         sr = { a_us = 20.0, b_us_per_kib = 0.5 }\nsw = { a_us = 20.0, b_us_per_kib = 0.5 }\n\
+         rr = { a_us = 20.0, b_us_per_kib = 0.5 }\nrw = { a_us = 20.0, b_us_per_kib = 0.5 }\n",
+    )
+    .unwrap();
+    let array = dir.join("raid5.toml");
+    std::fs::write(
+        &array,
+        "model = \"array\"\n[array]\nlevel = \"raid5\"\nstripe_unit_bytes = 65536\n\
+         children = [\"member.toml\", \"member.toml\", \"member.toml\", \"member.toml\"]\n\
+         spare = \"member.toml\"\nrebuild_rate_mb_per_s = 2\n",
+    )
+    .unwrap();
+    array
+}
+
+/// A counter of the device in a control socket's `report` answer.
+fn report_counter(report: &serde_json::Value, name: &str) -> f64 {
+    report["report"]["device"]["counters"][name]
+        .as_f64()
+        .unwrap_or_else(|| panic!("no counter {name}: {report}"))
 }

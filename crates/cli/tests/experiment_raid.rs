@@ -97,6 +97,9 @@ fn a_missing_member_costs_the_host_on_every_level() {
         assert!(progress > 0.0 && progress < 1.0, "{label}: {progress}");
         // `errors` is written only when a request failed or a faults layer is in place.
         let errors = results.text(r, "summary.errors.total");
-        assert!(errors.is_empty() || errors == "0", "{label}: {errors} errors");
+        assert!(
+            errors.is_empty() || errors == "0",
+            "{label}: {errors} errors"
+        );
     }
 }
