@@ -1,5 +1,7 @@
-//! RAID-0 striping and RAID-1 mirroring over any child devices (SSDs, disks, black-box models
-//! or other arrays, mixed freely). See docs/models/array.md.
+//! RAID-0 striping, RAID-1 mirroring, and RAID-5 and RAID-6 with rotating parity over any
+//! child devices (SSDs, disks, black-box models or other arrays, mixed freely). See
+//! docs/models/array.md. RAID-0 and RAID-1 are [`ArrayDevice`]; RAID-5 and RAID-6, whose
+//! writes read before they write and which rebuild onto a spare, are [`ParityArray`].
 //!
 //! An [`ArrayDevice`] splits each host request into child requests ("pieces"), hands them to
 //! its children and completes the host request when the last piece completes: its finish is
@@ -24,6 +26,12 @@
 //! host, as md keeps its last device.
 
 mod mapping;
+mod parity;
+
+pub use parity::{
+    MemberFailure, ParityArray, ParityLayout, ParityParams, Role, DEFAULT_REBUILD_RATE_BYTES_PER_S,
+    PARITY_COUNTERS, SPARE_COUNTERS,
+};
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use storsim_core::{
@@ -52,6 +60,10 @@ pub enum RaidLevel {
     Raid0 { stripe_unit_bytes: u64 },
     /// Mirroring: every child holds the whole array; writes go to all, reads to one.
     Raid1 { read_policy: ReadPolicy },
+    /// Rotating single parity (P), Linux md's left-symmetric layout: a [`ParityArray`].
+    Raid5(ParityParams),
+    /// Rotating double parity (P and Q), Linux md's left-symmetric layout: a [`ParityArray`].
+    Raid6(ParityParams),
 }
 
 impl RaidLevel {
@@ -59,6 +71,8 @@ impl RaidLevel {
         match self {
             RaidLevel::Raid0 { .. } => "raid0",
             RaidLevel::Raid1 { .. } => "raid1",
+            RaidLevel::Raid5(_) => "raid5",
+            RaidLevel::Raid6(_) => "raid6",
         }
     }
 }
@@ -94,13 +108,13 @@ struct Finished {
 }
 
 #[derive(Default)]
-struct ChildCounts {
-    pieces: u64,
-    read_bytes: u64,
-    write_bytes: u64,
-    trim_bytes: u64,
-    flushes: u64,
-    queued_pieces: u64,
+pub(crate) struct ChildCounts {
+    pub(crate) pieces: u64,
+    pub(crate) read_bytes: u64,
+    pub(crate) write_bytes: u64,
+    pub(crate) trim_bytes: u64,
+    pub(crate) flushes: u64,
+    pub(crate) queued_pieces: u64,
 }
 
 struct Child {
@@ -216,6 +230,12 @@ impl ArrayDevice {
                 capacity
             }
             RaidLevel::Raid1 { .. } => child_min_bytes,
+            RaidLevel::Raid5(_) | RaidLevel::Raid6(_) => {
+                return Err(format!(
+                    "{} is a ParityArray, not an ArrayDevice",
+                    params.level.name()
+                ))
+            }
         };
         let depth = params.queue_depth;
         let n = children.len();
@@ -319,6 +339,9 @@ impl ArrayDevice {
             (RaidLevel::Raid1 { .. }, Op::Write | Op::Trim) => {
                 self.plan.extend((0..n).map(whole));
             }
+            (RaidLevel::Raid5(_) | RaidLevel::Raid6(_), _) => {
+                unreachable!("ArrayDevice::new refuses parity levels")
+            }
         }
         Some(())
     }
@@ -330,7 +353,7 @@ impl ArrayDevice {
             self.children[i].failed = Some(reason.to_string());
         }
         let array_fails = match self.level {
-            RaidLevel::Raid0 { .. } => true,
+            RaidLevel::Raid0 { .. } | RaidLevel::Raid5(_) | RaidLevel::Raid6(_) => true,
             RaidLevel::Raid1 { .. } => self.survivors() == 0,
         };
         if array_fails && self.failed.is_none() {
@@ -666,7 +689,7 @@ impl ArrayDevice {
     }
 }
 
-fn count_piece(counts: &mut ChildCounts, piece: &Request) {
+pub(crate) fn count_piece(counts: &mut ChildCounts, piece: &Request) {
     counts.pieces += 1;
     match piece.op {
         Op::Read => counts.read_bytes += piece.len_bytes,
@@ -712,7 +735,7 @@ pub const COUNTERS: &[CounterDescriptor] = &[
     CounterDescriptor::new(
         "degraded_pieces",
         Unit::Count,
-        "RAID-1 write, trim or flush pieces dropped for a failed child.",
+        "Write, trim or flush pieces dropped for a failed child (RAID-1, 5 and 6).",
     ),
     CounterDescriptor::new(
         "lost_pieces",
@@ -772,12 +795,12 @@ pub const FAULT_COUNTERS: &[CounterDescriptor] = &[
     CounterDescriptor::new(
         "member_failures",
         Unit::Count,
-        "RAID-1 members marked failed for completing a piece with an error (with faults under a child only).",
+        "RAID-1, 5 or 6 members marked failed for completing a piece with an error (with faults under a child only).",
     ),
     CounterDescriptor::new(
         "degraded_writes",
         Unit::Count,
-        "RAID-1 host writes, trims and flushes that succeeded with fewer copies than members (with faults under a child only).",
+        "RAID-1, 5 or 6 host writes, trims and flushes that succeeded with a member missing (with faults under a child only).",
     ),
 ];
 

@@ -23,7 +23,7 @@ fn raid1(policy: ReadPolicy, queue_depth: usize, children: Vec<Box<dyn Device>>)
     .expect("a valid array")
 }
 
-fn check(name: &str, make: impl FnMut() -> ArrayDevice) -> Report {
+fn check<D: Device>(name: &str, make: impl FnMut() -> D) -> Report {
     eprintln!("{name}");
     conformance::check(make, &Options::default()).unwrap_or_else(|v| panic!("{name}: {v}"))
 }
@@ -161,6 +161,130 @@ fn arrays_over_failing_children_keep_the_device_contract() {
                         children,
                     )
                     .expect("a valid array");
+                    array.enable_fault_counters();
+                    array
+                },
+                &options,
+            )
+            .unwrap_or_else(|v| panic!("{name}: {v}"));
+        }
+    }
+}
+
+/// RAID-5 and RAID-6 at shallow and deep queues, with chunks smaller and larger than the
+/// kit's requests; optimal, degraded from the start, and rebuilding onto a spare while the
+/// load runs.
+#[test]
+fn parity_arrays_keep_the_device_contract() {
+    for parities in [1, 2] {
+        for (array_depth, child_depth) in [(1, 1), (16, 4), (32, 32)] {
+            for chunk in [4096, 64 << 10] {
+                for (failed, spare) in [
+                    (None, false),
+                    (Some((1, 0)), false),
+                    (Some((2, 3_000_000)), true),
+                ] {
+                    let name = format!(
+                        "raid with {parities} parities, depth {array_depth} over {child_depth}, \
+                         chunk {chunk}, failed {failed:?}, spare {spare}"
+                    );
+                    let report = check(&name, || {
+                        let members = (0..5)
+                            .map(|_| linear(8 << 20, 50.0, 2.0, child_depth))
+                            .collect();
+                        let spare = spare.then(|| linear(8 << 20, 50.0, 2.0, child_depth));
+                        parity_array(
+                            parities,
+                            chunk,
+                            array_depth,
+                            members,
+                            spare,
+                            failed,
+                            400 << 20,
+                        )
+                    });
+                    assert_eq!(report.failed, None, "{name}");
+                }
+            }
+        }
+    }
+}
+
+/// A RAID-6 keeps running with two members that stop accepting; a RAID-5 with the same two
+/// fails, and what it accepted still completes (with errors for rows it could not read).
+#[test]
+fn parity_arrays_keep_the_device_contract_as_members_fail() {
+    for parities in [1, 2] {
+        let name = format!("{parities} parities, two members failing");
+        eprintln!("{name}");
+        let report = conformance::check(
+            || {
+                let members = (0..5)
+                    .map(|i| match i {
+                        1 => fails_after(linear(8 << 20, 50.0, 2.0, 8), 300),
+                        3 => fails_after(linear(8 << 20, 50.0, 2.0, 8), 900),
+                        _ => linear(8 << 20, 50.0, 2.0, 8),
+                    })
+                    .collect();
+                parity_array(parities, 16 << 10, 16, members, None, None, 100 << 20)
+            },
+            &Options {
+                allow_errors: true,
+                ..Options::default()
+            },
+        )
+        .unwrap_or_else(|v| panic!("{name}: {v}"));
+        assert_eq!(
+            report.failed.is_some(),
+            parities == 1,
+            "{name}: {:?}",
+            report.failed
+        );
+    }
+}
+
+/// Members and a spare behind faults layers that fail a share of their requests of every
+/// kind: media errors reconstructed, failed writes and devices taking members out, the
+/// rebuild starting and stopping.
+#[test]
+fn parity_arrays_over_failing_members_keep_the_device_contract() {
+    use storsim_faults::{FaultKind, FaultPlan, FaultRule, FaultsDevice};
+    let failing = |seed: u64, depth: usize| -> Box<dyn Device> {
+        let rule = |kind| FaultRule {
+            rate_per_million: 1_000,
+            ..FaultRule::always(kind)
+        };
+        let plan = FaultPlan {
+            rules: vec![
+                rule(FaultKind::WriteError),
+                rule(FaultKind::ReadError),
+                rule(FaultKind::Fail),
+            ],
+            seed,
+            ..FaultPlan::default()
+        };
+        Box::new(FaultsDevice::new(linear(8 << 20, 50.0, 2.0, depth), &plan))
+    };
+    let options = Options {
+        allow_errors: true,
+        ..Options::default()
+    };
+    for parities in [1, 2] {
+        for (array_depth, child_depth) in [(1, 1), (32, 8)] {
+            let name = format!("{parities} parities, depth {array_depth} over failing members");
+            eprintln!("{name}");
+            conformance::check(
+                || {
+                    let members = (0..5).map(|i| failing(i + 1, child_depth)).collect();
+                    let mut array = parity_array(
+                        parities,
+                        8 << 10,
+                        array_depth,
+                        members,
+                        Some(failing(9, child_depth)),
+                        None,
+                        200 << 20,
+                    );
                     array.enable_fault_counters();
                     array
                 },

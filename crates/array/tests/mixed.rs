@@ -94,6 +94,7 @@ fn an_ssd_and_a_linear_child_stripe_and_mirror_together() {
                 2 * (ssd_bytes / stripe_unit_bytes * stripe_unit_bytes)
             ),
             RaidLevel::Raid1 { .. } => assert_eq!(array.capacity_bytes(), ssd_bytes),
+            RaidLevel::Raid5(_) | RaidLevel::Raid6(_) => unreachable!("only RAID-0 and RAID-1"),
         }
         let requests = spaced_requests(3, 60, array.capacity_bytes());
         one_at_a_time(&mut array, &[ssd_log.clone(), lin_log.clone()], &requests);

@@ -1,10 +1,12 @@
 //! `[array]` device files: children as presets and as files relative to the array file,
-//! nesting, and the errors (unknown key, bad level, missing stripe unit, a cycle of files, a
-//! missing child file), each naming the file and the key.
+//! nesting, RAID-5 and RAID-6 with a spare, and the errors (unknown key, bad level, missing
+//! stripe unit, a cycle of files, a missing child file, the parity levels' keys), each naming
+//! the file and the key.
 
 use std::path::Path;
-use storsim_array::{ArrayParams, RaidLevel, ReadPolicy};
+use storsim_array::{ArrayParams, MemberFailure, ParityParams, RaidLevel, ReadPolicy};
 use storsim_config::{load_device, ConfigError};
+use storsim_core::SimTime;
 
 /// A scratch directory per test, with a `sub/` directory for children named by path, removed
 /// when the returned guard drops.
@@ -158,13 +160,13 @@ fn bad_level_names_the_key_and_the_file() {
     let f = write(
         dir,
         "a.toml",
-        "model = \"array\"\n[array]\nlevel = \"raid5\"\nchildren = [\"stec-zeus\"]\n",
+        "model = \"array\"\n[array]\nlevel = \"raid7\"\nchildren = [\"stec-zeus\"]\n",
     );
     let e = load_device(&f).unwrap_err();
     let text = e.to_string();
     assert!(text.starts_with(&f), "{text}");
-    assert!(text.contains("level") && text.contains("raid5"), "{text}");
-    assert!(text.contains("raid0") && text.contains("raid1"), "{text}");
+    assert!(text.contains("level") && text.contains("raid7"), "{text}");
+    assert!(text.contains("raid0") && text.contains("raid6"), "{text}");
 }
 
 #[test]
@@ -310,4 +312,99 @@ fn an_error_inside_a_child_file_names_the_child_file() {
     let e = load_device(&f).unwrap_err();
     let (file, _, _) = invalid_key(&e);
     assert!(file.ends_with("bad.toml"), "{file}");
+}
+
+#[test]
+fn raid6_with_a_spare_a_rate_and_a_failed_member_resolves_and_builds() {
+    let tmp = scratch("raid6");
+    let dir = tmp.path();
+    write(dir, "sub/lin.toml", LINEAR_CHILD);
+    let f = write(
+        dir,
+        "raid6.toml",
+        r#"
+model = "array"
+[array]
+level = "raid6"
+stripe_unit_bytes = 65536
+children = ["sub/lin.toml", "sub/lin.toml", "sub/lin.toml", "sub/lin.toml", "sub/lin.toml"]
+spare = "sub/lin.toml"
+rebuild_rate_mb_per_s = 50
+failed_member = 3
+failed_at_ms = 2.5
+"#,
+    );
+    let loaded = load_device(&f).unwrap();
+    let spec = loaded.spec.params::<storsim_config::ArraySpec>().unwrap();
+    assert_eq!(
+        spec.params.level,
+        RaidLevel::Raid6(ParityParams {
+            stripe_unit_bytes: 65536,
+            failed_member: Some(MemberFailure {
+                member: 3,
+                at: SimTime(2_500_000)
+            }),
+            rebuild_rate_bytes_per_s: 50_000_000,
+        })
+    );
+    assert!(spec.spare.as_ref().unwrap().name.ends_with("lin.toml"));
+    let device = loaded.spec.build().unwrap();
+    // Three data members of 1 GB each, in whole 64 KiB rows.
+    assert_eq!(device.capacity_bytes(), 3 * (1_000_000_000 / 65536 * 65536));
+    let names: Vec<String> = device.counters().into_iter().map(|c| c.name).collect();
+    assert!(names.iter().any(|n| n == "rebuild_progress"), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with("spare_linear_")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn raid5_defaults_to_md_s_rebuild_rate_and_no_spare() {
+    let tmp = scratch("raid5");
+    let f = write(
+        tmp.path(),
+        "raid5.toml",
+        "model = \"array\"\n[array]\nlevel = \"raid5\"\nstripe_unit_bytes = 4096\n\
+         children = [\"stec-zeus\", \"stec-zeus\", \"stec-zeus\"]\n",
+    );
+    let loaded = load_device(&f).unwrap();
+    let spec = loaded.spec.params::<storsim_config::ArraySpec>().unwrap();
+    let RaidLevel::Raid5(p) = spec.params.level else {
+        panic!("{:?}", spec.params.level)
+    };
+    // md's speed_limit_max: 200,000 KiB/s.
+    assert_eq!(p.rebuild_rate_bytes_per_s, 200_000 * 1024);
+    assert_eq!(p.failed_member, None);
+    assert!(spec.spare.is_none());
+}
+
+/// Each bad parity setting is an error naming the file and its key.
+#[test]
+fn the_parity_levels_keys_are_checked() {
+    let tmp = scratch("parity-errors");
+    let dir = tmp.path();
+    let three = "children = [\"stec-zeus\", \"stec-zeus\", \"stec-zeus\"]";
+    let cases = [
+        ("level = \"raid1\"\nspare = \"stec-zeus\"\n".to_string() + three, "array.spare", "raid5"),
+        (format!("level = \"raid0\"\nstripe_unit_bytes = 4096\nfailed_member = 0\n{three}"), "array.failed_member", "raid5"),
+        (format!("level = \"raid5\"\n{three}"), "array.stripe_unit_bytes", "raid5"),
+        (format!("level = \"raid5\"\nstripe_unit_bytes = 4096\nread_policy = \"round-robin\"\n{three}"), "array.read_policy", "raid1"),
+        (format!("level = \"raid6\"\nstripe_unit_bytes = 4096\n{three}"), "array.children", "at least 4"),
+        (format!("level = \"raid5\"\nstripe_unit_bytes = 4096\nfailed_member = 3\n{three}"), "array.failed_member", "got 3"),
+        (format!("level = \"raid5\"\nstripe_unit_bytes = 4096\nfailed_at_ms = 3\n{three}"), "array.failed_at_ms", "failed_member"),
+        (format!("level = \"raid5\"\nstripe_unit_bytes = 4096\nrebuild_rate_mb_per_s = 0\n{three}"), "array.rebuild_rate_mb_per_s", "got 0"),
+        (format!("level = \"raid5\"\nstripe_unit_bytes = 4096\nspare = \"no-such\"\n{three}"), "array.spare", "the spare 'no-such'"),
+    ];
+    for (i, (body, key, says)) in cases.iter().enumerate() {
+        let f = write(
+            dir,
+            &format!("e{i}.toml"),
+            &format!("model = \"array\"\n[array]\n{body}\n"),
+        );
+        let e = load_device(&f).unwrap_err();
+        let (file, k, message) = invalid_key(&e);
+        assert_eq!((file, k), (f.as_str(), *key), "case {i}: {e}");
+        assert!(message.contains(says), "case {i}: {message}");
+    }
 }

@@ -159,7 +159,12 @@ impl Model {
                 storsim_hybrid::HOST_TIERED_COUNTERS,
                 storsim_hybrid::HOST_TIERED_REMAP_COUNTERS,
             ],
-            Model::Array => &[storsim_array::COUNTERS, storsim_array::FAULT_COUNTERS],
+            Model::Array => &[
+                storsim_array::COUNTERS,
+                storsim_array::PARITY_COUNTERS,
+                storsim_array::SPARE_COUNTERS,
+                storsim_array::FAULT_COUNTERS,
+            ],
             Model::Linear => &[storsim_blackbox::linear::COUNTERS],
             Model::Table => &[storsim_blackbox::table::COUNTERS],
             Model::Step => &[storsim_blackbox::step::COUNTERS],

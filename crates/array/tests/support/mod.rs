@@ -153,3 +153,31 @@ pub fn assert_each_completed_once(requests: &[Request], run: &Run) {
         assert_eq!(&c.request, original, "a completion echoes its request");
     }
 }
+
+/// A RAID-5 (`parities` 1) or RAID-6 (2) array with chunks of `stripe_unit_bytes`, a member
+/// failed at `failed` (member, ns) if given, and the rebuild rate `rate` in bytes/s.
+pub fn parity_array(
+    parities: usize,
+    stripe_unit_bytes: u64,
+    queue_depth: usize,
+    members: Vec<Box<dyn Device>>,
+    spare: Option<Box<dyn Device>>,
+    failed: Option<(usize, u64)>,
+    rebuild_rate_bytes_per_s: u64,
+) -> storsim_array::ParityArray {
+    use storsim_array::{MemberFailure, ParityArray, ParityParams};
+    let p = ParityParams {
+        stripe_unit_bytes,
+        failed_member: failed.map(|(member, at_ns)| MemberFailure {
+            member,
+            at: SimTime(at_ns),
+        }),
+        rebuild_rate_bytes_per_s,
+    };
+    let level = if parities == 1 {
+        RaidLevel::Raid5(p)
+    } else {
+        RaidLevel::Raid6(p)
+    };
+    ParityArray::new(ArrayParams { level, queue_depth }, members, spare).expect("a valid array")
+}

@@ -110,6 +110,7 @@ pub fn precondition_ssds(spec: &mut crate::DeviceSpec, mode: PreconditionMode) -
         return array
             .children
             .iter_mut()
+            .chain(&mut array.spare)
             .map(|child| precondition_ssds(&mut child.spec, mode))
             .sum();
     }
