@@ -28,26 +28,39 @@ def series(path):
     return starts, writes["bytes"], [b / 1e6 for b in writes["bandwidth_bytes_per_s"]], cached
 
 
+def throughput_plot(x, mbps, cached, xlabel, title, legend_at, path):
+    """Write throughput and cached data against `x`, on two axes, saved as PNG and SVG."""
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.plot(x, mbps, color="tab:blue", label="write throughput")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("MB/s (100 ms windows)")
+    ax.set_ylim(bottom=0)
+    cache = ax.twinx()
+    cache.plot(x, cached, color="tab:orange", label="data in the SLC cache")
+    cache.set_ylabel("GB in the SLC cache")
+    cache.set_ylim(bottom=0)
+    fig.legend(loc="center", bbox_to_anchor=legend_at)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(f"{path}.png", dpi=120)
+    fig.savefig(f"{path}.svg")
+
+
 def fill_plot(path, out):
-    starts, written, mbps, cached = series(path)
+    _, written, mbps, cached = series(path)
     gb, total = [], 0
     for b in written:
         total += b
         gb.append(total / 1e9)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(gb, mbps, color="tab:blue", label="write throughput")
-    ax.set_xlabel("GB written")
-    ax.set_ylabel("MB/s (100 ms windows)")
-    ax.set_ylim(bottom=0)
-    cache = ax.twinx()
-    cache.plot(gb, cached, color="tab:orange", label="data in the SLC cache")
-    cache.set_ylabel("GB in the SLC cache")
-    cache.set_ylim(bottom=0)
-    fig.legend(loc="center right", bbox_to_anchor=(0.88, 0.6))
-    ax.set_title("Whole-drive sequential fill, 1 MiB writes at QD1, from empty")
-    fig.tight_layout()
-    fig.savefig(f"{out}/fill.png", dpi=120)
-    fig.savefig(f"{out}/fill.svg")
+    throughput_plot(
+        gb,
+        mbps,
+        cached,
+        "GB written",
+        "Whole-drive sequential fill, 1 MiB writes at QD1, from empty",
+        (0.75, 0.6),
+        f"{out}/fill",
+    )
     # The phases: contiguous windows within 10 % of each other's throughput.
     print("| from GB | to GB | MB/s (median) |")
     print("|---:|---:|---:|")
@@ -64,20 +77,15 @@ def fill_plot(path, out):
 
 def bursts_plot(path, out):
     starts, _, mbps, cached = series(path)
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    ax.plot(starts, mbps, color="tab:blue", label="write throughput")
-    ax.set_xlabel("time (s)")
-    ax.set_ylabel("MB/s (100 ms windows)")
-    ax.set_ylim(bottom=0)
-    cache = ax.twinx()
-    cache.plot(starts, cached, color="tab:orange", label="data in the SLC cache")
-    cache.set_ylabel("GB in the SLC cache")
-    cache.set_ylim(bottom=0)
-    fig.legend(loc="center", bbox_to_anchor=(0.5, 0.6))
-    ax.set_title("Two 1.5 GB bursts 70 s apart: idle time folds the cache")
-    fig.tight_layout()
-    fig.savefig(f"{out}/bursts.png", dpi=120)
-    fig.savefig(f"{out}/bursts.svg")
+    throughput_plot(
+        starts,
+        mbps,
+        cached,
+        "time (s)",
+        "Two 1.5 GB bursts 70 s apart: idle time folds the cache",
+        (0.5, 0.6),
+        f"{out}/bursts",
+    )
 
 
 if __name__ == "__main__":
