@@ -23,6 +23,13 @@ pub(crate) enum SlcRole {
     Dynamic,
 }
 
+/// Where a fold puts the pages it moves ([`Core::alloc_fold_page`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Spread {
+    OwnPlane,
+    Striped,
+}
+
 /// One plane's cache.
 #[derive(Default)]
 struct SlcPlane {
@@ -344,25 +351,31 @@ impl Core {
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<bool, FtlError> {
-        let Some(&b) = self
-            .slc
-            .as_ref()
-            .and_then(|s| s.planes[p as usize].full.front())
-        else {
+        let Some(b) = self.take_oldest(p) else {
             return Ok(false);
         };
-        if !self.fold_fits(b) {
-            return Ok(false);
-        }
-        self.slc.as_mut().expect("the cache is on").planes[p as usize]
-            .full
-            .pop_front();
         self.fold(b, ops, hooks)?;
         Ok(true)
     }
 
+    /// Plane `p`'s oldest full cache block, taken off its list, if there is one and its valid
+    /// pages fit ([`Core::fold_fits`]).
+    fn take_oldest(&mut self, p: u32) -> Option<u32> {
+        let &b = self.slc.as_ref()?.planes[p as usize].full.front()?;
+        if !self.fold_fits(b) {
+            return None;
+        }
+        self.slc.as_mut()?.planes[p as usize].full.pop_front()
+    }
+
     /// One unit of folding: in each plane, from the one after the last unit's, the oldest full
     /// cache block, or the open one when none is full. Returns whether it folded anything.
+    ///
+    /// Every block's copies come first and the erases last: an erase waits for everything its
+    /// call placed before it, so an erase between two blocks' copies would hold the second
+    /// block's reads on a shared die until the first block's programs, striped over every
+    /// die, were all done, and the blocks of a unit would fold one after the other. The
+    /// blocks stay out of the free pools until their erases, so no copy lands in one.
     pub(crate) fn fold_unit<H: Hooks>(
         &mut self,
         ops: &mut Vec<FlashOp>,
@@ -372,26 +385,31 @@ impl Core {
             return Ok(false);
         };
         self.apply_invalidations();
-        let mut any = false;
+        let mut folded = Vec::new();
         for k in 0..self.planes {
             let p = (cursor + k) % self.planes;
-            if self.fold_oldest(p, ops, hooks)? {
-                any = true;
-                continue;
-            }
-            let sp = &self.slc.as_ref().expect("the cache is on").planes[p as usize];
-            let (b, wp) = (sp.open, sp.wp);
-            if b != NONE && wp > 0 && self.fold_fits(b) {
-                let sp = &mut self.slc.as_mut().expect("the cache is on").planes[p as usize];
-                sp.open = NONE;
-                self.fold(b, ops, hooks)?;
-                any = true;
-            }
+            let b = match self.take_oldest(p) {
+                Some(b) => b,
+                None => {
+                    let sp = &self.slc.as_ref().expect("the cache is on").planes[p as usize];
+                    let (b, wp) = (sp.open, sp.wp);
+                    if b == NONE || wp == 0 || !self.fold_fits(b) {
+                        continue;
+                    }
+                    self.slc.as_mut().expect("the cache is on").planes[p as usize].open = NONE;
+                    b
+                }
+            };
+            self.fold_copies(b, Spread::OwnPlane, ops, hooks)?;
+            folded.push(b);
         }
-        if any {
+        for &b in &folded {
+            self.fold_erase(b, ops)?;
+        }
+        if !folded.is_empty() {
             self.slc.as_mut().expect("the cache is on").fold_cursor = (cursor + 1) % self.planes;
         }
-        Ok(any)
+        Ok(!folded.is_empty())
     }
 
     /// Whether the valid pages of cache block `b` fit where folding puts them
@@ -411,31 +429,52 @@ impl Core {
         false
     }
 
-    /// Where the next folded page goes: the native frontier of the next plane in striped order
-    /// that has room, as host writes are striped. A drive folds a block's pages into many
-    /// dies at once; putting them all into the source's plane would hold one die for the
-    /// whole block (tens of milliseconds of TLC programs) while every other die waits.
-    fn alloc_fold_page(&mut self) -> Option<u32> {
-        let slc = self.slc.as_deref_mut().expect("the cache is on");
-        let start = slc.fold_stripe;
-        slc.fold_stripe = (start + 1) % self.planes;
-        (0..self.planes).find_map(|k| {
-            let p = self.stripe[((start + k) % self.planes) as usize];
-            self.alloc_data_page(p, 2)
-        })
+    /// Where the next page folded out of a block of plane `from` goes: with `Spread::Striped`,
+    /// the native frontier of the next plane in striped order that has room, as host writes
+    /// are striped: a single block folded alone then uses every die, where its own plane would
+    /// hold one die for the whole block (tens of milliseconds of TLC programs) while the
+    /// others wait. With `Spread::OwnPlane` (a unit folding a block in every plane), the
+    /// block's own plane, then the next ones: each die then reads and programs its own blocks'
+    /// pages without waiting for another die's reads, which would leave gaps in its timeline.
+    fn alloc_fold_page(&mut self, from: u32, spread: Spread) -> Option<u32> {
+        match spread {
+            Spread::OwnPlane => {
+                (0..self.planes).find_map(|k| self.alloc_data_page((from + k) % self.planes, 2))
+            }
+            Spread::Striped => {
+                let slc = self.slc.as_deref_mut().expect("the cache is on");
+                let start = slc.fold_stripe;
+                slc.fold_stripe = (start + 1) % self.planes;
+                (0..self.planes).find_map(|k| {
+                    let p = self.stripe[((start + k) % self.planes) as usize];
+                    self.alloc_data_page(p, 2)
+                })
+            }
+        }
     }
 
-    /// Folds cache block `b` (taken off its plane's lists): each valid page is read in SLC mode
-    /// and programmed into the plane's native frontier, then the block is erased and goes back
-    /// to the static free list or, dynamic, to the free pool.
+    /// Folds cache block `b` (taken off its plane's lists): its copies, then its erase.
     fn fold<H: Hooks>(
         &mut self,
         b: u32,
         ops: &mut Vec<FlashOp>,
         hooks: &mut H,
     ) -> Result<(), FtlError> {
+        self.fold_copies(b, Spread::Striped, ops, hooks)?;
+        self.fold_erase(b, ops)
+    }
+
+    /// Each valid page of cache block `b` (taken off its plane's lists) read in SLC mode and
+    /// programmed into a native frontier ([`Core::alloc_fold_page`]); the block then waits,
+    /// empty, for [`Core::fold_erase`].
+    fn fold_copies<H: Hooks>(
+        &mut self,
+        b: u32,
+        spread: Spread,
+        ops: &mut Vec<FlashOp>,
+        hooks: &mut H,
+    ) -> Result<(), FtlError> {
         self.apply_invalidations();
-        let p = b / self.blocks_per_plane;
         let slc_ppb = self
             .slc
             .as_ref()
@@ -455,7 +494,7 @@ impl Core {
             self.nand.check_read(Ppa(src))?;
             ops.push(FlashOp::read(Ppa(src), Cause::Fold, Dep::None).in_slc_mode());
             let dst = self
-                .alloc_fold_page()
+                .alloc_fold_page(b / self.blocks_per_plane, spread)
                 .expect("fold_fits found room for the block's pages");
             self.nand.program(Ppa(dst))?;
             ops.push(FlashOp::copy(
@@ -477,11 +516,23 @@ impl Core {
             self.blocks[b as usize].valid
         );
         self.blocks[b as usize].valid = 0;
-        ops.push(FlashOp::erase(Ppa(first), Cause::Fold, Dep::All).in_slc_mode());
-        let retired = self.nand.erase(BlockId(b))?;
         let slc = self.slc.as_deref_mut().expect("the cache is on");
         slc.valid_pages -= n as u64;
         slc.counters.folded_pages += n as u64;
+        if H::WANTS_MOVES && !moved.is_empty() {
+            hooks.data_moved(&moved);
+        }
+        self.moved = moved;
+        Ok(())
+    }
+
+    /// Erases folded cache block `b` after everything before it in this call; a static block
+    /// goes back to its plane's static free list, a dynamic one to the free pool.
+    fn fold_erase(&mut self, b: u32, ops: &mut Vec<FlashOp>) -> Result<(), FtlError> {
+        let p = b / self.blocks_per_plane;
+        ops.push(FlashOp::erase(Ppa(b * self.ppb), Cause::Fold, Dep::All).in_slc_mode());
+        let retired = self.nand.erase(BlockId(b))?;
+        let slc = self.slc.as_deref_mut().expect("the cache is on");
         slc.counters.folded_blocks += 1;
         match self.blocks[b as usize].slc {
             SlcRole::Static => {
@@ -507,10 +558,6 @@ impl Core {
             }
             SlcRole::Native => unreachable!("block {b} was folded but is not a cache block"),
         }
-        if H::WANTS_MOVES && !moved.is_empty() {
-            hooks.data_moved(&moved);
-        }
-        self.moved = moved;
         Ok(())
     }
 
