@@ -1179,17 +1179,11 @@ impl ParityArray {
 /// A member's counters as the array lists them under `prefix`: what the array handed it, then
 /// its own under `{prefix}_{model}_`.
 fn per_member_counters(prefix: &str, member: &Member, out: &mut Vec<DeviceCounter>) {
-    let k = &member.counts;
-    let own = [
-        ("pieces", k.pieces),
-        ("read_bytes", k.read_bytes),
-        ("write_bytes", k.write_bytes),
-        ("trim_bytes", k.trim_bytes),
-        ("flushes", k.flushes),
-        ("queued_pieces", k.queued_pieces),
-    ];
     out.extend(
-        own.iter()
+        member
+            .counts
+            .named()
+            .iter()
             .map(|(name, v)| DeviceCounter::new(format!("{prefix}_{name}"), *v as f64)),
     );
     out.extend(member.device.counters().into_iter().map(|d| {
@@ -1389,18 +1383,7 @@ impl Device for ParityArray {
     fn counter_values(&self, values: &mut Vec<f64>) {
         self.own_counters(&mut |_, v| values.push(v));
         for member in self.members.iter().chain(&self.spare) {
-            let k = &member.counts;
-            values.extend(
-                [
-                    k.pieces,
-                    k.read_bytes,
-                    k.write_bytes,
-                    k.trim_bytes,
-                    k.flushes,
-                    k.queued_pieces,
-                ]
-                .map(|v| v as f64),
-            );
+            values.extend(member.counts.named().map(|(_, v)| v as f64));
             member.device.counter_values(values);
         }
     }
